@@ -1,0 +1,121 @@
+package aqm
+
+import (
+	"errors"
+
+	"github.com/aqmkit/aqmkit/internal/ring"
+)
+
+// DefaultFIFOLimitPackets is the FIFO's packet limit when FIFOConfig leaves
+// it zero: 1000, Linux's default txqueuelen and pfifo limit.
+const DefaultFIFOLimitPackets = 1000
+
+// FIFOConfig configures a drop-tail (or drop-head) FIFO.
+type FIFOConfig struct {
+	// LimitPackets is the most packets the queue holds. Zero means
+	// [DefaultFIFOLimitPackets]. Storage for this many packets is allocated
+	// by NewFIFO, so it must be at most 1<<24.
+	LimitPackets int
+	// LimitBytes is the most bytes the queue holds (the sum of Size). Zero
+	// means no byte limit: the packet limit alone applies (pfifo); set it for
+	// a bfifo.
+	LimitBytes int
+	// HeadDrop makes a full queue drop its oldest packets to admit the new
+	// one (Linux pfifo_head_drop) instead of refusing the arrival.
+	HeadDrop bool
+}
+
+func (c *FIFOConfig) validate() error {
+	var errs []error
+	if c.LimitPackets < 0 || c.LimitPackets > 1<<24 {
+		errs = append(errs, &ConfigError{"aqm", "LimitPackets", c.LimitPackets, "must be in [0, 16777216]"})
+	}
+	if c.LimitBytes < 0 {
+		errs = append(errs, &ConfigError{"aqm", "LimitBytes", c.LimitBytes, "must not be negative"})
+	}
+	if c.LimitPackets == 0 {
+		c.LimitPackets = DefaultFIFOLimitPackets
+	}
+	return errors.Join(errs...)
+}
+
+// FIFO is the drop-tail baseline the AQM literature compares against: Linux
+// pfifo (packet limit), bfifo (byte limit) and pfifo_head_drop (HeadDrop). It
+// never drops early and never marks. It is also the reference implementation
+// of the [Queue] contract.
+type FIFO[T any] struct {
+	ring       ring.Ring[Packet[T]]
+	backlog    int
+	limitBytes int // 0: none
+	headDrop   bool
+	onDrop     DropFunc[T]
+	stats      Stats
+}
+
+var _ Queue[int] = (*FIFO[int])(nil)
+
+// NewFIFO returns an empty FIFO. onDrop receives the packets that HeadDrop
+// evicts; it may be nil. The error wraps [ErrInvalidConfig] for each bad
+// field.
+func NewFIFO[T any](cfg FIFOConfig, onDrop DropFunc[T]) (*FIFO[T], error) {
+	if err := cfg.validate(); err != nil {
+		return nil, err
+	}
+	q := &FIFO[T]{limitBytes: cfg.LimitBytes, headDrop: cfg.HeadDrop, onDrop: onDrop}
+	q.ring.Init(cfg.LimitPackets)
+	return q, nil
+}
+
+// Enqueue accepts p at the tail, or refuses it with [DroppedOverlimit] if
+// the queue is full (or p alone exceeds LimitBytes). With HeadDrop, a full
+// queue instead evicts packets from its head, through the DropFunc, until p
+// fits.
+func (q *FIFO[T]) Enqueue(p Packet[T], now Time) Verdict {
+	p.ECN &= ECNMask
+	p.Enqueued = now
+	q.stats.NoteSize(p.Size)
+	size := int(p.Size)
+	if q.limitBytes > 0 && size > q.limitBytes {
+		q.stats.CountDrop(DroppedOverlimit, p.Size, false)
+		return DroppedOverlimit
+	}
+	for q.ring.Full() || (q.limitBytes > 0 && q.backlog+size > q.limitBytes) {
+		if !q.headDrop || q.ring.Len() == 0 {
+			q.stats.CountDrop(DroppedOverlimit, p.Size, false)
+			return DroppedOverlimit
+		}
+		old, _ := q.ring.PopFront()
+		q.backlog -= int(old.Size)
+		q.stats.CountDrop(DroppedOverlimit, old.Size, true)
+		if q.onDrop != nil {
+			q.onDrop(old, DroppedOverlimit)
+		}
+	}
+	q.ring.PushBack(p)
+	q.backlog += size
+	q.stats.Enqueued.Add(p.Size)
+	return Enqueued
+}
+
+// Dequeue returns the oldest packet.
+func (q *FIFO[T]) Dequeue(now Time) (Packet[T], bool) {
+	p, ok := q.ring.PopFront()
+	if ok {
+		q.backlog -= int(p.Size)
+		q.stats.Dequeued.Add(p.Size)
+	}
+	return p, ok
+}
+
+// Len returns the number of queued packets.
+func (q *FIFO[T]) Len() int { return q.ring.Len() }
+
+// Backlog returns the number of queued bytes.
+func (q *FIFO[T]) Backlog() int { return q.backlog }
+
+// Stats returns a snapshot of the counters.
+func (q *FIFO[T]) Stats() Stats {
+	s := q.stats
+	s.Len, s.Backlog = q.ring.Len(), q.backlog
+	return s
+}

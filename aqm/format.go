@@ -1,0 +1,5 @@
+package aqm
+
+import "fmt"
+
+func formatValue(v any) string { return fmt.Sprint(v) }

@@ -1,0 +1,59 @@
+package aqm
+
+import "strconv"
+
+// ECN is the two-bit Explicit Congestion Notification field of the IP header
+// (RFC 3168), with the header's own values.
+type ECN uint8
+
+const (
+	NotECT ECN = 0b00 // Not-ECT: the sender does not understand ECN; drop, never mark.
+	ECT1   ECN = 0b01 // ECT(1): ECN-capable; L4S senders use it (RFC 9331).
+	ECT0   ECN = 0b10 // ECT(0): ECN-capable, Classic ECN.
+	CE     ECN = 0b11 // CE: Congestion Experienced.
+
+	// ECNMask selects the two ECN bits; queues clear all others on Enqueue.
+	ECNMask ECN = 0b11
+)
+
+// Capable reports whether e (its low two bits) is ECN-capable: ECT(0), ECT(1)
+// or CE. Only such packets may be marked instead of dropped.
+func (e ECN) Capable() bool { return e&ECNMask != NotECT }
+
+// String returns the codepoint's usual name.
+func (e ECN) String() string {
+	switch e {
+	case NotECT:
+		return "Not-ECT"
+	case ECT1:
+		return "ECT(1)"
+	case ECT0:
+		return "ECT(0)"
+	case CE:
+		return "CE"
+	}
+	return "ECN(" + strconv.Itoa(int(e)) + ")"
+}
+
+// Packet is what a [Queue] holds: the caller's payload plus the few header
+// facts an AQM needs. It is passed and stored by value.
+type Packet[T any] struct {
+	// Payload is the caller's packet or a handle to it; queues never look
+	// inside it.
+	Payload T
+	// Size is the packet's length on the wire in bytes. Byte limits, byte
+	// modes and fair-queueing quanta use it. Size 0 is allowed and counts
+	// as zero bytes.
+	Size uint32
+	// Hash is a flow hash computed by the caller (for example over the
+	// 5-tuple). Fair queues classify on it; single queues ignore it. Queues
+	// that classify mix it with a per-instance secret key, so a plain hash is
+	// good enough.
+	Hash uint32
+	// ECN is the packet's ECN codepoint. On Enqueue it is the arrival
+	// codepoint; a packet that leaves Dequeue with CE must be sent with CE set.
+	ECN ECN
+	// Enqueued is the time at which Enqueue accepted the packet. The queue
+	// sets it; any value the caller puts there is overwritten.
+	Enqueued Time
+}

@@ -1,0 +1,94 @@
+package aqm
+
+// Count is a number of packets and their total size in bytes.
+type Count struct {
+	Packets uint64
+	Bytes   uint64
+}
+
+// Add counts one packet of size bytes.
+func (c *Count) Add(size uint32) {
+	c.Packets++
+	c.Bytes += uint64(size)
+}
+
+// Plus returns c+d.
+func (c Count) Plus(d Count) Count {
+	return Count{Packets: c.Packets + d.Packets, Bytes: c.Bytes + d.Bytes}
+}
+
+// Stats are the counters every [Queue] keeps. Every packet offered to a queue
+// is accounted for:
+//
+//	offered  = Enqueued + refused drops
+//	Enqueued = Dequeued + DroppedQueued + Len
+//
+// where the refused drops are the drop counters minus DroppedQueued.
+type Stats struct {
+	// Enqueued counts accepted packets (verdict Enqueued or Marked).
+	Enqueued Count
+	// Dequeued counts packets returned by Dequeue.
+	Dequeued Count
+	// Marked counts packets set to CE, at enqueue or at dequeue. A packet
+	// that arrived with CE and was "marked" again is counted too.
+	Marked Count
+
+	// DroppedOverlimit counts drops by a hard limit: refused arrivals and
+	// evicted queued packets.
+	DroppedOverlimit Count
+	// DroppedEarly counts the AQM's congestion drops, at enqueue or dequeue.
+	DroppedEarly Count
+	// DroppedOverload counts ECN-capable packets dropped instead of marked by
+	// overload protection.
+	DroppedOverload Count
+	// DroppedQueued counts the subset of the drops above that hit packets
+	// already accepted (handed to the DropFunc): dequeue-time drops and
+	// evictions.
+	DroppedQueued Count
+
+	// Len and Backlog are the current queue length in packets and bytes.
+	Len     int
+	Backlog int
+	// MaxSize is the largest packet size offered so far, in bytes.
+	MaxSize uint32
+}
+
+// Dropped returns the total of all drops, refused or queued.
+func (s Stats) Dropped() Count {
+	return s.DroppedOverlimit.Plus(s.DroppedEarly).Plus(s.DroppedOverload)
+}
+
+// Offered returns the number of packets ever offered to Enqueue.
+func (s Stats) Offered() Count {
+	d := s.Dropped()
+	return Count{
+		Packets: s.Enqueued.Packets + d.Packets - s.DroppedQueued.Packets,
+		Bytes:   s.Enqueued.Bytes + d.Bytes - s.DroppedQueued.Bytes,
+	}
+}
+
+// CountDrop adds one drop of size bytes for reason why, and to DroppedQueued
+// if queued is true (the packet had been accepted). A verdict that is not a
+// drop is ignored.
+func (s *Stats) CountDrop(why Verdict, size uint32, queued bool) {
+	switch why {
+	case DroppedOverlimit:
+		s.DroppedOverlimit.Add(size)
+	case DroppedEarly:
+		s.DroppedEarly.Add(size)
+	case DroppedOverload:
+		s.DroppedOverload.Add(size)
+	default:
+		return
+	}
+	if queued {
+		s.DroppedQueued.Add(size)
+	}
+}
+
+// NoteSize records an offered packet's size in MaxSize.
+func (s *Stats) NoteSize(size uint32) {
+	if size > s.MaxSize {
+		s.MaxSize = size
+	}
+}

@@ -1,0 +1,113 @@
+// Package ring provides a fixed-capacity FIFO ring buffer that never
+// allocates after construction and clears the slots it pops, so the garbage
+// collector can reclaim whatever a popped value pointed to.
+package ring
+
+// Ring is a fixed-capacity double-ended FIFO of T. The zero Ring has
+// capacity zero; use [New].
+type Ring[T any] struct {
+	buf  []T    // len(buf) is a power of two
+	mask uint32 // len(buf)-1
+	head uint32 // index of the front element, before masking
+	n    uint32 // number of elements
+	max  uint32 // capacity asked for (≤ len(buf))
+}
+
+// New returns a ring that holds at most capacity values. Storage is rounded up
+// to a power of two so indexing is a mask. capacity must be in [0, 1<<30].
+func New[T any](capacity int) *Ring[T] {
+	r := &Ring[T]{}
+	r.Init(capacity)
+	return r
+}
+
+// Init (re)initialises r in place with the given capacity, dropping any
+// contents. It allocates; call it only at construction.
+func (r *Ring[T]) Init(capacity int) {
+	if capacity < 0 || capacity > 1<<30 {
+		panic("ring: capacity out of range")
+	}
+	size := 1
+	for size < capacity {
+		size <<= 1
+	}
+	*r = Ring[T]{buf: make([]T, size), mask: uint32(size - 1), max: uint32(capacity)}
+}
+
+// Len returns the number of values in the ring.
+func (r *Ring[T]) Len() int { return int(r.n) }
+
+// Cap returns the ring's capacity.
+func (r *Ring[T]) Cap() int { return int(r.max) }
+
+// Full reports whether the ring holds Cap values.
+func (r *Ring[T]) Full() bool { return r.n >= r.max }
+
+// PushBack appends v and reports whether there was room.
+func (r *Ring[T]) PushBack(v T) bool {
+	if r.n >= r.max {
+		return false
+	}
+	r.buf[(r.head+r.n)&r.mask] = v
+	r.n++
+	return true
+}
+
+// PopFront removes and returns the oldest value.
+func (r *Ring[T]) PopFront() (T, bool) {
+	var zero T
+	if r.n == 0 {
+		return zero, false
+	}
+	i := r.head & r.mask
+	v := r.buf[i]
+	r.buf[i] = zero
+	r.head++
+	r.n--
+	return v, true
+}
+
+// PopBack removes and returns the newest value.
+func (r *Ring[T]) PopBack() (T, bool) {
+	var zero T
+	if r.n == 0 {
+		return zero, false
+	}
+	r.n--
+	i := (r.head + r.n) & r.mask
+	v := r.buf[i]
+	r.buf[i] = zero
+	return v, true
+}
+
+// Front returns a pointer to the oldest value, or nil if the ring is empty.
+// The pointer is valid until the next Pop or Push.
+func (r *Ring[T]) Front() *T {
+	if r.n == 0 {
+		return nil
+	}
+	return &r.buf[r.head&r.mask]
+}
+
+// Back returns a pointer to the newest value, or nil if the ring is empty.
+func (r *Ring[T]) Back() *T {
+	if r.n == 0 {
+		return nil
+	}
+	return &r.buf[(r.head+r.n-1)&r.mask]
+}
+
+// At returns a pointer to the i-th value from the front (0 is the oldest).
+// It panics if i is out of range.
+func (r *Ring[T]) At(i int) *T {
+	if i < 0 || uint32(i) >= r.n {
+		panic("ring: index out of range")
+	}
+	return &r.buf[(r.head+uint32(i))&r.mask]
+}
+
+// Clear removes all values, zeroing their slots.
+func (r *Ring[T]) Clear() {
+	clear(r.buf)
+	r.head, r.n = 0, 0
+}
