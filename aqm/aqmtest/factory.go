@@ -1,0 +1,20 @@
+package aqmtest
+
+import "github.com/aqmkit/aqmkit/aqm"
+
+// Payload is the payload type the kit uses: a unique sequence number per
+// offered packet, so that every packet can be traced in and out.
+type Payload = uint64
+
+// Factory describes a queue under test.
+type Factory struct {
+	// New builds a fresh, empty queue. Two queues built with the same seed
+	// must make the same decisions on the same operations; onDrop must be
+	// installed as the queue's DropFunc.
+	New func(seed uint64, onDrop aqm.DropFunc[Payload]) (aqm.Queue[Payload], error)
+	// LimitPackets and LimitBytes are the hard limits the queue was built
+	// with. The kit checks that Len and Backlog never exceed them, and that a
+	// packet larger than LimitBytes is refused. Zero means none declared.
+	LimitPackets int
+	LimitBytes   int
+}
