@@ -1,0 +1,45 @@
+// Package aqmtest is the conformance kit for the [aqm.Queue] contract,
+// modelled on testing/fstest.TestFS: an algorithm package hands [Run] a
+// [Factory] and gets every check below as a subtest.
+//
+//	func TestConformance(t *testing.T) {
+//		aqmtest.Run(t, aqmtest.Factory{
+//			New: func(seed uint64, onDrop aqm.DropFunc[uint64]) (aqm.Queue[uint64], error) {
+//				return codel.New(codel.Config{Seed: seed, LimitPackets: 100}, onDrop)
+//			},
+//			LimitPackets: 100,
+//		})
+//	}
+//
+//	func FuzzQueue(f *testing.F) { aqmtest.Fuzz(f, factory) }
+//
+// What Run checks, on fixed traces, on odd input and on gopter-generated
+// random traces:
+//
+//   - conservation: every accepted packet leaves exactly once, by Dequeue or
+//     by the DropFunc, never duplicated and never lost, and only while the
+//     queue is inside Enqueue or Dequeue; refused packets never reach the
+//     DropFunc;
+//   - Len, Backlog and Stats agree with what went in and out, in packets and
+//     bytes, drop reason by drop reason;
+//   - the declared limits are never exceeded, and a packet larger than the
+//     byte limit is refused;
+//   - FIFO order within a flow (same Hash, same arrival ECN);
+//   - ECN: Not-ECT packets are never marked, marks only turn an ECN-capable
+//     codepoint into CE, bits above the ECN field are cleared;
+//   - Dequeue returns false only when the queue is empty, and a dequeued
+//     packet carries the size, hash and enqueue time it went in with;
+//   - odd input: size 0, sizes far above the limits, stray ECN bits, time
+//     going backwards, huge time jumps, long idle gaps — no panic, and all of
+//     the above still holds;
+//   - determinism: two queues with the same seed decide the same on the same
+//     trace;
+//   - zero allocations per Enqueue and Dequeue in steady state, idle,
+//     standing and overloaded.
+//
+// Random traces are decoded from bytes by [Decode], the same decoder that
+// [Fuzz] uses, so a failing gopter case and a fuzz crasher replay the same
+// way. The gopter seed is fixed (so CI is deterministic) unless the
+// environment variable AQMTEST_SEED sets another; every run logs the seed it
+// used.
+package aqmtest

@@ -1,0 +1,5 @@
+//go:build race
+
+package aqmtest
+
+const raceEnabled = true

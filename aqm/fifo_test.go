@@ -1,0 +1,90 @@
+package aqm_test
+
+import (
+	"errors"
+	"testing"
+
+	"github.com/aqmkit/aqmkit/aqm"
+	"github.com/aqmkit/aqmkit/aqm/aqmtest"
+	"github.com/stretchr/testify/require"
+)
+
+func fifoFactory(cfg aqm.FIFOConfig) aqmtest.Factory {
+	limit := cfg.LimitPackets
+	if limit == 0 {
+		limit = aqm.DefaultFIFOLimitPackets
+	}
+	return aqmtest.Factory{
+		New: func(_ uint64, onDrop aqm.DropFunc[uint64]) (aqm.Queue[uint64], error) {
+			return aqm.NewFIFO(cfg, onDrop)
+		},
+		LimitPackets: limit,
+		LimitBytes:   cfg.LimitBytes,
+	}
+}
+
+var fifoConfigs = map[string]aqm.FIFOConfig{
+	"pfifo-default":   {},
+	"pfifo-small":     {LimitPackets: 5},
+	"bfifo":           {LimitPackets: 100, LimitBytes: 20000},
+	"head-drop":       {LimitPackets: 8, HeadDrop: true},
+	"head-drop-bytes": {LimitPackets: 50, LimitBytes: 10000, HeadDrop: true},
+}
+
+// TestFIFOConformance protects the baseline's compliance with the whole
+// aqm.Queue contract in every mode.
+func TestFIFOConformance(t *testing.T) {
+	for name, cfg := range fifoConfigs {
+		t.Run(name, func(t *testing.T) { aqmtest.Run(t, fifoFactory(cfg)) })
+	}
+}
+
+// FuzzFIFO protects the contract on arbitrary traces, in head-drop byte
+// mode (the mode with the most paths).
+func FuzzFIFO(f *testing.F) { aqmtest.Fuzz(f, fifoFactory(fifoConfigs["head-drop-bytes"])) }
+
+// TestFIFOConfigErrors protects validation: every bad field is named, and
+// the error wraps ErrInvalidConfig.
+func TestFIFOConfigErrors(t *testing.T) {
+	_, err := aqm.NewFIFO[int](aqm.FIFOConfig{LimitPackets: -1, LimitBytes: -5}, nil)
+	require.Error(t, err)
+	require.True(t, errors.Is(err, aqm.ErrInvalidConfig))
+	require.ErrorContains(t, err, "aqm: LimitPackets (-1)")
+	require.ErrorContains(t, err, "aqm: LimitBytes (-5)")
+	_, err = aqm.NewFIFO[int](aqm.FIFOConfig{LimitPackets: 1 << 25}, nil)
+	require.ErrorContains(t, err, "LimitPackets")
+}
+
+// TestFIFOSteps protects tail drop, head drop and the byte limit at fixed
+// instants.
+func TestFIFOSteps(t *testing.T) {
+	var dropped []int
+	q, err := aqm.NewFIFO(aqm.FIFOConfig{LimitPackets: 3, LimitBytes: 250, HeadDrop: true},
+		func(p aqm.Packet[int], v aqm.Verdict) { dropped = append(dropped, p.Payload) })
+	require.NoError(t, err)
+	t0 := aqm.Time(1e9)
+	steps := []struct {
+		payload int
+		size    uint32
+		want    aqm.Verdict
+		drops   []int // every packet the DropFunc has seen so far
+		len     int
+	}{
+		{1, 100, aqm.Enqueued, nil, 1},
+		{2, 100, aqm.Enqueued, nil, 2},
+		{3, 100, aqm.Enqueued, []int{1}, 2},   // bytes: 300 > 250, so 1 goes
+		{4, 10, aqm.Enqueued, []int{1}, 3},    // 210 bytes, 3 packets (drops are cumulative)
+		{5, 10, aqm.Enqueued, []int{1, 2}, 3}, // packet limit: 2 goes
+		{6, 251, aqm.DroppedOverlimit, []int{1, 2}, 3},
+	}
+	for i, s := range steps {
+		v := q.Enqueue(aqm.Packet[int]{Payload: s.payload, Size: s.size}, t0+aqm.Time(i))
+		require.Equal(t, s.want, v, "step %d", i)
+		require.Equal(t, s.drops, dropped, "step %d", i)
+		require.Equal(t, s.len, q.Len(), "step %d", i)
+	}
+	p, ok := q.Dequeue(t0 + 10)
+	require.True(t, ok)
+	require.Equal(t, 3, p.Payload)
+	require.Equal(t, t0+2, p.Enqueued)
+}
