@@ -172,9 +172,9 @@ func checkHugeJump(f Factory) error {
 	tr := trace{}.enq(20, time.Millisecond, 1500, 1, aqm.NotECT).
 		jump(hugeTime).
 		enq(20, time.Millisecond, 1500, 1, aqm.ECT0).deq(5, time.Millisecond).
-		jump(hugeTime + aqm.Time(1000*time.Hour)).
+		jump(hugeTime+aqm.Time(1000*time.Hour)).
 		enq(10, 0, 1500, 2, aqm.NotECT).
-		jump(startTime + aqm.Time(time.Millisecond)). // and all the way back
+		jump(startTime+aqm.Time(time.Millisecond)). // and all the way back
 		enq(10, time.Millisecond, 1500, 2, aqm.NotECT).deq(100, time.Millisecond)
 	return runTrace(f, 8, tr)
 }

@@ -81,7 +81,7 @@ func Fuzz(f *testing.F, fac Factory) {
 		ops := randomBytes(s, 64)
 		f.Add(ops, s)
 	}
-	f.Add([]byte{6, 255, 0, 1, 7, 255, 200, 2}, uint64(0))        // burst then drain
+	f.Add([]byte{6, 255, 0, 1, 7, 255, 200, 2}, uint64(0))         // burst then drain
 	f.Add([]byte{0, 0, 255, 0xe0, 0, 0xff, 0xfc, 0xff}, uint64(1)) // size 0, huge jump, stray ECN
 	f.Fuzz(func(t *testing.T, data []byte, seed uint64) {
 		if err := runTrace(fac, seed, Decode(data)); err != nil {
