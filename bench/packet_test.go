@@ -1,0 +1,168 @@
+package bench
+
+import (
+	"slices"
+	"testing"
+	"time"
+
+	"github.com/aqmkit/aqmkit/aqm"
+	"github.com/aqmkit/aqmkit/internal/ring"
+)
+
+// Scenario is one row of the packet benchmark table.
+type Scenario struct {
+	Name string
+	// Depth is the standing queue the harness keeps: after each Enqueue it
+	// dequeues while Len() > Depth.
+	Depth int
+	// Step is the virtual time between consecutive packets; with Depth it
+	// sets the sojourn time (about Depth*Step).
+	Step time.Duration
+	// Flows is the number of distinct flow hashes, used round robin.
+	Flows int
+	// FQOnly marks scenarios run only for the fair queues.
+	FQOnly bool
+}
+
+// The scenarios of BenchmarkPacket.
+var scenarios = []Scenario{
+	// idle: every packet is enqueued and dequeued at once.
+	{Name: "idle", Depth: 0, Step: time.Microsecond, Flows: 1},
+	// standing: 100 packets queued, sojourn about 1 ms, below every
+	// AQM's target, so no AQM drops.
+	{Name: "standing", Depth: 100, Step: 10 * time.Microsecond, Flows: 1},
+	// congested: 100 packets queued, sojourn about 100 ms, far above
+	// target, so the drop or mark path runs.
+	{Name: "congested", Depth: 100, Step: time.Millisecond, Flows: 1},
+	// flows=1024: 1024 active flows, two packets each, below target.
+	{Name: "flows=1024", Depth: 2048, Step: 100 * time.Nanosecond, Flows: 1024, FQOnly: true},
+}
+
+// PacketAlgo is one algorithm's entry in the table. New builds a queue
+// configured so that the scenario means what it says for this algorithm (for
+// RED, thresholds above 100 packets for "standing" and around it for
+// "congested"); it returns a nil queue to skip a scenario.
+type PacketAlgo struct {
+	Name string
+	FQ   bool
+	New  func(sc Scenario) (aqm.Queue[uint64], error)
+}
+
+// algoOrder is the table's fixed order; algorithms not registered yet are
+// reported as skipped.
+var algoOrder = []string{"fifo", "red", "gentle-red", "ared", "codel", "fq-codel", "sfq", "pie", "dualpi2"}
+
+var packetAlgos = map[string]PacketAlgo{}
+
+// registerPacket adds an algorithm; each algorithm's file calls it from init.
+func registerPacket(a PacketAlgo) {
+	if !slices.Contains(algoOrder, a.Name) {
+		panic("bench: unknown algorithm " + a.Name)
+	}
+	packetAlgos[a.Name] = a
+}
+
+func init() {
+	registerPacket(PacketAlgo{Name: "fifo", New: func(sc Scenario) (aqm.Queue[uint64], error) {
+		return aqm.NewFIFO[uint64](aqm.FIFOConfig{LimitPackets: 10000}, nil)
+	}})
+}
+
+// BenchmarkPacket is the cross-algorithm table: ns per packet forwarded.
+func BenchmarkPacket(b *testing.B) {
+	for _, name := range algoOrder {
+		b.Run(name, func(b *testing.B) {
+			a, ok := packetAlgos[name]
+			if !ok {
+				b.Skip("not built yet")
+			}
+			for _, sc := range scenarios {
+				if sc.FQOnly && !a.FQ {
+					continue
+				}
+				b.Run(sc.Name, func(b *testing.B) {
+					q, err := a.New(sc)
+					if err != nil {
+						b.Fatal(err)
+					}
+					if q == nil {
+						b.Skip("scenario not applicable")
+					}
+					runPacket(b, q, sc)
+				})
+			}
+		})
+	}
+	b.Run("ring", func(b *testing.B) {
+		r := ring.New[aqm.Packet[uint64]](1024)
+		for i := range 100 {
+			r.PushBack(aqm.Packet[uint64]{Payload: uint64(i), Size: 1500})
+		}
+		var sink uint64
+		i := uint64(0)
+		for b.Loop() {
+			r.PushBack(aqm.Packet[uint64]{Payload: i, Size: 1500})
+			p, _ := r.PopFront()
+			sink += p.Payload
+			i++
+		}
+		benchSink = sink
+	})
+	b.Run("chan", func(b *testing.B) {
+		c := make(chan aqm.Packet[uint64], 1024)
+		for i := range 100 {
+			c <- aqm.Packet[uint64]{Payload: uint64(i), Size: 1500}
+		}
+		var sink uint64
+		i := uint64(0)
+		for b.Loop() {
+			c <- aqm.Packet[uint64]{Payload: i, Size: 1500}
+			p := <-c
+			sink += p.Payload
+			i++
+		}
+		benchSink = sink
+	})
+}
+
+var benchSink uint64
+
+// warm runs the harness loop untimed so that the queue reaches its steady
+// state (depth, EWMA averages, controllers) before measurement.
+const warmPackets = 20000
+
+func runPacket(b *testing.B, q aqm.Queue[uint64], sc Scenario) {
+	now := aqm.Time(time.Second)
+	var seq, sink uint64
+	var flow uint32 // round robin over sc.Flows without a division per packet
+	flows, depth, dt := uint32(sc.Flows), sc.Depth, aqm.Time(sc.Step)
+	step := func() {
+		now += dt
+		seq++
+		if flow++; flow == flows {
+			flow = 0
+		}
+		q.Enqueue(aqm.Packet[uint64]{Payload: seq, Size: 1500, Hash: flow}, now)
+		for q.Len() > depth {
+			p, ok := q.Dequeue(now)
+			if !ok {
+				break
+			}
+			sink += p.Payload
+		}
+	}
+	for range warmPackets {
+		step()
+	}
+	b.ReportAllocs()
+	b.ResetTimer()
+	for b.Loop() {
+		step()
+	}
+	b.StopTimer()
+	benchSink = sink
+	s := q.Stats()
+	if off := s.Offered().Packets; off > 0 {
+		b.ReportMetric(float64(s.Dropped().Packets+s.Marked.Packets)/float64(off), "signals/pkt")
+	}
+}
