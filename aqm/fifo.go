@@ -44,12 +44,13 @@ func (c *FIFOConfig) validate() error {
 // never drops early and never marks. It is also the reference implementation
 // of the [Queue] contract.
 type FIFO[T any] struct {
-	ring       ring.Ring[Packet[T]]
-	backlog    int
-	limitBytes int // 0: none
-	headDrop   bool
-	onDrop     DropFunc[T]
-	stats      Stats
+	ring         ring.Ring[Packet[T]] // capacity ≥ limitPackets, and ≥ Len after a shrinking Reconfigure
+	backlog      int
+	limitPackets int
+	limitBytes   int // 0: none
+	headDrop     bool
+	onDrop       DropFunc[T]
+	stats        Stats
 }
 
 var _ Queue[int] = (*FIFO[int])(nil)
@@ -61,9 +62,44 @@ func NewFIFO[T any](cfg FIFOConfig, onDrop DropFunc[T]) (*FIFO[T], error) {
 	if err := cfg.validate(); err != nil {
 		return nil, err
 	}
-	q := &FIFO[T]{limitBytes: cfg.LimitBytes, headDrop: cfg.HeadDrop, onDrop: onDrop}
+	q := &FIFO[T]{onDrop: onDrop}
 	q.ring.Init(cfg.LimitPackets)
+	q.apply(cfg)
 	return q, nil
+}
+
+func (q *FIFO[T]) apply(cfg FIFOConfig) {
+	q.limitPackets, q.limitBytes, q.headDrop = cfg.LimitPackets, cfg.LimitBytes, cfg.HeadDrop
+}
+
+// Reconfigure validates cfg and applies it to the queue as it stands: no
+// queued packet is dropped, moved or reordered. If the new limits are below
+// what is queued now, the packets stay; later arrivals are refused (or, with
+// HeadDrop, evict the oldest packets as usual) until the queue is within
+// the limits. It allocates when the packet limit grows; call it off the hot
+// path. On error the queue is unchanged.
+func (q *FIFO[T]) Reconfigure(cfg FIFOConfig) error {
+	if err := cfg.validate(); err != nil {
+		return err
+	}
+	if need := max(cfg.LimitPackets, q.ring.Len()); need != q.ring.Cap() {
+		var r ring.Ring[Packet[T]]
+		r.Init(need)
+		for {
+			p, ok := q.ring.PopFront()
+			if !ok {
+				break
+			}
+			r.PushBack(p)
+		}
+		q.ring = r
+	}
+	q.apply(cfg)
+	return nil
+}
+
+func (q *FIFO[T]) full(size int) bool {
+	return q.ring.Len() >= q.limitPackets || (q.limitBytes > 0 && q.backlog+size > q.limitBytes)
 }
 
 // Enqueue accepts p at the tail, or refuses it with [DroppedOverlimit] if
@@ -79,7 +115,7 @@ func (q *FIFO[T]) Enqueue(p Packet[T], now Time) Verdict {
 		q.stats.CountDrop(DroppedOverlimit, p.Size, false)
 		return DroppedOverlimit
 	}
-	for q.ring.Full() || (q.limitBytes > 0 && q.backlog+size > q.limitBytes) {
+	for q.full(size) {
 		if !q.headDrop || q.ring.Len() == 0 {
 			q.stats.CountDrop(DroppedOverlimit, p.Size, false)
 			return DroppedOverlimit

@@ -31,6 +31,36 @@ var fifoConfigs = map[string]aqm.FIFOConfig{
 	"head-drop-bytes": {LimitPackets: 50, LimitBytes: 10000, HeadDrop: true},
 }
 
+// TestFIFOReconfigure protects Reconfigure under traffic: limits shrink
+// below and grow above the queued packets with nothing lost, duplicated or
+// reordered (the kit's Reconfigure check), and a bad config leaves the queue
+// as it was.
+func TestFIFOReconfigure(t *testing.T) {
+	cycle := []aqm.FIFOConfig{{LimitPackets: 4}, {LimitPackets: 300, LimitBytes: 40000}, {LimitPackets: 16, HeadDrop: true}, {LimitPackets: 64}}
+	f := fifoFactory(aqm.FIFOConfig{LimitPackets: 64})
+	f.LimitPackets = 300
+	f.LimitBytes = 0
+	f.Reconfigure = func(q aqm.Queue[uint64], i int) error {
+		return q.(*aqm.FIFO[uint64]).Reconfigure(cycle[i%len(cycle)])
+	}
+	aqmtest.Run(t, f)
+
+	q, err := aqm.NewFIFO[int](aqm.FIFOConfig{LimitPackets: 4}, nil)
+	require.NoError(t, err)
+	for i := range 4 {
+		require.Equal(t, aqm.Enqueued, q.Enqueue(aqm.Packet[int]{Payload: i}, 1))
+	}
+	require.Error(t, q.Reconfigure(aqm.FIFOConfig{LimitPackets: -3}))
+	require.NoError(t, q.Reconfigure(aqm.FIFOConfig{LimitPackets: 2}))
+	require.Equal(t, 4, q.Len(), "shrinking keeps queued packets")
+	require.Equal(t, aqm.DroppedOverlimit, q.Enqueue(aqm.Packet[int]{Payload: 9}, 2))
+	for i := range 4 {
+		p, ok := q.Dequeue(3)
+		require.True(t, ok)
+		require.Equal(t, i, p.Payload, "order kept across Reconfigure")
+	}
+}
+
 // TestFIFOConformance protects the baseline's compliance with the whole
 // aqm.Queue contract in every mode.
 func TestFIFOConformance(t *testing.T) {

@@ -31,6 +31,7 @@ var checks = []check{
 	{"ManyFlows", checkManyFlows},
 	{"Determinism", checkDeterminism},
 	{"ZeroAllocs", checkAllocs},
+	{"Reconfigure", checkReconfigure},
 }
 
 // Run checks the queues that f builds against the aqm.Queue contract, one
@@ -272,3 +273,37 @@ func checkAllocs(f Factory) error {
 	}
 	return errors.Join(errs...)
 }
+
+// checkReconfigure plays random traces and reconfigures the queue every
+// reconfigureEvery ops, with the full conservation, order and bookkeeping
+// checks running throughout.
+func checkReconfigure(f Factory) error {
+	if f.Reconfigure == nil {
+		return nil
+	}
+	var errs []error
+	for s := range uint64(4) {
+		h, err := newHarness(f, s, false)
+		if err != nil {
+			return err
+		}
+		ops := randomOps(100+s, 400)
+		var i int
+		h.hook = func(op int) {
+			if op%reconfigureEvery != reconfigureEvery-1 {
+				return
+			}
+			if err := f.Reconfigure(h.q, i); err != nil {
+				h.failf("Reconfigure(%d): %v", i, err)
+			}
+			i++
+			h.check()
+		}
+		if err := h.play(ops); err != nil {
+			errs = append(errs, fmt.Errorf("trace seed %d: %w", 100+s, err))
+		}
+	}
+	return errors.Join(errs...)
+}
+
+const reconfigureEvery = 25

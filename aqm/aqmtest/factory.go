@@ -17,4 +17,11 @@ type Factory struct {
 	// packet larger than LimitBytes is refused. Zero means none declared.
 	LimitPackets int
 	LimitBytes   int
+	// Reconfigure, if set, applies the i-th of a cycle of new configurations
+	// to a queue that New built (the kit calls it with i = 0, 1, 2, ... while
+	// packets are queued, every few operations of a random trace). The check
+	// "Reconfigure" then asserts that no packet is lost, duplicated or
+	// reordered across reconfigurations. The declared limits must hold for
+	// every configuration in the cycle.
+	Reconfigure func(q aqm.Queue[Payload], i int) error
 }

@@ -48,6 +48,7 @@ type harness struct {
 	errs   []error
 	log    []string // decisions, for determinism checks (only if keepLog)
 	keep   bool
+	hook   func(op int) // called after each op, if set
 }
 
 func newHarness(f Factory, seed uint64, keepLog bool) (*harness, error) {
@@ -316,6 +317,9 @@ func (h *harness) play(ops []Op) (err error) {
 	for i, o := range ops {
 		h.op = i
 		h.apply(o)
+		if h.hook != nil {
+			h.hook(i)
+		}
 		if len(h.errs) >= maxErrors {
 			break
 		}

@@ -145,6 +145,21 @@ func TestKitCatchesBrokenQueues(t *testing.T) {
 	}
 }
 
+// TestKitCatchesLossyReconfigure protects the Reconfigure check: a
+// reconfiguration that silently discards the queue is caught.
+func TestKitCatchesLossyReconfigure(t *testing.T) {
+	f := brokenFactory("none", aqm.FIFOConfig{LimitPackets: 64}, 64)
+	f.Reconfigure = func(q aqm.Queue[Payload], i int) error {
+		b := q.(*broken)
+		fresh, err := aqm.NewFIFO[Payload](aqm.FIFOConfig{LimitPackets: 64}, nil)
+		b.FIFO = fresh // everything queued is lost
+		return err
+	}
+	err := checkReconfigure(f)
+	require.Error(t, err)
+	require.Contains(t, err.Error(), "Len/Backlog")
+}
+
 // TestKitPassesCorrectFIFO protects against a kit that fails everything: the
 // same wrapper with no fault passes every check.
 func TestKitPassesCorrectFIFO(t *testing.T) {
