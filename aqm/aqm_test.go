@@ -1,0 +1,82 @@
+package aqm_test
+
+import (
+	"testing"
+	"time"
+
+	"github.com/aqmkit/aqmkit/aqm"
+	"github.com/stretchr/testify/require"
+)
+
+// TestTime protects the instant arithmetic, including clamping of backward
+// time in Since and Sojourn.
+func TestTime(t *testing.T) {
+	t0 := aqm.Time(1000)
+	require.Equal(t, aqm.Time(1000+int64(time.Millisecond)), t0.Add(time.Millisecond))
+	require.Equal(t, -time.Duration(5), aqm.Time(995).Sub(t0))
+	require.True(t, aqm.Time(1).Before(t0) && t0.After(1))
+	require.True(t, aqm.Time(0).IsZero() && !t0.IsZero())
+	require.Equal(t, time.Duration(0), t0.Since(999), "backward time is zero elapsed")
+	require.Equal(t, time.Duration(7), t0.Since(1007))
+	p := aqm.Packet[int]{Enqueued: t0}
+	require.Equal(t, time.Duration(0), aqm.Sojourn(p, 10))
+}
+
+// TestECN protects the codepoints' header values and ECN-capability.
+func TestECN(t *testing.T) {
+	require.Equal(t, aqm.ECN(3), aqm.CE)
+	require.Equal(t, aqm.ECN(2), aqm.ECT0)
+	require.Equal(t, aqm.ECN(1), aqm.ECT1)
+	require.False(t, aqm.NotECT.Capable())
+	require.False(t, aqm.ECN(0xfc).Capable(), "stray high bits alone are Not-ECT")
+	require.True(t, aqm.ECN(0xfd).Capable())
+	require.Equal(t, "ECT(1)", aqm.ECT1.String())
+	require.Equal(t, "ECN(7)", aqm.ECN(7).String())
+}
+
+// TestVerdict protects the accepted/dropped split that ownership rests on.
+func TestVerdict(t *testing.T) {
+	for _, v := range []aqm.Verdict{aqm.Enqueued, aqm.Marked} {
+		require.True(t, v.Accepted() && !v.Dropped(), v.String())
+	}
+	for _, v := range []aqm.Verdict{aqm.DroppedOverlimit, aqm.DroppedEarly, aqm.DroppedOverload} {
+		require.True(t, v.Dropped() && !v.Accepted(), v.String())
+	}
+	require.Equal(t, "dropped-early", aqm.DroppedEarly.String())
+	require.Equal(t, "verdict(9)", aqm.Verdict(9).String())
+}
+
+// TestStatsArithmetic protects the accounting identities that the kit and
+// users rely on.
+func TestStatsArithmetic(t *testing.T) {
+	var s aqm.Stats
+	s.Enqueued.Add(100)
+	s.Enqueued.Add(200)
+	s.CountDrop(aqm.DroppedEarly, 50, false)
+	s.CountDrop(aqm.DroppedOverlimit, 100, true) // an accepted packet evicted
+	s.CountDrop(aqm.Enqueued, 999, true)         // not a drop: ignored
+	s.NoteSize(50)
+	s.NoteSize(20)
+	require.Equal(t, aqm.Count{Packets: 2, Bytes: 150}, s.Dropped())
+	require.Equal(t, aqm.Count{Packets: 1, Bytes: 100}, s.DroppedQueued)
+	require.Equal(t, aqm.Count{Packets: 3, Bytes: 350}, s.Offered())
+	require.Equal(t, uint32(50), s.MaxSize)
+}
+
+// TestFIFONoAllocs protects the baseline's hot path, per method.
+func TestFIFONoAllocs(t *testing.T) {
+	q, err := aqm.NewFIFO[uint64](aqm.FIFOConfig{LimitPackets: 16, HeadDrop: true}, func(aqm.Packet[uint64], aqm.Verdict) {})
+	require.NoError(t, err)
+	p := aqm.Packet[uint64]{Size: 100}
+	t.Run("Enqueue+Dequeue", func(t *testing.T) {
+		require.Zero(t, testing.AllocsPerRun(1000, func() { q.Enqueue(p, 5); q.Dequeue(6) }))
+	})
+	t.Run("HeadDrop", func(t *testing.T) {
+		require.Zero(t, testing.AllocsPerRun(1000, func() { q.Enqueue(p, 5) }))
+	})
+	t.Run("Stats", func(t *testing.T) {
+		require.Zero(t, testing.AllocsPerRun(1000, func() { statsSink = q.Stats() }))
+	})
+}
+
+var statsSink aqm.Stats

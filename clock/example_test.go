@@ -1,0 +1,23 @@
+package clock_test
+
+import (
+	"fmt"
+	"time"
+
+	"github.com/aqmkit/aqmkit/aqm"
+	"github.com/aqmkit/aqmkit/clock"
+)
+
+// A manual clock drives a queue in tests and simulations; the sojourn time
+// is exactly the time the clock was advanced.
+func ExampleWrap() {
+	q, _ := aqm.NewFIFO[string](aqm.FIFOConfig{}, nil)
+	c := clock.NewManual(0)
+	b := clock.Wrap[string](q, c)
+
+	b.Enqueue(aqm.Packet[string]{Payload: "hello", Size: 100})
+	c.Advance(3 * time.Millisecond)
+	p, _ := b.Dequeue()
+	fmt.Println(p.Payload, aqm.Sojourn(p, c.Now()))
+	// Output: hello 3ms
+}
