@@ -42,4 +42,20 @@
 // way. The gopter seed is fixed (so CI is deterministic) unless the
 // environment variable AQMTEST_SEED sets another; every run logs the seed it
 // used.
+//
+// # Differences and decisions
+//
+//   - Like testing/fstest.TestFS, one call checks everything; unlike it, each
+//     check returns its violations as errors (at most eight per trace, each
+//     naming the op index and instant), so the kit's own tests can prove that
+//     deliberately broken queues are caught.
+//   - The kit's payload is a uint64 sequence number: queues are generic, and
+//     a unique number per offered packet is what makes loss, duplication and
+//     reordering visible.
+//   - Marks are checked as bounds, not equalities: a queue may count a "mark"
+//     of a packet that already carried CE (Linux does), which no observer can
+//     see in the packet.
+//   - Dequeue-time drops are allowed any number of times per call, but a
+//     drain must finish within one Dequeue per queued packet (plus slack), so
+//     a queue that keeps returning packets it does not hold is caught.
 package aqmtest
