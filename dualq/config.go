@@ -1,0 +1,313 @@
+package dualq
+
+import (
+	"errors"
+	"math"
+	"time"
+
+	"github.com/aqmkit/aqmkit/aqm"
+)
+
+// Defaults applied by [Config] fields left at their zero value.
+const (
+	// DefaultTarget is the Classic queue delay the base PI controller aims
+	// for: 15 ms (RFC 9332 Appendix A, Linux sch_dualpi2).
+	DefaultTarget = 15 * time.Millisecond
+	// DefaultTupdate is the PI update interval: 16 ms, Linux's default (RFC
+	// 9332's formula min(target, RTT_max/3) gives 15 ms).
+	DefaultTupdate = 16 * time.Millisecond
+	// DefaultAlpha is the PI integral gain in Hz: 0.16, Linux's default,
+	// which is RFC 9332's formula 0.1·Tupdate/RTT_max² at Tupdate = 16 ms
+	// and RTT_max = 100 ms.
+	DefaultAlpha = 0.16
+	// DefaultBeta is the PI proportional gain in Hz: 3.2, Linux's default
+	// (RFC 9332's formula 0.3/RTT_max gives 3.0 at RTT_max = 100 ms).
+	DefaultBeta = 3.2
+	// DefaultCouplingFactor is k in p_CL = k·p': 2 (RFC 9332 §2.4, Linux).
+	DefaultCouplingFactor = 2
+	// DefaultStepThreshold is the sojourn time above which the native L4S
+	// AQM step marks: 1 ms (Linux sch_dualpi2).
+	DefaultStepThreshold = time.Millisecond
+	// DefaultRampMinThreshold is where the optional native L4S ramp starts:
+	// 800 µs (RFC 9332 Appendix A, minTh).
+	DefaultRampMinThreshold = 800 * time.Microsecond
+	// DefaultRampRange is the width of the optional ramp, from 0 to 100 %
+	// marking: 400 µs (RFC 9332 Appendix A, range; maxTh = 1.2 ms).
+	DefaultRampRange = 400 * time.Microsecond
+	// DefaultClassicProtectionPercent is the Classic queue's weight in the
+	// WRR scheduler: 10 % (Linux classic_protection).
+	DefaultClassicProtectionPercent = 10
+	// DefaultTimeShift is the time-shifted FIFO's L4S head start: 50 ms
+	// (the RFC 9332 example scheduler as modelled by ns-3).
+	DefaultTimeShift = 50 * time.Millisecond
+	// DefaultLimitPackets is the packet limit shared by both queues: 10000
+	// (Linux sch_dualpi2).
+	DefaultLimitPackets = 10000
+	// DefaultMTUBytes is the MTU used for the WRR credit scale and the
+	// "no coupled AQM below two MTUs of backlog" rule: 1500 bytes.
+	DefaultMTUBytes = 1500
+)
+
+// ClassicProtectionNone is the value of [Config.ClassicProtectionPercent]
+// that gives the Classic queue a weight of 0 %: strict L4S priority. (Zero
+// means the default, 10 %.)
+const ClassicProtectionNone = -1
+
+// Validation bounds. Each keeps the fixed-point arithmetic of the hot path
+// inside int64 (see params) or the lazy update loop short.
+const (
+	maxLimitPackets = 1 << 24
+	maxDuration     = 10 * time.Second // Target, StepThreshold, TimeShift
+	minTupdate      = time.Millisecond
+	minGain         = 0.001 // Hz; bounds the catch-up loop of a stalled backlog (see catchUp)
+	maxGain         = 100.0 // Hz; keeps gain·delay below 2^59 (see params)
+	maxRamp         = time.Second
+)
+
+// Config configures a [Queue]. The zero value is the Linux sch_dualpi2
+// default configuration, with drops and marks decided at dequeue.
+type Config struct {
+	// Target is the queue delay the base PI controller holds the larger of
+	// the two queues' head delays at. Zero means [DefaultTarget] (15 ms).
+	// At most 10 s.
+	Target time.Duration
+	// Tupdate is the interval between PI updates, which run lazily from the
+	// time passed to Enqueue and Dequeue. Zero means [DefaultTupdate]
+	// (16 ms). At least 1 ms and at most 10 s.
+	Tupdate time.Duration
+	// Alpha is the PI integral gain in Hz (probability per second of delay
+	// error, per update). Zero means [DefaultAlpha] (0.16). In [0.001, 100].
+	Alpha float64
+	// Beta is the PI proportional gain in Hz (probability per second of
+	// delay change, per update). Zero means [DefaultBeta] (3.2). In
+	// [0.001, 100].
+	Beta float64
+	// CouplingFactor is k, the coupling between the base probability p' and
+	// the L4S queue's coupled marking probability p_CL = k·p'. Zero means
+	// [DefaultCouplingFactor] (2). In [1, 255].
+	CouplingFactor int
+	// StepThreshold is the L4S sojourn time above which the native step
+	// AQM marks every L4S packet (strictly above). Zero means
+	// [DefaultStepThreshold] (1 ms). Ignored if Ramp is set. At most 10 s.
+	StepThreshold time.Duration
+	// Ramp replaces the native step by RFC 9332's linear ramp: the native
+	// L4S marking probability rises from 0 at RampMinThreshold to 1 at
+	// RampMinThreshold+RampRange, and is applied only while the L4S queue
+	// holds more than one packet (Th_len).
+	Ramp bool
+	// RampMinThreshold is where the ramp starts. Zero means
+	// [DefaultRampMinThreshold] (800 µs). At most 1 s.
+	RampMinThreshold time.Duration
+	// RampRange is the ramp's width. Zero means [DefaultRampRange]
+	// (400 µs). At most 1 s.
+	RampRange time.Duration
+	// ClassicProtectionPercent is the Classic queue's weight, in percent of
+	// the bytes served while both queues are backlogged, in the credit-based
+	// WRR scheduler. Zero means [DefaultClassicProtectionPercent] (10 %);
+	// [ClassicProtectionNone] means 0 % (strict L4S priority). In [1, 100]
+	// otherwise. Ignored with TimeShiftedFIFO.
+	ClassicProtectionPercent int
+	// TimeShiftedFIFO replaces the WRR scheduler by a time-shifted FIFO:
+	// the L4S head is served first unless the Classic head has waited more
+	// than TimeShift longer.
+	TimeShiftedFIFO bool
+	// TimeShift is the time-shifted FIFO's head start for L4S packets.
+	// Zero means [DefaultTimeShift] (50 ms). At most 10 s.
+	TimeShift time.Duration
+	// AnyECTToL4S classifies every ECN-capable packet (ECT(0), ECT(1), CE)
+	// into the L4S queue, as in the DualPI2 paper's experiments and Linux's
+	// any_ect. By default only ECT(1) and CE go there (RFC 9331).
+	AnyECTToL4S bool
+	// OverflowOnOverload disables the overload drop: instead p' is capped
+	// at 1/k, so the L4S queue is marked at 100 % and the Classic queue at
+	// 1/k², and a persistent overload ends in tail drops at the limit
+	// (Linux "overflow"). By default, once p' reaches 1/k, ECN-capable
+	// packets in both queues are dropped with probability p'² instead of
+	// being marked (Linux "drop_on_overload", RFC 9332 §4.2.1).
+	OverflowOnOverload bool
+	// LimitPackets is the most packets both queues hold together. Zero
+	// means [DefaultLimitPackets] (10000). At most 1<<24. Storage for twice
+	// this many packets (one ring per queue) is allocated by New.
+	LimitPackets int
+	// LimitBytes is the most bytes (sum of Size) both queues hold together:
+	// the "memory limit". Zero means LimitPackets × 2 × MTUBytes, Linux's
+	// default memlimit (30 MB by default). At most 1<<52.
+	LimitBytes int
+	// MTUBytes is the MTU in bytes: the coupled and Classic AQMs act only
+	// while at least 2×MTUBytes remain queued after a dequeue, and the WRR
+	// credit starts at MTUBytes×(wc−wl). Zero means [DefaultMTUBytes]
+	// (1500). At most 1<<20.
+	MTUBytes int
+	// Seed seeds the queue's random marking and dropping decisions. Queues
+	// with equal configurations and seeds decide identically.
+	Seed uint64
+}
+
+// withDefaults returns c with every zero field replaced by its default.
+func (c Config) withDefaults() Config {
+	def := func(d *time.Duration, v time.Duration) {
+		if *d == 0 {
+			*d = v
+		}
+	}
+	def(&c.Target, DefaultTarget)
+	def(&c.Tupdate, DefaultTupdate)
+	def(&c.StepThreshold, DefaultStepThreshold)
+	def(&c.RampMinThreshold, DefaultRampMinThreshold)
+	def(&c.RampRange, DefaultRampRange)
+	def(&c.TimeShift, DefaultTimeShift)
+	if c.Alpha == 0 {
+		c.Alpha = DefaultAlpha
+	}
+	if c.Beta == 0 {
+		c.Beta = DefaultBeta
+	}
+	if c.CouplingFactor == 0 {
+		c.CouplingFactor = DefaultCouplingFactor
+	}
+	if c.ClassicProtectionPercent == 0 {
+		c.ClassicProtectionPercent = DefaultClassicProtectionPercent
+	}
+	if c.LimitPackets == 0 {
+		c.LimitPackets = DefaultLimitPackets
+	}
+	if c.MTUBytes == 0 {
+		c.MTUBytes = DefaultMTUBytes
+	}
+	if c.LimitBytes == 0 && c.LimitPackets > 0 && c.MTUBytes > 0 {
+		c.LimitBytes = c.LimitPackets * 2 * c.MTUBytes
+	}
+	return c
+}
+
+// Validate reports every field of c that is out of range, one
+// [*aqm.ConfigError] per bad field joined with errors.Join; each wraps
+// [aqm.ErrInvalidConfig]. Zero fields take their defaults and are valid.
+func (c Config) Validate() error {
+	d := c.withDefaults()
+	var errs []error
+	bad := func(field string, v any, rule string) {
+		errs = append(errs, &aqm.ConfigError{Pkg: "dualq", Field: field, Value: v, Rule: rule})
+	}
+	durIn := func(field string, v, lo, hi time.Duration) {
+		if v < lo || v > hi {
+			bad(field, v, "must be in ["+lo.String()+", "+hi.String()+"]")
+		}
+	}
+	durIn("Target", d.Target, 1, maxDuration)
+	durIn("Tupdate", d.Tupdate, minTupdate, maxDuration)
+	durIn("StepThreshold", d.StepThreshold, 1, maxDuration)
+	durIn("RampMinThreshold", d.RampMinThreshold, 1, maxRamp)
+	durIn("RampRange", d.RampRange, 1, maxRamp)
+	durIn("TimeShift", d.TimeShift, 1, maxDuration)
+	gainIn := func(field string, v float64) {
+		if math.IsNaN(v) || v < minGain || v > maxGain {
+			bad(field, v, "must be in [0.001, 100] Hz")
+		}
+	}
+	gainIn("Alpha", d.Alpha)
+	gainIn("Beta", d.Beta)
+	if d.CouplingFactor < 1 || d.CouplingFactor > 255 {
+		bad("CouplingFactor", c.CouplingFactor, "must be in [1, 255]")
+	}
+	if d.ClassicProtectionPercent != ClassicProtectionNone && (d.ClassicProtectionPercent < 1 || d.ClassicProtectionPercent > 100) {
+		bad("ClassicProtectionPercent", c.ClassicProtectionPercent, "must be in [1, 100] or ClassicProtectionNone (-1)")
+	}
+	if d.LimitPackets < 1 || d.LimitPackets > maxLimitPackets {
+		bad("LimitPackets", c.LimitPackets, "must be in [0, 16777216]")
+	}
+	if d.MTUBytes < 1 || d.MTUBytes > 1<<20 {
+		bad("MTUBytes", c.MTUBytes, "must be in [0, 1048576]")
+	}
+	if d.LimitBytes < 0 || d.LimitBytes > 1<<52 {
+		bad("LimitBytes", c.LimitBytes, "must be in [0, 2^52]")
+	}
+	return errors.Join(errs...)
+}
+
+// Fixed-point scales.
+//
+// Probabilities used by per-packet decisions are integers scaled to 2^32:
+// the value one32 stands for 1.0, so a decision is "uniform 32-bit random
+// number < p" and is exact for every p in [0, 1], including both ends.
+//
+// The PI integrator keeps p' with 16 more fraction bits, scaled to 2^48
+// (one48), so that an update's increment, alpha·Δt with alpha ≈ 0.16 Hz and
+// Δt in ns, is not lost to rounding: alpha_fp = alpha·2^48/1e9 ≈ 45036 units
+// of 2^-48 per ns of delay error. The decision scale is p' >> 16.
+const (
+	one32 = uint64(1) << 32
+	one48 = int64(1) << 48
+	// maxDelay caps the delays fed to the PI controller at 2^34 ns (17.2 s).
+	// With gains ≤ 100 Hz, gain_fp ≤ 100·2^48/1e9 < 2^25, so each product
+	// gain_fp·delay stays below 2^59 and the sum of two below 2^60: no int64
+	// overflow however long the queue stalls. Any delay that long already
+	// drives p' up by at least 0.001·17 per update.
+	maxDelay = int64(1) << 34
+)
+
+// params are the validated configuration, in the hot path's units.
+type params struct {
+	target      int64 // ns
+	tupdate     int64 // ns
+	alpha, beta int64 // 2^-48 probability per ns
+	k           uint64
+	pmax        int64  // cap of p' in 2^-48 units: one48, or one48/k with OverflowOnOverload
+	overflow    bool   // OverflowOnOverload
+	step        int64  // ns
+	ramp        bool   // native ramp instead of the step
+	rampMin     int64  // ns
+	rampRange   int64  // ns
+	wc, wl      int64  // WRR weights in percent
+	creditInit  int64  // MTU·(wc − wl)
+	tsfifo      bool   // time-shifted FIFO instead of WRR
+	tshift      int64  // ns
+	anyECT      bool   // all ECN-capable packets to L4S
+	limitPkts   int    // shared packet limit
+	limitBytes  int    // shared byte limit
+	minBacklog  int    // 2·MTU: no coupled/Classic AQM below this backlog
+	mtu         int    // bytes
+	seed        uint64 // Config.Seed
+	alphaTarget int64  // alpha·target: the per-update decrease of an idle queue
+}
+
+// gainFP converts a gain in Hz to 2^-48 probability units per ns, rounded
+// to nearest: g·2^48/1e9.
+func gainFP(g float64) int64 { return int64(math.Round(g * float64(one48) / 1e9)) }
+
+// derive validates c and computes its params.
+func (c Config) derive() (params, error) {
+	if err := c.Validate(); err != nil {
+		return params{}, err
+	}
+	d := c.withDefaults()
+	p := params{
+		target:     int64(d.Target),
+		tupdate:    int64(d.Tupdate),
+		alpha:      gainFP(d.Alpha),
+		beta:       gainFP(d.Beta),
+		k:          uint64(d.CouplingFactor),
+		overflow:   d.OverflowOnOverload,
+		step:       int64(d.StepThreshold),
+		ramp:       d.Ramp,
+		rampMin:    int64(d.RampMinThreshold),
+		rampRange:  int64(d.RampRange),
+		tsfifo:     d.TimeShiftedFIFO,
+		tshift:     int64(d.TimeShift),
+		anyECT:     d.AnyECTToL4S,
+		limitPkts:  d.LimitPackets,
+		limitBytes: d.LimitBytes,
+		minBacklog: 2 * d.MTUBytes,
+		mtu:        d.MTUBytes,
+		seed:       d.Seed,
+	}
+	p.pmax = one48
+	if p.overflow {
+		p.pmax = one48 / int64(p.k)
+	}
+	p.wc = int64(max(d.ClassicProtectionPercent, 0))
+	p.wl = 100 - p.wc
+	p.creditInit = int64(d.MTUBytes) * (p.wc - p.wl)
+	p.alphaTarget = p.alpha * p.target
+	return p, nil
+}

@@ -1,0 +1,58 @@
+package dualq_test
+
+import (
+	"testing"
+
+	"github.com/aqmkit/aqmkit/aqm"
+	"github.com/aqmkit/aqmkit/aqm/aqmtest"
+	"github.com/aqmkit/aqmkit/dualq"
+)
+
+// factory builds an aqmtest factory for cfg with the given declared limits.
+func factory(cfg dualq.Config, limitPackets, limitBytes int) aqmtest.Factory {
+	cfg.LimitPackets, cfg.LimitBytes = limitPackets, limitBytes
+	return aqmtest.Factory{
+		New: func(seed uint64, onDrop aqm.DropFunc[uint64]) (aqm.Queue[uint64], error) {
+			c := cfg
+			c.Seed = seed
+			return dualq.New(c, onDrop)
+		},
+		LimitPackets: limitPackets,
+		LimitBytes:   limitBytes,
+	}
+}
+
+// conformanceModes are the variants the contract is checked for: defaults,
+// every option, and small limits where the shared limit binds.
+var conformanceModes = []struct {
+	name         string
+	cfg          dualq.Config
+	pkts, bytes_ int
+}{
+	{"defaults", dualq.Config{}, dualq.DefaultLimitPackets, dualq.DefaultLimitPackets * 2 * dualq.DefaultMTUBytes},
+	{"small", dualq.Config{}, 8, 6000},
+	{"small-aggressive", dualq.Config{Target: 100_000, Tupdate: 1_000_000, Alpha: 100, Beta: 100, MTUBytes: 64}, 16, 20000},
+	{"ramp-anyect", dualq.Config{Ramp: true, AnyECTToL4S: true, Alpha: 50, Beta: 50, MTUBytes: 100}, 64, 64 * 1500},
+	{"tsfifo-overflow", dualq.Config{TimeShiftedFIFO: true, OverflowOnOverload: true, Alpha: 50, Beta: 50}, 32, 32 * 1500},
+	{"strict-l4s", dualq.Config{ClassicProtectionPercent: dualq.ClassicProtectionNone, CouplingFactor: 1}, 100, 100 * 1500},
+	{"strict-classic", dualq.Config{ClassicProtectionPercent: 100, CouplingFactor: 5}, 100, 0},
+}
+
+// TestConformance protects the aqm.Queue contract in every mode.
+func TestConformance(t *testing.T) {
+	for _, m := range conformanceModes {
+		t.Run(m.name, func(t *testing.T) {
+			lb := m.bytes_
+			if lb == 0 {
+				lb = m.pkts * 2 * dualq.DefaultMTUBytes // the default memory limit
+			}
+			aqmtest.Run(t, factory(m.cfg, m.pkts, lb))
+		})
+	}
+}
+
+// FuzzQueue protects the contract on fuzzer-built traces (small limits,
+// aggressive gains so that every AQM path runs).
+func FuzzQueue(f *testing.F) {
+	aqmtest.Fuzz(f, factory(conformanceModes[2].cfg, 16, 20000))
+}
