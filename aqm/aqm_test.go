@@ -1,6 +1,7 @@
 package aqm_test
 
 import (
+	"math"
 	"testing"
 	"time"
 
@@ -18,6 +19,7 @@ func TestTime(t *testing.T) {
 	require.True(t, aqm.Time(0).IsZero() && !t0.IsZero())
 	require.Equal(t, time.Duration(0), t0.Since(999), "backward time is zero elapsed")
 	require.Equal(t, time.Duration(7), t0.Since(1007))
+	require.Equal(t, time.Duration(math.MaxInt64), aqm.Time(math.MinInt64+5).Since(math.MaxInt64-5), "saturates, never wraps negative")
 	p := aqm.Packet[int]{Enqueued: t0}
 	require.Equal(t, time.Duration(0), aqm.Sojourn(p, 10))
 }
