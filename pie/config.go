@@ -1,0 +1,253 @@
+package pie
+
+import (
+	"errors"
+	"math"
+	"time"
+
+	"github.com/aqmkit/aqmkit/aqm"
+)
+
+// Defaults applied by [Config.Validate] to zero fields.
+const (
+	// DefaultTarget is QDELAY_REF, the queueing delay PIE steers towards
+	// (RFC 8033 §4.2, Appendix A): 15 ms.
+	DefaultTarget = 15 * time.Millisecond
+	// DefaultTUpdate is T_UPDATE, the period of the drop-probability
+	// update (RFC 8033 §4.2): 15 ms.
+	DefaultTUpdate = 15 * time.Millisecond
+	// DefaultAlpha is alpha, the integral gain of the update in Hz
+	// (1/s per second of delay error), RFC 8033 §4.2: 0.125.
+	DefaultAlpha = 0.125
+	// DefaultBeta is beta, the proportional gain of the update in Hz,
+	// RFC 8033 §4.2: 1.25.
+	DefaultBeta = 1.25
+	// DefaultMaxBurst is MAX_BURST, the burst allowance (RFC 8033 §4.4):
+	// 150 ms.
+	DefaultMaxBurst = 150 * time.Millisecond
+	// DefaultLimitPackets is the packet limit: 1000, as Linux sch_pie.
+	DefaultLimitPackets = 1000
+	// DefaultMeanPacketBytes is MEAN_PKTSIZE, the typical packet size used
+	// by the "two packets" safeguard and as the reference size of byte
+	// mode: 1500 bytes, an Ethernet MTU.
+	DefaultMeanPacketBytes = 1500
+	// DefaultECNThreshold is mark_ecnth (RFC 8033 §5.1): ECN-capable
+	// packets are marked instead of dropped while the probability is below
+	// 10%.
+	DefaultECNThreshold = 0.1
+	// DefaultDequeueThresholdBytes is DQ_THRESHOLD of the departure-rate
+	// estimator (RFC 8033 §5.2): 16 KiB, 2^14 bytes.
+	DefaultDequeueThresholdBytes = 1 << 14
+)
+
+// Bounds that keep the fixed-point arithmetic exact (see controller.go).
+const (
+	// MaxDelay is the largest queueing delay PIE represents: 2^36 ns, about
+	// 68.7 s. Longer delays (a stalled link, a huge clock jump) saturate
+	// at it; every probability decision is already at its limit long
+	// before.
+	MaxDelay = time.Duration(1) << 36
+	// MaxGain is the largest Alpha or Beta accepted, in Hz.
+	MaxGain = 16.0
+	// maxMeanPacketBytes keeps p·size within 64 bits in byte mode:
+	// p ≤ 2^48 and size ≤ 2^16-1.
+	maxMeanPacketBytes = 1<<16 - 1
+	maxLimitPackets    = 1 << 24
+)
+
+// Config configures a PIE queue. The zero value is RFC 8033's PIE with
+// timestamps, ECN marking below 10%, no derandomization and a 1000-packet
+// limit.
+type Config struct {
+	// Target is QDELAY_REF, the queueing delay PIE controls to. Zero means
+	// [DefaultTarget] (15 ms). It must be in [1µs, 10s].
+	Target time.Duration
+	// TUpdate is T_UPDATE, the period of the probability update. Zero
+	// means [DefaultTUpdate] (15 ms). It must be in [1µs, 10s]. RFC 8033
+	// §4.2: if TUpdate is halved, halve Alpha and raise Beta by Alpha/4.
+	TUpdate time.Duration
+	// Alpha is the integral gain in Hz. Zero means [DefaultAlpha] (0.125).
+	// It must be in (0, [MaxGain]]; it is used rounded to a multiple of
+	// 2^-20 Hz (exact for the RFC values).
+	Alpha float64
+	// Beta is the proportional gain in Hz. Zero means [DefaultBeta]
+	// (1.25). Same range and rounding as Alpha.
+	Beta float64
+	// MaxBurst is MAX_BURST, how long a burst may exceed the target
+	// without early drops after a quiet period. Zero means
+	// [DefaultMaxBurst] (150 ms); it must be at most 10 s. Set
+	// DisableBurstAllowance for none.
+	MaxBurst time.Duration
+	// DisableBurstAllowance turns the burst allowance off (MAX_BURST = 0).
+	DisableBurstAllowance bool
+
+	// LimitPackets is the hard packet limit. Zero means
+	// [DefaultLimitPackets] (1000). Storage for this many packets is
+	// allocated by New, so it must be at most 1<<24.
+	LimitPackets int
+	// LimitBytes is the hard byte limit (sum of Size). Zero means none.
+	LimitBytes int
+	// MeanPacketBytes is MEAN_PKTSIZE in bytes. No early drop happens
+	// while the backlog (before the arrival) is at most twice this (RFC
+	// 8033 §4.1 safeguard), and in byte mode a packet of this size sees
+	// the full probability. Zero means [DefaultMeanPacketBytes] (1500). It
+	// must be in [1, 65535].
+	MeanPacketBytes int
+
+	// DisableECN makes PIE drop ECN-capable packets too. By default
+	// ECN-capable packets are marked CE instead of dropped while the drop
+	// probability is below ECNThreshold (RFC 8033 §5.1).
+	DisableECN bool
+	// ECNThreshold is mark_ecnth, a probability: marking happens only while
+	// the drop probability is strictly below it; at or above it
+	// ECN-capable packets are dropped ([aqm.DroppedOverload]). Zero means
+	// [DefaultECNThreshold] (0.1). It must be in [0, 1].
+	ECNThreshold float64
+	// Derandomize turns on the derandomization of RFC 8033 §5.4: an
+	// accumulated probability suppresses drops until it reaches 0.85 and
+	// forces one when it reaches 8.5. Off by default, as in the RFC.
+	Derandomize bool
+	// ByteMode scales the probability for each packet by
+	// min(Size, MeanPacketBytes)/MeanPacketBytes, so small packets are
+	// dropped less often (Linux sch_pie "bytemode").
+	ByteMode bool
+
+	// RateEstimator estimates the queueing delay as backlog divided by a
+	// measured departure rate (RFC 8033 §5.2) instead of from packet
+	// timestamps. Off by default: the delay is the age of the packet at
+	// the head of the queue.
+	RateEstimator bool
+	// DequeueThresholdBytes is DQ_THRESHOLD, the bytes a departure-rate
+	// measurement cycle covers, and the backlog needed to start one. Zero
+	// means [DefaultDequeueThresholdBytes] (16384). It must be in
+	// [1, 1<<30]. Used only with RateEstimator.
+	DequeueThresholdBytes int
+
+	// HighDelayBoost adds a further 2% to each update while the delay
+	// estimate exceeds 250 ms, after the cap of RFC 8033 §5.5 (a Linux
+	// sch_pie rule that is not in the RFC). Off by default.
+	HighDelayBoost bool
+
+	// Seed seeds the queue's random source. Two queues with the same
+	// Config and the same trace make the same decisions.
+	Seed uint64
+}
+
+// Validate applies the defaults to zero fields and checks every field. It
+// returns nil or the [errors.Join] of one [*aqm.ConfigError] per bad field,
+// each wrapping [aqm.ErrInvalidConfig].
+func (c *Config) Validate() error {
+	var errs []error
+	bad := func(field string, v any, rule string) {
+		errs = append(errs, &aqm.ConfigError{Pkg: "pie", Field: field, Value: v, Rule: rule})
+	}
+	span := func(field string, d *time.Duration, def time.Duration) {
+		if *d == 0 {
+			*d = def
+		}
+		if *d < time.Microsecond || *d > 10*time.Second {
+			bad(field, *d, "must be in [1µs, 10s]")
+		}
+	}
+	span("Target", &c.Target, DefaultTarget)
+	span("TUpdate", &c.TUpdate, DefaultTUpdate)
+	gain := func(field string, g *float64, def float64) {
+		if *g == 0 {
+			*g = def
+		}
+		if math.IsNaN(*g) || *g < 0x1p-21 || *g > MaxGain {
+			bad(field, *g, "must be in [2^-21, 16] Hz")
+		}
+	}
+	gain("Alpha", &c.Alpha, DefaultAlpha)
+	gain("Beta", &c.Beta, DefaultBeta)
+	if c.MaxBurst == 0 {
+		c.MaxBurst = DefaultMaxBurst
+	}
+	if c.MaxBurst < 0 || c.MaxBurst > 10*time.Second {
+		bad("MaxBurst", c.MaxBurst, "must be in [0, 10s]")
+	}
+	if c.LimitPackets == 0 {
+		c.LimitPackets = DefaultLimitPackets
+	}
+	if c.LimitPackets < 0 || c.LimitPackets > maxLimitPackets {
+		bad("LimitPackets", c.LimitPackets, "must be in [0, 16777216]")
+	}
+	if c.LimitBytes < 0 {
+		bad("LimitBytes", c.LimitBytes, "must not be negative")
+	}
+	if c.MeanPacketBytes == 0 {
+		c.MeanPacketBytes = DefaultMeanPacketBytes
+	}
+	if c.MeanPacketBytes < 0 || c.MeanPacketBytes > maxMeanPacketBytes {
+		bad("MeanPacketBytes", c.MeanPacketBytes, "must be in [1, 65535]")
+	}
+	if c.ECNThreshold == 0 {
+		c.ECNThreshold = DefaultECNThreshold
+	}
+	if math.IsNaN(c.ECNThreshold) || c.ECNThreshold < 0 || c.ECNThreshold > 1 {
+		bad("ECNThreshold", c.ECNThreshold, "must be in [0, 1]")
+	}
+	if c.DequeueThresholdBytes == 0 {
+		c.DequeueThresholdBytes = DefaultDequeueThresholdBytes
+	}
+	if c.DequeueThresholdBytes < 0 || c.DequeueThresholdBytes > 1<<30 {
+		bad("DequeueThresholdBytes", c.DequeueThresholdBytes, "must be in [1, 1073741824]")
+	}
+	return errors.Join(errs...)
+}
+
+// params are the hot-path constants derived from a validated Config.
+type params struct {
+	target   int64 // ns
+	tupdate  int64 // ns
+	alphaQ   int64 // alpha in units of 2^-20 Hz (see gainScale)
+	betaQ    int64 // beta in units of 2^-20 Hz
+	maxBurst int64 // ns
+
+	limitPackets int
+	limitBytes   int   // 0: none
+	safeBytes    int   // 2·MEAN_PKTSIZE: no early drop while backlog ≤ this
+	meanBytes    int64 // byte-mode reference size
+
+	ecn       bool
+	ecnTh     int64 // mark only while p < ecnTh (prob units)
+	derand    bool
+	byteMode  bool
+	rate      bool
+	boost     bool
+	dqThresh  int64 // bytes
+	boostOver int64 // ns: 250 ms
+}
+
+// gainShift is the number of fraction bits of the fixed-point gains:
+// alphaQ = round(alpha·2^20). 2^-20 Hz (≈1e-6 Hz) represents 0.125, 1.25
+// and the RFC's halving rule (0.0625, 1.28125) exactly; with alpha ≤ 16 Hz
+// alphaQ ≤ 2^24, which keeps the update's products below 2^62.
+const gainShift = 20
+
+func (c *Config) derive() params {
+	p := params{
+		target:       int64(c.Target),
+		tupdate:      int64(c.TUpdate),
+		alphaQ:       int64(math.Round(c.Alpha * (1 << gainShift))),
+		betaQ:        int64(math.Round(c.Beta * (1 << gainShift))),
+		maxBurst:     int64(c.MaxBurst),
+		limitPackets: c.LimitPackets,
+		limitBytes:   c.LimitBytes,
+		safeBytes:    2 * c.MeanPacketBytes,
+		meanBytes:    int64(c.MeanPacketBytes),
+		ecn:          !c.DisableECN,
+		ecnTh:        probCeil(c.ECNThreshold),
+		derand:       c.Derandomize,
+		byteMode:     c.ByteMode,
+		rate:         c.RateEstimator,
+		boost:        c.HighDelayBoost,
+		dqThresh:     int64(c.DequeueThresholdBytes),
+		boostOver:    int64(250 * time.Millisecond),
+	}
+	if c.DisableBurstAllowance {
+		p.maxBurst = 0
+	}
+	return p
+}

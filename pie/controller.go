@@ -1,0 +1,304 @@
+package pie
+
+import (
+	"math"
+	"math/bits"
+
+	"github.com/aqmkit/aqmkit/aqm"
+	"github.com/aqmkit/aqmkit/internal/rng"
+)
+
+// Fixed-point probability. A probability x in [0, 1] is held as the int64
+// round-down of x·2^48, so 1.0 is exactly probOne. 48 fraction bits resolve
+// 3.6e-15, far below the smallest step the RFC's auto-tuning produces
+// (alpha·1 ns/2048 ≈ 6e-14), and leave 15 bits of headroom for the
+// derandomization accumulator (≤ 9.5·2^48 < 2^52). A random draw is the top
+// 48 bits of one 64-bit PCG output, so "u < p" is one shift and one compare.
+const (
+	probShift       = 48
+	probOne   int64 = 1 << probShift
+)
+
+// probCeil returns the smallest fixed-point v with v ≥ x·2^48, so that for a
+// fixed-point p, "p < probCeil(x)" is exactly "p/2^48 < x". The scaling by
+// 2^48 is exact in float64.
+func probCeil(x float64) int64 { return int64(math.Ceil(x * (1 << probShift))) }
+
+// Thresholds of RFC 8033, in fixed point.
+var (
+	// autoTune holds the upper bounds of the auto-tuning bands of RFC 8033
+	// §4.2: while p < 1e-6 the update is divided by 2048 (>>11), below
+	// 1e-5 by 512 (>>9), 1e-4 by 128 (>>7), 1e-3 by 32 (>>5), 1e-2 by 8
+	// (>>3), 0.1 by 2 (>>1), and from 0.1 on by 1.
+	autoTune = [...]int64{probCeil(1e-6), probCeil(1e-5), probCeil(1e-4), probCeil(1e-3), probCeil(1e-2), probCeil(0.1)}
+	// autoTuneShift[i] is the shift for p below autoTune[i]; the last
+	// entry is for p ≥ 0.1.
+	autoTuneShift = [...]uint{11, 9, 7, 5, 3, 1, 0}
+
+	// tenPct: the cap of RFC 8033 §5.5 applies from p ≥ 0.1.
+	tenPct = probCeil(0.1)
+	// capStep is the 2% cap on one update's increase (RFC 8033 §5.5),
+	// rounded down: raw > capStep is then exactly raw/2^48 > 0.02 because
+	// 0.02·2^48 = 5629499534213.12 is not an integer.
+	capStep = int64(math.Floor(0.02 * (1 << probShift)))
+	// safeProb: safeguard (a) of RFC 8033 §4.1 needs p < 0.2.
+	safeProb = probCeil(0.2)
+	// accuLow and accuHigh are the derandomization bounds of RFC 8033
+	// §5.4: no drop while accu < 0.85, a certain drop once accu ≥ 8.5
+	// (8.5·2^48 is exact).
+	accuLow  = probCeil(0.85)
+	accuHigh = int64(17) << (probShift - 1)
+)
+
+// The update multiplies a delay error in ns by a gain in 2^-20 Hz and wants
+// a probability in 2^-48 units: raw = N·2^-20·1e-9·2^48 = N·2^28/10^9 =
+// N·2^19/5^9, since 10^9 = 2^9·5^9. Auto-tuning divides further by 2^k, so
+// raw = N·2^(19-k)/5^9: one integer division, exact up to the final
+// truncation. |N| ≤ 2·2^24·2^36 = 2^61 (gains ≤ 16 Hz, delays ≤ 2^36 ns).
+const fiveP9 = 1953125
+
+// maxCatchUp bounds the updates one call replays one by one. An idle queue
+// needs at most 1650: each idle update multiplies p by at most 49/50 and
+// 2^48·0.98^1648 < 1. A busy queue whose link stalled reaches p = 1 within a
+// few hundred at any sane setting. Both then end in a closed form.
+const maxCatchUp = 4096
+
+// avgShift is the number of fraction bits of avg_dq_time_ in ns. With the
+// cycle time saturated at 2^36 ns, dt·2^24 ≤ 2^60 and dt + 3·avg ≤ 2^62, so
+// the weight-1/4 average never overflows; 2^-24 ns keeps the rounding of the
+// average far below the 1 ns resolution of the delay it feeds.
+const avgShift = 24
+
+// minTime marks a controller that has not seen a packet operation yet.
+const minTime = aqm.Time(math.MinInt64)
+
+// controller is PIE's state machine, separate from the packet storage so a
+// flow-queueing scheduler can embed one per flow.
+type controller struct {
+	p     int64 // drop_prob_, fixed point, in [0, probOne]
+	old   int64 // qdelay_old_, ns: the delay estimate of the last update
+	burst int64 // burst_allowance_, ns, in [0, maxBurst]
+	accu  int64 // accu_prob_, fixed point, in [0, accuHigh+probOne)
+
+	next    aqm.Time // instant of the next update; MinInt64 before the first call
+	updates uint64   // number of updates applied
+
+	// Departure-rate estimator (RFC 8033 §5.2).
+	measuring bool
+	dqStart   aqm.Time
+	dqCount   int64  // bytes dequeued in the current cycle
+	avgDq     uint64 // avg_dq_time_: ns to dequeue DQ_THRESHOLD bytes, ×2^avgShift (0: no estimate)
+
+	rng rng.Source
+}
+
+func (c *controller) init(pp *params, seed uint64) {
+	*c = controller{burst: pp.maxBurst, next: minTime, rng: rng.New(seed)}
+}
+
+// satAdd returns t+d saturated at the largest Time.
+func satAdd(t aqm.Time, d int64) aqm.Time {
+	if t > math.MaxInt64-aqm.Time(d) {
+		return math.MaxInt64
+	}
+	return t + aqm.Time(d)
+}
+
+// age returns to−from in ns, 0 if to is not after from (backward time) and
+// saturated at MaxDelay. The difference is taken in uint64, so instants at
+// opposite ends of the int64 range do not overflow (aqm.Time.Since would).
+func age(from, to aqm.Time) int64 {
+	if to <= from {
+		return 0
+	}
+	return int64(min(uint64(to)-uint64(from), uint64(MaxDelay)))
+}
+
+// delayAt returns current_qdelay at instant t for a queue whose contents do
+// not change between the last packet operation and t: the age of the head
+// packet (timestamps) or backlog·avg_dq_time/DQ_THRESHOLD (rate estimator),
+// in ns, saturated at MaxDelay.
+func (c *controller) delayAt(pp *params, t aqm.Time, empty bool, head aqm.Time, backlog int) int64 {
+	if empty {
+		return 0
+	}
+	if !pp.rate {
+		return age(head, t)
+	}
+	// backlog·avgDq/(thresh·2^avgShift), with a 128-bit product;
+	// thresh ≤ 2^30 so the divisor fits in 54 bits.
+	hi, lo := bits.Mul64(uint64(backlog), c.avgDq)
+	d := uint64(pp.dqThresh) << avgShift
+	if hi >= d {
+		return int64(MaxDelay)
+	}
+	q, _ := bits.Div64(hi, lo, d)
+	return int64(min(q, uint64(MaxDelay)))
+}
+
+// raw returns the probability change of one update with delay estimate cur:
+// the PI term of RFC 8033 §4.2, auto-tuned by the current p, capped at 2%
+// from p ≥ 0.1 (§5.5), plus 2% beyond 250 ms with HighDelayBoost.
+func (c *controller) raw(pp *params, cur int64) int64 {
+	n := pp.alphaQ*(cur-pp.target) + pp.betaQ*(cur-c.old)
+	i := 0
+	for i < len(autoTune) && c.p >= autoTune[i] {
+		i++
+	}
+	s := 19 - autoTuneShift[i]
+	q, r := n/fiveP9, n%fiveP9
+	raw := q<<s + (r<<s)/fiveP9
+	if c.p >= tenPct && raw > capStep {
+		raw = capStep
+	}
+	if pp.boost && cur > pp.boostOver {
+		raw += capStep
+	}
+	return raw
+}
+
+// update runs one periodic update (calculate_drop_prob) with estimate cur.
+func (c *controller) update(pp *params, cur int64) {
+	p := c.p + c.raw(pp, cur)
+	if p < 0 {
+		p = 0
+	}
+	if cur == 0 && c.old == 0 {
+		// Idle decay of RFC 8033 §4.2: p ·= 0.98, rounded down.
+		p = p * 49 / 50
+	}
+	if p > probOne {
+		p = probOne
+	}
+	c.p = p
+	// The allowance decreases by T_UPDATE, bottomed at 0 (no unsigned
+	// wrap as in DPDK's rte_pie), and is restored once congestion is over:
+	// p == 0 and both delay samples below half the target (§4.4).
+	if c.burst > pp.tupdate {
+		c.burst -= pp.tupdate
+	} else {
+		c.burst = 0
+	}
+	if p == 0 && 2*cur < pp.target && 2*c.old < pp.target {
+		c.burst = pp.maxBurst
+	}
+	c.old = cur
+	c.updates++
+}
+
+// catchUp applies every update due at or before now (the caller checked
+// that one is). The queue's contents are those since the last packet
+// operation, so the delay each missed update would have seen is known
+// exactly: the updates are those a timer would have run.
+func (c *controller) catchUp(pp *params, now aqm.Time, empty bool, head aqm.Time, backlog int) {
+	if c.next == minTime {
+		c.next = satAdd(now, pp.tupdate)
+		return
+	}
+	constant := empty || pp.rate // the delay estimate does not move between events
+	for i := 0; ; i++ {
+		t := c.next
+		cur := c.delayAt(pp, t, empty, head, backlog)
+		c.update(pp, cur)
+		c.next = satAdd(t, pp.tupdate)
+		if now < c.next || c.next == t {
+			return
+		}
+		// m more updates are due, at c.next + j·T for j < m.
+		m := 1 + (uint64(now)-uint64(c.next))/uint64(pp.tupdate)
+		last := c.next + aqm.Time((m-1)*uint64(pp.tupdate)) // ≤ now, no overflow
+		switch {
+		case c.p == probOne && cur >= pp.target:
+			// Saturated: the delay only grows (or stays), so every
+			// remaining update has raw ≥ 0 and p stays 1; burst runs
+			// out and cannot be restored while p > 0.
+			c.skip(pp, m, last, c.delayAt(pp, last, empty, head, backlog), false)
+			return
+		case c.p == 0 && constant && cur <= pp.target:
+			// Quiet: raw ≤ 0 at every remaining update, p stays 0.
+			c.skip(pp, m, last, cur, 2*cur < pp.target)
+			return
+		case constant && cur != 0 && c.raw(pp, cur) == 0:
+			// At equilibrium: p no longer moves.
+			c.skip(pp, m, last, cur, false)
+			return
+		case i+1 >= maxCatchUp:
+			// Not settled after maxCatchUp updates without a packet
+			// operation (only a slow drift of the rate estimator or a
+			// very small gain): apply the last due update only.
+			c.next = last
+			c.updates += m - 1
+		}
+	}
+}
+
+// skip applies m updates whose effect on p is nil in closed form: the burst
+// allowance either is restored each time (reset) or runs down by m·T; the
+// last delay sample becomes qdelay_old.
+func (c *controller) skip(pp *params, m uint64, last aqm.Time, cur int64, reset bool) {
+	if reset {
+		c.burst = pp.maxBurst
+	} else if m >= uint64(c.burst)/uint64(pp.tupdate)+1 {
+		c.burst = 0
+	} else {
+		c.burst -= int64(m) * pp.tupdate
+	}
+	c.old = cur
+	c.updates += m
+	c.next = satAdd(last, pp.tupdate)
+}
+
+// dropEarly is drop_early of RFC 8033 Appendix B: the safeguards, the
+// optional derandomization and the random draw, for a packet of size bytes
+// arriving on a backlog of backlog bytes. It does not reset accu; the caller
+// does, on every positive decision.
+func (c *controller) dropEarly(pp *params, size uint32, backlog int) bool {
+	if (2*c.old < pp.target && c.p < safeProb) || backlog <= pp.safeBytes {
+		return false
+	}
+	pe := c.p
+	if pp.byteMode {
+		// p·min(size, mean)/mean: p ≤ 2^48 and size ≤ 2^16-1, so the
+		// product fits in 64 bits.
+		s := min(int64(size), pp.meanBytes)
+		pe = int64(uint64(pe) * uint64(s) / uint64(pp.meanBytes))
+	}
+	if pp.derand {
+		if c.p == 0 {
+			c.accu = 0
+		}
+		c.accu += pe
+		if c.accu < accuLow {
+			return false
+		}
+		if c.accu >= accuHigh {
+			return true
+		}
+	}
+	return int64(c.rng.Uint64()>>(64-probShift)) < pe
+}
+
+// onDequeue feeds the departure-rate estimator of RFC 8033 §5.2 with a
+// packet of size bytes leaving a backlog of backlog bytes (this packet
+// included) at now.
+func (c *controller) onDequeue(pp *params, now aqm.Time, size uint32, backlog int) {
+	if !c.measuring {
+		if int64(backlog) < pp.dqThresh {
+			return
+		}
+		c.measuring, c.dqStart, c.dqCount = true, now, 0
+	}
+	c.dqCount += int64(size)
+	if c.dqCount < pp.dqThresh {
+		return
+	}
+	// A cycle took dt to dequeue DQ_THRESHOLD bytes; average it with
+	// weight 1/4 (RFC 8033's DQ_THRESHOLD/2^16 at the default threshold).
+	dt := uint64(age(c.dqStart, now)) << avgShift
+	if c.avgDq == 0 {
+		c.avgDq = dt
+	} else {
+		c.avgDq = (dt + 3*c.avgDq) >> 2
+	}
+	c.measuring = false
+}

@@ -1,0 +1,65 @@
+package pie
+
+import (
+	"encoding/binary"
+	"testing"
+	"time"
+
+	"github.com/aqmkit/aqmkit/aqm"
+)
+
+// FuzzConfigOps protects the controller's invariants on fuzzer-chosen
+// configurations and operation streams, including huge time steps: New
+// either rejects the config or the queue never panics, p stays in [0, 1],
+// the burst allowance in [0, MAX_BURST], and the counters balance.
+func FuzzConfigOps(f *testing.F) {
+	f.Add(uint64(0), []byte{0, 1, 2, 3, 4, 5, 6, 7, 8, 9})
+	f.Add(uint64(0xffff_ffff_ffff_ffff), []byte("\xff\x00\xff\x00\x80\x80\x01\x02\x03\x04\x05\x06"))
+	f.Add(uint64(0x0123_4567_89ab_cdef), make([]byte, 64))
+	f.Fuzz(func(t *testing.T, knobs uint64, ops []byte) {
+		k := knobs
+		take := func(n uint) uint64 { v := k & (1<<n - 1); k >>= n; return v }
+		cfg := Config{
+			Target:          time.Duration(take(4)) * 3 * time.Millisecond,
+			TUpdate:         time.Duration(take(4)) * time.Millisecond,
+			Alpha:           float64(take(3)) / 8,
+			Beta:            float64(take(3)) / 2,
+			MaxBurst:        time.Duration(take(3)) * 20 * time.Millisecond,
+			LimitPackets:    int(take(5)),
+			LimitBytes:      int(take(3)) * 5000,
+			MeanPacketBytes: int(take(2)) * 700,
+			DisableECN:      take(1) == 1,
+			ECNThreshold:    float64(take(2)) / 4,
+			Derandomize:     take(1) == 1,
+			ByteMode:        take(1) == 1,
+			RateEstimator:   take(1) == 1,
+			HighDelayBoost:  take(1) == 1,
+			Seed:            take(8),
+		}
+		cfg.DisableBurstAllowance = take(1) == 1
+		q, err := New[int](cfg, nil)
+		if err != nil {
+			return
+		}
+		now := aqm.Time(binary.LittleEndian.Uint64(append(ops, make([]byte, 8)...)))
+		for i := 0; i+2 < len(ops); i += 3 {
+			op, a, b := ops[i], ops[i+1], ops[i+2]
+			switch op % 4 {
+			case 0, 1:
+				q.Enqueue(aqm.Packet[int]{Payload: i, Size: uint32(a) * 16, ECN: aqm.ECN(b)}, now)
+			case 2:
+				q.Dequeue(now)
+			case 3:
+				now += aqm.Time(int64(int8(a)) << (b % 63))
+			}
+			c := &q.ctl
+			if c.p < 0 || c.p > probOne || c.burst < 0 || c.burst > q.pp.maxBurst || c.old < 0 || c.old > int64(MaxDelay) {
+				t.Fatalf("state out of range: %+v", q.Detail())
+			}
+			s := q.Stats()
+			if s.Enqueued.Packets != s.Dequeued.Packets+s.DroppedQueued.Packets+uint64(s.Len) || s.Len > q.pp.limitPackets {
+				t.Fatalf("stats: %+v", s)
+			}
+		}
+	})
+}
