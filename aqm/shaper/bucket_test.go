@@ -1,0 +1,198 @@
+package shaper
+
+import (
+	"math"
+	"math/big"
+	"math/rand/v2"
+	"testing"
+	"time"
+
+	"github.com/aqmkit/aqmkit/aqm"
+)
+
+// refBucket is a slow reference token bucket in arbitrary precision, written
+// from the definition: credit grows by rate × elapsed seconds (in bits), is
+// capped at burst, and a packet may leave when credit ≥ 0, taking 8 × size
+// bits. It shares no code with bucket.
+type refBucket struct {
+	rate   uint64
+	burst  int64 // bytes
+	credit *big.Rat
+	last   aqm.Time
+}
+
+func newRef(rate uint64, burst int64) *refBucket {
+	return &refBucket{rate: rate, burst: burst, credit: new(big.Rat).SetInt64(burst * 8)}
+}
+
+func (r *refBucket) refill(now aqm.Time) {
+	if r.last == 0 {
+		r.last = now
+		return
+	}
+	if now <= r.last {
+		return
+	}
+	el := new(big.Int).Sub(big.NewInt(int64(now)), big.NewInt(int64(r.last)))
+	r.last = now
+	capBits := new(big.Rat).SetInt64(r.burst * 8)
+	if r.rate == 0 {
+		r.credit = capBits
+		return
+	}
+	gain := new(big.Rat).SetFrac(new(big.Int).Mul(el, new(big.Int).SetUint64(r.rate)), big.NewInt(1e9))
+	r.credit.Add(r.credit, gain)
+	if r.credit.Cmp(capBits) > 0 {
+		r.credit = capBits
+	}
+}
+
+func (r *refBucket) ready() bool { return r.rate == 0 || r.credit.Sign() >= 0 }
+
+// wait is the smallest whole number of nanoseconds after which credit ≥ 0.
+func (r *refBucket) wait() time.Duration {
+	if r.ready() {
+		return 0
+	}
+	// ns = ceil(-credit × 1e9 / rate)
+	x := new(big.Rat).Neg(r.credit)
+	x.Mul(x, new(big.Rat).SetInt64(1e9))
+	x.Quo(x, new(big.Rat).SetInt(new(big.Int).SetUint64(r.rate)))
+	q, m := new(big.Int).QuoRem(x.Num(), x.Denom(), new(big.Int))
+	if m.Sign() != 0 {
+		q.Add(q, big.NewInt(1))
+	}
+	return time.Duration(q.Int64())
+}
+
+func (r *refBucket) charge(size uint32) {
+	if r.rate == 0 {
+		return
+	}
+	r.credit.Sub(r.credit, new(big.Rat).SetInt64(int64(min(size, maxCostBytes))*8))
+}
+
+func (r *refBucket) setRate(now aqm.Time, rate uint64, burst int64) {
+	r.refill(now)
+	r.rate, r.burst = rate, burst
+	capBits := new(big.Rat).SetInt64(burst * 8)
+	if r.credit.Cmp(capBits) > 0 || rate == 0 {
+		r.credit = capBits
+	}
+}
+
+// TestBucketMatchesReference protects the fixed-point bucket: on random
+// traces with extreme rates, sizes, time jumps (to the int64 limit) and
+// backward steps, its credit and wait equal an arbitrary-precision model's
+// exactly (tolerance zero: the 1e-9 bit unit makes the arithmetic exact).
+func TestBucketMatchesReference(t *testing.T) {
+	seed := uint64(time.Now().UnixNano())
+	t.Logf("seed %d", seed)
+	rng := rand.New(rand.NewPCG(seed, 7))
+	traces := 300
+	if testing.Short() {
+		traces = 50
+	}
+	rates := []uint64{1, 7, 1000, 8e6, 1e9, 1e12, math.MaxUint64 / 3, math.MaxUint64}
+	bursts := []int64{0, 1, 1500, 3028, 1 << 20, MaxBurstBytes}
+	for range traces {
+		rate := rates[rng.IntN(len(rates))]
+		if rng.IntN(3) == 0 {
+			rate = rng.Uint64N(1e10)
+		}
+		burst := bursts[rng.IntN(len(bursts))]
+		var b bucket
+		b.setRate(0, rate, int(burst))
+		b.credit = b.capacity
+		ref := newRef(rate, burst)
+		now := aqm.Time(rng.Int64N(math.MaxInt64/2) - math.MaxInt64/4)
+		for step := range 200 {
+			switch rng.IntN(10) {
+			case 0:
+				now += aqm.Time(rng.Int64N(math.MaxInt64/4 + 1)) // huge jump
+			case 1:
+				now -= aqm.Time(rng.Int64N(1e9)) // backwards
+			case 2:
+				rate = rates[rng.IntN(len(rates))]
+				burst = bursts[rng.IntN(len(bursts))]
+				b.setRate(now, rate, int(burst))
+				ref.setRate(now, rate, burst)
+			default:
+				now += aqm.Time(rng.Int64N(2e6))
+			}
+			b.refill(now)
+			ref.refill(now)
+			if b.ready() != ref.ready() {
+				t.Fatalf("step %d: ready %v, reference %v", step, b.ready(), ref.ready())
+			}
+			if got, want := b.wait(), ref.wait(); got != want {
+				t.Fatalf("step %d: wait %v, reference %v (rate %d credit %d)", step, got, want, rate, b.credit)
+			}
+			if b.ready() {
+				size := uint32(rng.IntN(3000))
+				if rng.IntN(20) == 0 {
+					size = math.MaxUint32
+				}
+				b.charge(size)
+				ref.charge(size)
+			}
+			want := new(big.Rat).Mul(ref.credit, big.NewRat(1e9, 1)) // bits → units
+			if got := new(big.Rat).SetInt64(b.credit); got.Cmp(want) != 0 {
+				t.Fatalf("step %d: credit %v units, reference %v", step, got, want.FloatString(1))
+			}
+			if b.credit > b.capacity {
+				t.Fatalf("step %d: credit %d above capacity %d", step, b.credit, b.capacity)
+			}
+		}
+	}
+}
+
+// FuzzBucket protects the bucket's overflow guards: no input of rate, burst,
+// sizes and time steps makes the credit leave its documented range or the
+// wait go negative.
+func FuzzBucket(f *testing.F) {
+	f.Add(uint64(8e6), 3028, int64(1e6), uint32(1500), int64(-5))
+	f.Add(uint64(1), MaxBurstBytes, int64(math.MaxInt64), uint32(math.MaxUint32), int64(math.MinInt64))
+	f.Add(uint64(math.MaxUint64), 0, int64(1), uint32(0), int64(math.MaxInt64))
+	f.Fuzz(func(t *testing.T, rate uint64, burst int, step int64, size uint32, start int64) {
+		if burst < 0 || burst > MaxBurstBytes {
+			return
+		}
+		var b bucket
+		b.setRate(0, rate, burst)
+		now := aqm.Time(start)
+		for range 50 {
+			now = aqm.Time(int64(now) + step/7) // may wrap: treated as backward time
+			b.refill(now)
+			if b.ready() {
+				b.charge(size)
+			}
+			if b.credit > b.capacity || b.credit < -int64(maxCostBytes)*unitsPerByte {
+				t.Fatalf("credit %d outside [%d, %d]", b.credit, -int64(maxCostBytes)*unitsPerByte, b.capacity)
+			}
+			if b.wait() < 0 {
+				t.Fatalf("negative wait %v", b.wait())
+			}
+		}
+	})
+}
+
+// TestDefaultBurst protects the default burst's derivation: 2 ms of the rate,
+// at least two Ethernet frames, at most MaxBurstBytes.
+func TestDefaultBurst(t *testing.T) {
+	for _, tc := range []struct {
+		rate uint64
+		want int
+	}{
+		{0, DefaultMinBurstBytes},
+		{1e6, DefaultMinBurstBytes},     // 1 Mbit/s × 2 ms = 250 B
+		{100e6, 25000},                  // 100 Mbit/s × 2 ms = 25 kB
+		{10e9, 2_500_000},               // 10 Gbit/s × 2 ms = 2.5 MB
+		{math.MaxUint64, MaxBurstBytes}, // capped
+		{8 * 500 * MaxBurstBytes, MaxBurstBytes},
+	} {
+		if got := defaultBurst(tc.rate); got != tc.want {
+			t.Errorf("defaultBurst(%d) = %d, want %d", tc.rate, got, tc.want)
+		}
+	}
+}
