@@ -1,0 +1,68 @@
+package codel
+
+import (
+	"fmt"
+	"testing"
+	"time"
+
+	"github.com/aqmkit/aqmkit/aqm"
+)
+
+// BenchmarkQueue measures one packet forwarded (Enqueue + Dequeue) on a
+// standing queue of depth packets; step sets the sojourn time (depth*step):
+// below target ("standing") or far above it ("congested", drop path).
+func BenchmarkQueue(b *testing.B) {
+	for _, sc := range []struct {
+		name string
+		step time.Duration
+		ecn  aqm.ECN
+	}{{"standing", 10 * time.Microsecond, 0}, {"congested", time.Millisecond, 0}, {"congested-ecn", time.Millisecond, aqm.ECT0}} {
+		b.Run(fmt.Sprintf("%s/depth=100", sc.name), func(b *testing.B) {
+			q, _ := New[uint64](Config{LimitPackets: 10000}, nil)
+			now := t0
+			var seq uint64
+			step := func() {
+				now += aqm.Time(sc.step)
+				seq++
+				q.Enqueue(aqm.Packet[uint64]{Payload: seq, Size: 1500, ECN: sc.ecn}, now)
+				for q.Len() > 100 {
+					sinkPacket, _ = q.Dequeue(now)
+				}
+			}
+			for range 20000 {
+				step()
+			}
+			b.ReportAllocs()
+			b.ResetTimer()
+			for b.Loop() {
+				step()
+			}
+		})
+	}
+}
+
+// BenchmarkInvSqrt measures the cached inverse square root update for a
+// count step of one, and for a jump.
+func BenchmarkInvSqrt(b *testing.B) {
+	b.Run("next", func(b *testing.B) {
+		var c Controller
+		n := uint32(1)
+		for b.Loop() {
+			n++
+			if n > 1<<20 {
+				n = 2
+				c.count = 0
+			}
+			c.setCount(n)
+		}
+	})
+	b.Run("jump", func(b *testing.B) {
+		var c Controller
+		n := uint32(1)
+		for b.Loop() {
+			n = n*1664525 + 1013904223
+			c.count = 0
+			c.setCount(n%maxCount + 1)
+		}
+	})
+}

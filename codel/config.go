@@ -1,0 +1,172 @@
+package codel
+
+import (
+	"errors"
+	"time"
+
+	"github.com/aqmkit/aqmkit/aqm"
+)
+
+// Defaults for the zero fields of [Config].
+const (
+	// DefaultTarget is the acceptable standing queue delay, 5 ms (RFC 8289
+	// section 4.4).
+	DefaultTarget = 5 * time.Millisecond
+	// DefaultInterval is the sliding window over which the minimum delay is
+	// tracked, 100 ms (RFC 8289 section 4.3).
+	DefaultInterval = 100 * time.Millisecond
+	// DefaultMTUBytes is the "less than one MTU queued" guard threshold, 1514
+	// bytes: an Ethernet MTU plus its 14-byte header, the value Linux takes
+	// from the device (psched_mtu).
+	DefaultMTUBytes = 1514
+	// DefaultLimitPackets is the packet limit, 1000, Linux sch_codel's
+	// default.
+	DefaultLimitPackets = 1000
+	// MaxInterval is the largest Interval accepted: one hour. It keeps
+	// interval^2*count within 128 bits in the control law and 16*Interval
+	// within int64.
+	MaxInterval = time.Hour
+	// MaxMTUBytes is the largest MTUBytes accepted, 2^20 as in Linux.
+	MaxMTUBytes = 1 << 20
+	// MaxLimitPackets is the largest LimitPackets accepted: storage for
+	// this many packets is allocated up front.
+	MaxLimitPackets = 1 << 24
+	// MaxDropsPerDequeue bounds the packets one Dequeue call drops, 256 as
+	// in Linux since 2026. When it is reached the call returns the next
+	// packet and reschedules the next drop from now, so a pathological
+	// configuration or a long stall cannot turn one call into a drain of the
+	// whole queue.
+	MaxDropsPerDequeue = 256
+)
+
+// Config configures a CoDel [Queue]. The zero value is RFC 8289 CoDel with
+// ECN marking, a 1000-packet limit and a one-MTU guard of 1514 bytes.
+type Config struct {
+	// Target is the acceptable minimum sojourn time. Zero means
+	// [DefaultTarget]. It must be below Interval.
+	Target time.Duration
+	// Interval is the window the minimum sojourn time must stay above
+	// Target before CoDel drops, and the base of the control law
+	// Interval/sqrt(count). Zero means [DefaultInterval]; at most
+	// [MaxInterval].
+	Interval time.Duration
+	// MTUBytes is the guard: CoDel does not drop while at most this many
+	// bytes remain queued after the head packet is removed (RFC 8289's
+	// MAXPACKET, Linux's mtu). Zero means [DefaultMTUBytes]; at most
+	// [MaxMTUBytes].
+	MTUBytes int
+	// LimitPackets is the most packets queued; arrivals beyond it are
+	// refused ([aqm.DroppedOverlimit]) and do not touch CoDel's state. Zero
+	// means [DefaultLimitPackets]; at most [MaxLimitPackets].
+	LimitPackets int
+	// LimitBytes is the most bytes queued. Zero means no byte limit.
+	LimitBytes int
+	// DisableECN makes CoDel drop ECN-capable packets too. By default it
+	// sets CE on ECN-capable packets instead of dropping them (RFC 8289
+	// section 5 allows it; Linux sch_codel has it off by default, fq_codel
+	// on).
+	DisableECN bool
+	// CEThreshold, if positive, enables shallow marking: a packet that
+	// leaves with a sojourn time strictly above it is marked CE if it is
+	// ECN-capable (and selected by CEThresholdECT1Only), independently of
+	// the CoDel state and of DisableECN (Linux ce_threshold). Zero disables
+	// it.
+	CEThreshold time.Duration
+	// CEThresholdECT1Only restricts CEThreshold marking to L4S packets:
+	// those that arrived ECT(1) or CE (Linux ce_threshold_selector 0x01
+	// with mask 0x01). By default every ECN-capable packet is eligible.
+	CEThresholdECT1Only bool
+	// StrictDeadline makes the first drop need now > the deadline that
+	// starts one Interval after the sojourn time rose above Target, as Linux
+	// and ns-3 do. By default now >= the deadline suffices (RFC 8289).
+	StrictDeadline bool
+	// LinuxCount counts signals the Linux way: count rises before every drop
+	// or mark at a scheduled time. By default (RFC 8289) a drop raises count
+	// only if the next packet is still above target and a further drop is
+	// scheduled, so after an episode Linux's count is one higher, which the
+	// re-entry rule carries into the next episode.
+	LinuxCount bool
+}
+
+// Validate applies the defaults to the zero fields and reports every field
+// that is out of range, one [aqm.ConfigError] each, joined.
+func (c *Config) Validate() error {
+	errs := c.validate("codel")
+	return errors.Join(errs...)
+}
+
+func (c *Config) validate(pkg string) []error {
+	var errs []error
+	bad := func(field string, v any, rule string) {
+		errs = append(errs, &aqm.ConfigError{Pkg: pkg, Field: field, Value: v, Rule: rule})
+	}
+	if c.Target < 0 {
+		bad("Target", c.Target, "must not be negative")
+	}
+	if c.Interval < 0 || c.Interval > MaxInterval {
+		bad("Interval", c.Interval, "must be in [0, "+MaxInterval.String()+"]")
+	}
+	if c.MTUBytes < 0 || c.MTUBytes > MaxMTUBytes {
+		bad("MTUBytes", c.MTUBytes, "must be in [0, 1048576]")
+	}
+	if c.LimitPackets < 0 || c.LimitPackets > MaxLimitPackets {
+		bad("LimitPackets", c.LimitPackets, "must be in [0, 16777216]")
+	}
+	if c.LimitBytes < 0 {
+		bad("LimitBytes", c.LimitBytes, "must not be negative")
+	}
+	if c.CEThreshold < 0 {
+		bad("CEThreshold", c.CEThreshold, "must not be negative")
+	}
+	if c.Target == 0 {
+		c.Target = DefaultTarget
+	}
+	if c.Interval == 0 {
+		c.Interval = DefaultInterval
+	}
+	if c.MTUBytes == 0 {
+		c.MTUBytes = DefaultMTUBytes
+	}
+	if c.LimitPackets == 0 {
+		c.LimitPackets = DefaultLimitPackets
+	}
+	if c.Target > 0 && c.Interval > 0 && c.Interval <= MaxInterval && c.Target >= c.Interval {
+		bad("Target", c.Target, "must be less than Interval ("+c.Interval.String()+")")
+	}
+	return errs
+}
+
+// Params are the derived constants a [Controller] runs on, shared by every
+// Controller of a queue. Build them with [Config.ControllerParams].
+type Params struct {
+	target      int64 // ns
+	interval    int64 // ns
+	mtu         int64 // bytes
+	ceThreshold int64 // ns; 0: off
+	ecn         bool
+	ceECT1      bool
+	strict      bool
+	linuxCount  bool
+}
+
+// ControllerParams applies the defaults and returns the [Params] for the
+// controller fields of c (Target, Interval, MTUBytes, DisableECN,
+// CEThreshold, CEThresholdECT1Only, StrictDeadline, LinuxCount); the limits
+// are ignored. It is meant for queues that embed a [Controller], such as
+// package fq's FQ-CoDel. Call [Config.Validate] (or check the same rules)
+// first: out-of-range values are clamped here, not reported.
+func (c Config) ControllerParams() Params {
+	_ = c.validate("codel")
+	iv := min(max(c.Interval, 2), MaxInterval)
+	tg := min(max(c.Target, 1), iv-1)
+	return Params{
+		target:      int64(tg),
+		interval:    int64(iv),
+		mtu:         int64(min(max(c.MTUBytes, 0), MaxMTUBytes)),
+		ceThreshold: int64(max(c.CEThreshold, 0)),
+		ecn:         !c.DisableECN,
+		ceECT1:      c.CEThresholdECT1Only,
+		strict:      c.StrictDeadline,
+		linuxCount:  c.LinuxCount,
+	}
+}

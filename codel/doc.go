@@ -1,0 +1,112 @@
+// Package codel implements CoDel, Controlled Delay active queue management
+// (RFC 8289), as a queue ([Queue]) and as a small state machine
+// ([Controller]) that fair queues embed once per flow (package fq's
+// FQ-CoDel).
+//
+// # Algorithm
+//
+// CoDel judges the queue by the sojourn time of the packets it sends. At each
+// dequeue it looks at the head packet:
+//
+//	sojourn = now − enqueued
+//	above   = sojourn ≥ Target and more than MTUBytes remain queued
+//
+// When the sojourn time first goes above Target, CoDel sets a deadline one
+// Interval later; if it is still above at the deadline (now ≥ deadline), the
+// minimum over the last Interval was above Target: CoDel drops the packet and
+// enters the dropping state with count = 1 (or, if the previous episode ended
+// less than 16 intervals ago, count = the number of drops that episode added,
+// the "re-entry" rule). In the dropping state it drops again at
+//
+//	drop_next = drop_next + Interval/√count
+//
+// raising count by one each time the packet after a drop is still above
+// target, until a packet leaves below target (or less than an MTU is left):
+// then it leaves the dropping state. A late dequeue drops every packet whose
+// scheduled time has passed, so the rate catches up. ECN-capable packets are
+// marked CE and sent instead of dropped, one per Dequeue. Drops count in
+// [aqm.Stats.DroppedEarly] and reach the DropFunc.
+//
+// Interval/√count is computed without a division or square root: the
+// Controller caches 1/√count as a Q0.32 fraction, updated by Newton's
+// iteration y ← y·(3 − count·y²)/2 whenever count changes (from the previous
+// value when count rises by one, from a seed 2^−⌈log₂count⌉/2 otherwise), and
+// the spacing is Interval·y/2^32 corrected to the exact floor of
+// Interval/√count in nanoseconds.
+//
+// With CEThreshold set, every ECN-capable packet (or only ECT(1) and CE ones,
+// with CEThresholdECT1Only) that leaves with a sojourn time above the
+// threshold is marked CE as well: the shallow, L4S-style signal of Linux's
+// ce_threshold. These marks are counted in [Detail].CEMarks.
+//
+// # Parameters
+//
+//	field                default     unit     reference
+//	Target               5 ms        time     RFC 8289 §4.4
+//	Interval             100 ms      time     RFC 8289 §4.3
+//	MTUBytes             1514        bytes    RFC 8289 §5 MAXPACKET; Linux mtu
+//	LimitPackets         1000        packets  Linux sch_codel limit
+//	LimitBytes           none        bytes    —
+//	DisableECN           false (ECN on)       RFC 8289 §5; Linux ecn
+//	CEThreshold          off         time     Linux ce_threshold
+//	CEThresholdECT1Only  false       —        Linux ce_threshold_selector 1/1
+//	StrictDeadline       false (RFC ≥)        Linux and ns-3 use >
+//	LinuxCount           false (RFC)          Linux count increments
+//
+// # Differences from RFC 8289, Linux sch_codel, ns-3 and DPDK
+//
+//   - Time is int64 nanoseconds, not Linux's 32-bit 1.024 µs units: no wrap
+//     (Linux compares in s32 and is only correct for gaps under 2199 s) and
+//     no truncation of Target and Interval. Additions saturate at the end of
+//     the int64 range and time going backwards is no time at all.
+//   - The control law is exact: interval/√count truncated to whole
+//     nanoseconds, as the RFC's floating-point sqrt. Linux keeps 1/√count in
+//     16 bits with one Newton step per count, which starts badly (count 2
+//     gives 50 ms instead of 70.7 ms) and diverges if count jumps by more than
+//     a factor of three; we keep 32 bits, iterate to the fixed point, reseed
+//     on jumps and fix up the last nanosecond, so TestReferenceRFC8289 matches
+//     the RFC pseudocode decision for decision. The cost is a few more
+//     multiplies per drop, none per packet.
+//   - The first drop happens at now ≥ deadline (RFC); Linux and ns-3 use >.
+//     StrictDeadline selects theirs.
+//   - count rises as in the RFC: only when the packet after a drop is still
+//     above target (so the next drop is scheduled). Linux raises it before
+//     every drop or mark, so its next episode can resume one higher.
+//     LinuxCount selects theirs.
+//   - ECN: on by default (RFC 8289 leaves it to the implementation; Linux
+//     sch_codel has it off, fq_codel on). After a mark at the scheduled time
+//     the next signal is scheduled from the previous schedule (Linux), not
+//     from now (ns-3), and, as for a drop, count rises only if the next
+//     packet examined (in the next Dequeue) is still above target. A packet
+//     marked by the control law is not counted again by the CE threshold
+//     (ns-3; Linux counts it in both).
+//   - The CE threshold has one selector, ECT(1)-or-CE, instead of Linux's
+//     DS-byte selector and mask: a queue sees only the ECN field.
+//   - An empty dequeue forgets the above-target deadline (RFC and the newest
+//     Linux); older Linux and ns-3 keep it.
+//   - The re-entry rule needs a previous episode (Linux's drop_next starts at
+//     0 and can make a never-dropping queue look "recently dropping").
+//   - At most [MaxDropsPerDequeue] (256) drops per Dequeue, then the next drop
+//     is rescheduled from now, and the spacing is at least 1 ns: Linux's 2026
+//     fix for an unbounded drop loop under a tiny interval. The RFC has no
+//     bound. count saturates at 2^30 instead of wrapping.
+//   - The MTU guard compares the bytes left after removing the head packet
+//     with MTUBytes using ≤, like the RFC and Linux; ns-3 uses < 1500.
+//     Older Linux and FreeBSD compare with the largest packet seen instead.
+//   - Arrivals at a full queue are refused and do not touch the CoDel state,
+//     as in Linux; ns-3's limit is in bytes only, here both are available.
+//   - DPDK has no CoDel; there is nothing to differ from.
+//
+// # Time
+//
+// Every method takes now, an [aqm.Time] in nanoseconds from the caller's
+// monotonic clock; the queue never reads a clock and has no timers. All state
+// changes happen in Dequeue, so after an idle period the state is as it was
+// left: a late dequeue catches up in closed form (bounded by
+// MaxDropsPerDequeue).
+//
+// # Concurrency
+//
+// A Queue and a Controller are not safe for concurrent use. Params are
+// read-only and may be shared.
+package codel

@@ -1,0 +1,228 @@
+package codel
+
+import (
+	"errors"
+	"testing"
+	"time"
+
+	"github.com/aqmkit/aqmkit/aqm"
+	"github.com/aqmkit/aqmkit/aqm/aqmtest"
+	"github.com/stretchr/testify/require"
+)
+
+func pkt(id uint64, size uint32, ecn aqm.ECN) aqm.Packet[uint64] {
+	return aqm.Packet[uint64]{Payload: id, Size: size, ECN: ecn}
+}
+
+// TestQueueFirstDropAndSpacing protects the end-to-end schedule on a queue
+// (the V-A1 vector): 400 packets of 1000 B queued at t0, one dequeue per ms.
+// The sojourn reaches target at 5 ms, so the deadline is 105 ms: packet 105
+// is dropped there (RFC >=; 106 ms with StrictDeadline), then drops follow
+// 100 ms later and 100/sqrt(2) = 70.71 ms after that (at the first whole ms
+// at or after 275.710678 ms).
+func TestQueueFirstDropAndSpacing(t *testing.T) {
+	for _, strict := range []bool{false, true} {
+		var dropped []uint64
+		var dropAt []time.Duration
+		now := t0
+		q, err := New(Config{DisableECN: true, StrictDeadline: strict}, func(p aqm.Packet[uint64], why aqm.Verdict) {
+			require.Equal(t, aqm.DroppedEarly, why)
+			dropped = append(dropped, p.Payload)
+			dropAt = append(dropAt, now.Sub(t0))
+		})
+		require.NoError(t, err)
+		for i := range uint64(400) {
+			require.Equal(t, aqm.Enqueued, q.Enqueue(pkt(i+1, 1000, aqm.NotECT), t0))
+		}
+		for k := 1; k <= 290; k++ {
+			now = t0 + aqm.Time(k)*aqm.Time(time.Millisecond)
+			_, ok := q.Dequeue(now)
+			require.True(t, ok)
+		}
+		if !strict {
+			require.Equal(t, []time.Duration{105 * time.Millisecond, 205 * time.Millisecond, 276 * time.Millisecond}, dropAt)
+			require.Equal(t, []uint64{105, 206, 278}, dropped)
+		} else {
+			// Deadline passes at 106 ms; drop_next = 206 ms; then 276.710678 ms.
+			require.Equal(t, []time.Duration{106 * time.Millisecond, 206 * time.Millisecond, 277 * time.Millisecond}, dropAt)
+		}
+		s := q.Stats()
+		require.Equal(t, uint64(3), s.DroppedEarly.Packets)
+		require.Equal(t, uint64(3), s.DroppedQueued.Packets)
+		require.Equal(t, s.Enqueued.Packets, s.Dequeued.Packets+s.DroppedQueued.Packets+uint64(s.Len))
+	}
+}
+
+// TestQueueECNMarks protects marking on a queue: ECT packets are returned
+// with CE and counted as marks where Not-ECT ones would be dropped.
+func TestQueueECNMarks(t *testing.T) {
+	q, err := New[uint64](Config{}, func(p aqm.Packet[uint64], why aqm.Verdict) { t.Fatalf("unexpected drop of %d", p.Payload) })
+	require.NoError(t, err)
+	for i := range uint64(400) {
+		q.Enqueue(pkt(i+1, 1000, aqm.ECT0), t0)
+	}
+	var marked []uint64
+	for k := 1; k <= 290; k++ {
+		p, ok := q.Dequeue(t0 + aqm.Time(k)*aqm.Time(time.Millisecond))
+		require.True(t, ok)
+		if p.ECN == aqm.CE {
+			marked = append(marked, p.Payload)
+		}
+	}
+	// One mark per dequeue and no packet removed, so packet k leaves at k ms:
+	// marks at 105, 205 and the first ms at or after 275.710678.
+	require.Equal(t, []uint64{105, 205, 276}, marked)
+	require.Equal(t, uint64(3), q.Stats().Marked.Packets)
+	require.Equal(t, uint64(3), q.Detail().ECNMarks)
+}
+
+// TestQueueLimits protects the hard limits: packet and byte limits refuse
+// arrivals without touching CoDel state, and a packet bigger than the byte
+// limit is refused.
+func TestQueueLimits(t *testing.T) {
+	q, err := New[uint64](Config{LimitPackets: 3, LimitBytes: 2500}, nil)
+	require.NoError(t, err)
+	require.Equal(t, aqm.DroppedOverlimit, q.Enqueue(pkt(1, 2501, 0), t0))
+	require.Equal(t, aqm.Enqueued, q.Enqueue(pkt(2, 1000, 0), t0))
+	require.Equal(t, aqm.Enqueued, q.Enqueue(pkt(3, 1000, 0), t0))
+	require.Equal(t, aqm.DroppedOverlimit, q.Enqueue(pkt(4, 501, 0), t0))
+	require.Equal(t, aqm.Enqueued, q.Enqueue(pkt(5, 500, 0), t0))
+	require.Equal(t, aqm.DroppedOverlimit, q.Enqueue(pkt(6, 0, 0), t0))
+	s := q.Stats()
+	require.Equal(t, 3, s.Len)
+	require.Equal(t, 2500, s.Backlog)
+	require.Equal(t, uint64(3), s.DroppedOverlimit.Packets)
+	require.Zero(t, s.DroppedQueued.Packets)
+	require.Equal(t, State{}, q.Detail().State)
+}
+
+// TestQueueDropCap protects the bound on drops per Dequeue: after a long
+// stall in the dropping state one call drops at most MaxDropsPerDequeue
+// packets, returns the next one and reschedules from now.
+func TestQueueDropCap(t *testing.T) {
+	drops := 0
+	q, err := New(Config{DisableECN: true, LimitPackets: 10000}, func(aqm.Packet[uint64], aqm.Verdict) { drops++ })
+	require.NoError(t, err)
+	for i := range uint64(5000) {
+		q.Enqueue(pkt(i, 1000, 0), t0)
+	}
+	for k := 1; k <= 106; k++ {
+		q.Dequeue(t0 + aqm.Time(k)*aqm.Time(time.Millisecond))
+	}
+	require.True(t, q.Detail().Dropping)
+	drops = 0
+	now := t0 + aqm.Time(1000*time.Second) // a stall: about 2*sqrt(n) catch-up drops due
+	_, ok := q.Dequeue(now)
+	require.True(t, ok)
+	require.Equal(t, MaxDropsPerDequeue, drops)
+	require.Equal(t, uint64(1), q.Detail().DropCapHits)
+	require.Greater(t, q.Detail().DropNext, now)
+}
+
+// TestValidate protects the configuration errors: every bad field is named,
+// each wraps aqm.ErrInvalidConfig, and zero values become the defaults.
+func TestValidate(t *testing.T) {
+	cfg := Config{Target: -1, Interval: 2 * time.Hour, MTUBytes: -1, LimitPackets: -1, LimitBytes: -1, CEThreshold: -1}
+	err := cfg.Validate()
+	require.ErrorIs(t, err, aqm.ErrInvalidConfig)
+	var n int
+	for _, f := range []string{"Target", "Interval", "MTUBytes", "LimitPackets", "LimitBytes", "CEThreshold"} {
+		require.Contains(t, err.Error(), "codel: "+f+" (")
+		n++
+	}
+	require.Len(t, err.(interface{ Unwrap() []error }).Unwrap(), n)
+
+	err = (&Config{Target: 200 * time.Millisecond}).Validate()
+	require.EqualError(t, err, "codel: Target (200ms) must be less than Interval (100ms)")
+	var ce *aqm.ConfigError
+	require.True(t, errors.As(err, &ce))
+
+	var c Config
+	require.NoError(t, c.Validate())
+	require.Equal(t, Config{Target: DefaultTarget, Interval: DefaultInterval, MTUBytes: DefaultMTUBytes, LimitPackets: DefaultLimitPackets}, c)
+	_, err = New[int](Config{LimitPackets: MaxLimitPackets + 1}, nil)
+	require.ErrorIs(t, err, aqm.ErrInvalidConfig)
+}
+
+// TestReconfigure protects live reconfiguration: queued packets survive in
+// order, the CoDel state carries over, and a limit below the current length
+// refuses arrivals until the queue drains below it.
+func TestReconfigure(t *testing.T) {
+	q, err := New[uint64](Config{DisableECN: true, LimitPackets: 100}, nil)
+	require.NoError(t, err)
+	for i := range uint64(50) {
+		q.Enqueue(pkt(i, 1000, 0), t0)
+	}
+	for k := 1; k <= 10; k++ { // sets the above-target deadline
+		q.Dequeue(t0 + aqm.Time(k)*aqm.Time(time.Millisecond))
+	}
+	before := q.Detail().State
+	require.NotZero(t, before.FirstAbove)
+	require.Error(t, q.Reconfigure(Config{LimitPackets: -5}))
+	require.NoError(t, q.Reconfigure(Config{DisableECN: true, LimitPackets: 20}))
+	require.Equal(t, before, q.Detail().State)
+	require.Equal(t, 40, q.Len())
+	require.Equal(t, aqm.DroppedOverlimit, q.Enqueue(pkt(999, 1, 0), t0))
+	for i := uint64(10); i < 21; i++ {
+		p, ok := q.Dequeue(t0 + aqm.Time(11*time.Millisecond))
+		require.True(t, ok)
+		require.Equal(t, i, p.Payload)
+	}
+	require.Equal(t, 29, q.Len())
+	require.NoError(t, q.Reconfigure(Config{DisableECN: true, LimitPackets: 1000}))
+	require.Equal(t, aqm.Enqueued, q.Enqueue(pkt(1000, 1, 0), t0))
+	for i := uint64(21); i < 50; i++ {
+		p, _ := q.Dequeue(t0 + aqm.Time(12*time.Millisecond))
+		require.Equal(t, i, p.Payload)
+	}
+	p, _ := q.Dequeue(t0 + aqm.Time(12*time.Millisecond))
+	require.Equal(t, uint64(1000), p.Payload)
+}
+
+func factory(cfg Config) aqmtest.Factory {
+	return aqmtest.Factory{
+		New: func(seed uint64, onDrop aqm.DropFunc[uint64]) (aqm.Queue[uint64], error) {
+			return New(cfg, onDrop)
+		},
+		LimitPackets: max(cfg.LimitPackets, DefaultLimitPackets*boolInt(cfg.LimitPackets == 0)),
+		LimitBytes:   cfg.LimitBytes,
+		Reconfigure: func(q aqm.Queue[uint64], i int) error {
+			next := cfg
+			switch i % 3 {
+			case 0:
+				next.Target, next.Interval = time.Microsecond, 10*time.Microsecond
+			case 1:
+				next.DisableECN = !cfg.DisableECN
+				next.LinuxCount = true
+			}
+			return q.(*Queue[uint64]).Reconfigure(next)
+		},
+	}
+}
+
+func boolInt(b bool) int {
+	if b {
+		return 1
+	}
+	return 0
+}
+
+// TestConformance protects the aqm.Queue contract, checked by the shared kit,
+// for the defaults, each option and small limits.
+func TestConformance(t *testing.T) {
+	for name, cfg := range map[string]Config{
+		"default":     {},
+		"no-ecn":      {DisableECN: true},
+		"linux":       {StrictDeadline: true, LinuxCount: true},
+		"ce":          {CEThreshold: time.Millisecond, CEThresholdECT1Only: true},
+		"small":       {LimitPackets: 4, LimitBytes: 3000, Target: time.Microsecond, Interval: 10 * time.Microsecond},
+		"tiny-interv": {Target: 1, Interval: 2, MTUBytes: 1},
+	} {
+		t.Run(name, func(t *testing.T) { aqmtest.Run(t, factory(cfg)) })
+	}
+}
+
+// FuzzQueue runs the shared contract fuzzer on an aggressive CoDel.
+func FuzzQueue(f *testing.F) {
+	aqmtest.Fuzz(f, factory(Config{LimitPackets: 64, LimitBytes: 50000, Target: time.Microsecond, Interval: 20 * time.Microsecond}))
+}
