@@ -1,0 +1,88 @@
+package fq
+
+import (
+	"encoding/binary"
+	"testing"
+	"time"
+
+	"github.com/aqmkit/aqmkit/aqm"
+)
+
+// FuzzCoDelConfig fuzzes FQ-CoDel over random configurations (within the
+// accepted ranges) and traces, checking conservation, the limits, the list
+// bookkeeping and that Dequeue drains everything.
+func FuzzCoDelConfig(f *testing.F) {
+	f.Add(uint64(0), []byte{1, 2, 3, 4, 5, 6, 7, 8})
+	f.Add(uint64(0xffffffffffffffff), []byte("an overloaded queue with odd sizes and flows"))
+	f.Fuzz(func(t *testing.T, c uint64, ops []byte) {
+		cfg := CoDelConfig{
+			Flows:              int(1 + c%97),
+			LimitPackets:       int(1 + c>>8%50),
+			MemoryLimitBytes:   int(1 + c>>16%20000),
+			QuantumBytes:       int(256 + c>>24%2000),
+			DropBatchPackets:   int(1 + c>>32%70),
+			Interval:           time.Duration(2 + c>>40%100_000),
+			GlobalBacklogGuard: c&1 != 0,
+			LinuxCount:         c&2 != 0,
+			DisableECN:         c&4 != 0,
+			Seed:               c,
+		}
+		cfg.Target = time.Duration(1 + c>>48%uint64(cfg.Interval-1))
+		live := map[uint64]bool{}
+		q, err := NewCoDel(cfg, func(p aqm.Packet[uint64], why aqm.Verdict) {
+			if !live[p.Payload] {
+				t.Fatalf("dropped unknown packet %d", p.Payload)
+			}
+			delete(live, p.Payload)
+		})
+		if err != nil {
+			t.Fatal(err)
+		}
+		now := aqm.Time(time.Second)
+		id := uint64(0)
+		for len(ops) >= 4 {
+			w := binary.LittleEndian.Uint32(ops)
+			ops = ops[4:]
+			now += aqm.Time(int64(w>>24) * 997 * int64(w&1*2-1+2) / 2)
+			if w&2 != 0 {
+				id++
+				if q.Enqueue(aqm.Packet[uint64]{Payload: id, Size: w >> 8 % 3000, Hash: w >> 4 % 13, ECN: aqm.ECN(w >> 20)}, now).Accepted() {
+					live[id] = true
+				}
+			} else if p, ok := q.Dequeue(now); ok {
+				if !live[p.Payload] {
+					t.Fatalf("dequeued unknown packet %d", p.Payload)
+				}
+				delete(live, p.Payload)
+			}
+			if q.Len() > cfg.LimitPackets || q.Backlog() > cfg.MemoryLimitBytes || q.Len() != len(live) {
+				t.Fatalf("len %d backlog %d live %d", q.Len(), q.Backlog(), len(live))
+			}
+		}
+		for q.Len() > 0 {
+			p, ok := q.Dequeue(now)
+			if !ok {
+				t.Fatal("Dequeue reported empty with packets queued")
+			}
+			delete(live, p.Payload)
+		}
+		for {
+			p, ok := q.Dequeue(now)
+			if !ok {
+				break
+			}
+			t.Fatalf("packet %d from an empty queue", p.Payload)
+		}
+		if len(live) != 0 || q.Backlog() != 0 {
+			t.Fatalf("lost %d packets", len(live))
+		}
+		d := q.Detail()
+		if d.NewFlowsLen+d.OldFlowsLen != 0 {
+			t.Fatalf("lists not empty: %+v", d)
+		}
+		s := q.Stats()
+		if s.Enqueued.Packets != s.Dequeued.Packets+s.DroppedQueued.Packets {
+			t.Fatalf("stats: %+v", s)
+		}
+	})
+}

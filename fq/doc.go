@@ -1,0 +1,110 @@
+// Package fq implements fair queueing with active queue management:
+// FQ-CoDel (RFC 8290) as [CoDel] and Stochastic Fair Queueing (McKenney 1990,
+// as Linux sch_sfq) as [SFQ].
+//
+// # Algorithm
+//
+// FQ-CoDel hashes every packet into one of Flows flow queues:
+//
+//	bucket = (mix(Packet.Hash, key) · Flows) >> 32
+//
+// where key is a 128-bit secret drawn from Config.Seed and mix is a keyed
+// 64-bit finaliser, so a sender that does not know the seed cannot aim
+// collisions at another flow; the multiply-shift replaces a modulo. Each flow
+// queue is a FIFO with its own CoDel controller (package codel), kept for the
+// life of the queue, and a deficit in bytes.
+//
+// Dequeue runs deficit round robin over two lists, new flows first (DRR++):
+// a flow that becomes active joins the tail of the new list with one
+// quantum of credit; the head flow of the first non-empty list sends while
+// its credit is not negative, each packet costing its size; a flow out of
+// credit gets another quantum and moves to the tail of the old list. A flow
+// found empty moves from the new list to the old one (so a flow cannot stay
+// "new" by emptying quickly) or, from the old list, becomes inactive. The
+// packet a flow sends is the one its CoDel lets through: CoDel drops or
+// marks on the flow's own sojourn times, and its "less than one MTU queued"
+// guard looks at the flow's bytes (or the whole queue's, with
+// GlobalBacklogGuard).
+//
+// When an arrival takes the queue over LimitPackets or MemoryLimitBytes, the
+// queue finds the flow with the most bytes (a scan of a dense array of
+// per-flow byte counts) and drops from its head until half its bytes or
+// DropBatchPackets packets are gone (at least one); the drops go to the
+// DropFunc as [aqm.DroppedOverlimit] and, by default, are added to that
+// flow's CoDel count. The scan costs O(Flows) but happens once per batch.
+//
+// # Parameters
+//
+//	field                default   unit     reference
+//	Flows                1024      queues   RFC 8290 §5.2.5
+//	LimitPackets         10240     packets  RFC 8290 §5.2.3
+//	MemoryLimitBytes     32 MiB    bytes    Linux memory_limit
+//	QuantumBytes         1514      bytes    RFC 8290 §5.2.4
+//	DropBatchPackets     64        packets  Linux drop_batch
+//	Target, Interval     5 ms, 100 ms       RFC 8290 §5.2.1–2 (RFC 8289)
+//	MTUBytes             1514      bytes    Linux mtu
+//	DisableECN           false (ECN on)     RFC 8290 §5.2.6
+//	CEThreshold          off       time     RFC 8290 §5.2.7, Linux ce_threshold
+//	GlobalBacklogGuard   false (per flow)   Linux uses the queue's backlog
+//	KeepCountOnOverload  false (bump)       Linux bumps, ns-3 does not
+//	Seed                 0         —        RFC 8290 §4.1 salt
+//
+// # Differences from RFC 8290, Linux fq_codel, ns-3 and DPDK
+//
+//   - Flow state is one 64-byte cache line per flow (a CoDel controller of 40
+//     bytes, the flow's packet list, credit and list link); packets live in
+//     one preallocated slab linked by index, and the fattest-flow scan reads
+//     a separate dense array of byte counts, as Linux does. Nothing allocates
+//     after NewCoDel.
+//   - Classification uses the caller's hash mixed with a per-instance key
+//     (the RFC's salted hash), not Linux's global skb hash, and a
+//     multiply-shift (Linux) rather than the RFC's and ns-3's modulo. There
+//     are no tc filters or priority overrides.
+//   - A flow is served while its credit is not negative (RFC 8290 §4.2);
+//     Linux and ns-3 rotate at zero too. An empty new flow moves to the old
+//     list even if the old list is empty (RFC, ns-3); Linux deactivates it at
+//     once. Neither changes who is served in the long run.
+//   - One packet costs at most 64 quanta of credit, so a packet with an
+//     absurd Size cannot make Dequeue rotate millions of times.
+//   - The MTU guard looks at the flow's own backlog by default (RFC 8290's
+//     per-queue CoDel, ns-3); Linux looks at the whole queue's so thin flows
+//     can be signalled too: GlobalBacklogGuard.
+//   - Overload: Linux's batch drop from the fattest flow (RFC 8290 drops one
+//     packet: DropBatchPackets = 1), repeated until both limits hold (Linux
+//     drops one batch and may stay above the memory limit), with the strict
+//     > scan that picks the lowest bucket among equals. If only the arrival
+//     itself would be left to drop, it is refused instead (it never reaches
+//     the DropFunc). Memory is the sum of Packet.Size, not skb truesize.
+//   - The overload drops are added to the flow's CoDel count (Linux since
+//     2019; ns-3 does not: KeepCountOnOverload), and the cached 1/sqrt(count)
+//     is recomputed for the new count. Linux keeps the stale value, and one
+//     Newton step from it at a count more than three times larger leaves the
+//     iteration's basin: in a model (not yet on a kernel) the spacing then
+//     collapses to microseconds and the flow loses almost every packet.
+//     TestCoDelCountBumpKeepsInvSqrt guards this.
+//   - Dequeue drops at most codel.MaxDropsPerDequeue packets in one call,
+//     over all flows.
+//   - Reconfigure keeps every flow's state when Flows and Seed are unchanged;
+//     otherwise it re-hashes the queued packets into a new table (keeping
+//     their order within each hash) and CoDel starts afresh. Lowering a
+//     limit below the occupancy refuses arrivals until the queue drains
+//     (Linux drops from the head at once).
+//   - The CoDel differences (exact control law, RFC deadline and count
+//     rules by default, ECN and CE threshold details) are those of package
+//     codel.
+//   - DPDK has no FQ-CoDel; its rte_sched offers WRR with RED or PIE.
+//
+// # SFQ
+//
+// [SFQ] is documented on its type, including its differences from Linux
+// sch_sfq.
+//
+// # Time
+//
+// Every method takes now, an [aqm.Time] in nanoseconds from the caller's
+// monotonic clock; the queues never read a clock and have no timers.
+//
+// # Concurrency
+//
+// The queues are not safe for concurrent use.
+package fq
