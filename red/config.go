@@ -1,0 +1,323 @@
+package red
+
+import (
+	"errors"
+	"math"
+	"strconv"
+	"time"
+
+	"github.com/aqmkit/aqmkit/aqm"
+)
+
+// Defaults used when a [Config] field is left zero.
+const (
+	// DefaultMaxP is max_p, the drop probability at MaxThreshold: 0.02, the
+	// 1/50 of Floyd and Jacobson's simulations and the default of Linux tc
+	// and ns-3 (LInterm 50).
+	DefaultMaxP = 0.02
+	// DefaultMeanPacketBytes is the mean packet size in bytes: 1000, the
+	// default avpkt of Linux tc.
+	DefaultMeanPacketBytes = 1000
+	// DefaultLinkBitsPerSecond is the rate at which the queue is drained,
+	// used for the idle decay and the automatic weight and thresholds:
+	// 100 Mbit/s.
+	DefaultLinkBitsPerSecond = 100_000_000
+	// DefaultTargetDelay is the queueing delay the automatic thresholds aim
+	// at: 5 ms, the target delay of Floyd, Gummadi and Shenker (2001).
+	DefaultTargetDelay = 5 * time.Millisecond
+	// DefaultAdaptInterval is how often Adaptive RED adapts max_p: 0.5 s, as
+	// in Floyd, Gummadi and Shenker (2001), Linux and ns-3.
+	DefaultAdaptInterval = 500 * time.Millisecond
+	// DefaultLimitPackets is the least default packet limit: 1000, Linux's
+	// default txqueuelen.
+	DefaultLimitPackets = 1000
+
+	// MinAdaptiveMaxP and MaxAdaptiveMaxP bound Adaptive RED's max_p:
+	// [0.01, 0.5] (Floyd, Gummadi and Shenker 2001, Figure 3).
+	MinAdaptiveMaxP = 0.01
+	MaxAdaptiveMaxP = 0.5
+	// AdaptiveAlpha caps Adaptive RED's additive increase of max_p; the
+	// step is min(AdaptiveAlpha, max_p/4).
+	AdaptiveAlpha = 0.01
+	// AdaptiveBeta is Adaptive RED's multiplicative decrease factor.
+	AdaptiveBeta = 0.9
+)
+
+// Bounds checked by Validate. They keep every derived quantity finite and
+// every product in the hot path inside 64 bits (see queue.go).
+const (
+	maxLimitPackets = 1 << 24 // storage for the ring is allocated up front
+	maxBytes        = 1 << 40 // thresholds and byte limits: 1 TiB
+	maxMeanBytes    = 1 << 24 // a mean packet size larger than 16 MiB is a mistake
+	minFrameBytes   = 64      // the smallest Ethernet frame, for default packet limits in byte mode
+	// maxDefaultByteModePackets caps the default packet limit in byte mode
+	// (storage is allocated up front: 1<<20 packets is tens of MB).
+	maxDefaultByteModePackets = 1 << 20
+)
+
+// Config configures a RED queue. The zero Config is plain RED in packet
+// mode with ECN marking, the thresholds and weight chosen automatically
+// for a 100 Mbit/s link, and a 1000-packet limit.
+//
+// A threshold or limit is in packets, or in bytes when ByteMode is set.
+type Config struct {
+	// MinThreshold is min_th: below it the average queue causes no early
+	// drop or mark. Packets, or bytes in ByteMode. Zero means MaxThreshold/3
+	// if MaxThreshold is set, and otherwise the automatic threshold of
+	// Floyd, Gummadi and Shenker (2001): max(5 packets, TargetDelay·C/2),
+	// where C is the link rate in mean-sized packets per second (times
+	// MeanPacketBytes in ByteMode).
+	MinThreshold int
+	// MaxThreshold is max_th: the average at which the drop probability
+	// reaches MaxP. Packets, or bytes in ByteMode. Zero means
+	// 3·MinThreshold. It must be greater than MinThreshold.
+	MaxThreshold int
+	// MaxP is max_p, the early drop probability at MaxThreshold, in (0, 1].
+	// Zero means [DefaultMaxP]. With Adaptive it is the initial value and
+	// must be in [MinAdaptiveMaxP, MaxAdaptiveMaxP].
+	MaxP float64
+	// Weight is w_q, the weight of each arrival in the average queue, in
+	// (0, 1]. Zero means the automatic weight of Floyd, Gummadi and Shenker
+	// (2001): 1 − exp(−1/C), with C the link rate in mean-sized packets per
+	// second, a time constant of about one second.
+	Weight float64
+
+	// LinkBitsPerSecond is the rate at which the queue is drained, in bits
+	// per second. Zero means [DefaultLinkBitsPerSecond]. With
+	// MeanPacketBytes it sets the packet time s = 8·MeanPacketBytes /
+	// LinkBitsPerSecond that an idle period is measured in, and C = 1/s for
+	// the automatic weight and thresholds.
+	LinkBitsPerSecond int64
+	// MeanPacketBytes is the mean packet size in bytes. Zero means
+	// [DefaultMeanPacketBytes]. ByteMode scales the drop probability of a
+	// packet by Size/MeanPacketBytes.
+	MeanPacketBytes int
+	// TargetDelay is the queueing delay the automatic thresholds are set
+	// for. Zero means [DefaultTargetDelay]. It is used only when
+	// MinThreshold and MaxThreshold are both zero.
+	TargetDelay time.Duration
+
+	// LimitPackets is the hard limit in packets: arrivals that RED accepts
+	// are refused with [aqm.DroppedOverlimit] while the queue holds this many.
+	// Zero means the larger of [DefaultLimitPackets] and 2·MaxThreshold (in
+	// ByteMode: LimitBytes/64, room for minimum-size frames, but at most
+	// 1<<20). Storage for
+	// this many packets is allocated by New, so it is at most 1<<24.
+	LimitPackets int
+	// LimitBytes is the hard limit in bytes. Zero means none in packet mode
+	// and 2·MaxThreshold in ByteMode. A packet larger than LimitBytes is
+	// always refused.
+	LimitBytes int64
+
+	// ByteMode makes the average, the thresholds and the limits count bytes
+	// instead of packets, and scales each packet's drop probability by
+	// Size/MeanPacketBytes (Floyd and Jacobson 1993, §4), so a large packet
+	// is more likely to be dropped than a small one.
+	ByteMode bool
+	// Gentle replaces the forced drop at MaxThreshold by a linear ramp of
+	// the drop probability from MaxP at MaxThreshold to 1 at 2·MaxThreshold
+	// (Floyd 2000). Recommended.
+	Gentle bool
+	// Adaptive turns on Adaptive RED (Floyd, Gummadi and Shenker 2001):
+	// every AdaptInterval, max_p is increased by min(0.01, max_p/4) if the
+	// average is above 0.6 of the way from MinThreshold to MaxThreshold,
+	// or multiplied by 0.9 if it is below 0.4 of the way, within
+	// [0.01, 0.5]. Use it with Gentle, as the paper does.
+	Adaptive bool
+	// AdaptInterval is Adaptive RED's adaptation period. Zero means
+	// [DefaultAdaptInterval].
+	AdaptInterval time.Duration
+
+	// DisableECN makes the queue drop ECN-capable packets instead of
+	// marking them. By default an ECN-capable packet (ECT(0), ECT(1) or CE)
+	// that RED selects early is set to CE and queued; Not-ECT packets are
+	// always dropped.
+	DisableECN bool
+	// DisableHardDrop makes the queue mark ECN-capable packets also where
+	// RED's signal is forced (average at or above MaxThreshold, or
+	// 2·MaxThreshold with Gentle), as Linux's ecn without harddrop does. By
+	// default they are dropped there with [aqm.DroppedOverload], so a sender
+	// that ignores marks cannot hold the queue above the thresholds.
+	DisableHardDrop bool
+
+	// Seed seeds the queue's random source. Two queues with the same Seed
+	// and Config make the same decisions on the same packets and times.
+	Seed uint64
+}
+
+// params are the constants the hot path uses, derived once by Validate.
+type params struct {
+	byteMode, gentle, adaptive bool
+	ecn, hardDrop              bool
+
+	minTh, maxTh float64 // thresholds, packets or bytes
+	forcedTh     float64 // maxTh, or 2·maxTh with Gentle: at and above it every packet is signalled
+	w            float64 // w_q
+	maxP         float64 // initial max_p
+
+	limitPackets int
+	limitBytes   uint64 // math.MaxUint64 when there is none
+	meanBytes    uint64
+
+	// decayPerNs is ln(1−w_q)/s with s the packet time in nanoseconds, so
+	// that an idle time of d nanoseconds multiplies the average by
+	// exp(d·decayPerNs) = (1−w_q)^(d/s). It is −Inf when w_q is 1.
+	decayPerNs float64
+
+	interval       int64   // ARED period, ns
+	tgtLo, tgtHi   float64 // ARED target band: minTh + 0.4Δ, minTh + 0.6Δ
+	packetTimeSecs float64 // s, seconds (Detail)
+}
+
+// Validate checks c, applying the documented defaults to its zero fields.
+// It returns nil or one [aqm.ConfigError] per bad field, joined with
+// errors.Join; each wraps [aqm.ErrInvalidConfig].
+func (c *Config) Validate() error {
+	_, err := c.derive()
+	return err
+}
+
+func bad(field string, v any, rule string) error {
+	return &aqm.ConfigError{Pkg: "red", Field: field, Value: v, Rule: rule}
+}
+
+// derive applies the defaults to c and computes the hot-path constants.
+func (c *Config) derive() (params, error) {
+	var errs []error
+	var p params
+
+	// Independent fields first.
+	if c.LinkBitsPerSecond < 0 {
+		errs = append(errs, bad("LinkBitsPerSecond", c.LinkBitsPerSecond, "must not be negative"))
+	}
+	if c.MeanPacketBytes < 0 || c.MeanPacketBytes > maxMeanBytes {
+		errs = append(errs, bad("MeanPacketBytes", c.MeanPacketBytes, "must be in [0, 16777216]"))
+	}
+	if c.TargetDelay < 0 || c.TargetDelay > time.Hour {
+		errs = append(errs, bad("TargetDelay", c.TargetDelay, "must be in [0, 1h]"))
+	}
+	if c.AdaptInterval < 0 || (c.AdaptInterval > 0 && c.AdaptInterval < time.Millisecond) || c.AdaptInterval > time.Hour {
+		errs = append(errs, bad("AdaptInterval", c.AdaptInterval, "must be zero or in [1ms, 1h]"))
+	}
+	if !(c.Weight >= 0 && c.Weight <= 1) { // also rejects NaN
+		errs = append(errs, bad("Weight", c.Weight, "must be in (0, 1]"))
+	}
+	switch {
+	case !(c.MaxP >= 0 && c.MaxP <= 1):
+		errs = append(errs, bad("MaxP", c.MaxP, "must be in (0, 1]"))
+	case c.Adaptive && c.MaxP != 0 && (c.MaxP < MinAdaptiveMaxP || c.MaxP > MaxAdaptiveMaxP):
+		errs = append(errs, bad("MaxP", c.MaxP, "must be in [0.01, 0.5] with Adaptive"))
+	}
+	thMax := maxLimitPackets
+	if c.ByteMode {
+		thMax = maxBytes
+	}
+	if c.MinThreshold < 0 || c.MinThreshold > thMax {
+		errs = append(errs, bad("MinThreshold", c.MinThreshold, "must be in [0, "+itoa(thMax)+"]"))
+	}
+	if c.MaxThreshold < 0 || c.MaxThreshold > thMax {
+		errs = append(errs, bad("MaxThreshold", c.MaxThreshold, "must be in [0, "+itoa(thMax)+"]"))
+	}
+	if c.LimitPackets < 0 || c.LimitPackets > maxLimitPackets {
+		errs = append(errs, bad("LimitPackets", c.LimitPackets, "must be in [0, 16777216]"))
+	}
+	if c.LimitBytes < 0 || c.LimitBytes > maxBytes {
+		errs = append(errs, bad("LimitBytes", c.LimitBytes, "must be in [0, 1099511627776]"))
+	}
+	if len(errs) > 0 {
+		return p, errors.Join(errs...)
+	}
+
+	// Defaults.
+	if c.LinkBitsPerSecond == 0 {
+		c.LinkBitsPerSecond = DefaultLinkBitsPerSecond
+	}
+	if c.MeanPacketBytes == 0 {
+		c.MeanPacketBytes = DefaultMeanPacketBytes
+	}
+	if c.TargetDelay == 0 {
+		c.TargetDelay = DefaultTargetDelay
+	}
+	if c.AdaptInterval == 0 {
+		c.AdaptInterval = DefaultAdaptInterval
+	}
+	if c.MaxP == 0 {
+		c.MaxP = DefaultMaxP
+	}
+	// C, the link rate in mean-sized packets per second.
+	pktPerSec := float64(c.LinkBitsPerSecond) / (8 * float64(c.MeanPacketBytes))
+	if c.Weight == 0 {
+		// 1 − exp(−1/C), computed without cancellation.
+		c.Weight = -math.Expm1(-1 / pktPerSec)
+		if c.Weight == 0 { // only for absurd rates; keep it in (0, 1]
+			c.Weight = math.SmallestNonzeroFloat64
+		}
+	}
+	unit := 1
+	if c.ByteMode {
+		unit = c.MeanPacketBytes
+	}
+	switch {
+	case c.MinThreshold == 0 && c.MaxThreshold == 0:
+		// max(5, TargetDelay·C/2) packets, and max_th = 3·min_th.
+		minPkts := math.Max(5, math.Round(c.TargetDelay.Seconds()*pktPerSec/2))
+		minPkts = math.Min(minPkts, float64(thMax/(3*unit)))
+		c.MinThreshold = int(minPkts) * unit
+		c.MaxThreshold = 3 * c.MinThreshold
+	case c.MaxThreshold == 0:
+		c.MaxThreshold = min(3*c.MinThreshold, thMax)
+	case c.MinThreshold == 0:
+		c.MinThreshold = c.MaxThreshold / 3
+		if c.MinThreshold == 0 {
+			errs = append(errs, bad("MaxThreshold", c.MaxThreshold, "must be at least 3 when MinThreshold is zero"))
+		}
+	}
+	if c.MinThreshold >= c.MaxThreshold && c.MinThreshold > 0 {
+		errs = append(errs, bad("MaxThreshold", c.MaxThreshold, "must be greater than MinThreshold ("+itoa(c.MinThreshold)+")"))
+	}
+	// Limits.
+	if c.ByteMode {
+		if c.LimitBytes == 0 {
+			c.LimitBytes = 2 * int64(c.MaxThreshold)
+		} else if c.LimitBytes < int64(c.MaxThreshold) {
+			errs = append(errs, bad("LimitBytes", c.LimitBytes, "must be at least MaxThreshold ("+itoa(c.MaxThreshold)+")"))
+		}
+		if c.LimitPackets == 0 {
+			c.LimitPackets = int(min(maxDefaultByteModePackets, max(DefaultLimitPackets, (c.LimitBytes+minFrameBytes-1)/minFrameBytes)))
+		}
+	} else {
+		if c.LimitPackets == 0 {
+			c.LimitPackets = min(maxLimitPackets, max(DefaultLimitPackets, 2*c.MaxThreshold))
+		} else if c.LimitPackets < c.MaxThreshold {
+			errs = append(errs, bad("LimitPackets", c.LimitPackets, "must be at least MaxThreshold ("+itoa(c.MaxThreshold)+")"))
+		}
+	}
+	if len(errs) > 0 {
+		return p, errors.Join(errs...)
+	}
+
+	p.byteMode, p.gentle, p.adaptive = c.ByteMode, c.Gentle, c.Adaptive
+	p.ecn, p.hardDrop = !c.DisableECN, !c.DisableHardDrop
+	p.minTh, p.maxTh = float64(c.MinThreshold), float64(c.MaxThreshold)
+	p.forcedTh = p.maxTh
+	if c.Gentle {
+		p.forcedTh = 2 * p.maxTh
+	}
+	p.w = c.Weight
+	p.maxP = c.MaxP
+	p.limitPackets = c.LimitPackets
+	p.limitBytes = math.MaxUint64
+	if c.LimitBytes > 0 {
+		p.limitBytes = uint64(c.LimitBytes)
+	}
+	p.meanBytes = uint64(c.MeanPacketBytes)
+	p.packetTimeSecs = 1 / pktPerSec
+	p.decayPerNs = math.Log1p(-p.w) / (p.packetTimeSecs * 1e9)
+	p.interval = int64(c.AdaptInterval)
+	delta := p.maxTh - p.minTh
+	p.tgtLo = p.minTh + 0.4*delta
+	p.tgtHi = p.minTh + 0.6*delta
+	return p, nil
+}
+
+func itoa(n int) string { return strconv.Itoa(n) }

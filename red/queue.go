@@ -1,0 +1,470 @@
+package red
+
+import (
+	"math"
+	"math/bits"
+
+	"github.com/aqmkit/aqmkit/aqm"
+	"github.com/aqmkit/aqmkit/internal/ring"
+	"github.com/aqmkit/aqmkit/internal/rng"
+)
+
+// Fixed-point scales and guards.
+const (
+	// one is probability 1 in Q0.32: a probability p is carried as the
+	// integer p·2^32, so max_p = 1 is representable (1<<32 needs 33 bits,
+	// which is why probabilities are uint64, not uint32 as in Linux, whose
+	// Q0.32 max_P of 1.0 wraps to 0).
+	one = 1 << 32
+	// maxCount caps count so that count·p (p ≤ 2^32 + 1 after rounding,
+	// see prob) stays below 2^63 and cannot wrap. A count this large needs
+	// 2^31 arrivals at a probability that rounds to zero; the cap changes no
+	// decision (the next non-zero probability signals at once either way).
+	maxCount = 1 << 31
+	// tinyAvg: after an idle decay an average below this is set to zero,
+	// so that repeated decays never produce subnormal floats (which cost
+	// ~100 cycles per operation on x86). Thresholds are at least 1 packet or
+	// 1 byte, so no decision can depend on the difference.
+	tinyAvg = 1e-12
+	// maxAdaptSteps bounds one catch-up of Adaptive RED. Each pass either
+	// changes max_p or ends or skips the catch-up (see adapt); max_p can
+	// grow from 0.01 to 0.5 in at most 53 additive steps (7 steps of ×1.25
+	// up to 0.04, then 46 of +0.01) and shrink from 0.5 to 0.01 in at most
+	// 38 steps of ×0.9, so 53 + 38 + a few skips is far below this bound,
+	// which is a safety net only.
+	maxAdaptSteps = 512
+	// unstarted marks nextTick before the first arrival.
+	unstarted = aqm.Time(math.MinInt64)
+)
+
+// Queue is a RED, Gentle RED or Adaptive RED queue of packets with payload
+// type T. Create it with [New]. It implements [aqm.Queue] and is not safe
+// for concurrent use.
+type Queue[T any] struct {
+	// Per-packet state, kept together.
+	avg      float64 // average queue, packets or bytes
+	count    int64   // arrivals since the last early signal in the band; -1 outside it
+	r        uint64  // R·2^32 with R uniform in (0, 1] (times MeanPacketBytes in byte mode)
+	slope    float64 // p·2^32 per unit of average above min_th: max_p·2^32/(max_th−min_th)
+	gBase    float64 // gentle region: p·2^32 = gBase + (avg−max_th)·gSlope
+	gSlope   float64
+	lastProb uint64 // p_b·2^32 of the last arrival in the band or above it
+	backlog  uint64
+	ring     ring.Ring[aqm.Packet[T]]
+	p        params
+	rng      rng.Source
+
+	maxP      float64  // current max_p
+	idleStart aqm.Time // when the queue last became empty (valid while it is)
+	nextTick  aqm.Time // Adaptive RED: the next adaptation instant
+
+	onDrop aqm.DropFunc[T]
+	stats  aqm.Stats
+	cnt    counters
+	cfg    Config
+}
+
+type counters struct {
+	probDrops, probMarks, forcedDrops, forcedMarks, adaptations uint64
+}
+
+var _ aqm.Queue[int] = (*Queue[int])(nil)
+
+// New returns an empty queue configured by cfg. onDrop may be nil: a RED
+// queue decides everything at enqueue and never drops a packet it has
+// accepted, so it never calls onDrop; the parameter keeps the constructor
+// shape of the other queues. The error wraps [aqm.ErrInvalidConfig] once per
+// bad field.
+func New[T any](cfg Config, onDrop aqm.DropFunc[T]) (*Queue[T], error) {
+	p, err := cfg.derive()
+	if err != nil {
+		return nil, err
+	}
+	q := &Queue[T]{
+		p:         p,
+		cfg:       cfg,
+		onDrop:    onDrop,
+		count:     -1,
+		maxP:      p.maxP,
+		idleStart: math.MinInt64,
+		nextTick:  unstarted,
+		rng:       rng.New(cfg.Seed),
+	}
+	q.ring.Init(p.limitPackets)
+	q.setSlopes()
+	return q, nil
+}
+
+// setSlopes recomputes the probability constants from max_p. They are
+// float64 multipliers that yield the Q0.32 probability directly, so the hot
+// path does one multiply and one conversion per packet.
+func (q *Queue[T]) setSlopes() {
+	q.slope = q.maxP * one / (q.p.maxTh - q.p.minTh)
+	q.gBase = q.maxP * one
+	q.gSlope = (1 - q.maxP) * one / q.p.maxTh
+}
+
+// Enqueue offers p at time now. RED updates its average queue, then
+// accepts p ([aqm.Enqueued]), marks it CE ([aqm.Marked], ECN-capable
+// packets only), or refuses it: [aqm.DroppedEarly] for RED's congestion
+// drops, [aqm.DroppedOverload] for an ECN-capable packet dropped where RED's
+// signal is forced (see DisableHardDrop), [aqm.DroppedOverlimit] when a hard
+// limit is full or p alone exceeds LimitBytes.
+func (q *Queue[T]) Enqueue(p aqm.Packet[T], now aqm.Time) aqm.Verdict {
+	p.ECN &= aqm.ECNMask
+	p.Enqueued = now
+	q.stats.NoteSize(p.Size)
+	size := uint64(p.Size)
+	if size > q.p.limitBytes {
+		// Refused before RED sees it: it could never be queued.
+		q.stats.CountDrop(aqm.DroppedOverlimit, p.Size, false)
+		return aqm.DroppedOverlimit
+	}
+	if q.p.adaptive && now >= q.nextTick {
+		q.adapt(now)
+	}
+	n := q.ring.Len()
+	if n == 0 {
+		q.endIdle(now)
+	} else {
+		cur := float64(n)
+		if q.p.byteMode {
+			cur = float64(q.backlog)
+		}
+		q.avg += q.p.w * (cur - q.avg)
+	}
+	v := aqm.Enqueued
+	if q.avg < q.p.minTh {
+		q.count = -1
+	} else {
+		v = q.signal(&p)
+		if !v.Accepted() {
+			q.stats.CountDrop(v, p.Size, false)
+			return v
+		}
+	}
+	if n >= q.p.limitPackets || q.backlog+size > q.p.limitBytes {
+		q.stats.CountDrop(aqm.DroppedOverlimit, p.Size, false)
+		return aqm.DroppedOverlimit
+	}
+	if v == aqm.Marked {
+		p.ECN = aqm.CE
+		q.stats.Marked.Add(p.Size)
+	}
+	q.ring.PushBack(p)
+	q.backlog += size
+	q.stats.Enqueued.Add(p.Size)
+	return v
+}
+
+// signal runs RED's decision for an arrival with the average at or above
+// min_th (Floyd and Jacobson 1993, Figure 17): count the arrival, and signal
+// it if count·p_b ≥ R, where R is uniform in (0, 1] and drawn afresh
+// whenever count is 0. With a constant p_b this spaces signals uniformly
+// over 1..1/p_b arrivals, the same distribution as marking each packet with
+// p_a = p_b/(1 − (count−1)·p_b), but with one random draw per signal
+// instead of one per packet and no division.
+func (q *Queue[T]) signal(p *aqm.Packet[T]) aqm.Verdict {
+	a := q.avg
+	if a >= q.p.forcedTh {
+		q.count = -1
+		q.lastProb = one
+		return q.act(p, true)
+	}
+	pb := q.prob(a)
+	q.lastProb = pb
+	if q.count < maxCount {
+		q.count++
+	}
+	if q.count > 0 {
+		x := uint64(q.count) * pb
+		hit := x >= q.r
+		if q.p.byteMode {
+			// count·p_b·Size/MeanPacketBytes ≥ R  ⇔  count·pb·Size ≥ R·2^32·Mean.
+			hi, lo := bits.Mul64(x, uint64(p.Size))
+			hit = hi != 0 || lo >= q.r
+		}
+		if !hit {
+			return aqm.Enqueued
+		}
+		q.count = 0
+		q.drawR()
+		return q.act(p, false)
+	}
+	q.drawR() // first arrival in the band: choose R, do not signal
+	return aqm.Enqueued
+}
+
+// prob returns p_b·2^32 for an average min_th ≤ a < forcedTh: the linear
+// region below max_th, the gentle ramp above it. Both are one multiply-add
+// in float64 and a truncating conversion; see the package doc for the error
+// bound. The conversion goes through int64 (one instruction on amd64); the
+// value is below 2^33, so it is exact.
+func (q *Queue[T]) prob(a float64) uint64 {
+	if a < q.p.maxTh {
+		return uint64(int64((a - q.p.minTh) * q.slope))
+	}
+	return uint64(int64(q.gBase + (a-q.p.maxTh)*q.gSlope))
+}
+
+// drawR draws R uniform in (0, 1] as R·2^32 ∈ [1, 2^32]. Excluding zero
+// means a zero probability never signals (the paper's R/p_b is then
+// infinite).
+func (q *Queue[T]) drawR() {
+	q.r = uint64(q.rng.Uint32()) + 1
+	if q.p.byteMode {
+		q.r *= q.p.meanBytes // ≤ 2^32·2^24, no overflow
+	}
+}
+
+// act turns a congestion signal into a verdict.
+func (q *Queue[T]) act(p *aqm.Packet[T], forced bool) aqm.Verdict {
+	if q.p.ecn && p.ECN.Capable() {
+		if !forced {
+			q.cnt.probMarks++
+			return aqm.Marked
+		}
+		if !q.p.hardDrop {
+			q.cnt.forcedMarks++
+			return aqm.Marked
+		}
+		q.cnt.forcedDrops++
+		return aqm.DroppedOverload
+	}
+	if forced {
+		q.cnt.forcedDrops++
+	} else {
+		q.cnt.probDrops++
+	}
+	return aqm.DroppedEarly
+}
+
+// elapsedNs returns to−from in nanoseconds as a float64, for to > from,
+// exact in uint64 even when the int64 difference would overflow.
+func elapsedNs(from, to aqm.Time) float64 { return float64(uint64(to) - uint64(from)) }
+
+// decay returns (1−w_q)^(d/s) for an idle time of d nanoseconds (d > 0).
+func (q *Queue[T]) decay(d float64) float64 { return math.Exp(d * q.p.decayPerNs) }
+
+// endIdle applies the idle decay at an arrival to the empty queue: the
+// average decays as if m = idle/s mean-sized packets had left an empty
+// queue, avg·(1−w_q)^m, in closed form whatever the idle time.
+func (q *Queue[T]) endIdle(now aqm.Time) {
+	if now <= q.idleStart { // no time, or time went backwards
+		return
+	}
+	if q.avg > 0 {
+		q.avg *= q.decay(elapsedNs(q.idleStart, now))
+		if q.avg < tinyAvg {
+			q.avg = 0
+		}
+	}
+	// The average is now current as of now; if p is refused the queue
+	// stays empty and the next arrival decays from here, not again from
+	// the old start.
+	q.idleStart = now
+}
+
+// adapt catches Adaptive RED up with every adaptation instant up to now.
+// The average between arrivals is constant while the queue is busy, and
+// decays as avg·(1−w_q)^(t/s) while it is empty, so the average at each
+// missed instant is known in closed form. Because it is constant or
+// decreasing, the missed instants fall into runs of increases, no-ops and
+// decreases; a run of no-ops is skipped in one step (see maxAdaptSteps).
+func (q *Queue[T]) adapt(now aqm.Time) {
+	I := uint64(q.p.interval)
+	if q.nextTick == unstarted {
+		q.nextTick = satAdd(now, I)
+		return
+	}
+	n := (uint64(now)-uint64(q.nextTick))/I + 1 // instants nextTick + j·I ≤ now
+	idle := q.ring.Len() == 0
+	changed := false
+	steps := 0
+	for j := uint64(0); j < n && steps < maxAdaptSteps; steps++ {
+		t := aqm.Time(uint64(q.nextTick) + j*I) // ≤ now, no overflow
+		a := q.avg
+		if idle && t > q.idleStart {
+			a *= q.decay(elapsedNs(q.idleStart, t))
+		}
+		switch {
+		case a > q.p.tgtHi && q.maxP < MaxAdaptiveMaxP:
+			q.maxP = min(q.maxP+min(AdaptiveAlpha, q.maxP/4), MaxAdaptiveMaxP)
+			changed = true
+			q.cnt.adaptations++
+			j++
+		case a < q.p.tgtLo && q.maxP > MinAdaptiveMaxP:
+			q.maxP = max(q.maxP*AdaptiveBeta, MinAdaptiveMaxP)
+			changed = true
+			q.cnt.adaptations++
+			j++
+		case !idle || a < q.p.tgtLo:
+			// A no-op with a constant average, or below the band with
+			// max_p at its floor: every later instant is a no-op too.
+			j = n
+		default:
+			// Idle, at or above the band, max_p at its ceiling or in the
+			// band: nothing happens until the decaying average falls below
+			// tgtLo. Jump to the first instant after that crossing.
+			cross := math.Log(q.p.tgtLo/q.avg) / q.p.decayPerNs // ns after idleStart, ≥ 0
+			off := float64(q.idleStart) - float64(q.nextTick) + cross
+			jf := math.Ceil(off / float64(I))
+			switch {
+			case !(jf < float64(n)): // also NaN
+				j = n
+			case jf > float64(j+1):
+				j = uint64(jf)
+			default:
+				j++
+			}
+		}
+	}
+	q.nextTick = satAdd(q.nextTick, n*I)
+	if changed {
+		q.setSlopes()
+	}
+}
+
+// satAdd returns t+d, saturating at the largest Time. The headroom
+// MaxInt64−t is computed modulo 2^64, which is exact for every int64 t.
+func satAdd(t aqm.Time, d uint64) aqm.Time {
+	if d > uint64(math.MaxInt64)-uint64(t) {
+		return math.MaxInt64
+	}
+	return aqm.Time(uint64(t) + d)
+}
+
+// Dequeue returns the oldest packet. When it empties the queue, the idle
+// period that the next arrival's decay is measured from starts at now.
+func (q *Queue[T]) Dequeue(now aqm.Time) (aqm.Packet[T], bool) {
+	p, ok := q.ring.PopFront()
+	if !ok {
+		return p, false
+	}
+	q.backlog -= uint64(p.Size)
+	q.stats.Dequeued.Add(p.Size)
+	if q.ring.Len() == 0 && now > q.idleStart {
+		q.idleStart = now
+	}
+	return p, true
+}
+
+// Len returns the number of queued packets.
+func (q *Queue[T]) Len() int { return q.ring.Len() }
+
+// Backlog returns the number of queued bytes.
+func (q *Queue[T]) Backlog() int { return int(q.backlog) }
+
+// Stats returns a snapshot of the counters.
+func (q *Queue[T]) Stats() aqm.Stats {
+	s := q.stats
+	s.Len, s.Backlog = q.ring.Len(), int(q.backlog)
+	return s
+}
+
+// Config returns the configuration in use, with every default filled in.
+func (q *Queue[T]) Config() Config { return q.cfg }
+
+// Detail is a snapshot of RED's state, the analogue of Linux's RED xstats.
+type Detail struct {
+	// Avg is the average queue as of the last arrival (or the last
+	// adaptation), in packets, or bytes in ByteMode.
+	Avg float64
+	// MaxP is the current max_p; Adaptive RED moves it.
+	MaxP float64
+	// Prob is p_b, the early drop probability before the count
+	// uniformization and the byte-mode scaling, at the last arrival whose
+	// average was at or above MinThreshold; 1 in the forced region.
+	Prob float64
+	// Count is the number of arrivals since the last early signal while the
+	// average stayed in the probabilistic band, or −1 when the last
+	// arrival's average was outside it.
+	Count int64
+	// MinThreshold, MaxThreshold and Weight are the thresholds and w_q in
+	// use (after defaults).
+	MinThreshold, MaxThreshold float64
+	Weight                     float64
+	// TargetLow and TargetHigh are Adaptive RED's target band for the
+	// average: 0.4 and 0.6 of the way from MinThreshold to MaxThreshold.
+	TargetLow, TargetHigh float64
+	// ProbDrops and ProbMarks count probabilistic early signals, dropped or
+	// marked. ForcedDrops and ForcedMarks count signals where the average
+	// was at or above MaxThreshold (2·MaxThreshold with Gentle); ForcedDrops
+	// includes the ECN-capable packets dropped as [aqm.DroppedOverload]. A
+	// signal is counted when decided: a marked packet then refused by a
+	// full hard limit is in ProbMarks or ForcedMarks and in
+	// Stats.DroppedOverlimit, not in Stats.Marked.
+	ProbDrops, ProbMarks, ForcedDrops, ForcedMarks uint64
+	// Adaptations counts the changes Adaptive RED made to max_p.
+	Adaptations uint64
+}
+
+// Detail returns a snapshot of RED's state.
+func (q *Queue[T]) Detail() Detail {
+	return Detail{
+		Avg:          q.avg,
+		MaxP:         q.maxP,
+		Prob:         float64(q.lastProb) / one,
+		Count:        q.count,
+		MinThreshold: q.p.minTh,
+		MaxThreshold: q.p.maxTh,
+		Weight:       q.p.w,
+		TargetLow:    q.p.tgtLo,
+		TargetHigh:   q.p.tgtHi,
+		ProbDrops:    q.cnt.probDrops,
+		ProbMarks:    q.cnt.probMarks,
+		ForcedDrops:  q.cnt.forcedDrops,
+		ForcedMarks:  q.cnt.forcedMarks,
+		Adaptations:  q.cnt.adaptations,
+	}
+}
+
+// Reconfigure validates cfg and applies it while packets are queued: none
+// is lost, duplicated or reordered. RED's state carries over: the average
+// (reset to the current queue size if ByteMode changes, since its unit
+// does), the count, and, if both the old and new configurations are
+// Adaptive, the adapted max_p (Linux's red_change discards it). A new Seed
+// reseeds the random source. A packet limit below the current length keeps
+// the queued packets and refuses arrivals until the queue is below it. It
+// may allocate.
+func (q *Queue[T]) Reconfigure(cfg Config) error {
+	p, err := cfg.derive()
+	if err != nil {
+		return err
+	}
+	old := q.p
+	if p.byteMode != old.byteMode {
+		q.avg = float64(q.ring.Len())
+		if p.byteMode {
+			q.avg = float64(q.backlog)
+		}
+		q.count = -1
+	}
+	if !(old.adaptive && p.adaptive) {
+		q.maxP = p.maxP
+	}
+	if p.adaptive && !old.adaptive {
+		q.nextTick = unstarted
+	}
+	if cfg.Seed != q.cfg.Seed {
+		q.rng.Seed(cfg.Seed)
+	}
+	if want := max(p.limitPackets, q.ring.Len()); want != q.ring.Cap() {
+		var r ring.Ring[aqm.Packet[T]]
+		r.Init(want)
+		for {
+			pk, ok := q.ring.PopFront()
+			if !ok {
+				break
+			}
+			r.PushBack(pk)
+		}
+		q.ring = r
+	}
+	q.p, q.cfg = p, cfg
+	if p.byteMode != old.byteMode || p.meanBytes != old.meanBytes {
+		q.count = -1 // R was scaled for the old mode: draw a fresh one on re-entry
+	}
+	q.setSlopes()
+	return nil
+}
