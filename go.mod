@@ -5,6 +5,7 @@ go 1.26
 require (
 	github.com/leanovate/gopter v0.2.11
 	github.com/stretchr/testify v1.12.1
+	gonum.org/v1/plot v0.17.0
 )
 
 require (
@@ -17,5 +18,4 @@ require (
 	go.yaml.in/yaml/v3 v3.0.5 // indirect
 	golang.org/x/image v0.30.0 // indirect
 	golang.org/x/text v0.28.0 // indirect
-	gonum.org/v1/plot v0.17.0 // indirect
 )

@@ -1,0 +1,159 @@
+package main
+
+import (
+	"fmt"
+	"io"
+	"math"
+	"strings"
+	"text/tabwriter"
+	"time"
+
+	"github.com/aqmkit/aqmkit/bench/sim"
+)
+
+// column is one metric of a table: a name, how to read it from a result,
+// and its number format.
+type column struct {
+	name string
+	get  func(r *sim.Result) float64
+	fmt  string
+}
+
+func delay(class string, q func(sim.DelayStats) float64) func(r *sim.Result) float64 {
+	return func(r *sim.Result) float64 { return q(r.Delay[class]) }
+}
+
+func p50(d sim.DelayStats) float64  { return d.P50Ms }
+func p99(d sim.DelayStats) float64  { return d.P99Ms }
+func mean(d sim.DelayStats) float64 { return d.MeanMs }
+
+var (
+	colUtil    = column{"util%", func(r *sim.Result) float64 { return 100 * r.Utilization }, "%.1f"}
+	colGood    = column{"goodput Mb/s", func(r *sim.Result) float64 { return r.GoodputMbps }, "%.3g"}
+	colJain    = column{"Jain", func(r *sim.Result) float64 { return r.Jain }, "%.3f"}
+	colDrops   = column{"drops", func(r *sim.Result) float64 { return float64(r.Drops) }, "%.0f"}
+	colDropPct = column{"drop%", func(r *sim.Result) float64 { return 100 * r.DropFraction }, "%.2f"}
+	colMarkPct = column{"mark%", func(r *sim.Result) float64 { return 100 * r.MarkFraction }, "%.2f"}
+	colAvgQ    = column{"avg queue pkts", func(r *sim.Result) float64 { return r.AvgQueuePackets }, "%.1f"}
+	colCoV     = column{"tput CoV", func(r *sim.Result) float64 { return r.ThroughputCoV }, "%.3f"}
+	colPing50  = column{"ping p50 ms", func(r *sim.Result) float64 { return r.Ping.P50Ms }, "%.1f"}
+	colPing99  = column{"ping p99 ms", func(r *sim.Result) float64 { return r.Ping.P99Ms }, "%.1f"}
+)
+
+// columnsFor returns a scenario's table columns.
+func columnsFor(name string) []column {
+	switch name {
+	case "red-family":
+		return []column{colUtil, colGood, colCoV, colDrops, colDropPct, colAvgQ,
+			{"mean delay ms", delay("all", mean), "%.1f"}, {"p99 delay ms", delay("all", p99), "%.1f"}, colJain}
+	case "l4s":
+		return []column{
+			{"L4S p50 ms", delay("l4s", p50), "%.3f"}, {"L4S p99 ms", delay("l4s", p99), "%.2f"},
+			{"Classic p50 ms", delay("classic", p50), "%.2f"}, {"Classic p99 ms", delay("classic", p99), "%.1f"},
+			{"L4S:Classic", func(r *sim.Result) float64 { return r.L4SClassicRatio }, "%.2f"},
+			colUtil, colMarkPct, colDropPct}
+	case "speedtest":
+		return []column{
+			{"test Mb/s", func(r *sim.Result) float64 { return r.GroupGoodputMbps("test") }, "%.1f"},
+			{"cross Mb/s", func(r *sim.Result) float64 { return r.GroupGoodputMbps("cross") }, "%.1f"},
+			colPing50, colPing99, {"p99 delay ms", delay("all", p99), "%.1f"}, colUtil, colDropPct}
+	}
+	return []column{colUtil, colGood, colJain,
+		{"delay p50 ms", delay("all", p50), "%.1f"}, {"delay p99 ms", delay("all", p99), "%.1f"},
+		colPing50, colPing99,
+		{"FCT p50 ms", func(r *sim.Result) float64 { return r.FCT.P50Ms }, "%.0f"},
+		{"FCT p99 ms", func(r *sim.Result) float64 { return r.FCT.P99Ms }, "%.0f"},
+		colDropPct, colMarkPct}
+}
+
+// cell aggregates one (group, AQM) over its repetitions.
+type cell struct {
+	group, aqm string
+	results    []*sim.Result
+}
+
+func cells(outs []sim.Outcome) []*cell {
+	var order []*cell
+	idx := map[[2]string]*cell{}
+	for _, oc := range outs {
+		k := [2]string{oc.Run.Group, oc.Run.AQM}
+		c, ok := idx[k]
+		if !ok {
+			c = &cell{group: k[0], aqm: k[1]}
+			idx[k] = c
+			order = append(order, c)
+		}
+		c.results = append(c.results, oc.Result)
+	}
+	return order
+}
+
+// meanSD returns the mean and sample standard deviation of xs.
+func meanSD(xs []float64) (m, sd float64) {
+	for _, x := range xs {
+		m += x
+	}
+	m /= float64(len(xs))
+	if len(xs) < 2 {
+		return m, 0
+	}
+	for _, x := range xs {
+		sd += (x - m) * (x - m)
+	}
+	return m, math.Sqrt(sd / float64(len(xs)-1))
+}
+
+func printReport(w io.Writer, sc sim.Scenario, o options, outs []sim.Outcome, reps int, elapsed time.Duration) {
+	fmt.Fprintf(w, "scenario %s: %s\n", sc.Name, sc.Desc)
+	if sc.Published != "" {
+		fmt.Fprintf(w, "published: %s\n", sc.Published)
+	}
+	if miss := sim.MissingAQMs(sim.ScenarioAQMs(sc.Name)); len(miss) > 0 && len(o.sim.AQMs) == 0 {
+		fmt.Fprintf(w, "not built yet, skipped: %s\n", strings.Join(miss, ", "))
+	}
+	if reps > 1 {
+		fmt.Fprintf(w, "values are mean ± sample standard deviation over %d seeds (%d…%d)\n", reps, o.sim.Seed, o.sim.Seed+uint64(reps)-1)
+	} else {
+		fmt.Fprintf(w, "seed %d\n", o.sim.Seed)
+	}
+	fmt.Fprintln(w)
+	cols := columnsFor(sc.Name)
+	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', tabwriter.AlignRight)
+	hdr := []string{"case", "aqm"}
+	for _, c := range cols {
+		hdr = append(hdr, c.name)
+	}
+	fmt.Fprintln(tw, strings.Join(hdr, "\t")+"\t")
+	var events, packets uint64
+	var wall float64
+	last := ""
+	for _, c := range cells(outs) {
+		g := c.group
+		if g == last {
+			g = ""
+		}
+		last = c.group
+		row := []string{g, c.aqm}
+		for _, col := range cols {
+			xs := make([]float64, len(c.results))
+			for i, r := range c.results {
+				xs[i] = col.get(r)
+			}
+			m, sd := meanSD(xs)
+			s := fmt.Sprintf(col.fmt, m)
+			if len(xs) > 1 {
+				s += "±" + fmt.Sprintf(col.fmt, sd)
+			}
+			row = append(row, s)
+		}
+		fmt.Fprintln(tw, strings.Join(row, "\t")+"\t")
+		for _, r := range c.results {
+			events += r.Events
+			packets += r.Packets
+			wall += r.WallSeconds
+		}
+	}
+	tw.Flush()
+	fmt.Fprintf(w, "\n%d simulations, %.3g simulated packets, %.3g events in %.1fs (%.2g events/s per core)\n",
+		len(outs), float64(packets), float64(events), elapsed.Seconds(), float64(events)/wall)
+}

@@ -1,0 +1,87 @@
+// Package sim is aqmkit's deterministic packet-level bottleneck simulator:
+// a dumbbell whose senders share one link, with any [aqm.Queue] as the
+// link's queue, driven by TCP-like senders on virtual time.
+//
+// It answers the question microbenchmarks cannot: how does an AQM behave
+// with real congestion controls? The command bench/cmd/aqmsim runs its
+// named scenarios and prints tables and plots.
+//
+// # Model
+//
+// Each flow has a sender and a receiver. A data packet enters the
+// bottleneck queue when it is sent (the access links are not modelled);
+// the link serialises one packet at a time at the configured rate, which
+// may change during the run ([Config.RateChanges]); the receiver answers
+// each packet with an ACK at once, and the ACK reaches the sender one base
+// RTT after the packet left the link, on an uncongested return path. The
+// base RTT is therefore all propagation; queueing and serialisation add to
+// it.
+//
+// Senders ([Kind]):
+//   - Reno: slow start with appropriate byte counting (L=2), congestion
+//     avoidance, SACK-based loss recovery (RFC 6675, with the FACK rule for
+//     declaring holes lost), RTO per RFC 6298 with a 200 ms minimum.
+//   - CUBIC: RFC 9438 window growth (C=0.4, β=0.7, fast convergence,
+//     Reno-friendly region) on the same loss recovery.
+//   - Classic ECN variants of both (FlowSpec.ECN): ECT(0), a CE echo
+//     treated as a loss at most once per RTT (RFC 3168).
+//   - Prague: a scalable L4S sender in the DCTCP/TCP Prague mould: ECT(1),
+//     per-packet ECN feedback (as AccECN), α the EWMA (g=1/16) of the
+//     marked fraction per RTT, cwnd·(1−α/2) at most once per RTT, +1 packet
+//     per RTT, paced at 1.2·cwnd/srtt, and a Reno halving on loss.
+//   - CBR: unresponsive constant-rate UDP, ECN-capable or not.
+//   - Ping: a probe every Interval; its round-trip time is measured.
+//   - Short flows ([ShortFlows]): finite TCP flows arriving as a Poisson
+//     process with exponential or Pareto sizes; their completion times are
+//     measured.
+//
+// # Metrics
+//
+// [Result] holds, over the run minus its warmup: per-class queueing delay
+// distributions (mean, P50, P99, P99.9, max; a log-linear [Histogram] with
+// 1/64 relative resolution), utilization, per-flow goodput (new data
+// arriving at the receiver) and Jain's index, the L4S:Classic rate ratio,
+// drops and marks as counts, rates and fractions, the time-average queue,
+// the coefficient of variation of the aggregate throughput per sample
+// interval, short-flow completion times, ping RTTs, and (on request) time
+// series.
+//
+// # Determinism and speed
+//
+// A run is a pure function of its [Config], its seed and the queue: time is
+// virtual (an [aqm.Time] advanced only by events), randomness comes from one
+// PCG stream seeded by Config.Seed, and events at the same instant fire in
+// the order they were scheduled. The event agenda is a typed binary heap (no
+// interface boxing); ACKs travel on a per-flow FIFO line with one agenda
+// entry per flow, so the heap holds a few events per flow rather than one
+// per packet in flight; packets are indices into one packet table, reused
+// through a free list, and that index is the queue's payload. There are no
+// goroutines inside a run; [ExecuteAll] runs many runs in parallel.
+// BenchmarkSim measures simulated packets per second.
+//
+// # Differences from ns-3 and Linux
+//
+//   - No access links, no delayed ACKs, no ACK loss, no receive window:
+//     the bottleneck is the only place packets wait or are dropped (besides
+//     the optional random loss and marking of [Config.LossProb] and
+//     [Config.MarkProb], used by the model checks).
+//   - Windows count whole segments (like Linux), all of MSS size; pings are
+//     64 bytes.
+//   - The receiver reports, in each ACK, the one segment that triggered it
+//     (a single SACK block and the segment's CE bit), and the sender keeps an
+//     exact scoreboard from them; real SACK repeats blocks to survive ACK
+//     loss, which this return path does not have.
+//   - No HyStart, PRR, RACK, TLP or F-RTO; after an RTO the sender treats
+//     every un-SACKed segment as lost and restarts from one segment.
+//   - Prague omits TCP Prague's RTT-independence and its own slow-start
+//     exit tweaks; Classic ECN echoes CE per ACK instead of holding ECE until
+//     CWR (the sender's once-per-RTT reaction makes them equivalent).
+//
+// # Self-checks
+//
+// The tests check the senders against their models: a lone Reno flow fills
+// a BDP-sized drop-tail buffer to full utilization; Reno's rate under random
+// loss p follows Mathis et al.'s 1.22·MSS/(RTT·√p) within 20%; the scalable
+// sender's window is ∝ 1/p; CUBIC's window follows RFC 9438's
+// W(t) = C(t−K)³ + W_max.
+package sim

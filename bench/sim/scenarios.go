@@ -1,0 +1,266 @@
+package sim
+
+import (
+	"fmt"
+	"slices"
+	"strings"
+	"time"
+)
+
+// Options are the command-line overrides a scenario honours. Zero fields
+// keep the scenario's own values.
+type Options struct {
+	// AQMs replaces the scenario's list of queues.
+	AQMs []string
+	// RateBps replaces the bottleneck rate (speedtest: the list of rates
+	// becomes this one rate).
+	RateBps float64
+	// RTTs replaces the base RTTs (cycled over the flows, or one sub-case
+	// per RTT in l4s).
+	RTTs []time.Duration
+	// Flows replaces the number of long-lived flows.
+	Flows int
+	// Duration replaces the simulated time.
+	Duration time.Duration
+	// Seed is the first repetition's seed.
+	Seed uint64
+	// Series keeps time series (for plots).
+	Series bool
+}
+
+// Scenario is a named experiment: a set of runs and the published figures
+// it is meant to be compared with.
+type Scenario struct {
+	Name string
+	Desc string
+	// Published summarises the published results the scenario reproduces.
+	Published string
+	// DefaultReps is the number of repetitions when the caller asks for none.
+	DefaultReps int
+	// Runs expands the scenario into runs.
+	Runs func(o Options) ([]Run, error)
+}
+
+// Scenarios returns the scenarios in display order.
+func Scenarios() []Scenario {
+	return []Scenario{compareScenario, redFamilyScenario, l4sScenario, speedtestScenario}
+}
+
+// LookupScenario returns the scenario called name.
+func LookupScenario(name string) (Scenario, error) {
+	var names []string
+	for _, s := range Scenarios() {
+		if s.Name == name {
+			return s, nil
+		}
+		names = append(names, s.Name)
+	}
+	return Scenario{}, fmt.Errorf("unknown scenario %q (available: %s)", name, strings.Join(names, ", "))
+}
+
+// pickAQMs returns o.AQMs (all must exist) or the registered subset of
+// defaults.
+func pickAQMs(o Options, defaults []string) ([]string, error) {
+	if len(o.AQMs) > 0 {
+		for _, n := range o.AQMs {
+			if _, err := LookupAQM(n); err != nil {
+				return nil, err
+			}
+		}
+		return o.AQMs, nil
+	}
+	var out []string
+	for _, n := range defaults {
+		if _, ok := aqms[n]; ok {
+			out = append(out, n)
+		}
+	}
+	if len(out) == 0 {
+		return nil, fmt.Errorf("none of the scenario's AQMs (%s) is built yet", strings.Join(defaults, ", "))
+	}
+	return out, nil
+}
+
+// MissingAQMs lists the names in want that are not registered.
+func MissingAQMs(want []string) []string {
+	var out []string
+	for _, n := range want {
+		if _, ok := aqms[n]; !ok {
+			out = append(out, n)
+		}
+	}
+	return out
+}
+
+func orDur(v, d time.Duration) time.Duration {
+	if v > 0 {
+		return v
+	}
+	return d
+}
+
+func orRTTs(v, d []time.Duration) []time.Duration {
+	if len(v) > 0 {
+		return v
+	}
+	return d
+}
+
+func orInt(v, d int) int {
+	if v > 0 {
+		return v
+	}
+	return d
+}
+
+func orRate(v, d float64) float64 {
+	if v > 0 {
+		return v
+	}
+	return d
+}
+
+// CompareAQMs is the default comparison's list: every queue in the library.
+var CompareAQMs = []string{"fifo", "red", "gentle-red", "ared", "codel", "fq-codel", "sfq", "pie", "dualpi2"}
+
+// compareScenario is what the command runs with no arguments: every AQM on
+// one representative home-access link.
+var compareScenario = Scenario{
+	Name: "compare",
+	Desc: "every AQM on a 50 Mb/s link: 4 long CUBIC flows (RTT 20/40/60/80 ms), Poisson web-like short " +
+		"CUBIC flows (6/s, mean 20 packets, Pareto 1.5), a 10 ms ping; 1000-packet buffer; 30 s, first 5 s excluded",
+	DefaultReps: 1,
+	Runs: func(o Options) ([]Run, error) {
+		names, err := pickAQMs(o, CompareAQMs)
+		if err != nil {
+			return nil, err
+		}
+		rtts := orRTTs(o.RTTs, []time.Duration{20 * time.Millisecond, 40 * time.Millisecond, 60 * time.Millisecond, 80 * time.Millisecond})
+		n := orInt(o.Flows, 4)
+		cfg := Config{
+			RateBps: orRate(o.RateBps, 50e6), Duration: orDur(o.Duration, 30*time.Second), Seed: o.Seed,
+			StartJitter: 100 * time.Millisecond, Series: o.Series,
+			Short: ShortFlows{PerSecond: 6, Kind: CUBIC, MeanPackets: 20, ParetoShape: 1.5, RTT: rtts[0]},
+		}
+		cfg.Warmup = cfg.Duration / 6
+		for i := range n {
+			cfg.Flows = append(cfg.Flows, FlowSpec{Kind: CUBIC, RTT: rtts[i%len(rtts)], Group: "bulk"})
+		}
+		cfg.Flows = append(cfg.Flows, FlowSpec{Kind: Ping, RTT: rtts[0], Interval: 10 * time.Millisecond})
+		var runs []Run
+		for _, a := range names {
+			runs = append(runs, Run{Scenario: "compare", Group: fmt.Sprintf("%gMb/s", cfg.RateBps/1e6), AQM: a, BufferPackets: 1000, Config: cfg})
+		}
+		return runs, nil
+	},
+}
+
+// redFamilyScenario is in redfamily.go.
+
+// L4SMixes are the l4s scenario's L4S:Classic flow mixes.
+var L4SMixes = [][2]int{{1, 1}, {5, 5}, {1, 9}}
+
+var l4sScenario = Scenario{
+	Name: "l4s",
+	Desc: "Prague-like (ECT(1)) and CUBIC (Not-ECT) long-lived flows in the mixes 1:1, 5:5 and 1:9 at 40 Mb/s, " +
+		"one base RTT per sub-case (10, 20, 50, 100 ms), DualPI2 against PIE (ECN, target 15 ms) and FQ-CoDel; " +
+		"1000-packet buffer; 40 s, first 10 s excluded",
+	Published: "DualPI2 paper: L4S queueing delay median a few hundred µs and P99 < 2 ms under DualPI2, against tens of " +
+		"ms at P99 under PIE; balanced L4S:Classic rate (ratio near 1)",
+	DefaultReps: 1,
+	Runs: func(o Options) ([]Run, error) {
+		names, err := pickAQMs(o, []string{"dualpi2", "pie", "fq-codel"})
+		if err != nil {
+			return nil, err
+		}
+		rtts := orRTTs(o.RTTs, []time.Duration{10 * time.Millisecond, 20 * time.Millisecond, 50 * time.Millisecond, 100 * time.Millisecond})
+		mixes := L4SMixes
+		if o.Flows > 0 {
+			// -flows n: n L4S and n Classic flows.
+			mixes = [][2]int{{o.Flows, o.Flows}}
+		}
+		var runs []Run
+		for _, mix := range mixes {
+			for _, rtt := range rtts {
+				cfg := Config{
+					RateBps: orRate(o.RateBps, 40e6), Duration: orDur(o.Duration, 40*time.Second), Seed: o.Seed,
+					StartJitter: 100 * time.Millisecond, Series: o.Series,
+					Flows: []FlowSpec{
+						{Kind: Prague, Count: mix[0], RTT: rtt, Group: "l4s"},
+						{Kind: CUBIC, Count: mix[1], RTT: rtt, Group: "classic"},
+					},
+				}
+				cfg.Warmup = cfg.Duration / 4
+				for _, a := range names {
+					runs = append(runs, Run{Scenario: "l4s", Group: fmt.Sprintf("%d:%d rtt=%v", mix[0], mix[1], rtt), AQM: a,
+						BufferPackets: 1000, Config: cfg})
+				}
+			}
+		}
+		return runs, nil
+	},
+}
+
+// SpeedtestRates are the speedtest scenario's link rates.
+var SpeedtestRates = []float64{100e6, 200e6, 500e6, 1000e6}
+
+var speedtestScenario = Scenario{
+	Name: "speedtest",
+	Desc: "a speed test: 8 parallel CUBIC flows (RTT 20 ms) download for 10 s over a shaped link of 100, 200, 500 " +
+		"and 1000 Mb/s, alone or against 2 long CUBIC cross-traffic flows (RTT 40 ms) started 2 s earlier, " +
+		"with a 10 ms ping; FIFO (1000 packets), CoDel, FQ-CoDel and SFQ with a 1000-packet limit; 3 seeds",
+	Published:   "(no single published figure: throughput and latency under load, and their spread over seeds)",
+	DefaultReps: 3,
+	Runs: func(o Options) ([]Run, error) {
+		names, err := pickAQMs(o, []string{"fifo", "codel", "fq-codel", "sfq"})
+		if err != nil {
+			return nil, err
+		}
+		rates := SpeedtestRates
+		if o.RateBps > 0 {
+			rates = []float64{o.RateBps}
+		}
+		rtts := orRTTs(o.RTTs, []time.Duration{20 * time.Millisecond, 40 * time.Millisecond})
+		crossRTT := rtts[len(rtts)-1]
+		n := orInt(o.Flows, 8)
+		test := orDur(o.Duration, 10*time.Second)
+		var runs []Run
+		for _, rate := range rates {
+			for _, cross := range []bool{false, true} {
+				cfg := Config{
+					RateBps: rate, Duration: 2*time.Second + test, Warmup: 2 * time.Second, Seed: o.Seed,
+					StartJitter: 20 * time.Millisecond, Series: o.Series,
+					Flows: []FlowSpec{
+						{Kind: CUBIC, Count: n, RTT: rtts[0], Start: 2 * time.Second, Group: "test"},
+						{Kind: Ping, RTT: rtts[0], Interval: 10 * time.Millisecond},
+					},
+				}
+				g := fmt.Sprintf("%gMb/s", rate/1e6)
+				if cross {
+					cfg.Flows = append(cfg.Flows, FlowSpec{Kind: CUBIC, Count: 2, RTT: crossRTT, Group: "cross"})
+					g += " +cross"
+				}
+				for _, a := range names {
+					runs = append(runs, Run{Scenario: "speedtest", Group: g, AQM: a, BufferPackets: 1000, Config: cfg})
+				}
+			}
+		}
+		return runs, nil
+	},
+}
+
+// ScenarioAQMs returns the AQM names a scenario uses by default,
+// registered or not (for reporting which are missing).
+func ScenarioAQMs(name string) []string {
+	switch name {
+	case "compare":
+		return slices.Clone(CompareAQMs)
+	case "red-family":
+		return []string{"red", "ared", "gentle-red"}
+	case "l4s":
+		return []string{"dualpi2", "pie", "fq-codel"}
+	case "speedtest":
+		return []string{"fifo", "codel", "fq-codel", "sfq"}
+	}
+	return nil
+}

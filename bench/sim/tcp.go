@@ -1,0 +1,573 @@
+package sim
+
+import (
+	"math"
+	"time"
+
+	"github.com/aqmkit/aqmkit/aqm"
+)
+
+// TCP constants.
+const (
+	initCwnd  = 10                     // RFC 6928 initial window, segments
+	minRTO    = 200 * time.Millisecond // default Config.MinRTO: Linux's rto_min (RFC 6298 says 1 s)
+	maxRTO    = 60 * time.Second       // RFC 6298 upper bound
+	initRTO   = time.Second            // RFC 6298 initial RTO
+	renoBeta  = 0.5                    // Reno multiplicative decrease
+	cubicBeta = 0.7                    // RFC 9438 §4.6 beta_cubic
+	cubicC    = 0.4                    // RFC 9438 §5 C
+	pragueG   = 1.0 / 16               // DCTCP/Prague EWMA gain g (RFC 8257 §4.2)
+	dupThresh = 3                      // RFC 5681 duplicate-ACK threshold
+	paceSS    = 2.0                    // Linux pacing ratio in slow start
+	paceCA    = 1.2                    // Linux pacing ratio in congestion avoidance
+	hashMul   = 0x9e3779b1             // Knuth's multiplicative hash (2^32/phi), spreads flow ids
+	minCwnd   = 2.0                    // floor of ssthresh and reduced windows, segments
+	maxCwnd   = 1 << 20                // a sanity cap, far above any scenario's BDP
+)
+
+// cubicAlphaRenoFriendly is RFC 9438 §4.3's alpha_cubic = 3(1-beta)/(1+beta):
+// with beta 0.7 the Reno-friendly estimate grows 0.529 segments per RTT.
+var cubicAlphaRenoFriendly = 3 * (1 - cubicBeta) / (1 + cubicBeta)
+
+// flow is one sender and its receiver.
+type flow struct {
+	id       int32
+	kind     Kind
+	class    Class
+	short    bool
+	group    string
+	ecn      aqm.ECN // codepoint of the packets it sends
+	hash     uint32
+	rtt      time.Duration
+	pktBytes int
+	paced    bool
+	start    aqm.Time
+	stop     aqm.Time // zero: end of run
+	stopped  bool
+	done     bool    // a short flow that completed
+	size     int64   // segments to send; 0 = unlimited
+	cbrRate  float64 // CBR bits per second
+	interval time.Duration
+
+	// sender
+	nextSeq          int64 // CBR and ping numbering
+	sndUna, highSent int64 // first unacknowledged; one past the highest sent
+	recover          int64 // end of the current recovery episode (RFC 6582/6675)
+	cwrEnd           int64 // no new window reduction until the ACK reaches it
+	cwnd, ssthresh   float64
+	inRecovery       bool
+
+	// SACK scoreboard (RFC 6675) over [sndUna, highSent)
+	sacked, retxd     seqSet // SACKed segments; retransmitted and not yet SACKed/ACKed
+	lostEnd           int64  // segments below it that are not SACKed are presumed lost
+	lostHoles         int64  // how many of those there are
+	highSack          int64  // one past the highest SACKed segment
+	retxNext          int64  // where the search for the next lost segment resumes
+	srtt, rttvar, rto time.Duration
+	rtoDeadline       aqm.Time // zero: timer disarmed
+	rtoScheduled      bool
+	sendScheduled     bool
+	nextPace          aqm.Time
+
+	// CUBIC (RFC 9438)
+	wmax, k, west, cwndEpoch float64
+	epochStart               aqm.Time // zero: no epoch
+
+	// Prague
+	alpha               float64
+	ackedWin, markedWin int64
+	winEnd              int64
+
+	// receiver
+	rcvNext int64
+	ooo     seqSet
+	rcvPkts int64
+
+	// return path
+	line deque[lineEntry]
+
+	// statistics (after warmup)
+	sent, retx, drops, marks, timeouts, reductions uint64
+	goodBytes                                      uint64
+	fct                                            time.Duration
+}
+
+func newFlow(id int32, fs FlowSpec, short bool, mss int) *flow {
+	f := &flow{
+		id: id, kind: fs.Kind, short: short, rtt: fs.RTT, pktBytes: fs.PacketBytes,
+		size: fs.SizePackets, cbrRate: fs.RateBps, interval: fs.Interval, paced: fs.Paced,
+		hash: uint32(id+1) * hashMul,
+		cwnd: initCwnd, ssthresh: math.Inf(1), rto: initRTO, recover: -1, alpha: 1,
+	}
+	if f.rtt == 0 {
+		f.rtt = DefaultRTT
+	}
+	if f.pktBytes == 0 {
+		f.pktBytes = mss
+		if f.kind == Ping {
+			f.pktBytes = pingBytes
+		}
+	}
+	if f.interval == 0 {
+		f.interval = defaultPingInterval
+	}
+	switch f.kind {
+	case Prague:
+		f.ecn = aqm.ECT1
+		f.paced = true
+		f.class = ClassL4S
+	case CBR:
+		f.class = ClassUDP
+		if fs.ECN {
+			f.ecn = aqm.ECT0
+		}
+	case Ping:
+		f.class = ClassPing
+	default:
+		f.class = ClassClassic
+		if fs.ECN {
+			f.ecn = aqm.ECT0
+		}
+	}
+	if short {
+		f.class = ClassShort
+	}
+	return f
+}
+
+// seqSet is the receiver's set of out-of-order segments: a bitmap ring over
+// [rcvNext, rcvNext+len), grown when a segment lands beyond it.
+type seqSet struct {
+	bits []uint64
+	n    int // set bits
+}
+
+// has reports whether seq is in the set; base is the window's start (the
+// set only holds [base, base+capacity)).
+func (b *seqSet) has(seq, base int64) bool {
+	if seq-base >= int64(len(b.bits)*64) || seq < base {
+		return false
+	}
+	i := uint64(seq) & uint64(len(b.bits)*64-1)
+	return b.bits[i>>6]&(1<<(i&63)) != 0
+}
+
+func (b *seqSet) flip(seq int64) {
+	i := uint64(seq) & uint64(len(b.bits)*64-1)
+	b.bits[i>>6] ^= 1 << (i & 63)
+}
+
+// add inserts seq, known to be above base and not yet present.
+func (b *seqSet) add(seq, base int64) {
+	for seq-base >= int64(len(b.bits)*64) {
+		old := *b
+		nb := max(16, 2*len(b.bits))
+		for int64(nb*64) <= seq-base {
+			nb *= 2
+		}
+		b.bits = make([]uint64, nb)
+		if old.n > 0 {
+			for s := base; s < base+int64(len(old.bits)*64); s++ {
+				if old.has(s, base) {
+					b.flip(s)
+				}
+			}
+		}
+	}
+	b.flip(seq)
+	b.n++
+}
+
+// del removes seq, known to be present.
+func (b *seqSet) del(seq int64) {
+	b.flip(seq)
+	b.n--
+}
+
+// receive takes data segment seq, advances rcvNext over any segments that
+// were waiting, and reports whether seq was new data (not a duplicate).
+func (f *flow) receive(seq int64) bool {
+	f.rcvPkts++
+	switch {
+	case seq == f.rcvNext:
+		f.rcvNext++
+		for f.ooo.n > 0 && f.ooo.has(f.rcvNext, f.rcvNext) {
+			f.ooo.del(f.rcvNext)
+			f.rcvNext++
+		}
+		return true
+	case seq > f.rcvNext && !f.ooo.has(seq, f.rcvNext):
+		f.ooo.add(seq, f.rcvNext)
+		return true
+	}
+	return false
+}
+
+// pipe is RFC 6675's estimate of the segments in the network: outstanding,
+// minus those SACKed or presumed lost, plus retransmissions in flight.
+func (f *flow) pipe() int64 {
+	return (f.highSent - f.sndUna) - int64(f.sacked.n) - f.lostHoles + int64(f.retxd.n)
+}
+
+// raiseLost moves the lost boundary up to `to` (capped at highSent): every
+// outstanding segment below it that is not SACKed is presumed lost.
+func (f *flow) raiseLost(to int64) {
+	to = min(to, f.highSent)
+	f.lostEnd = max(f.lostEnd, f.sndUna)
+	for ; f.lostEnd < to; f.lostEnd++ {
+		if !f.sacked.has(f.lostEnd, f.sndUna) {
+			f.lostHoles++
+		}
+	}
+}
+
+// advanceUna moves the cumulative ACK point to ack, forgetting the
+// scoreboard below it.
+func (f *flow) advanceUna(ack int64) {
+	for seq := f.sndUna; seq < ack; seq++ {
+		if f.sacked.has(seq, f.sndUna) {
+			f.sacked.del(seq)
+		} else if seq < f.lostEnd {
+			f.lostHoles--
+		}
+		if f.retxd.has(seq, f.sndUna) {
+			f.retxd.del(seq)
+		}
+	}
+	f.sndUna = ack
+	f.lostEnd = max(f.lostEnd, ack)
+	f.retxNext = max(f.retxNext, ack)
+}
+
+// onSack records that the receiver holds segment seq out of order, and
+// presumes lost every hole at least dupThresh segments below the highest
+// SACKed one (the FACK rule, a close relative of RFC 6675's IsLost).
+func (f *flow) onSack(seq int64) {
+	if seq < f.sndUna || seq >= f.highSent || f.sacked.has(seq, f.sndUna) {
+		return
+	}
+	f.sacked.add(seq, f.sndUna)
+	if seq < f.lostEnd {
+		f.lostHoles--
+	}
+	if f.retxd.has(seq, f.sndUna) {
+		f.retxd.del(seq)
+	}
+	f.highSack = max(f.highSack, seq+1)
+	f.raiseLost(f.highSack - dupThresh)
+}
+
+// nextLost returns the lowest lost segment not yet retransmitted, or -1
+// (RFC 6675 NextSeg rule 1).
+func (f *flow) nextLost() int64 {
+	f.retxNext = max(f.retxNext, f.sndUna)
+	for ; f.retxNext < f.lostEnd; f.retxNext++ {
+		if !f.sacked.has(f.retxNext, f.sndUna) && !f.retxd.has(f.retxNext, f.sndUna) {
+			return f.retxNext
+		}
+	}
+	return -1
+}
+
+// trySend sends as many segments as the window, the pacing rate and the
+// flow's size allow: lost segments first, then new data (RFC 6675 §5).
+func (s *Sim) trySend(f *flow) {
+	for !f.stopped && !f.done {
+		if float64(f.pipe()) >= f.cwnd {
+			return
+		}
+		seq := f.nextLost()
+		if seq < 0 {
+			if f.size > 0 && f.highSent >= f.size {
+				return
+			}
+			seq = f.highSent
+		}
+		if f.paced && s.now < f.nextPace {
+			if !f.sendScheduled {
+				f.sendScheduled = true
+				s.ag.push(event{at: f.nextPace, kind: evSend, flow: f.id})
+			}
+			return
+		}
+		s.sendData(f, seq)
+		if f.paced {
+			f.nextPace = max(f.nextPace, s.now) + aqm.Time(f.paceGap())
+		}
+	}
+}
+
+// paceGap is the time between paced packets: srtt/(ratio·cwnd).
+func (f *flow) paceGap() time.Duration {
+	rtt := f.srtt
+	if rtt == 0 {
+		rtt = f.rtt
+	}
+	ratio := paceCA
+	if f.cwnd < f.ssthresh {
+		ratio = paceSS
+	}
+	return time.Duration(float64(rtt) / (ratio * f.cwnd))
+}
+
+func (s *Sim) armRTO(f *flow) {
+	if f.rtoDeadline == 0 {
+		f.rtoDeadline = s.now.Add(f.rto)
+		s.scheduleRTO(f)
+	}
+}
+
+func (s *Sim) restartRTO(f *flow) {
+	if f.sndUna >= f.highSent {
+		f.rtoDeadline = 0
+		return
+	}
+	f.rtoDeadline = s.now.Add(f.rto)
+	s.scheduleRTO(f)
+}
+
+// scheduleRTO keeps at most one timer event per flow: an early event finds
+// the deadline moved and re-arms itself for the new one.
+func (s *Sim) scheduleRTO(f *flow) {
+	if !f.rtoScheduled {
+		f.rtoScheduled = true
+		s.ag.push(event{at: f.rtoDeadline, kind: evRTO, flow: f.id})
+	}
+}
+
+func (s *Sim) rtoEvent(f *flow) {
+	f.rtoScheduled = false
+	if f.rtoDeadline == 0 || f.done {
+		return
+	}
+	if s.now < f.rtoDeadline {
+		s.scheduleRTO(f)
+		return
+	}
+	// Timeout (RFC 5681 §3.1, RFC 6298 §5, RFC 6675 §5.1): every
+	// outstanding segment not SACKed is presumed lost, retransmissions
+	// included; restart from one segment in slow start.
+	if s.measuring() {
+		f.timeouts++
+	}
+	f.congestionEvent(s.now, float64(f.pipe()), true)
+	f.cwnd = 1
+	f.inRecovery = false
+	f.recover = f.highSent - 1
+	f.cwrEnd = f.highSent
+	for seq := f.sndUna; seq < f.highSent && f.retxd.n > 0; seq++ {
+		if f.retxd.has(seq, f.sndUna) {
+			f.retxd.del(seq)
+		}
+	}
+	f.retxNext = f.sndUna
+	f.raiseLost(f.highSent)
+	f.rto = min(2*f.rto, maxRTO)
+	f.rtoDeadline = 0
+	f.nextPace = 0
+	s.trySend(f)
+	if f.rtoDeadline == 0 && f.sndUna < f.highSent {
+		s.armRTO(f)
+	}
+}
+
+// congestionEvent sets ssthresh (and CUBIC's state) for a loss or, with
+// loss false, for an ECN echo. flight is the data outstanding.
+func (f *flow) congestionEvent(now aqm.Time, flight float64, loss bool) {
+	f.reductions++
+	switch f.kind {
+	case CUBIC:
+		// RFC 9438 §4.7 fast convergence, §4.6 multiplicative decrease.
+		if f.cwnd < f.wmax {
+			f.wmax = f.cwnd * (1 + cubicBeta) / 2
+		} else {
+			f.wmax = f.cwnd
+		}
+		f.ssthresh = max(f.cwnd*cubicBeta, minCwnd)
+		f.epochStart = 0
+	default:
+		// Reno (RFC 5681 eq. 4 uses FlightSize for loss); Prague's loss
+		// fallback is the same halving.
+		base := f.cwnd
+		if loss {
+			base = flight
+		}
+		f.ssthresh = max(base*renoBeta, minCwnd)
+	}
+}
+
+// onAck processes one ACK: the cumulative ACK, the SACK of the segment
+// that triggered it (sack < 0: none), the CE echo of that segment, and the
+// timestamp echo of its send time.
+func (s *Sim) onAck(f *flow, ack, sack int64, ce bool, echo aqm.Time) {
+	if f.done {
+		return
+	}
+	if f.kind == Prague {
+		f.ackedWin++
+		if ce {
+			f.markedWin++
+		}
+	}
+	newly := int64(0)
+	if ack > f.sndUna {
+		newly = ack - f.sndUna
+		s.rttSample(f, s.now.Sub(echo))
+		f.advanceUna(ack)
+	}
+	if sack >= 0 {
+		f.onSack(sack)
+	}
+	switch {
+	case f.inRecovery && ack > f.recover:
+		// Full ACK: leave fast recovery (RFC 6675 §5 step C).
+		f.inRecovery = false
+		f.cwnd = f.ssthresh
+	case !f.inRecovery && f.lostHoles > 0 && ack > f.recover:
+		// Loss detected: enter fast recovery (RFC 6675 §5 step 4),
+		// retransmitting the first lost segment at once.
+		f.congestionEvent(s.now, float64(f.highSent-f.sndUna), true)
+		f.recover = f.highSent - 1
+		f.cwrEnd = f.highSent
+		f.inRecovery = true
+		f.cwnd = f.ssthresh
+		if seq := f.nextLost(); seq >= 0 {
+			s.sendData(f, seq)
+		}
+	case !f.inRecovery && newly > 0:
+		s.ecnResponse(f, ack, ce)
+		s.grow(f, newly)
+	case !f.inRecovery:
+		s.ecnResponse(f, ack, ce)
+	}
+	if f.kind == Prague && ack >= f.winEnd {
+		s.pragueWindowEnd(f)
+	}
+	if newly > 0 {
+		if f.size > 0 && f.sndUna >= f.size {
+			s.finish(f)
+			return
+		}
+		s.restartRTO(f)
+	}
+	if s.cfg.Trace != nil {
+		s.cfg.Trace(s.now.Sub(epoch), int(f.id), f.cwnd)
+	}
+	s.trySend(f)
+}
+
+// ecnResponse reacts to a CE echo at most once per window of data: a
+// Classic ECN sender like a loss (RFC 3168 §6.1.2), a scalable sender by
+// alpha/2 (RFC 8257 §3.3).
+func (s *Sim) ecnResponse(f *flow, ack int64, ce bool) {
+	if !ce || f.inRecovery || ack < f.cwrEnd {
+		return
+	}
+	switch {
+	case f.kind == Prague:
+		f.reductions++
+		f.cwnd = max(f.cwnd*(1-f.alpha/2), minCwnd)
+		f.ssthresh = f.cwnd
+	case f.ecn != aqm.NotECT:
+		f.congestionEvent(s.now, 0, false)
+		f.cwnd = f.ssthresh
+	default:
+		return
+	}
+	f.cwrEnd = f.highSent
+}
+
+// pragueWindowEnd closes an observation window (about one RTT): alpha is
+// the EWMA of the fraction of CE-echoing ACKs (RFC 8257 §3.3).
+func (s *Sim) pragueWindowEnd(f *flow) {
+	if f.ackedWin > 0 {
+		frac := float64(f.markedWin) / float64(f.ackedWin)
+		f.alpha += pragueG * (frac - f.alpha)
+	}
+	f.ackedWin, f.markedWin = 0, 0
+	f.winEnd = f.highSent
+}
+
+// grow opens the window for newly acknowledged segments.
+func (s *Sim) grow(f *flow, newly int64) {
+	n := float64(newly)
+	if f.cwnd < f.ssthresh {
+		// Slow start with appropriate byte counting, L = 2 (RFC 3465).
+		f.cwnd += min(n, 2)
+		if f.cwnd > f.ssthresh && !math.IsInf(f.ssthresh, 1) {
+			f.cwnd = f.ssthresh
+		}
+		f.cwnd = min(f.cwnd, maxCwnd)
+		return
+	}
+	if f.kind == CUBIC {
+		s.cubicGrow(f, n)
+	} else {
+		f.cwnd += n / f.cwnd
+	}
+	f.cwnd = min(f.cwnd, maxCwnd)
+}
+
+// cubicGrow is RFC 9438 §4.2-4.4 for one ACK of n segments.
+func (s *Sim) cubicGrow(f *flow, n float64) {
+	if f.epochStart == 0 {
+		f.epochStart = s.now
+		f.cwndEpoch = f.cwnd
+		if f.cwnd < f.wmax {
+			f.k = math.Cbrt((f.wmax - f.cwnd) / cubicC) // RFC 9438 eq. 2
+		} else {
+			f.k = 0
+			f.wmax = f.cwnd
+		}
+		f.west = f.cwnd
+	}
+	rtt := f.srtt
+	if rtt == 0 {
+		rtt = f.rtt
+	}
+	t := s.now.Sub(f.epochStart).Seconds()
+	wcubic := func(t float64) float64 { d := t - f.k; return cubicC*d*d*d + f.wmax } // eq. 1
+	// Reno-friendly estimate (§4.3), alpha 1 once it passes Wmax.
+	alpha := cubicAlphaRenoFriendly
+	if f.west >= f.wmax {
+		alpha = 1
+	}
+	f.west += alpha * n / f.cwnd
+	if wcubic(t) < f.west {
+		f.cwnd = f.west // Reno-friendly region
+		return
+	}
+	// Concave or convex region: move towards W_cubic(t+RTT), clamped to
+	// [cwnd, 1.5·cwnd] (§4.2).
+	target := min(max(wcubic(t+rtt.Seconds()), f.cwnd), 1.5*f.cwnd)
+	f.cwnd += (target - f.cwnd) / f.cwnd * n
+}
+
+// rttSample updates srtt, rttvar and rto (RFC 6298 §2).
+func (s *Sim) rttSample(f *flow, r time.Duration) {
+	if r <= 0 {
+		return
+	}
+	if f.srtt == 0 {
+		f.srtt, f.rttvar = r, r/2
+	} else {
+		d := f.srtt - r
+		if d < 0 {
+			d = -d
+		}
+		f.rttvar = (3*f.rttvar + d) / 4
+		f.srtt = (7*f.srtt + r) / 8
+	}
+	f.rto = min(max(f.srtt+4*f.rttvar, s.cfg.MinRTO), maxRTO)
+}
+
+// finish completes a short flow.
+func (s *Sim) finish(f *flow) {
+	f.done = true
+	f.rtoDeadline = 0
+	f.fct = s.now.Sub(f.start)
+	if f.start >= s.warm {
+		s.m.fct.Record(f.fct)
+		s.m.fcts = append(s.m.fcts, FCT{Packets: f.size, Seconds: f.fct.Seconds()})
+	}
+}
