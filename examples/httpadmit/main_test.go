@@ -1,0 +1,162 @@
+package main
+
+import (
+	"bytes"
+	"context"
+	"io"
+	"net/http"
+	"runtime"
+	"slices"
+	"strconv"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/require"
+)
+
+// result is what the client saw of one overload run.
+type result struct {
+	waits []time.Duration // queue waits of the admitted (200) requests
+	codes map[int]int
+	out   string
+}
+
+func (r result) p(q float64) time.Duration {
+	if len(r.waits) == 0 {
+		return 0
+	}
+	w := slices.Clone(r.waits)
+	slices.Sort(w)
+	return w[int(q*float64(len(w)-1)+0.5)]
+}
+
+// overload serves with 2 workers and a 10 ms handler (capacity 200
+// requests/s) and sends, from a local client on 127.0.0.1, an open-loop load
+// of 400 requests/s for d: twice the capacity, bounded in requests and time.
+func overload(t *testing.T, d time.Duration, args ...string) result {
+	t.Helper()
+	var out bytes.Buffer
+	ctx, cancel := context.WithCancel(t.Context())
+	defer cancel()
+	addrc := make(chan string, 1)
+	runErr := make(chan error, 1)
+	go func() {
+		runErr <- run(ctx, append([]string{"-listen", "127.0.0.1:0", "-workers", "2", "-work", "10ms", "-stats", "0"}, args...), &out, func(a string) { addrc <- a })
+	}()
+	addr := <-addrc
+	tr := &http.Transport{MaxIdleConnsPerHost: 2000}
+	client := &http.Client{Transport: tr, Timeout: 15 * time.Second}
+	res := result{codes: map[int]int{}}
+	var mu sync.Mutex
+	var wg sync.WaitGroup
+	const rate = 400
+	n := int(d.Seconds() * rate)
+	start := time.Now()
+	for i := range n {
+		time.Sleep(time.Until(start.Add(time.Duration(i) * time.Second / rate)))
+		wg.Go(func() {
+			resp, err := client.Get("http://" + addr + "/")
+			if err != nil {
+				t.Errorf("request %d: %v", i, err)
+				return
+			}
+			io.Copy(io.Discard, resp.Body)
+			resp.Body.Close()
+			wait, _ := strconv.ParseInt(resp.Header.Get(WaitHeader), 10, 64)
+			mu.Lock()
+			defer mu.Unlock()
+			res.codes[resp.StatusCode]++
+			if resp.StatusCode == http.StatusOK {
+				res.waits = append(res.waits, time.Duration(wait))
+			}
+		})
+	}
+	wg.Wait()
+	cancel()
+	require.NoError(t, <-runErr)
+	tr.CloseIdleConnections()
+	res.out = out.String()
+	return res
+}
+
+// requireNoLeak waits up to 5 s for the goroutine count to return to before.
+func requireNoLeak(t *testing.T, before int) {
+	t.Helper()
+	deadline := time.Now().Add(5 * time.Second)
+	for runtime.NumGoroutine() > before {
+		if time.Now().After(deadline) {
+			buf := make([]byte, 1<<20)
+			t.Fatalf("%d goroutines, %d before:\n%s", runtime.NumGoroutine(), before, buf[:runtime.Stack(buf, true)])
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+}
+
+// TestOverloadCoDelVsFIFO protects the admission front's purpose (issue 7):
+// under a 2× overload, the requests CoDel admits wait a bounded time, near
+// its target plus the time it takes to raise its drop rate, and the rest are
+// answered 503 at once; behind an unbounded FIFO every request is admitted
+// but the wait grows with the backlog (by 0.5 s per second of overload here).
+// Both runs end with no goroutine left.
+func TestOverloadCoDelVsFIFO(t *testing.T) {
+	before := runtime.NumGoroutine()
+	const d = 1500 * time.Millisecond
+
+	c := overload(t, d, "-queue", "codel")
+	t.Logf("codel: %v; admitted wait p50 %v p99 %v\n%s", c.codes, c.p(0.5), c.p(0.99), c.out)
+	f := overload(t, d, "-queue", "fifo")
+	t.Logf("fifo:  %v; admitted wait p50 %v p99 %v\n%s", f.codes, f.p(0.5), f.p(0.99), f.out)
+	l := overload(t, d, "-queue", "codel", "-lifo")
+	t.Logf("codel+lifo: %v; admitted wait p50 %v p99 %v\n%s", l.codes, l.p(0.5), l.p(0.99), l.out)
+
+	require.Positive(t, c.codes[http.StatusServiceUnavailable], "CoDel sheds under overload")
+	require.Less(t, c.p(0.99), 150*time.Millisecond, "CoDel keeps the admitted requests' wait bounded")
+	require.Zero(t, f.codes[http.StatusServiceUnavailable], "the unbounded FIFO admits everything")
+	require.Greater(t, f.p(0.99), 500*time.Millisecond, "and its wait grows with the backlog")
+	require.Greater(t, f.p(0.99), 4*c.p(0.99))
+	require.Positive(t, l.codes[http.StatusServiceUnavailable])
+	require.Less(t, l.p(0.5), 50*time.Millisecond, "LIFO serves fresh requests under overload")
+
+	requireNoLeak(t, before)
+}
+
+// TestShutdownReleasesWaiters protects shutdown: requests still queued when
+// the server stops are answered 503, not left hanging, and nothing leaks.
+func TestShutdownReleasesWaiters(t *testing.T) {
+	before := runtime.NumGoroutine()
+	var out bytes.Buffer
+	ctx, cancel := context.WithCancel(t.Context())
+	addrc := make(chan string, 1)
+	runErr := make(chan error, 1)
+	go func() {
+		// One worker, a 1 s handler: the rest queue (under the FIFO, which
+		// never sheds on its own).
+		runErr <- run(ctx, []string{"-listen", "127.0.0.1:0", "-workers", "1", "-work", "1s", "-queue", "fifo", "-stats", "0"}, &out, func(a string) { addrc <- a })
+	}()
+	addr := <-addrc
+	tr := &http.Transport{}
+	client := &http.Client{Transport: tr}
+	codes := make(chan int, 5)
+	for range 5 {
+		go func() {
+			resp, err := client.Get("http://" + addr + "/")
+			if err != nil {
+				codes <- -1
+				return
+			}
+			resp.Body.Close()
+			codes <- resp.StatusCode
+		}()
+	}
+	time.Sleep(200 * time.Millisecond)
+	cancel()
+	got := map[int]int{}
+	for range 5 {
+		got[<-codes]++
+	}
+	require.NoError(t, <-runErr)
+	require.Equal(t, map[int]int{200: 1, 503: 4}, got, "the running request finishes, the queued ones get 503")
+	tr.CloseIdleConnections()
+	requireNoLeak(t, before)
+}
