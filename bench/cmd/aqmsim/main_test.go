@@ -1,0 +1,64 @@
+package main
+
+import (
+	"bytes"
+	"encoding/json"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/stretchr/testify/require"
+)
+
+// TestBadFlags protects the command's usage errors: each bad flag is named,
+// with exit code 2 and no simulation run.
+func TestBadFlags(t *testing.T) {
+	cases := map[string][]string{
+		"scenario": {"-scenario", "nope"},
+		"aqms":     {"-aqms", "fifo,warp-drive"},
+		"rate":     {"-rate", "fast"},
+		"rtts":     {"-rtts", "10ms,banana"},
+		"format":   {"-format", "gif"},
+		"argument": {"stray"},
+	}
+	for name, args := range cases {
+		t.Run(name, func(t *testing.T) {
+			var out, errb bytes.Buffer
+			code := run(args, &out, &errb)
+			require.Equal(t, 2, code, "stderr: %s", errb.String())
+			require.Contains(t, errb.String(), "aqmsim:", "a message, not just usage")
+			if name != "argument" {
+				require.Contains(t, errb.String(), "-"+name+":", "the message names the flag")
+			}
+			require.Empty(t, out.String(), "no table for a bad command line")
+		})
+	}
+}
+
+// TestShortRunWritesOutputs protects the command end to end: a short run
+// prints its table and writes JSON, CSV and plots into -out.
+func TestShortRunWritesOutputs(t *testing.T) {
+	dir := t.TempDir()
+	var out, errb bytes.Buffer
+	code := run([]string{"-aqms", "fifo,codel", "-duration", "3s", "-rate", "10M", "-q", "-out", dir}, &out, &errb)
+	require.Equal(t, 0, code, "stderr: %s", errb.String())
+	table := out.String()
+	require.Contains(t, table, "fifo")
+	require.Contains(t, table, "codel")
+	entries, err := os.ReadDir(dir)
+	require.NoError(t, err)
+	var names []string
+	for _, e := range entries {
+		names = append(names, e.Name())
+	}
+	joined := strings.Join(names, " ")
+	require.Contains(t, joined, ".json")
+	require.Contains(t, joined, ".csv")
+	require.Contains(t, joined, ".svg")
+	js, err := filepath.Glob(filepath.Join(dir, "*.json"))
+	require.NoError(t, err)
+	raw, err := os.ReadFile(js[0])
+	require.NoError(t, err)
+	require.True(t, json.Valid(raw), "the JSON output parses")
+}
