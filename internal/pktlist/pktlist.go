@@ -71,13 +71,26 @@ func (s *Slab[T]) Full() bool { return s.free == nilIdx }
 
 // PushBack appends p to l and reports whether a free node was available.
 func (s *Slab[T]) PushBack(l *List, p aqm.Packet[T]) bool {
+	slot := s.PushSlot(l)
+	if slot == nil {
+		return false
+	}
+	*slot = p
+	return true
+}
+
+// PushSlot appends a node to l and returns a pointer to its packet, which is
+// the zero Packet, for the caller to fill in place; it returns nil if no
+// free node is left. Filling the packet field by field instead of passing
+// it to [Slab.PushBack] avoids a whole-Packet copy through the stack on the
+// hot path (a store-forwarding stall right after Enqueue's parameter spill).
+func (s *Slab[T]) PushSlot(l *List) *aqm.Packet[T] {
 	i := s.free
 	if i == nilIdx {
-		return false
+		return nil
 	}
 	nd := &s.nodes[i]
 	s.free = nd.next
-	nd.pkt = p
 	nd.next = nilIdx
 	if l.tail == nilIdx {
 		l.head = i
@@ -87,17 +100,20 @@ func (s *Slab[T]) PushBack(l *List, p aqm.Packet[T]) bool {
 	l.tail = i
 	l.n++
 	s.used++
-	return true
+	return &nd.pkt
 }
 
-// PopFront removes and returns the oldest packet of l.
-func (s *Slab[T]) PopFront(l *List) (aqm.Packet[T], bool) {
+// PopFrontInto removes the oldest packet of l, stores it in *dst with one
+// whole-Packet copy and reports whether there was one; *dst is unchanged if
+// l is empty. Queues use it to fill Dequeue's named result through a
+// pointer (see aqm.FIFO.Dequeue for why).
+func (s *Slab[T]) PopFrontInto(l *List, dst *aqm.Packet[T]) bool {
 	i := l.head
 	if i == nilIdx {
-		return aqm.Packet[T]{}, false
+		return false
 	}
 	nd := &s.nodes[i]
-	p := nd.pkt
+	*dst = nd.pkt
 	l.head = nd.next
 	if l.head == nilIdx {
 		l.tail = nilIdx
@@ -107,7 +123,13 @@ func (s *Slab[T]) PopFront(l *List) (aqm.Packet[T], bool) {
 	nd.next = s.free
 	s.free = i
 	s.used--
-	return p, true
+	return true
+}
+
+// PopFront removes and returns the oldest packet of l.
+func (s *Slab[T]) PopFront(l *List) (p aqm.Packet[T], ok bool) {
+	ok = s.PopFrontInto(l, &p)
+	return p, ok
 }
 
 // Front returns a pointer to the oldest packet of l, or nil if l is empty.

@@ -88,3 +88,48 @@ func TestRingBadCapacity(t *testing.T) {
 	require.Panics(t, func() { New[int](1 << 31) })
 	require.Panics(t, func() { New[int](2).At(0) })
 }
+
+// TestSlotAndIntoMatchPushPop protects PushSlot and PopFrontInto, the
+// copy-avoiding twins of PushBack and PopFront: same order, same capacity,
+// destination untouched when empty.
+func TestSlotAndIntoMatchPushPop(t *testing.T) {
+	r := New[[2]int](3)
+	for i := range 3 {
+		s := r.PushSlot()
+		require.NotNil(t, s)
+		require.Equal(t, [2]int{}, *s, "a pushed slot starts zeroed")
+		s[0], s[1] = i, -i
+	}
+	require.Nil(t, r.PushSlot(), "full")
+	var dst [2]int
+	for i := range 3 {
+		require.True(t, r.PopFrontInto(&dst))
+		require.Equal(t, [2]int{i, -i}, dst)
+	}
+	dst = [2]int{7, 7}
+	require.False(t, r.PopFrontInto(&dst))
+	require.Equal(t, [2]int{7, 7}, dst)
+}
+
+// TestResize protects Reconfigure's building block: growing and shrinking
+// keep every value in order, and never below Len.
+func TestResize(t *testing.T) {
+	r := New[int](4)
+	r.PopFront()
+	for i := range 4 { // wraps around the buffer
+		r.PushBack(i)
+	}
+	r.Resize(10)
+	require.Equal(t, 10, r.Cap())
+	require.True(t, r.PushBack(4))
+	r.Resize(2)
+	require.Equal(t, 5, r.Cap(), "never below Len")
+	require.True(t, r.Full())
+	for i := range 5 {
+		v, ok := r.PopFront()
+		require.True(t, ok)
+		require.Equal(t, i, v)
+	}
+	r.Resize(2)
+	require.Equal(t, 2, r.Cap())
+}
