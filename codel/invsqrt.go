@@ -109,6 +109,18 @@ func lawStep(interval int64, n uint32, y uint32) int64 {
 	hi, lo := bits.Mul64(iv, uint64(y))
 	s := hi<<32 | lo>>32
 	i2hi, i2lo := bits.Mul64(iv, iv)
+	// Fast path: the estimate is almost always the floor or one above it.
+	// Two exact tests settle those cases; the floor is unique, so the
+	// result is the same as the search's below.
+	if s >= 2 && s < iv {
+		if sqTimesNLE(s, n, i2hi, i2lo) {
+			if !sqTimesNLE(s+1, n, i2hi, i2lo) {
+				return int64(s)
+			}
+		} else if sqTimesNLE(s-1, n, i2hi, i2lo) {
+			return int64(s - 1)
+		}
+	}
 	e := iv>>30 + 4
 	a, b := uint64(0), s+e // invariant: a satisfies, b+1 does not
 	if s > e {

@@ -52,18 +52,7 @@ func (q *Queue[T]) Reconfigure(cfg Config) error {
 	if err := cfg.Validate(); err != nil {
 		return err
 	}
-	if need := max(cfg.LimitPackets, q.ring.Len()); need != q.ring.Cap() {
-		var r ring.Ring[aqm.Packet[T]]
-		r.Init(need)
-		for {
-			p, ok := q.ring.PopFront()
-			if !ok {
-				break
-			}
-			r.PushBack(p)
-		}
-		q.ring = r
-	}
+	q.ring.Resize(cfg.LimitPackets) // keeps every queued packet, in order
 	q.apply(cfg)
 	return nil
 }
@@ -80,7 +69,12 @@ func (q *Queue[T]) Enqueue(p aqm.Packet[T], now aqm.Time) aqm.Verdict {
 		q.stats.CountDrop(aqm.DroppedOverlimit, p.Size, false)
 		return aqm.DroppedOverlimit
 	}
-	q.ring.PushBack(p)
+	// Field by field into the ring slot: copying p whole would read it
+	// 16 bytes at a time from the stack slots its fields were just
+	// spilled to, a store-forwarding stall.
+	if s := q.ring.PushSlot(); s != nil {
+		s.Payload, s.Size, s.Hash, s.ECN, s.Enqueued = p.Payload, p.Size, p.Hash, p.ECN, p.Enqueued
+	}
 	q.backlog += int(p.Size)
 	q.stats.Enqueued.Add(p.Size)
 	return aqm.Enqueued
@@ -90,18 +84,28 @@ func (q *Queue[T]) Enqueue(p aqm.Packet[T], now aqm.Time) aqm.Verdict {
 // DropFunc, as [aqm.DroppedEarly]) the packets CoDel's control law drops,
 // at most [MaxDropsPerDequeue] per call. A returned packet whose ECN is CE was
 // marked by CoDel or by the CE threshold (or arrived CE).
-func (q *Queue[T]) Dequeue(now aqm.Time) (aqm.Packet[T], bool) {
+func (q *Queue[T]) Dequeue(now aqm.Time) (p aqm.Packet[T], ok bool) {
+	// A small method that the interface-call wrapper inlines, filling its
+	// named result through a pointer with whole-Packet copies (see
+	// aqm.FIFO.Dequeue: returning a Packet from a non-inlined call costs a
+	// store-forwarding stall in the wrapper).
+	ok = q.dequeue(&p, now)
+	return p, ok
+}
+
+//go:noinline
+func (q *Queue[T]) dequeue(p *aqm.Packet[T], now aqm.Time) bool {
 	drops := 0
 	for {
-		p, ok := q.ring.PopFront()
-		if !ok {
+		if !q.ring.PopFrontInto(p) {
+			*p = aqm.Packet[T]{}
 			q.c.Empty()
-			return p, false
+			return false
 		}
 		q.backlog -= int(p.Size)
 		act := Deliver
 		if drops < MaxDropsPerDequeue {
-			act = q.c.Examine(&q.p, now, aqm.Sojourn(p, now), q.backlog, p.ECN)
+			act = q.c.Examine(&q.p, now, p.Enqueued.Since(now), q.backlog, p.ECN)
 		} else {
 			q.c.Resync(&q.p, now)
 			q.capHits++
@@ -111,7 +115,7 @@ func (q *Queue[T]) Dequeue(now aqm.Time) (aqm.Packet[T], bool) {
 			drops++
 			q.stats.CountDrop(aqm.DroppedEarly, p.Size, true)
 			if q.onDrop != nil {
-				q.onDrop(p, aqm.DroppedEarly)
+				q.onDrop(*p, aqm.DroppedEarly)
 			}
 			continue
 		case Mark:
@@ -124,7 +128,7 @@ func (q *Queue[T]) Dequeue(now aqm.Time) (aqm.Packet[T], bool) {
 			q.stats.Marked.Add(p.Size)
 		}
 		q.stats.Dequeued.Add(p.Size)
-		return p, true
+		return true
 	}
 }
 

@@ -82,12 +82,19 @@ func (q *Queue[T]) Enqueue(p aqm.Packet[T], now aqm.Time) aqm.Verdict {
 		q.stats.CountDrop(aqm.DroppedOverlimit, p.Size, false)
 		return aqm.DroppedOverlimit
 	}
+	// Field by field into the ring slot: copying p whole would read it
+	// 16 bytes at a time from the stack slots its fields were just
+	// spilled to, a store-forwarding stall.
+	var s *aqm.Packet[T]
 	if q.isL4S(p.ECN) {
-		q.l.PushBack(p)
+		s = q.l.PushSlot()
 		q.bytesL += size
 	} else {
-		q.c.PushBack(p)
+		s = q.c.PushSlot()
 		q.bytesC += size
+	}
+	if s != nil {
+		s.Payload, s.Size, s.Hash, s.ECN, s.Enqueued = p.Payload, p.Size, p.Hash, p.ECN, p.Enqueued
 	}
 	q.stats.Enqueued.Add(p.Size)
 	if n := q.l.Len() + q.c.Len(); n > q.maxLen {
@@ -160,33 +167,42 @@ func (q *Queue[T]) native(sojourn int64, lenAfter int) uint64 {
 // packet is marked. Dropped packets go to the DropFunc and the loop goes on
 // until a packet survives or both queues are empty. Pending PI updates up to
 // now run first.
-func (q *Queue[T]) Dequeue(now aqm.Time) (aqm.Packet[T], bool) {
+func (q *Queue[T]) Dequeue(now aqm.Time) (p aqm.Packet[T], ok bool) {
+	// A small method that the interface-call wrapper inlines, filling its
+	// named result through a pointer with whole-Packet copies (see
+	// aqm.FIFO.Dequeue: returning a Packet from a non-inlined call costs a
+	// store-forwarding stall in the wrapper).
+	ok = q.dequeue(&p, now)
+	return p, ok
+}
+
+//go:noinline
+func (q *Queue[T]) dequeue(p *aqm.Packet[T], now aqm.Time) bool {
 	q.advance(now)
 	for {
 		lq, cq := q.l.Len() > 0, q.c.Len() > 0
 		if !lq && !cq {
 			// Both queues empty: the WRR credit starts over (Linux).
 			q.credit = q.par.creditInit
-			var zero aqm.Packet[T]
-			return zero, false
+			*p = aqm.Packet[T]{}
+			return false
 		}
 		fromL := q.pickL(lq, cq)
-		var p aqm.Packet[T]
 		if fromL {
-			p, _ = q.l.PopFront()
+			q.l.PopFrontInto(p)
 			q.bytesL -= int(p.Size)
 		} else {
-			p, _ = q.c.PopFront()
+			q.c.PopFrontInto(p)
 			q.bytesC -= int(p.Size)
 		}
 		coupled := q.bytesL+q.bytesC >= q.par.minBacklog
 		if fromL {
 			if coupled && q.overload {
 				if q.roll(q.pC) {
-					q.drop(p, aqm.DroppedOverload)
+					q.drop(*p, aqm.DroppedOverload)
 					continue
 				}
-				q.mark(&p)
+				q.mark(p)
 			} else {
 				pn := q.native(age(int64(p.Enqueued), int64(now)), q.l.Len())
 				var pc uint64
@@ -195,11 +211,11 @@ func (q *Queue[T]) Dequeue(now aqm.Time) (aqm.Packet[T], bool) {
 				}
 				if pn >= pc {
 					if q.roll(pn) {
-						q.mark(&p)
+						q.mark(p)
 						q.stepMarks++
 					}
 				} else if q.roll(pc) {
-					q.mark(&p)
+					q.mark(p)
 				}
 			}
 			if cq {
@@ -209,20 +225,20 @@ func (q *Queue[T]) Dequeue(now aqm.Time) (aqm.Packet[T], bool) {
 			if coupled && q.roll(q.pC) {
 				switch {
 				case p.ECN == aqm.NotECT:
-					q.drop(p, aqm.DroppedEarly)
+					q.drop(*p, aqm.DroppedEarly)
 					continue
 				case q.overload:
-					q.drop(p, aqm.DroppedOverload)
+					q.drop(*p, aqm.DroppedOverload)
 					continue
 				}
-				q.mark(&p)
+				q.mark(p)
 			}
 			if lq {
 				q.credit -= q.par.wl * int64(p.Size)
 			}
 		}
 		q.stats.Dequeued.Add(p.Size)
-		return p, true
+		return true
 	}
 }
 

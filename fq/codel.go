@@ -300,7 +300,12 @@ func (q *CoDel[T]) Enqueue(p aqm.Packet[T], now aqm.Time) aqm.Verdict {
 	}
 	idx := q.bucket(p.Hash)
 	f := &q.flows[idx]
-	q.slab.PushBack(&f.q, p)
+	// Field by field into the slab node: copying p whole would read it 16
+	// bytes at a time from the stack slots its fields were just spilled
+	// to, a store-forwarding stall.
+	if s := q.slab.PushSlot(&f.q); s != nil {
+		s.Payload, s.Size, s.Hash, s.ECN, s.Enqueued = p.Payload, p.Size, p.Hash, p.ECN, p.Enqueued
+	}
 	q.backlogs[idx] += p.Size
 	q.backlog += int(p.Size)
 	if f.list == cqInactive {
@@ -391,7 +396,17 @@ func (q *CoDel[T]) fattest() uint32 {
 // after the CoDel of the flow it comes from has dropped (through the
 // DropFunc, as [aqm.DroppedEarly]) the packets its control law drops, at
 // most [codel.MaxDropsPerDequeue] in one call.
-func (q *CoDel[T]) Dequeue(now aqm.Time) (aqm.Packet[T], bool) {
+func (q *CoDel[T]) Dequeue(now aqm.Time) (p aqm.Packet[T], ok bool) {
+	// A small method that the interface-call wrapper inlines, filling its
+	// named result through a pointer with whole-Packet copies (see
+	// aqm.FIFO.Dequeue: returning a Packet from a non-inlined call costs a
+	// store-forwarding stall in the wrapper).
+	ok = q.dequeue(&p, now)
+	return p, ok
+}
+
+//go:noinline
+func (q *CoDel[T]) dequeue(p *aqm.Packet[T], now aqm.Time) bool {
 	drops := 0
 	for {
 		var l *cqList
@@ -402,7 +417,8 @@ func (q *CoDel[T]) Dequeue(now aqm.Time) (aqm.Packet[T], bool) {
 		case q.oldL.head != cqNone:
 			l = &q.oldL
 		default:
-			return aqm.Packet[T]{}, false
+			*p = aqm.Packet[T]{}
+			return false
 		}
 		idx := l.head
 		f := &q.flows[idx]
@@ -420,8 +436,7 @@ func (q *CoDel[T]) Dequeue(now aqm.Time) (aqm.Packet[T], bool) {
 			continue
 		}
 		for {
-			p, ok := q.slab.PopFront(&f.q)
-			if !ok {
+			if !q.slab.PopFrontInto(&f.q, p) {
 				f.cv.Empty()
 				break
 			}
@@ -433,7 +448,7 @@ func (q *CoDel[T]) Dequeue(now aqm.Time) (aqm.Packet[T], bool) {
 			}
 			act := codel.Deliver
 			if drops < codel.MaxDropsPerDequeue {
-				act = f.cv.Examine(&q.cp, now, aqm.Sojourn(p, now), guard, p.ECN)
+				act = f.cv.Examine(&q.cp, now, p.Enqueued.Since(now), guard, p.ECN)
 			} else {
 				f.cv.Resync(&q.cp, now)
 				q.d.DropCapHits++
@@ -443,7 +458,7 @@ func (q *CoDel[T]) Dequeue(now aqm.Time) (aqm.Packet[T], bool) {
 				drops++
 				q.stats.CountDrop(aqm.DroppedEarly, p.Size, true)
 				if q.onDrop != nil {
-					q.onDrop(p, aqm.DroppedEarly)
+					q.onDrop(*p, aqm.DroppedEarly)
 				}
 				continue
 			case codel.Mark:
@@ -457,7 +472,7 @@ func (q *CoDel[T]) Dequeue(now aqm.Time) (aqm.Packet[T], bool) {
 			}
 			f.deficit -= int32(min(p.Size, q.charge))
 			q.stats.Dequeued.Add(p.Size)
-			return p, true
+			return true
 		}
 		// The flow is empty: a new flow goes to the old list (RFC 8290, so
 		// it cannot come back as new at once), an old flow is deactivated.

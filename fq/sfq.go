@@ -407,7 +407,14 @@ func (q *SFQ[T]) appendNode(x, i uint32) {
 
 // unlinkNode removes node i from slot x's packet list and frees it; the
 // caller fixes the depth lists.
-func (q *SFQ[T]) unlinkNode(x, i uint32) aqm.Packet[T] {
+func (q *SFQ[T]) unlinkNode(x, i uint32) (p aqm.Packet[T]) {
+	q.unlinkNodeInto(x, i, &p)
+	return p
+}
+
+// unlinkNodeInto is unlinkNode storing the packet in *dst with one
+// whole-Packet copy (see Dequeue).
+func (q *SFQ[T]) unlinkNodeInto(x, i uint32, dst *aqm.Packet[T]) {
 	s := &q.slots[x]
 	nd := &q.nodes[i]
 	if nd.prev == sfqNone {
@@ -420,11 +427,10 @@ func (q *SFQ[T]) unlinkNode(x, i uint32) aqm.Packet[T] {
 	} else {
 		q.nodes[nd.next].prev = nd.prev
 	}
-	p := nd.pkt
-	s.backlog -= uint64(p.Size)
+	*dst = nd.pkt
+	s.backlog -= uint64(dst.Size)
 	*nd = sfqNode[T]{next: q.free}
 	q.free = i
-	return p
 }
 
 // release unbinds slot x, which has just become empty and is the front of
@@ -444,15 +450,21 @@ func (q *SFQ[T]) release(x uint32) {
 
 // removeNode takes node i out of slot x with all bookkeeping. x must keep a
 // packet or be the front of the ring.
-func (q *SFQ[T]) removeNode(x, i uint32) aqm.Packet[T] {
-	p := q.unlinkNode(x, i)
+func (q *SFQ[T]) removeNode(x, i uint32) (p aqm.Packet[T]) {
+	q.removeNodeInto(x, i, &p)
+	return p
+}
+
+// removeNodeInto is removeNode storing the packet in *dst with one
+// whole-Packet copy (see Dequeue).
+func (q *SFQ[T]) removeNodeInto(x, i uint32, dst *aqm.Packet[T]) {
+	q.unlinkNodeInto(x, i, dst)
 	q.dec(x)
 	q.n--
-	q.backlog -= int(p.Size)
+	q.backlog -= int(dst.Size)
 	if q.slots[x].n == 0 {
 		q.release(x)
 	}
-	return p
 }
 
 // Enqueue classifies p into its flow and accepts it, or refuses it with
@@ -508,7 +520,11 @@ func (q *SFQ[T]) Enqueue(p aqm.Packet[T], now aqm.Time) aqm.Verdict {
 		panic("fq: SFQ packet slab exhausted")
 	}
 	q.free = q.nodes[i].next
-	q.nodes[i].pkt = p
+	// Field by field into the node: copying p whole would read it 16
+	// bytes at a time from the stack slots its fields were just spilled
+	// to, a store-forwarding stall.
+	d := &q.nodes[i].pkt
+	d.Payload, d.Size, d.Hash, d.ECN, d.Enqueued = p.Payload, p.Size, p.Hash, p.ECN, p.Enqueued
 	q.appendNode(x, i)
 	q.n++
 	q.backlog += size
@@ -565,21 +581,31 @@ func (q *SFQ[T]) evicted(p aqm.Packet[T]) {
 
 // Dequeue returns the oldest packet of the flow whose round-robin turn it
 // is.
-func (q *SFQ[T]) Dequeue(now aqm.Time) (aqm.Packet[T], bool) {
+func (q *SFQ[T]) Dequeue(now aqm.Time) (p aqm.Packet[T], ok bool) {
+	// A small method that the interface-call wrapper inlines, filling its
+	// named result through a pointer with a whole-Packet copy (see
+	// aqm.FIFO.Dequeue: returning a Packet from a non-inlined call costs a
+	// store-forwarding stall in the wrapper).
+	ok = q.dequeue(&p)
+	return p, ok
+}
+
+//go:noinline
+func (q *SFQ[T]) dequeue(p *aqm.Packet[T]) bool {
 	if q.tail == sfqNone {
-		return aqm.Packet[T]{}, false
+		return false
 	}
 	x := q.slots[q.tail].next
 	if q.slots[x].allot <= 0 {
 		x = q.advance()
 	}
 	s := &q.slots[x]
-	p := q.removeNode(x, s.head)
+	q.removeNodeInto(x, s.head, p)
 	if s.n > 0 {
 		s.allot -= int64(p.Size)
 	}
 	q.stats.Dequeued.Add(p.Size)
-	return p, true
+	return true
 }
 
 // advance moves the ring past flows without credit, giving each a quantum

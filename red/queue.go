@@ -449,18 +449,7 @@ func (q *Queue[T]) Reconfigure(cfg Config) error {
 	if cfg.Seed != q.cfg.Seed {
 		q.rng.Seed(cfg.Seed)
 	}
-	if want := max(p.limitPackets, q.ring.Len()); want != q.ring.Cap() {
-		var r ring.Ring[aqm.Packet[T]]
-		r.Init(want)
-		for {
-			pk, ok := q.ring.PopFront()
-			if !ok {
-				break
-			}
-			r.PushBack(pk)
-		}
-		q.ring = r
-	}
+	q.ring.Resize(p.limitPackets) // keeps every queued packet, in order
 	q.p, q.cfg = p, cfg
 	if p.byteMode != old.byteMode || p.meanBytes != old.meanBytes {
 		q.count = -1 // R was scaled for the old mode: draw a fresh one on re-entry
