@@ -111,8 +111,9 @@ func (q *Queue[T]) setSlopes() {
 // signal is forced (see DisableHardDrop), [aqm.DroppedOverlimit] when a hard
 // limit is full or p alone exceeds LimitBytes.
 func (q *Queue[T]) Enqueue(p aqm.Packet[T], now aqm.Time) aqm.Verdict {
-	p.ECN &= aqm.ECNMask
-	p.Enqueued = now
+	// p is read field by field and written into its ring slot in place (see
+	// aqm.FIFO.Enqueue: a whole-Packet copy here stalls store forwarding).
+	ecn := p.ECN & aqm.ECNMask
 	q.stats.NoteSize(p.Size)
 	size := uint64(p.Size)
 	if size > q.p.limitBytes {
@@ -137,7 +138,7 @@ func (q *Queue[T]) Enqueue(p aqm.Packet[T], now aqm.Time) aqm.Verdict {
 	if q.avg < q.p.minTh {
 		q.count = -1
 	} else {
-		v = q.signal(&p)
+		v = q.signal(p.Size, ecn)
 		if !v.Accepted() {
 			q.stats.CountDrop(v, p.Size, false)
 			return v
@@ -148,10 +149,11 @@ func (q *Queue[T]) Enqueue(p aqm.Packet[T], now aqm.Time) aqm.Verdict {
 		return aqm.DroppedOverlimit
 	}
 	if v == aqm.Marked {
-		p.ECN = aqm.CE
+		ecn = aqm.CE
 		q.stats.Marked.Add(p.Size)
 	}
-	q.ring.PushBack(p)
+	slot := q.ring.PushSlot() // not nil: n < limitPackets ≤ Cap
+	slot.Payload, slot.Size, slot.Hash, slot.ECN, slot.Enqueued = p.Payload, p.Size, p.Hash, ecn, now
 	q.backlog += size
 	q.stats.Enqueued.Add(p.Size)
 	return v
@@ -164,12 +166,12 @@ func (q *Queue[T]) Enqueue(p aqm.Packet[T], now aqm.Time) aqm.Verdict {
 // over 1..1/p_b arrivals, the same distribution as marking each packet with
 // p_a = p_b/(1 − (count−1)·p_b), but with one random draw per signal
 // instead of one per packet and no division.
-func (q *Queue[T]) signal(p *aqm.Packet[T]) aqm.Verdict {
+func (q *Queue[T]) signal(size uint32, ecn aqm.ECN) aqm.Verdict {
 	a := q.avg
 	if a >= q.p.forcedTh {
 		q.count = -1
 		q.lastProb = one
-		return q.act(p, true)
+		return q.act(ecn, true)
 	}
 	pb := q.prob(a)
 	q.lastProb = pb
@@ -181,7 +183,7 @@ func (q *Queue[T]) signal(p *aqm.Packet[T]) aqm.Verdict {
 		hit := x >= q.r
 		if q.p.byteMode {
 			// count·p_b·Size/MeanPacketBytes ≥ R  ⇔  count·pb·Size ≥ R·2^32·Mean.
-			hi, lo := bits.Mul64(x, uint64(p.Size))
+			hi, lo := bits.Mul64(x, uint64(size))
 			hit = hi != 0 || lo >= q.r
 		}
 		if !hit {
@@ -189,7 +191,7 @@ func (q *Queue[T]) signal(p *aqm.Packet[T]) aqm.Verdict {
 		}
 		q.count = 0
 		q.drawR()
-		return q.act(p, false)
+		return q.act(ecn, false)
 	}
 	q.drawR() // first arrival in the band: choose R, do not signal
 	return aqm.Enqueued
@@ -218,8 +220,8 @@ func (q *Queue[T]) drawR() {
 }
 
 // act turns a congestion signal into a verdict.
-func (q *Queue[T]) act(p *aqm.Packet[T], forced bool) aqm.Verdict {
-	if q.p.ecn && p.ECN.Capable() {
+func (q *Queue[T]) act(ecn aqm.ECN, forced bool) aqm.Verdict {
+	if q.p.ecn && ecn.Capable() {
 		if !forced {
 			q.cnt.probMarks++
 			return aqm.Marked
@@ -336,17 +338,24 @@ func satAdd(t aqm.Time, d uint64) aqm.Time {
 
 // Dequeue returns the oldest packet. When it empties the queue, the idle
 // period that the next arrival's decay is measured from starts at now.
-func (q *Queue[T]) Dequeue(now aqm.Time) (aqm.Packet[T], bool) {
-	p, ok := q.ring.PopFront()
-	if !ok {
-		return p, false
+func (q *Queue[T]) Dequeue(now aqm.Time) (p aqm.Packet[T], ok bool) {
+	// Inlined into the interface wrapper, with the packet filled through a
+	// pointer by the worker (see aqm.FIFO.Dequeue).
+	ok = q.dequeue(&p, now)
+	return p, ok
+}
+
+//go:noinline
+func (q *Queue[T]) dequeue(p *aqm.Packet[T], now aqm.Time) bool {
+	if !q.ring.PopFrontInto(p) {
+		return false
 	}
 	q.backlog -= uint64(p.Size)
 	q.stats.Dequeued.Add(p.Size)
 	if q.ring.Len() == 0 && now > q.idleStart {
 		q.idleStart = now
 	}
-	return p, true
+	return true
 }
 
 // Len returns the number of queued packets.
