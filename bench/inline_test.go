@@ -1,0 +1,91 @@
+package bench
+
+import (
+	"os/exec"
+	"regexp"
+	"testing"
+)
+
+// inlineWant lists, per package directory, the per-packet methods that must
+// stay inlinable (type arguments dropped from the names).
+var inlineWant = []string{
+	"aqm (*FIFO).Dequeue", "aqm (*FIFO).Len", "aqm (*Stats).NoteSize", "aqm (*Count).Add", "aqm Time.Since",
+	"internal/ring ring.(*Ring).PushBack", "internal/ring ring.(*Ring).PopFront",
+	"internal/ring ring.(*Ring).PushSlot", "internal/ring ring.(*Ring).PopFrontInto",
+	"internal/pktlist pktlist.(*Slab).PushSlot", "internal/pktlist pktlist.(*Slab).PopFrontInto",
+	"internal/rng (*Source).Uint64", // Uint32 and Float64 cost 83-85, just over the budget of 80
+	"red (*Queue).Dequeue", "codel (*Queue).Dequeue", "pie (*Queue).Dequeue", "dualq (*Queue).Dequeue",
+	"fq (*CoDel).Dequeue", "fq (*SFQ).Dequeue",
+}
+
+// TestInlining protects the hot-path shape the per-packet costs depend on:
+// each queue's Dequeue must stay small enough to inline into the wrapper
+// that interface calls go through (else its result is copied through the
+// stack with a store-forwarding stall), and the building blocks' per-packet
+// methods must inline into the queues. It reads the compiler's own -m
+// report, as net/netip's TestInlining does.
+func TestInlining(t *testing.T) {
+	if testing.Short() {
+		t.Skip("builds the library with -gcflags=-m")
+	}
+	cmd := exec.Command("go", "build", "-gcflags=-m",
+		"github.com/aqmkit/aqmkit/aqm", "github.com/aqmkit/aqmkit/internal/ring",
+		"github.com/aqmkit/aqmkit/internal/pktlist", "github.com/aqmkit/aqmkit/internal/rng",
+		"github.com/aqmkit/aqmkit/red", "github.com/aqmkit/aqmkit/codel", "github.com/aqmkit/aqmkit/pie",
+		"github.com/aqmkit/aqmkit/dualq", "github.com/aqmkit/aqmkit/fq")
+	out, err := cmd.CombinedOutput()
+	if err != nil {
+		t.Fatalf("go build -gcflags=-m: %v\n%s", err, out)
+	}
+	inlined := inlinable(out)
+	for _, fn := range inlineWant {
+		if !inlined[fn] {
+			t.Errorf("%s is no longer inlinable", fn)
+		}
+	}
+}
+
+// inlinable parses the compiler's "dir/file.go:line:col: can inline name"
+// lines into keys "dir name", so that each package's Queue is checked on
+// its own. The compiler prints paths relative to a directory of its own
+// choosing, so leading "./" and "../" are dropped.
+func inlinable(report []byte) map[string]bool {
+	re := regexp.MustCompile(`(?m)^(?:\.\.?/)*([\w/]+)/\w+\.go:\d+:\d+: can inline (.+)$`)
+	m := map[string]bool{}
+	for _, s := range re.FindAllSubmatch(report, -1) {
+		m[string(s[1])+" "+withoutTypeArgs(string(s[2]))] = true
+	}
+	return m
+}
+
+// TestInlinableParsing protects the parser TestInlining relies on: nested
+// type arguments are dropped and names are keyed by their package folder.
+func TestInlinableParsing(t *testing.T) {
+	m := inlinable([]byte("./internal/ring/ring.go:49:6: can inline ring.(*Ring[go.shape.struct { Payload int; Size uint32 }]).PushBack\n" +
+		"../red/queue.go:341:6: can inline (*Queue[go.shape.int]).Dequeue\n" +
+		"../codel/queue.go:9:6: cannot inline (*Queue[go.shape.int]).Dequeue: too complex\n"))
+	if !m["internal/ring ring.(*Ring).PushBack"] || !m["red (*Queue).Dequeue"] || m["codel (*Queue).Dequeue"] || len(m) != 2 {
+		t.Errorf("parsed %v", m)
+	}
+	if got := withoutTypeArgs("ring.(*Ring[aqm.Packet[int]]).PushBack"); got != "ring.(*Ring).PushBack" {
+		t.Errorf("withoutTypeArgs = %q", got)
+	}
+}
+
+// withoutTypeArgs drops every bracketed type argument list, however nested:
+// "ring.(*Ring[aqm.Packet[int]]).PushBack" becomes "ring.(*Ring).PushBack".
+func withoutTypeArgs(name string) string {
+	out := make([]byte, 0, len(name))
+	depth := 0
+	for i := 0; i < len(name); i++ {
+		switch c := name[i]; {
+		case c == '[':
+			depth++
+		case c == ']':
+			depth--
+		case depth == 0:
+			out = append(out, c)
+		}
+	}
+	return string(out)
+}
