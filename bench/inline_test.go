@@ -3,6 +3,7 @@ package bench
 import (
 	"os/exec"
 	"regexp"
+	"strings"
 	"testing"
 )
 
@@ -53,7 +54,14 @@ func inlinable(report []byte) map[string]bool {
 	re := regexp.MustCompile(`(?m)^(?:\.\.?/)*([\w/]+)/\w+\.go:\d+:\d+: can inline (.+)$`)
 	m := map[string]bool{}
 	for _, s := range re.FindAllSubmatch(report, -1) {
-		m[string(s[1])+" "+withoutTypeArgs(string(s[2]))] = true
+		name := string(s[2])
+		if strings.Contains(name, "[") && !strings.Contains(name, "go.shape") {
+			// A concrete instantiation such as (*CoDel[int]).Enqueue is a
+			// thin wrapper around the shared go.shape body and always
+			// inlines; only the body says anything.
+			continue
+		}
+		m[string(s[1])+" "+withoutTypeArgs(name)] = true
 	}
 	return m
 }
@@ -63,7 +71,8 @@ func inlinable(report []byte) map[string]bool {
 func TestInlinableParsing(t *testing.T) {
 	m := inlinable([]byte("./internal/ring/ring.go:49:6: can inline ring.(*Ring[go.shape.struct { Payload int; Size uint32 }]).PushBack\n" +
 		"../red/queue.go:341:6: can inline (*Queue[go.shape.int]).Dequeue\n" +
-		"../codel/queue.go:9:6: cannot inline (*Queue[go.shape.int]).Dequeue: too complex\n"))
+		"../codel/queue.go:9:6: cannot inline (*Queue[go.shape.int]).Dequeue: too complex\n" +
+		"fq/codel.go:9:6: can inline (*CoDel[int]).Enqueue\n"))
 	if !m["internal/ring ring.(*Ring).PushBack"] || !m["red (*Queue).Dequeue"] || m["codel (*Queue).Dequeue"] || len(m) != 2 {
 		t.Errorf("parsed %v", m)
 	}
