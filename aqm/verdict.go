@@ -24,8 +24,6 @@ const (
 	// packet it would otherwise have marked, because marks are being ignored
 	// or the probability is past its overload threshold.
 	DroppedOverload
-
-	numVerdicts
 )
 
 // Accepted reports whether the packet now belongs to the queue.

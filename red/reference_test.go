@@ -61,7 +61,6 @@ type refRED struct {
 	rnd     rng.Source
 	queue   []refPkt
 	bytes   uint64
-	ties    int
 	adaptTi bool // a near tie in the last adaptation catch-up
 }
 
