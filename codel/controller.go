@@ -128,7 +128,7 @@ func (c *Controller) setCount(n uint32) {
 // law returns t + Interval/sqrt(count) (RFC 8289 control_law), at least
 // 1 ns later than t.
 func (c *Controller) law(p *Params, t aqm.Time) aqm.Time {
-	return addSat(t, lawStep(p.interval, c.count, c.invSqrt))
+	return addSat(t, lawStepCached(p.interval, c.count, c.invSqrt))
 }
 
 // okToDrop is the RFC's dodequeue test for a packet of sojourn sj with
@@ -158,6 +158,9 @@ func (c *Controller) okToDrop(p *Params, now aqm.Time, sj int64, backlog int) bo
 // none; it stops after [MaxDropsPerDequeue] drops with [Controller.Resync].
 func (c *Controller) Examine(p *Params, now aqm.Time, sojourn time.Duration, backlog int, ecn aqm.ECN) Action {
 	sj := int64(max(sojourn, 0))
+	if c.deliverBelowTarget(p, sj) {
+		return Deliver
+	}
 	c.ldelay = uint32(min(sj, math.MaxUint32))
 	ok := c.okToDrop(p, now, sj, backlog)
 	if c.flags&flagEntered != 0 {
@@ -205,6 +208,20 @@ func (c *Controller) Examine(p *Params, now aqm.Time, sojourn time.Duration, bac
 		return Mark
 	}
 	return Drop
+}
+
+// deliverBelowTarget is Examine's common case, small enough to inline into
+// a queue's Dequeue: a packet of sojourn sj (ns, ≥ 0) below target while not
+// dropping and with no CE threshold. Examine would record the sojourn,
+// forget the above-target deadline (okToDrop) and deliver (shallow); this
+// does the same and reports true, or changes nothing and reports false.
+func (c *Controller) deliverBelowTarget(p *Params, sj int64) bool {
+	if sj >= p.target || c.flags&(flagDropping|flagEntered) != 0 || p.ceThreshold != 0 {
+		return false
+	}
+	c.ldelay = uint32(min(sj, math.MaxUint32))
+	c.flags &^= flagAbove
+	return true
 }
 
 // enter switches to the dropping state with the RFC/Linux re-entry rule: if

@@ -104,11 +104,12 @@ func (q *Queue[T]) dequeue(p *aqm.Packet[T], now aqm.Time) bool {
 		}
 		q.backlog -= int(p.Size)
 		act := Deliver
-		if drops < MaxDropsPerDequeue {
-			act = q.c.Examine(&q.p, now, p.Enqueued.Since(now), q.backlog, p.ECN)
-		} else {
+		if drops >= MaxDropsPerDequeue {
 			q.c.Resync(&q.p, now)
 			q.capHits++
+		} else if sojourn := p.Enqueued.Since(now); !q.c.deliverBelowTarget(&q.p, int64(max(sojourn, 0))) {
+			// deliverBelowTarget is Examine's common case, inlined here.
+			act = q.c.Examine(&q.p, now, sojourn, q.backlog, p.ECN)
 		}
 		switch act {
 		case Drop:
