@@ -393,16 +393,39 @@ func (q *SFQ[T]) appendNode(x, i uint32) {
 	s.backlog += uint64(nd.pkt.Size)
 	q.inc(x)
 	if s.n == 1 {
-		if q.tail == sfqNone {
-			s.next = x
-		} else {
-			s.next = q.slots[q.tail].next
-			q.slots[q.tail].next = x
-		}
-		q.tail = x
-		s.allot = q.p.quantum
-		q.active++
+		q.activate(x)
 	}
+}
+
+// activate puts slot x, which has just received its first packet, in the
+// ring behind the current tail with a full quantum.
+func (q *SFQ[T]) activate(x uint32) {
+	s := &q.slots[x]
+	if q.tail == sfqNone {
+		s.next = x
+	} else {
+		s.next = q.slots[q.tail].next
+		q.slots[q.tail].next = x
+	}
+	q.tail = x
+	s.allot = q.p.quantum
+	q.active++
+}
+
+// moveDepth takes slot x off its depth list and puts it at the head of the
+// list for depth d (inc and dec without the count and curDepth updates).
+// It reports whether x was alone on its old list.
+func (q *SFQ[T]) moveDepth(x, d uint32) bool {
+	links := q.links
+	l := links[x]
+	links[l.prev].next = l.next
+	links[l.next].prev = l.prev
+	h := q.nslots + d
+	n := links[h].next
+	links[x] = sfqLink{next: n, prev: h}
+	links[h].next = x
+	links[n].prev = x
+	return l.next == l.prev
 }
 
 // unlinkNode removes node i from slot x's packet list and frees it; the
@@ -490,42 +513,36 @@ func (q *SFQ[T]) Enqueue(p aqm.Packet[T], now aqm.Time) aqm.Verdict {
 		if !q.p.headDrop {
 			return q.refuse(p)
 		}
-		// Replace the flow's oldest packet: the depth and the flow's place
-		// in the depth lists stay as they are, as in Linux.
-		s := &q.slots[x]
-		old := q.unlinkNode(x, s.head)
-		q.backlog -= int(old.Size)
-		i := q.free
-		q.free = q.nodes[i].next
-		q.nodes[i].pkt = p
-		nd := &q.nodes[i]
-		nd.next, nd.prev = sfqNone, s.tail
-		if s.tail == sfqNone {
-			s.head = i
-		} else {
-			q.nodes[s.tail].next = i
-		}
-		s.tail = i
-		s.backlog += uint64(p.Size)
-		q.backlog += size
-		q.evicted(old)
-		if lb == 0 || q.backlog <= lb {
-			q.stats.Enqueued.Add(p.Size)
-			return aqm.Enqueued
-		}
-		return q.overflow(i, p.Size)
+		return q.replaceHead(x, p)
 	}
 	i := q.free
 	if i == sfqNone {
 		panic("fq: SFQ packet slab exhausted")
 	}
-	q.free = q.nodes[i].next
+	nd := &q.nodes[i]
+	q.free = nd.next
 	// Field by field into the node: copying p whole would read it 16
 	// bytes at a time from the stack slots its fields were just spilled
 	// to, a store-forwarding stall.
-	d := &q.nodes[i].pkt
-	d.Payload, d.Size, d.Hash, d.ECN, d.Enqueued = p.Payload, p.Size, p.Hash, p.ECN, p.Enqueued
-	q.appendNode(x, i)
+	nd.pkt.Payload, nd.pkt.Size, nd.pkt.Hash, nd.pkt.ECN, nd.pkt.Enqueued = p.Payload, p.Size, p.Hash, p.ECN, p.Enqueued
+	// appendNode and inc written out (the calls cost more than the work).
+	s := &q.slots[x]
+	nd.next, nd.prev = sfqNone, s.tail
+	if s.tail == sfqNone {
+		s.head = i
+	} else {
+		q.nodes[s.tail].next = i
+	}
+	s.tail = i
+	s.backlog += uint64(p.Size)
+	q.moveDepth(x, s.n+1)
+	s.n++
+	if s.n > q.curDepth {
+		q.curDepth = s.n
+	}
+	if s.n == 1 {
+		q.activate(x)
+	}
 	q.n++
 	q.backlog += size
 	if q.n > q.p.limit || (lb > 0 && q.backlog > lb) {
@@ -533,6 +550,37 @@ func (q *SFQ[T]) Enqueue(p aqm.Packet[T], now aqm.Time) aqm.Verdict {
 	}
 	q.stats.Enqueued.Add(p.Size)
 	return aqm.Enqueued
+}
+
+// replaceHead is Enqueue's HeadDrop path for an arrival p to slot x, which
+// is at DepthPackets.
+func (q *SFQ[T]) replaceHead(x uint32, p aqm.Packet[T]) aqm.Verdict {
+	size := int(p.Size)
+	lb := q.p.limitBytes
+	// Replace the flow's oldest packet: the depth and the flow's place
+	// in the depth lists stay as they are, as in Linux.
+	s := &q.slots[x]
+	old := q.unlinkNode(x, s.head)
+	q.backlog -= int(old.Size)
+	i := q.free
+	q.free = q.nodes[i].next
+	q.nodes[i].pkt = p
+	nd := &q.nodes[i]
+	nd.next, nd.prev = sfqNone, s.tail
+	if s.tail == sfqNone {
+		s.head = i
+	} else {
+		q.nodes[s.tail].next = i
+	}
+	s.tail = i
+	s.backlog += uint64(p.Size)
+	q.backlog += size
+	q.evicted(old)
+	if lb == 0 || q.backlog <= lb {
+		q.stats.Enqueued.Add(p.Size)
+		return aqm.Enqueued
+	}
+	return q.overflow(i, p.Size)
 }
 
 // overflow drops packets from a longest flow until the queue is within its
@@ -596,24 +644,59 @@ func (q *SFQ[T]) dequeue(p *aqm.Packet[T]) bool {
 		return false
 	}
 	x := q.slots[q.tail].next
-	if q.slots[x].allot <= 0 {
-		x = q.advance()
-	}
 	s := &q.slots[x]
-	q.removeNodeInto(x, s.head, p)
-	if s.n > 0 {
-		s.allot -= int64(p.Size)
+	if s.allot <= 0 {
+		// The first step of advance written out (with a quantum of at
+		// least the packet size it is the only one), then the rest of
+		// its round.
+		q.tail = x
+		s.allot += q.p.quantum
+		x = s.next
+		s = &q.slots[x]
+		if s.allot <= 0 {
+			x = q.advance(q.active)
+			s = &q.slots[x]
+		}
 	}
-	q.stats.Dequeued.Add(p.Size)
+	// removeNodeInto for the head node, written out: the head has no
+	// predecessor.
+	i := s.head
+	nd := &q.nodes[i]
+	next := nd.next
+	s.head = next
+	if next == sfqNone {
+		s.tail = sfqNone
+	} else {
+		q.nodes[next].prev = sfqNone
+	}
+	*p = nd.pkt
+	size := p.Size
+	s.backlog -= uint64(size)
+	*nd = sfqNode[T]{next: q.free}
+	q.free = i
+	d := s.n
+	if q.moveDepth(x, d-1) && q.curDepth == d { // x was the only slot of the deepest list
+		q.curDepth--
+	}
+	s.n = d - 1
+	q.n--
+	q.backlog -= int(size)
+	if d == 1 {
+		q.release(x)
+	} else {
+		s.allot -= int64(size)
+	}
+	q.stats.Dequeued.Add(size)
 	return true
 }
 
 // advance moves the ring past flows without credit, giving each a quantum
 // as it passes, and returns the first flow with positive credit (the new
-// front). With QuantumBytes at least the largest packet one round suffices;
-// otherwise, after one round it finishes in closed form.
-func (q *SFQ[T]) advance() uint32 {
-	for range q.active + 1 {
+// front). It takes at most steps steps (dequeue has taken the first of a
+// round of active+1 already); with QuantumBytes at least the largest packet
+// they suffice, otherwise it finishes in closed form.
+func (q *SFQ[T]) advance(steps int) uint32 {
+	for range steps {
 		x := q.slots[q.tail].next
 		s := &q.slots[x]
 		if s.allot > 0 {
