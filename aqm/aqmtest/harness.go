@@ -49,6 +49,8 @@ type harness struct {
 	log    []string // decisions, for determinism checks (only if keepLog)
 	keep   bool
 	hook   func(op int) // called after each op, if set
+	budget int          // packet operations allowed for the trace's ops; 0 means no limit
+	spent  int
 }
 
 func newHarness(f Factory, seed uint64, keepLog bool) (*harness, error) {
@@ -140,6 +142,12 @@ func (h *harness) apply(o Op) {
 	h.advance(o)
 	n := max(o.Count, 1)
 	for range n {
+		if h.budget > 0 {
+			if h.spent == h.budget {
+				return // spent: the rest of the trace is skipped, then the queue is drained
+			}
+			h.spent++
+		}
 		if o.Kind == OpDequeue {
 			if !h.dequeue() {
 				break
@@ -301,10 +309,22 @@ func (h *harness) drain() {
 // runTrace plays ops on a fresh queue, then drains it, and returns every
 // violation found.
 func runTrace(f Factory, seed uint64, ops []Op) error {
+	return runTraceBudget(f, seed, ops, 0)
+}
+
+// randomTraceBudget bounds the packet operations of a generated or fuzzed
+// trace, so that a few bursts of a thousand packets cannot make one input
+// take seconds: the fuzzer then spends its time on many traces instead.
+const randomTraceBudget = 20000
+
+// runTraceBudget is runTrace with at most budget packet operations before
+// the drain (0: no limit).
+func runTraceBudget(f Factory, seed uint64, ops []Op, budget int) error {
 	h, err := newHarness(f, seed, false)
 	if err != nil {
 		return err
 	}
+	h.budget = budget
 	return h.play(ops)
 }
 

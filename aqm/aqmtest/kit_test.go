@@ -205,3 +205,15 @@ func TestPropertySeedFromEnv(t *testing.T) {
 	t.Setenv("AQMTEST_SEED", "")
 	require.Equal(t, int64(defaultSeed), propertySeed())
 }
+
+// TestTraceBudget protects the fuzz driver's bound: a trace of huge bursts
+// stops after the budget and is still drained and checked.
+func TestTraceBudget(t *testing.T) {
+	ops := []Op{{Kind: OpEnqueue, Count: 1 << 20, Size: 100}, {Kind: OpDequeue, Count: 1 << 20}}
+	h, err := newHarness(brokenFactory("none", aqm.FIFOConfig{LimitPackets: 1 << 16}, 1<<16), 1, false)
+	require.NoError(t, err)
+	h.budget = 1000
+	require.NoError(t, h.play(ops))
+	require.Equal(t, Payload(1000), h.seq, "1000 packet operations, then the drain")
+	require.Equal(t, 0, h.q.Len())
+}

@@ -45,7 +45,7 @@ func checkProperties(f Factory, seed int64, runs int) error {
 	params.MinSuccessfulTests = runs
 	params.MaxSize = 1200 // bytes: up to 300 ops
 	p := prop.ForAll(func(data []byte, qseed uint64) string {
-		if err := runTrace(f, qseed, Decode(data)); err != nil {
+		if err := runTraceBudget(f, qseed, Decode(data), randomTraceBudget); err != nil {
 			return err.Error()
 		}
 		return ""
@@ -84,7 +84,7 @@ func Fuzz(f *testing.F, fac Factory) {
 	f.Add([]byte{6, 255, 0, 1, 7, 255, 200, 2}, uint64(0))         // burst then drain
 	f.Add([]byte{0, 0, 255, 0xe0, 0, 0xff, 0xfc, 0xff}, uint64(1)) // size 0, huge jump, stray ECN
 	f.Fuzz(func(t *testing.T, data []byte, seed uint64) {
-		if err := runTrace(fac, seed, Decode(data)); err != nil {
+		if err := runTraceBudget(fac, seed, Decode(data), randomTraceBudget); err != nil {
 			t.Fatal(err)
 		}
 	})
