@@ -505,9 +505,12 @@ func (q *CoDel[T]) Stats() aqm.Stats {
 // CoDelDetail is the FQ-CoDel-specific state of a [CoDel] queue, the
 // analogue of Linux's tc_fq_codel_qd_stats.
 type CoDelDetail struct {
-	// DropOverlimit counts packets the overload dropper removed (Linux
-	// drop_overlimit); DropOvermemory the subset removed because the memory
-	// limit was exceeded (Linux drop_overmemory).
+	// DropOverlimit counts queued packets the overload dropper removed
+	// (Linux drop_overlimit); DropOvermemory the subset removed because the
+	// memory limit was exceeded (Linux drop_overmemory). An arrival refused
+	// because only it would have been left to drop is not counted here, nor
+	// in its flow's CoDel count (Linux counts it in both): it never entered
+	// the queue, and [aqm.Stats.DroppedOverlimit] counts it as a refusal.
 	DropOverlimit  uint64
 	DropOvermemory uint64
 	// NewFlowCount counts flows that became active (joined the new list).
