@@ -34,6 +34,8 @@ func TestZeroAllocs(t *testing.T) {
 		{"ared-idle", Config{MinThreshold: 5, MaxThreshold: 15, Weight: 0.2, Gentle: true, Adaptive: true,
 			AdaptInterval: time.Millisecond}, 0, 7 * time.Millisecond},
 		{"bytes", Config{ByteMode: true, MinThreshold: 5000, MaxThreshold: 150000, Weight: 0.2, MaxP: 0.5}, 40, time.Microsecond},
+		{"wait", Config{MinThreshold: 5, MaxThreshold: 150, Weight: 0.2, MaxP: 0.5, Wait: true}, 40, time.Microsecond},
+		{"wait-bytes", Config{ByteMode: true, MinThreshold: 5000, MaxThreshold: 150000, Weight: 0.2, MaxP: 0.5, Wait: true}, 40, time.Microsecond},
 	}
 	for _, tc := range cases {
 		q, err := New[uint64](tc.cfg, nil)

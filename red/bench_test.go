@@ -22,8 +22,11 @@ func BenchmarkQueue(b *testing.B) {
 		{"red/forced", Config{MinThreshold: 20, MaxThreshold: 60, Weight: 0.002}, 100, 10 * time.Microsecond},
 		{"red/idle", Config{MinThreshold: 150, MaxThreshold: 450, Weight: 0.002}, 0, 10 * time.Microsecond},
 		{"red/idle-decay", Config{MinThreshold: 150, MaxThreshold: 450, Weight: 0.002}, 0, 10 * time.Microsecond},
+		{"red/band-wait", Config{MinThreshold: 50, MaxThreshold: 150, Weight: 0.002, Wait: true}, 100, 10 * time.Microsecond},
 		{"red/bytes-band", Config{ByteMode: true, MinThreshold: 50_000, MaxThreshold: 150_000, Weight: 0.002}, 100, 10 * time.Microsecond},
 		{"gentle/ramp", Config{Gentle: true, MinThreshold: 20, MaxThreshold: 60, Weight: 0.002}, 100, 10 * time.Microsecond},
+		{"gentle/ramp-wait", Config{Gentle: true, MinThreshold: 20, MaxThreshold: 60, Weight: 0.002, Wait: true}, 100, 10 * time.Microsecond},
+		{"red/bytes-band-wait", Config{ByteMode: true, MinThreshold: 50_000, MaxThreshold: 150_000, Weight: 0.002, Wait: true}, 100, 10 * time.Microsecond},
 		{"ared/band", Config{Gentle: true, Adaptive: true, MinThreshold: 50, MaxThreshold: 150, Weight: 0.002}, 100, 10 * time.Microsecond},
 	}
 	// ring is the floor: the same loop over a bare ring push and pop.

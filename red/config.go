@@ -128,6 +128,17 @@ type Config struct {
 	// [DefaultAdaptInterval].
 	AdaptInterval time.Duration
 
+	// Wait spaces early signals as ns-2's wait_ option and ns-3's
+	// RedQueueDisc Wait attribute (true by default there) do: after an
+	// early signal RED waits until count·p_b ≥ 1 before it signals again,
+	// so that, for a constant p_b, the gap between signals is uniform on
+	// about [1/p_b, 2/p_b] arrivals and the long-run signal rate is about
+	// 2·p_b/3 (exactly 2·p_b/(3 − p_b) when 1/p_b is an integer) instead of
+	// 2·p_b/(1 + p_b). False, the default, keeps Floyd and Jacobson's
+	// spacing, uniform on [1, 1/p_b]. See the package documentation for the
+	// exact rule.
+	Wait bool
+
 	// DisableECN makes the queue drop ECN-capable packets instead of
 	// marking them. By default an ECN-capable packet (ECT(0), ECT(1) or CE)
 	// that RED selects early is set to CE and queued; Not-ECT packets are
@@ -148,7 +159,7 @@ type Config struct {
 // params are the constants the hot path uses, derived once by Validate.
 type params struct {
 	byteMode, gentle, adaptive bool
-	ecn, hardDrop              bool
+	ecn, hardDrop, wait        bool
 
 	minTh, maxTh float64 // thresholds, packets or bytes
 	forcedTh     float64 // maxTh, or 2·maxTh with Gentle: at and above it every packet is signalled
@@ -297,7 +308,7 @@ func (c *Config) derive() (params, error) {
 	}
 
 	p.byteMode, p.gentle, p.adaptive = c.ByteMode, c.Gentle, c.Adaptive
-	p.ecn, p.hardDrop = !c.DisableECN, !c.DisableHardDrop
+	p.ecn, p.hardDrop, p.wait = !c.DisableECN, !c.DisableHardDrop, c.Wait
 	p.minTh, p.maxTh = float64(c.MinThreshold), float64(c.MaxThreshold)
 	p.forcedTh = p.maxTh
 	if c.Gentle {

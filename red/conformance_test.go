@@ -29,6 +29,10 @@ var variants = []struct {
 		LimitPackets: 3, LimitBytes: 1500, Weight: 0.5}},
 	{"ared/small", Config{Gentle: true, Adaptive: true, MinThreshold: 1, MaxThreshold: 3, LimitPackets: 3,
 		Weight: 0.5, DisableECN: true}},
+	{"red/wait", Config{Wait: true, MinThreshold: 5, MaxThreshold: 15, LimitPackets: 50}},
+	{"gentle/wait/bytes", Config{Wait: true, Gentle: true, ByteMode: true, MinThreshold: 3000, MaxThreshold: 9000, LimitBytes: 20000}},
+	{"ared/wait/small", Config{Wait: true, Gentle: true, Adaptive: true, MinThreshold: 1, MaxThreshold: 3, LimitPackets: 3,
+		Weight: 0.5, MaxP: 0.5}},
 }
 
 func factory(t testing.TB, c Config) aqmtest.Factory {
@@ -54,9 +58,9 @@ func TestConformance(t *testing.T) {
 }
 
 // FuzzQueue protects the contract under fuzzed operation sequences (the
-// kit's driver), on Gentle Adaptive RED in byte mode with small limits.
+// kit's driver), on Gentle RED in byte mode with small limits (variant gentle/small-bytes).
 func FuzzQueue(f *testing.F) {
-	aqmtest.Fuzz(f, factory(f, variants[len(variants)-2].cfg))
+	aqmtest.Fuzz(f, factory(f, variants[8].cfg))
 }
 
 // FuzzConfig protects New and the hot path against random configurations
@@ -67,12 +71,13 @@ func FuzzConfig(f *testing.F) {
 	f.Add(uint16(5), uint16(15), uint8(2), uint8(7), uint8(0b111), uint64(1), []byte{0, 1, 2, 3, 200, 255, 9})
 	f.Add(uint16(0), uint16(0), uint8(0), uint8(0), uint8(0), uint64(0), []byte{0xff, 0x80, 0x01})
 	f.Add(uint16(1), uint16(2), uint8(255), uint8(255), uint8(0b11111), uint64(7), []byte{1, 1, 1, 1, 0, 0, 0, 0})
+	f.Add(uint16(2), uint16(9), uint8(40), uint8(128), uint8(0b100011), uint64(3), []byte{1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 200})
 	f.Fuzz(func(t *testing.T, minTh, maxTh uint16, maxP, w, flags uint8, seed uint64, ops []byte) {
 		c := Config{
 			MinThreshold: int(minTh), MaxThreshold: int(maxTh),
 			MaxP: float64(maxP) / 255, Weight: float64(w) / 255,
 			ByteMode: flags&1 != 0, Gentle: flags&2 != 0, Adaptive: flags&4 != 0,
-			DisableECN: flags&8 != 0, DisableHardDrop: flags&16 != 0,
+			DisableECN: flags&8 != 0, DisableHardDrop: flags&16 != 0, Wait: flags&32 != 0,
 			LimitPackets: int(seed % 300), LimitBytes: int64(seed>>8) % 500_000,
 			LinkBitsPerSecond: int64(seed>>20)%1_000_000_000 + 1, AdaptInterval: time.Duration(seed>>40) % time.Second,
 			Seed: seed,

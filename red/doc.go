@@ -49,6 +49,25 @@
 // division. In ByteMode p_b is scaled by Size/MeanPacketBytes before the
 // test.
 //
+// With Wait (ns-2's wait_ option, ns-3's Wait attribute, on by default
+// there) RED waits between signals: ns marks the count-th arrival with
+// probability p_a = 0 while count·p_b < 1, p_b/(2 − count·p_b) while
+// count·p_b < 2, and 1 beyond (ns-3's RedQueueDisc::ModifyP; ns-2's
+// REDQueue::modify_p). The chance of no signal up to count n telescopes:
+// with c0 = ⌈1/p_b⌉ it is 1 for n < c0 and
+//
+//	S(n) = max(0, (2 − (n+1)·p_b)/(2 − c0·p_b))   n ≥ c0
+//
+// so the gap between signals is uniform with mass p_b/(2 − c0·p_b) from c0
+// to about 2/p_b: for 1/p_b = K an integer, uniform on K..2K−1, mean
+// (3K−1)/2, rate 2·p_b/(3 − p_b) ≈ 2·p_b/3, a third of the default's.
+// (ns's rule is discontinuous there: for p_b a hair below 1/K the gap is
+// uniform on K+1..2K−1 and the rate 2/(3K).) The queue keeps the
+// count-versus-R form: the arrival is signalled iff count·p_b ≥ 1 and
+// (count + 1 − c0)·p_b ≥ R·(2 − c0·p_b), which is S(count) ≤ 1 − R, the
+// same distribution with one random draw per signal (see waitHit in
+// queue.go; it divides only in a rare window, see below).
+//
 // A signal marks the packet CE if it is ECN-capable and ECN is enabled
 // ([aqm.Marked]), and drops it otherwise ([aqm.DroppedEarly]). In the
 // forced region an ECN-capable packet is dropped as [aqm.DroppedOverload]
@@ -79,6 +98,7 @@
 //	AdaptInterval      0.5 s                             time           Floyd, Gummadi, Shenker 2001
 //	alpha, beta        min(0.01, max_p/4), 0.9           -              ibid., Figure 3
 //	max_p bounds       [0.01, 0.5]                       probability    ibid.
+//	Wait               false (signal gaps on [1, 1/p_b]) -              ns-2 wait_, ns-3 Wait (true there)
 //
 // C = LinkBitsPerSecond/(8·MeanPacketBytes) is the link rate in mean-sized
 // packets per second; in ByteMode the automatic thresholds are multiplied by
@@ -106,13 +126,40 @@
 // against exact rational arithmetic and compare every decision with a
 // float64 reference model.
 //
+// With Wait the test is done in exact integer arithmetic on P = p_b·2^32
+// (in ByteMode min(p_b·Size, 2^32·MeanPacketBytes), 1 being
+// 2^32·MeanPacketBytes ≤ 2^56): count·P ≥ 2^32, then, with c0 = ⌈2^32/P⌉
+// and D = c0·P − 2^32, (count+1−c0)·P·2^32 ≥ R·2^32·(2^32 − D) as a
+// 128-bit comparison. c0 costs a division, which is done only when the
+// outcome is not already settled by e = count·P − 2^32: e + 1 ≥ R·2^32
+// signals and e + 2P ≤ R·2^32 does not (a window of width 2P, so the
+// division runs on about 2·p_b of the arrivals past c0). Again the only
+// error is that of P, so a decision can differ from the exact one only
+// when count·p_b is within count·2^−31 of 1 (the end of the wait), when
+// 1/p_b is within that distance of an integer (c0 changes, and ns's rule
+// is discontinuous there), or when (count+1−c0)·p_b is within
+// (count+1)·2^−31 of R·(2 − c0·p_b).
+//
 // # Differences from the papers, Linux, ns-3 and DPDK
 //
 //   - Signals are spaced with Figure 17's "count ≥ R/p_b" test (as Linux
 //     does), not Figure 2's per-packet p_a; both give signal gaps uniform on
-//     1..1/p_b and the rate above. ns-2/ns-3's default Wait option gives
-//     about 2·p_b/3 instead, and DPDK's factor-2 formula about p_b; we keep
-//     the paper's rate. R is drawn in (0, 1], so p_b = 0 never signals.
+//     1..1/p_b and the rate above. ns-2/ns-3's Wait option, on by default
+//     there, gives about 2·p_b/3 instead, and DPDK's factor-2 formula about
+//     p_b; by default we keep the paper's rate, and Wait offers ns's. R is
+//     drawn in (0, 1], so p_b = 0 never signals.
+//   - Wait is ns's rule as a count-versus-R test, with one random draw
+//     per signal rather than one per packet: for a constant p_b every
+//     arrival has ns's probability; when p_b changes between arrivals the
+//     survival S(count) is evaluated at the current p_b, as Figure 17 does
+//     for Figure 2. Our count starts at 0 on the arrival that enters the
+//     band (Figure 17); ns-3 sets it to 1 there, so its first wait after
+//     entering the band is one arrival shorter. In ByteMode the probability
+//     is scaled by Size/MeanPacketBytes before the wait rule and count
+//     stays in packets; ns-3 counts countBytes/MeanPktSize and scales
+//     afterwards. ns-3 without Wait uses p_b/(1 − count·p_b) with count 1
+//     on the first arrival after a drop, one arrival off Figure 2 (gaps on
+//     1..1/p_b − 1); ours follows the paper.
 //   - After a forced signal count is −1 (Figure 17 and Linux), so the
 //     first arrival back in the band draws a fresh R and is not signalled.
 //     ns-3 resets count only with its Ns1Compat option, the inverse of ns-2.

@@ -165,7 +165,8 @@ func (q *Queue[T]) Enqueue(p aqm.Packet[T], now aqm.Time) aqm.Verdict {
 // whenever count is 0. With a constant p_b this spaces signals uniformly
 // over 1..1/p_b arrivals, the same distribution as marking each packet with
 // p_a = p_b/(1 − (count−1)·p_b), but with one random draw per signal
-// instead of one per packet and no division.
+// instead of one per packet and no division. With Wait the test is
+// waitHit's, on the same count and R.
 func (q *Queue[T]) signal(size uint32, ecn aqm.ECN) aqm.Verdict {
 	a := q.avg
 	if a >= q.p.forcedTh {
@@ -179,12 +180,16 @@ func (q *Queue[T]) signal(size uint32, ecn aqm.ECN) aqm.Verdict {
 		q.count++
 	}
 	if q.count > 0 {
-		x := uint64(q.count) * pb
-		hit := x >= q.r
-		if q.p.byteMode {
+		var hit bool
+		switch {
+		case q.p.wait:
+			hit = q.waitHit(uint64(q.count), pb, size)
+		case q.p.byteMode:
 			// count·p_b·Size/MeanPacketBytes ≥ R  ⇔  count·pb·Size ≥ R·2^32·Mean.
-			hi, lo := bits.Mul64(x, uint64(size))
+			hi, lo := bits.Mul64(uint64(q.count)*pb, uint64(size))
 			hit = hi != 0 || lo >= q.r
+		default:
+			hit = uint64(q.count)*pb >= q.r
 		}
 		if !hit {
 			return aqm.Enqueued
@@ -195,6 +200,71 @@ func (q *Queue[T]) signal(size uint32, ecn aqm.ECN) aqm.Verdict {
 	}
 	q.drawR() // first arrival in the band: choose R, do not signal
 	return aqm.Enqueued
+}
+
+// waitHit is the count test of the Wait option (ns-2's wait_, ns-3's
+// Wait): whether the n-th arrival since the last signal (n ≥ 1) is
+// signalled, for the probability p = P/U, where U is probability 1 in the
+// units of R (2^32, or 2^32·MeanPacketBytes in byte mode) and P = p_b·U in
+// packet mode, min(p_b·Size/MeanPacketBytes, 1)·U in byte mode.
+//
+// ns marks the n-th arrival with probability 0 while n·p < 1, then
+// p/(2 − n·p) while n·p < 2, then 1. With c0 = ⌈1/p⌉, the first n with
+// n·p ≥ 1, the chance of no signal up to n telescopes to
+//
+//	S(n) = 1                                 n < c0
+//	S(n) = max(0, (2 − (n+1)·p)/(2 − c0·p))  n ≥ c0
+//
+// and with d = c0·p − 1 ∈ [0, p) and m = n + 1 − c0 ≥ 1 that is
+// 1 − m·p/(1 − d): from c0 on, Figure 17's test with the probability
+// p/(1 − d). The arrival is therefore signalled iff n·p ≥ 1 and
+// m·p ≥ R·(1 − d), i.e. in integers
+//
+//	n·P ≥ U  and  m·P·U ≥ r·(U − D),  D = c0·P − U ∈ [0, P)
+//
+// which, with R uniform in (0, 1] drawn after each signal, gives every
+// arrival exactly ns's probability when p_b is constant (as Figure 17 gives
+// Figure 2's), with no random draw per packet. For a constant p the gap X
+// between signals has P(X = n) = p/(1 − d) for c0 ≤ n up to about 2/p: for
+// 1/p = K an integer it is uniform on K..2K−1, mean (3K−1)/2, rate
+// 2·p/(3 − p).
+//
+// The exact test needs c0, a division; it is needed only in a window of
+// width 2P around r. With e = n·P − U = D + (m−1)·P, the left side m·P =
+// e − D + P lies in [e+1, e+P] (integers, D < P) and r·(U−D) in
+// (r·U − r·P, r·U]: e + 1 ≥ r signals for certain, e + 2·P ≤ r (r ≤ U)
+// certainly not. All arithmetic is exact: U ≤ 2^56 and, in the window,
+// e < r ≤ U, so m·P < 2^57, and the two products are 128-bit. The only
+// error is P's own (see Fixed point and precision).
+func (q *Queue[T]) waitHit(n, pb uint64, size uint32) bool {
+	u, P := uint64(one), min(pb, one)
+	if q.p.byteMode {
+		u = one * q.p.meanBytes // ≤ 2^56
+		hi, lo := bits.Mul64(pb, uint64(size))
+		P = lo
+		if hi != 0 || lo > u {
+			P = u
+		}
+	}
+	hi, lo := bits.Mul64(n, P)
+	switch {
+	case hi != 0:
+		return true // n·p ≥ 2^64/U ≥ 2^8: past 2/p, S = 0
+	case lo < u:
+		return false // n·p < 1: ns waits
+	}
+	e := lo - u
+	switch {
+	case e+1 >= q.r:
+		return true
+	case e+2*P <= q.r:
+		return false
+	}
+	c0 := (u + P - 1) / P // P > 0 since n·P ≥ U
+	d := c0*P - u
+	lh, ll := bits.Mul64((n+1-c0)*P, u)
+	rh, rl := bits.Mul64(q.r, u-d)
+	return lh > rh || (lh == rh && ll >= rl)
 }
 
 // prob returns p_b·2^32 for an average min_th ≤ a < forcedTh: the linear

@@ -437,4 +437,24 @@ func TestReconfigure(t *testing.T) {
 	require.Equal(t, 0.3, a.Detail().MaxP)
 	require.NoError(t, a.Reconfigure(Config{MinThreshold: 10, MaxThreshold: 30, MaxP: 0.1}))
 	require.Equal(t, 0.1, a.Detail().MaxP)
+
+	// Turning Wait on keeps the queue, the average and the count, and the
+	// next arrivals follow the wait: at p_b = 0.25 the 1st to 3rd arrivals
+	// after a signal are never signalled.
+	w := pinned(t, Config{MinThreshold: 2, MaxThreshold: 6, MaxP: 0.5, DisableECN: true}, 4)
+	for i := 0; i == 0 || w.Detail().Count != 0; i++ {
+		require.Less(t, i, 1000)
+		hold(w, 4, aqm.NotECT, t0)
+	}
+	before := w.Detail()
+	require.NoError(t, w.Reconfigure(Config{MinThreshold: 2, MaxThreshold: 6, MaxP: 0.5, DisableECN: true, Weight: 1, Wait: true}))
+	require.True(t, w.Config().Wait)
+	require.Equal(t, 4, w.Len())
+	require.Equal(t, before.Avg, w.Detail().Avg)
+	require.Equal(t, int64(0), w.Detail().Count)
+	for n := 1; n <= 3; n++ {
+		v, _ := hold(w, 4, aqm.NotECT, t0)
+		require.Equal(t, aqm.Enqueued, v, "arrival %d of the wait", n)
+		require.Equal(t, int64(n), w.Detail().Count)
+	}
 }

@@ -15,7 +15,11 @@ import (
 // papers' pseudocode, independent of queue.go: Floyd and Jacobson 1993
 // (Figure 2 for the average and idle decay, Figure 17 for the count test),
 // Floyd's gentle note (2000) and Floyd, Gummadi and Shenker 2001 (Figure 3,
-// one step per 0.5 s instant, no skipping). It shares only the exported
+// one step per 0.5 s instant, no skipping). With Wait, the count test is
+// ns-2/ns-3's per-arrival formula (nsWaitProb), turned into one draw per
+// gap by multiplying out the survival 1 − p_a arrival by arrival at the
+// current p_b (waitSurvival) and signalling when it falls to 1 − R or
+// below; the fast path's closed form and integer test are not used. It shares only the exported
 // Config (after Validate fills the defaults) and the random stream: it
 // draws R from its own rng.Source seeded like the queue, one Uint32 each
 // time Figure 17 says "R ← Random[0,1]", mapped to (0, 1] as (u+1)/2^32.
@@ -25,7 +29,8 @@ import (
 // expression, so a decision may legitimately differ when the model's own
 // comparison is within that error of its threshold: |count·p_b − R| ≤
 // count·2^−31·(Size/Mean in byte mode) + 1e-12, or the average within 1e-9
-// (relative) of a threshold or target. On such a near tie, and only then,
+// (relative) of a threshold or target; with Wait, as listed at waitDecide
+// (the error 2^−31 scaled by max(1, Size/Mean)). On such a near tie, and only then,
 // the model accepts the fast queue's outcome and follows it, so the streams
 // stay in step. Any other difference fails the test. The number of near
 // ties is reported and must stay below 1 in 1000 decisions. The average
@@ -166,6 +171,13 @@ func (m *refRED) decide(size uint32, now aqm.Time) (outcome, bool) {
 	if c <= 0 {
 		return outBandNone, tie
 	}
+	if m.c.Wait {
+		sig, wtie := waitDecide(c, pb, m.R, 0x1p-31*math.Max(1, scale))
+		if sig {
+			return outBandSig, tie || wtie
+		}
+		return outBandNone, tie || wtie
+	}
 	cp := float64(c) * pb
 	if math.Abs(cp-m.R) <= float64(c)*0x1p-31*math.Max(1, scale)+1e-12 {
 		tie = true
@@ -174,6 +186,60 @@ func (m *refRED) decide(size uint32, now aqm.Time) (outcome, bool) {
 		return outBandSig, tie
 	}
 	return outBandNone, tie
+}
+
+// nsWaitProb is ns's per-arrival probability with Wait for the n-th
+// arrival since the last drop, written from ns-3's RedQueueDisc::ModifyP
+// (ns-2's modify_p): 0 while n·p < 1, p/(2 − n·p) while n·p < 2, else 1,
+// and never above 1.
+func nsWaitProb(n int, p float64) float64 {
+	np := float64(n) * p
+	switch {
+	case np < 1:
+		return 0
+	case np < 2:
+		return math.Min(1, p/(2-np))
+	}
+	return 1
+}
+
+// waitSurvival is the chance that ns's Wait rule signals none of the
+// arrivals 1..n for a constant p: the literal product of 1 − p_a.
+func waitSurvival(n int, p float64) float64 {
+	s := 1.0
+	for c := 1; c <= n && s > 0; c++ {
+		s *= 1 - nsWaitProb(c, p)
+	}
+	return s
+}
+
+// waitDecide is the model's Wait decision for the n-th arrival since the
+// last signal with probability p and the gap's R in (0, 1]: signal iff the
+// survival S(n) of ns's rule, at the current p, is at most 1 − R (the
+// inverse-transform draw of the gap; Figure 17 does the same for
+// Figure 2's p_a). tie reports a near tie given an error of up to delta in
+// p: count·p near 1 for the last arrivals of the wait (c0 = ⌈1/p⌉ or one
+// less), or R·(1 − d) near (n+1−c0)·p, d = c0·p − 1, the comparison S(n) ≤
+// 1 − R multiplied by 1 − d (see doc.go).
+func waitDecide(n int, p, R, delta float64) (signal, tie bool) {
+	s := waitSurvival(n, p)
+	signal = s <= 1-R
+	if p <= 0 {
+		return signal, false
+	}
+	c0 := math.Ceil(1 / p)
+	for _, c := range []float64{c0 - 1, c0, c0 + 1} {
+		if c >= 1 && math.Abs(c*p-1) <= c*delta+1e-12 {
+			tie = true
+		}
+	}
+	if float64(n) >= c0 {
+		d := c0*p - 1
+		if math.Abs((s-(1-R))*(1-d)) <= (float64(n)+1)*delta+1e-9 {
+			tie = true
+		}
+	}
+	return signal, tie
 }
 
 // apply moves count and R for an outcome (Figure 17).
@@ -255,6 +321,7 @@ func randomRefConfig(r *rand.Rand) Config {
 		ByteMode:        r.IntN(3) == 0,
 		DisableECN:      r.IntN(3) == 0,
 		DisableHardDrop: r.IntN(2) == 0,
+		Wait:            r.IntN(2) == 0,
 		Seed:            r.Uint64(),
 		Weight:          []float64{1, 0.5, 0.2, 0.05, 0.01}[r.IntN(5)],
 		MaxP:            []float64{1, 0.5, 0.1, 0.02, 0.013}[r.IntN(5)],
@@ -361,7 +428,7 @@ func TestReferenceDecisions(t *testing.T) {
 		runs, ops = 40, 2000
 	}
 	r := rand.New(rand.NewPCG(20240601, 3))
-	var decisions, ties int
+	var decisions, ties, waitSignals, waitConfigs int
 	var seen [5]int
 	for range runs {
 		c := randomRefConfig(r)
@@ -371,10 +438,15 @@ func TestReferenceDecisions(t *testing.T) {
 		for i := range s {
 			seen[i] += s[i]
 		}
+		if c.Wait {
+			waitConfigs++
+			waitSignals += s[outBandSig]
+		}
 	}
-	t.Logf("decisions %d, near ties %d, outcomes below/band/signal/forced = %d/%d/%d/%d",
-		decisions, ties, seen[outBelow], seen[outBandNone], seen[outBandSig], seen[outForced])
+	t.Logf("decisions %d, near ties %d, outcomes below/band/signal/forced = %d/%d/%d/%d; Wait: %d configs, %d signals",
+		decisions, ties, seen[outBelow], seen[outBandNone], seen[outBandSig], seen[outForced], waitConfigs, waitSignals)
 	require.LessOrEqual(t, ties*1000, decisions, "too many near ties")
+	require.Greater(t, waitSignals, 100, "Wait barely exercised")
 	// The traces must exercise every region.
 	for _, o := range []outcome{outBelow, outBandNone, outBandSig, outForced} {
 		require.Greater(t, seen[o], 100, "outcome %d barely exercised", o)

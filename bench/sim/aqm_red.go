@@ -8,7 +8,7 @@ import (
 // redConfig is the RED family's shared configuration: the link rate and
 // packet size (e.RED.MeanPacketBytes, else the MSS) for the automatic
 // weight and the idle decay, the scenario's thresholds (or automatic ones),
-// e.RED's weight and max_p (or the defaults), ECN marking on, the
+// e.RED's weight, max_p and Wait (or the defaults), ECN marking on, the
 // scenario's buffer.
 func redConfig(e Env) red.Config {
 	mean := e.MSS
@@ -20,6 +20,7 @@ func redConfig(e Env) red.Config {
 		MaxThreshold:      e.REDMaxThreshold,
 		MaxP:              e.RED.MaxP,
 		Weight:            e.RED.Weight,
+		Wait:              e.RED.Wait,
 		LinkBitsPerSecond: int64(e.RateBps),
 		MeanPacketBytes:   mean,
 		LimitPackets:      e.BufferPackets,

@@ -20,6 +20,11 @@ type REDParams struct {
 	MaxP float64 `json:",omitempty"`
 	// AREDMaxP is Adaptive RED's initial max_p. Zero means red.DefaultMaxP.
 	AREDMaxP float64 `json:",omitempty"`
+	// Wait turns on red.Config.Wait for all three variants: ns-2's wait_
+	// and ns-3's RedQueueDisc Wait (true by default there), which waits
+	// until count·p_b ≥ 1 after an early drop and so drops at about 2·p_b/3
+	// instead of 2·p_b/(1+p_b). False keeps Floyd and Jacobson's spacing.
+	Wait bool `json:",omitempty"`
 	// MeanPacketBytes is RED's mean packet size in bytes (its packet time
 	// for the idle decay and the automatic weight). Zero means the run's
 	// MSS.
@@ -155,6 +160,7 @@ const (
 	redFamilyWeight        = 0.002                 // RedQueueDisc QW default
 	redFamilyMaxP          = 1.0 / 50              // RedQueueDisc LInterm default 50
 	redFamilyAREDMaxP      = 1.0 / 10              // the example sets LInterm 10 for ARED
+	redFamilyWait          = true                  // RedQueueDisc Wait default (ns-2 wait_)
 	redFamilyMinRTO        = time.Second           // TcpSocketBase MinRto default (RFC 6298)
 	redFamilyStart         = time.Second           // clientApps.Start(1 s)
 	redFamilyDuration      = 60 * time.Second      // issue 6
@@ -182,7 +188,7 @@ var redFamilyScenario = Scenario{
 	Desc: fmt.Sprintf("ns-3's red-vs-ared setup: %d long-lived NewReno (SACK) flows, Not-ECT, base RTT %v "+
 		"(10 Mb/s 1 ms access links, 50 ms bottleneck), %d-byte segments (%d on the wire), through a 2 Mb/s bottleneck for 60 s "+
 		"(flows start at 1 s, first 10 s excluded); RED, Gentle RED and ARED with identical thresholds (min 5, max 15 packets), "+
-		"w_q 0.002 and max_p 1/50 (ARED: automatic w_q, initial max_p 1/10), mean packet 512 B, 1000-packet queue disc "+
+		"w_q 0.002 and max_p 1/50 (ARED: automatic w_q, initial max_p 1/10), ns-3's Wait between drops, mean packet 512 B, 1000-packet queue disc "+
 		"with no device queue under it (ns-3's 100-packet one would hold all the queue), min RTO 1 s; throughput sampled every 1 s",
 		redFamilyFlows, redFamilyRTT, redFamilySegmentBytes, redFamilySegmentBytes+redFamilyHeaderBytes),
 	Published: "ns-3 comparison: ~90% utilization for all three; RED the lowest throughput CoV; ARED the fewest drops; " +
@@ -209,7 +215,7 @@ var redFamilyScenario = Scenario{
 			runs = append(runs, Run{Scenario: "red-family", Group: fmt.Sprintf("%d flows", n), AQM: a,
 				BufferPackets: redFamilyDiscLimit, REDMinThreshold: redFamilyMinTh, REDMaxThreshold: redFamilyMaxTh,
 				RED: REDParams{
-					Weight: redFamilyWeight, MaxP: redFamilyMaxP, AREDMaxP: redFamilyAREDMaxP,
+					Weight: redFamilyWeight, MaxP: redFamilyMaxP, AREDMaxP: redFamilyAREDMaxP, Wait: redFamilyWait,
 					MeanPacketBytes: redFamilyMeanPktBytes, DevicePackets: redFamilyDevicePackets,
 				},
 				Config: cfg})

@@ -20,8 +20,9 @@ import (
 // (base RTT 2·(1+50+1) = 104 ms), MinTh 5 and MaxTh 15 packets, queue disc
 // limit 1000 packets over a 100-packet DropTail device queue, MeanPktSize
 // 512 B, RedQueueDisc QW 0.002 and LInterm 50 (max_p 1/50), LInterm 10 for
-// ARED, TcpSocket SegmentSize 536 B (+40 B of IPv4/TCP headers), TCP
-// MinRto 1 s, clients started at 1 s; and the 2 Mb/s for 60 s.
+// ARED, RedQueueDisc Wait true (the default: wait between drops),
+// TcpSocket SegmentSize 536 B (+40 B of IPv4/TCP headers), TCP MinRto 1 s,
+// clients started at 1 s; and the 2 Mb/s for 60 s.
 // The numbers below are typed from those sources, not from the code.
 func TestRedFamilyFollowsNS3(t *testing.T) {
 	sc, err := LookupScenario("red-family")
@@ -49,7 +50,7 @@ func TestRedFamilyFollowsNS3(t *testing.T) {
 		require.Equal(t, 1000, r.BufferPackets, r.AQM)
 		require.Equal(t, 5, r.REDMinThreshold, r.AQM)
 		require.Equal(t, 15, r.REDMaxThreshold, r.AQM)
-		require.Equal(t, REDParams{Weight: 0.002, MaxP: 0.02, AREDMaxP: 0.1, MeanPacketBytes: 512, DevicePackets: 0}, r.RED, r.AQM)
+		require.Equal(t, REDParams{Weight: 0.002, MaxP: 0.02, AREDMaxP: 0.1, Wait: true, MeanPacketBytes: 512, DevicePackets: 0}, r.RED, r.AQM)
 		require.Equal(t, 100, redFamilyNS3DevicePkts, "ns-3's device queue, documented and left out")
 	}
 	require.ElementsMatch(t, []string{"red", "ared", "gentle-red"}, names)
@@ -58,7 +59,8 @@ func TestRedFamilyFollowsNS3(t *testing.T) {
 // TestRedFamilyQueues protects how the scenario's Env becomes red.Configs:
 // identical thresholds for the three variants, ns-3's w_q and max_p for
 // RED and Gentle RED, ARED's automatic weight and initial max_p 1/10, the
-// gentle and adaptive switches, and the device queue left out.
+// gentle and adaptive switches, ns-3's Wait for all three, and the device
+// queue left out.
 func TestRedFamilyQueues(t *testing.T) {
 	sc, err := LookupScenario("red-family")
 	require.NoError(t, err)
@@ -92,9 +94,18 @@ func TestRedFamilyQueues(t *testing.T) {
 		require.InDelta(t, w.maxP, d.MaxP, 1e-12, r.AQM)
 		require.Equal(t, w.gentle, c.Gentle, r.AQM)
 		require.Equal(t, w.adaptive, c.Adaptive, r.AQM)
+		require.True(t, c.Wait, "%s: ns-3's RedQueueDisc waits between drops by default", r.AQM)
 		require.Equal(t, 512, c.MeanPacketBytes, r.AQM)
 		require.Equal(t, 1000, c.LimitPackets, r.AQM)
 	}
+	// Outside the scenario (REDParams zero) the RED family keeps Floyd and
+	// Jacobson's spacing.
+	q, err := LookupAQM("red")
+	require.NoError(t, err)
+	plain, err := q.New(Env{RateBps: 2e6, MSS: 576, BufferPackets: 100, REDMinThreshold: 5, REDMaxThreshold: 15, Seed: 1})
+	require.NoError(t, err)
+	require.False(t, plain.(*red.Queue[uint64]).Config().Wait)
+
 	// ns-3's ARED switch discards MinTh and MaxTh for the automatic
 	// max(5, TargetDelay·C/2) and 3·min: at 2 Mb/s and 512 B that is 5
 	// and 15 too (C/2·5 ms ≈ 1.2 < 5), so the thresholds stay identical.
