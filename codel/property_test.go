@@ -5,6 +5,7 @@ import (
 	"time"
 
 	"github.com/aqmkit/aqmkit/aqm"
+	"github.com/aqmkit/aqmkit/aqm/aqmtest"
 	"github.com/leanovate/gopter"
 	"github.com/leanovate/gopter/gen"
 	"github.com/leanovate/gopter/prop"
@@ -14,13 +15,7 @@ import (
 const propertySeed = 20260801
 
 func properties(t *testing.T) *gopter.Properties {
-	params := gopter.DefaultTestParametersWithSeed(propertySeed)
-	params.MinSuccessfulTests = 200
-	if testing.Short() {
-		params.MinSuccessfulTests = 40
-	}
-	t.Logf("gopter seed %d", propertySeed)
-	return gopter.NewProperties(params)
+	return gopter.NewProperties(aqmtest.GopterParameters(t, propertySeed, 200, 40))
 }
 
 // playOps decodes each word into one operation on q: enqueue a burst, or

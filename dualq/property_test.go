@@ -5,6 +5,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/aqmkit/aqmkit/aqm/aqmtest"
 	"github.com/leanovate/gopter"
 	"github.com/leanovate/gopter/gen"
 	"github.com/leanovate/gopter/prop"
@@ -17,13 +18,7 @@ const propSeed = 20260518
 
 func propParams(t *testing.T, full, short int) *gopter.TestParameters {
 	t.Helper()
-	p := gopter.DefaultTestParametersWithSeed(propSeed)
-	p.MinSuccessfulTests = full
-	if testing.Short() {
-		p.MinSuccessfulTests = short
-	}
-	t.Logf("gopter seed %d", propSeed)
-	return p
+	return aqmtest.GopterParameters(t, propSeed, full, short)
 }
 
 // TestPropProbabilitiesInRange protects p', p_C and p_CL staying in [0, 1]

@@ -5,6 +5,7 @@ import (
 	"time"
 
 	"github.com/aqmkit/aqmkit/aqm"
+	"github.com/aqmkit/aqmkit/aqm/aqmtest"
 	"github.com/leanovate/gopter"
 	"github.com/leanovate/gopter/gen"
 	"github.com/leanovate/gopter/prop"
@@ -14,13 +15,7 @@ import (
 const coDelPropSeed = 4290
 
 func coDelProps(t *testing.T) *gopter.Properties {
-	params := gopter.DefaultTestParametersWithSeed(coDelPropSeed)
-	params.MinSuccessfulTests = 100
-	if testing.Short() {
-		params.MinSuccessfulTests = 25
-	}
-	t.Logf("gopter seed %d", coDelPropSeed)
-	return gopter.NewProperties(params)
+	return gopter.NewProperties(aqmtest.GopterParameters(t, coDelPropSeed, 100, 25))
 }
 
 // noAQM is a CoDel that never signals in these tests: the target is just

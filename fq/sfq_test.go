@@ -344,14 +344,7 @@ func FuzzSFQModel(f *testing.F) {
 // sfqGopterParams returns gopter parameters with a fixed, logged seed.
 func sfqGopterParams(t *testing.T) *gopter.TestParameters {
 	const seed = 1990 // McKenney's year
-	t.Logf("gopter seed %d", seed)
-	p := gopter.DefaultTestParametersWithSeed(seed)
-	if testing.Short() {
-		p.MinSuccessfulTests = 30
-	} else {
-		p.MinSuccessfulTests = 150
-	}
-	return p
+	return aqmtest.GopterParameters(t, seed, 150, 30)
 }
 
 // distinctHashes returns n hashes that fall in distinct buckets of q.

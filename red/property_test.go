@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/aqmkit/aqmkit/aqm"
+	"github.com/aqmkit/aqmkit/aqm/aqmtest"
 	"github.com/leanovate/gopter"
 	"github.com/leanovate/gopter/gen"
 	"github.com/leanovate/gopter/prop"
@@ -16,13 +17,7 @@ const propSeed = 20260101
 
 func properties(t *testing.T, n int) *gopter.Properties {
 	t.Helper()
-	p := gopter.DefaultTestParametersWithSeed(propSeed)
-	p.MinSuccessfulTests = n
-	if testing.Short() {
-		p.MinSuccessfulTests = max(5, n/4)
-	}
-	t.Logf("gopter seed %d", propSeed)
-	return gopter.NewProperties(p)
+	return gopter.NewProperties(aqmtest.GopterParameters(t, propSeed, n, max(5, n/4)))
 }
 
 // traceCheck drives q with a random trace from seed and calls check after

@@ -89,3 +89,21 @@ func Fuzz(f *testing.F, fac Factory) {
 		}
 	})
 }
+
+// GopterParameters returns gopter parameters for a package's own
+// properties: seed (or the one AQMTEST_SEED names, "random" for a fresh
+// one), logged so that a failure replays, and full successful cases, or
+// short under -short.
+func GopterParameters(t testing.TB, seed int64, full, short int) *gopter.TestParameters {
+	t.Helper()
+	if v := os.Getenv("AQMTEST_SEED"); v != "" {
+		seed = propertySeed()
+	}
+	t.Logf("gopter seed %d (replay with AQMTEST_SEED=%d)", seed, seed)
+	p := gopter.DefaultTestParametersWithSeed(seed)
+	p.MinSuccessfulTests = full
+	if testing.Short() {
+		p.MinSuccessfulTests = short
+	}
+	return p
+}
