@@ -143,31 +143,68 @@ const warmPackets = 20000
 // about 10 ns on this machine that belongs to the caller, not to the queue
 // (golang/go#72897). The queue still builds and returns the whole packet.
 func runPacket(b *testing.B, q aqm.Queue[uint64], sc Scenario) {
-	now := aqm.Time(time.Second)
-	var seq, forwarded uint64
-	var flow uint32 // round robin over sc.Flows without a division per packet
-	flows, depth, dt := uint32(sc.Flows), sc.Depth, aqm.Time(sc.Step)
+	d := newDriver(q, sc)
 	b.ReportAllocs()
 	// The first warmPackets iterations do not call b.Loop, whose first
 	// call starts the timer.
 	for i := 0; i < warmPackets || b.Loop(); i++ {
-		now += dt
-		seq++
-		if flow++; flow == flows {
-			flow = 0
-		}
-		q.Enqueue(aqm.Packet[uint64]{Payload: seq, Size: 1500, Hash: flow}, now)
-		for q.Len() > depth {
-			if _, ok := q.Dequeue(now); !ok {
-				break
-			}
-			forwarded++
-		}
+		d.step()
 	}
 	b.StopTimer()
-	benchSink = forwarded
+	benchSink = d.forwarded
 	s := q.Stats()
 	if off := s.Offered().Packets; off > 0 {
 		b.ReportMetric(float64(s.Dropped().Packets+s.Marked.Packets)/float64(off), "signals/pkt")
 	}
+}
+
+// driver is the harness's per-packet step: advance time, enqueue one packet
+// (round robin over the scenario's flows, without a division per packet),
+// and dequeue while the queue is deeper than the scenario's depth.
+type driver struct {
+	q         aqm.Queue[uint64]
+	now, dt   aqm.Time
+	seq       uint64
+	forwarded uint64
+	flow      uint32
+	flows     uint32
+	depth     int
+}
+
+func newDriver(q aqm.Queue[uint64], sc Scenario) *driver {
+	return &driver{q: q, now: aqm.Time(time.Second), dt: aqm.Time(sc.Step), flows: uint32(sc.Flows), depth: sc.Depth}
+}
+
+func (d *driver) step() {
+	d.now += d.dt
+	d.seq++
+	if d.flow++; d.flow == d.flows {
+		d.flow = 0
+	}
+	d.q.Enqueue(aqm.Packet[uint64]{Payload: d.seq, Size: 1500, Hash: d.flow}, d.now)
+	for d.q.Len() > d.depth {
+		if _, ok := d.q.Dequeue(d.now); !ok {
+			break
+		}
+		d.forwarded++
+	}
+}
+
+// drive runs warmPackets untimed steps and then n more, and returns the
+// queue's counters over the n alone.
+func drive(q aqm.Queue[uint64], sc Scenario, n int) aqm.Stats {
+	d := newDriver(q, sc)
+	for range warmPackets {
+		d.step()
+	}
+	before := q.Stats()
+	for range n {
+		d.step()
+	}
+	after := q.Stats()
+	after.DroppedOverlimit.Packets -= before.DroppedOverlimit.Packets
+	after.DroppedEarly.Packets -= before.DroppedEarly.Packets
+	after.DroppedOverload.Packets -= before.DroppedOverload.Packets
+	after.Marked.Packets -= before.Marked.Packets
+	return after
 }

@@ -18,7 +18,10 @@ func BenchmarkQueue(b *testing.B) {
 		ecn  aqm.ECN
 	}{{"standing", 10 * time.Microsecond, 0}, {"congested", time.Millisecond, 0}, {"congested-ecn", time.Millisecond, aqm.ECT0}} {
 		b.Run(fmt.Sprintf("%s/depth=100", sc.name), func(b *testing.B) {
-			q, _ := New[uint64](Config{LimitPackets: 10000}, nil)
+			q, err := New[uint64](Config{LimitPackets: 10000}, nil)
+			if err != nil {
+				b.Fatal(err)
+			}
 			now := t0
 			var seq uint64
 			step := func() {

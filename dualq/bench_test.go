@@ -25,7 +25,10 @@ func BenchmarkPacket(b *testing.B) {
 		{"l4s/congested", aqm.ECT1, 100, time.Millisecond},
 	} {
 		b.Run(bc.name, func(b *testing.B) {
-			q, _ := dualq.New[uint64](dualq.Config{}, nil)
+			q, err := dualq.New[uint64](dualq.Config{}, nil)
+			if err != nil {
+				b.Fatal(err)
+			}
 			now := aqm.Time(time.Second)
 			var i uint64
 			step := func() {

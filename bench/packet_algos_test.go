@@ -1,0 +1,139 @@
+package bench
+
+import (
+	"testing"
+
+	"github.com/aqmkit/aqmkit/aqm"
+	"github.com/aqmkit/aqmkit/codel"
+	"github.com/aqmkit/aqmkit/dualq"
+	"github.com/aqmkit/aqmkit/fq"
+	"github.com/aqmkit/aqmkit/pie"
+	"github.com/aqmkit/aqmkit/red"
+)
+
+// The algorithms of the BenchmarkPacket table, each configured so that
+// every scenario means the same thing for it (TestScenarioMeaning checks).
+func init() {
+	registerRed()
+	registerCodel()
+	registerSfq()
+	registerPie()
+	registerDualpi2()
+}
+
+// redConfig sets RED's thresholds for a scenario: above the 100-packet
+// standing queue for "idle" and "standing" (no early drops), around it for
+// "congested" (min 50, max 150: the average settles near 100, p_b ≈ max_p/2,
+// so the signal path runs). w_q = 0.002 (Floyd and Jacobson's value) so the
+// average reaches the standing queue within the warm-up.
+func redConfig(sc Scenario, gentle, adaptive bool) red.Config {
+	c := red.Config{MinThreshold: 150, MaxThreshold: 450, Weight: 0.002, LimitPackets: 10000,
+		Gentle: gentle, Adaptive: adaptive, Seed: 1}
+	if sc.Name == "congested" {
+		c.MinThreshold, c.MaxThreshold = 50, 150
+	}
+	return c
+}
+
+func registerRed() {
+	for _, v := range []struct {
+		name             string
+		gentle, adaptive bool
+	}{{"red", false, false}, {"gentle-red", true, false}, {"ared", true, true}} {
+		registerPacket(PacketAlgo{Name: v.name, New: func(sc Scenario) (aqm.Queue[uint64], error) {
+			return red.New[uint64](redConfig(sc, v.gentle, v.adaptive), nil)
+		}})
+	}
+}
+
+// CoDel and FQ-CoDel with their defaults (target 5 ms): "standing" (1 ms
+// sojourn) never drops, "congested" (100 ms) runs the drop path, with a
+// limit well above the harness depth. Packets are Not-ECT, so signals are
+// drops.
+func registerCodel() {
+	registerPacket(PacketAlgo{Name: "codel", New: func(sc Scenario) (aqm.Queue[uint64], error) {
+		return codel.New[uint64](codel.Config{LimitPackets: 10000}, nil)
+	}})
+	registerPacket(PacketAlgo{Name: "fq-codel", FQ: true, New: func(sc Scenario) (aqm.Queue[uint64], error) {
+		return fq.NewCoDel[uint64](fq.CoDelConfig{Seed: 1}, nil)
+	}})
+}
+
+// SFQ has no AQM: it drops only at its limits. "idle" and "standing" use
+// Linux's defaults (limit 127 > the standing depth of 100, so nothing is
+// dropped). "congested" sets LimitPackets to the harness depth (100) with
+// HeadDrop, so every arrival overflows and evicts the longest flow's oldest
+// packet: the drop path runs once per packet and the evicted packet is the
+// one that leaves. "flows=1024" holds 2048 packets in 1024 flows (default
+// 1024 buckets, so some flows share a bucket).
+func registerSfq() {
+	registerPacket(PacketAlgo{Name: "sfq", FQ: true, New: func(sc Scenario) (aqm.Queue[uint64], error) {
+		cfg := fq.SFQConfig{Seed: 1}
+		switch sc.Name {
+		case "congested":
+			cfg.LimitPackets, cfg.HeadDrop = sc.Depth, true
+		case "flows=1024":
+			cfg.LimitPackets = 2 * sc.Depth
+		}
+		return fq.NewSFQ[uint64](cfg, nil)
+	}})
+}
+
+// PIE with its RFC 8033 defaults (15 ms target, timestamps): "standing"
+// (about 1 ms of delay) stays under the half-target safeguard, so no AQM
+// drops; "congested" (about 100 ms) drives the probability up and runs the
+// drop path.
+func registerPie() {
+	registerPacket(PacketAlgo{Name: "pie", New: func(sc Scenario) (aqm.Queue[uint64], error) {
+		return pie.New[uint64](pie.Config{LimitPackets: 10000, Seed: 1}, nil)
+	}})
+}
+
+// DualPI2 with its defaults (15 ms target): the harness's Not-ECT packets
+// all go to the Classic queue, so "standing" (~1 ms sojourn) never drops
+// and "congested" (~100 ms) runs the p'^2 drop path at dequeue.
+func registerDualpi2() {
+	registerPacket(PacketAlgo{Name: "dualpi2", New: func(sc Scenario) (aqm.Queue[uint64], error) {
+		return dualq.New[uint64](dualq.Config{}, nil)
+	}})
+}
+
+// TestScenarioMeaning protects the benchmark table's claims: with each
+// algorithm's registered configuration, "idle" and "standing" never signal
+// (no AQM drop or mark), and "congested" runs the drop or mark path on a
+// real share of packets. Without it a row could silently measure the wrong
+// path.
+func TestScenarioMeaning(t *testing.T) {
+	for _, name := range algoOrder {
+		a, ok := packetAlgos[name]
+		if !ok {
+			t.Fatalf("%s is in the table's order but not registered", name)
+		}
+		for _, sc := range scenarios {
+			if sc.FQOnly && !a.FQ {
+				continue
+			}
+			q, err := a.New(sc)
+			if err != nil {
+				t.Fatalf("%s/%s: %v", name, sc.Name, err)
+			}
+			const n = 30000
+			s := drive(q, sc, n)
+			signals := s.Dropped().Packets + s.Marked.Packets
+			switch sc.Name {
+			case "idle", "standing":
+				if signals != 0 {
+					t.Errorf("%s/%s: %d of %d packets signalled, want none", name, sc.Name, signals, n)
+				}
+			case "congested":
+				if name != "fifo" && signals < n/200 {
+					t.Errorf("%s/%s: %d of %d packets signalled, want the signal path to run (at least 0.5%%)", name, sc.Name, signals, n)
+				}
+			case "flows=1024":
+				if signals > n/100 {
+					t.Errorf("%s/%s: %d of %d packets signalled, want at most 1%% (bucket collisions only)", name, sc.Name, signals, n)
+				}
+			}
+		}
+	}
+}
