@@ -54,7 +54,7 @@ var algoOrder = []string{"fifo", "red", "gentle-red", "ared", "codel", "fq-codel
 
 var packetAlgos = map[string]PacketAlgo{}
 
-// registerPacket adds an algorithm; each algorithm's file calls it from init.
+// registerPacket adds an algorithm to the table (see packet_algos_test.go).
 func registerPacket(a PacketAlgo) {
 	if !slices.Contains(algoOrder, a.Name) {
 		panic("bench: unknown algorithm " + a.Name)
