@@ -15,6 +15,9 @@ func BenchmarkSim(b *testing.B) {
 	b.ReportAllocs()
 	for b.Loop() {
 		r := mustRun(b, cfg, fifo(1000))
+		if r.Packets == 0 {
+			b.Fatal("the run simulated no packets")
+		}
 		pkts += r.Packets
 		events += r.Events
 	}
