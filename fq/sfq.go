@@ -382,6 +382,16 @@ func (q *SFQ[T]) attach(b uint32) uint32 {
 // becomes active joins the ring behind the current tail with a full quantum.
 func (q *SFQ[T]) appendNode(x, i uint32) {
 	s := &q.slots[x]
+	q.linkTail(s, i)
+	s.backlog += uint64(q.nodes[i].pkt.Size)
+	q.inc(x)
+	if s.n == 1 {
+		q.activate(x)
+	}
+}
+
+// linkTail links node i behind slot s's newest packet.
+func (q *SFQ[T]) linkTail(s *sfqSlot, i uint32) {
 	nd := &q.nodes[i]
 	nd.next, nd.prev = sfqNone, s.tail
 	if s.tail == sfqNone {
@@ -390,11 +400,6 @@ func (q *SFQ[T]) appendNode(x, i uint32) {
 		q.nodes[s.tail].next = i
 	}
 	s.tail = i
-	s.backlog += uint64(nd.pkt.Size)
-	q.inc(x)
-	if s.n == 1 {
-		q.activate(x)
-	}
 }
 
 // activate puts slot x, which has just received its first packet, in the
@@ -527,13 +532,7 @@ func (q *SFQ[T]) Enqueue(p aqm.Packet[T], now aqm.Time) aqm.Verdict {
 	nd.pkt.Payload, nd.pkt.Size, nd.pkt.Hash, nd.pkt.ECN, nd.pkt.Enqueued = p.Payload, p.Size, p.Hash, p.ECN, p.Enqueued
 	// appendNode and inc written out (the calls cost more than the work).
 	s := &q.slots[x]
-	nd.next, nd.prev = sfqNone, s.tail
-	if s.tail == sfqNone {
-		s.head = i
-	} else {
-		q.nodes[s.tail].next = i
-	}
-	s.tail = i
+	q.linkTail(s, i)
 	s.backlog += uint64(p.Size)
 	q.moveDepth(x, s.n+1)
 	s.n++
@@ -565,14 +564,7 @@ func (q *SFQ[T]) replaceHead(x uint32, p aqm.Packet[T]) aqm.Verdict {
 	i := q.free
 	q.free = q.nodes[i].next
 	q.nodes[i].pkt = p
-	nd := &q.nodes[i]
-	nd.next, nd.prev = sfqNone, s.tail
-	if s.tail == sfqNone {
-		s.head = i
-	} else {
-		q.nodes[s.tail].next = i
-	}
-	s.tail = i
+	q.linkTail(s, i)
 	s.backlog += uint64(p.Size)
 	q.backlog += size
 	q.evicted(old)
