@@ -224,72 +224,20 @@ func TestWaitSteps(t *testing.T) {
 // (0.006689 for p exactly 1/100); the research notes measured 0.00666 on
 // ns-3, one standard deviation (2.5e-5 for a run this long) from either.
 func TestLongRunEarlyDropRateWait(t *testing.T) {
-	n := 400_000
-	if testing.Short() {
-		n = 100_000
-	}
-	cases := []struct {
-		name  string
-		cfg   Config
-		level int
-		pb    float64 // p_b at the level (see TestLongRunEarlyDropRate), times Size/Mean in byte mode
-		size  uint32
-	}{
-		{"pb=0.01", Config{MinThreshold: 10, MaxThreshold: 110, MaxP: 0.02}, 60, 0.01, 1000},
-		{"pb=0.03", Config{MinThreshold: 10, MaxThreshold: 110, MaxP: 0.06}, 60, 0.03, 1000},
-		{"pb=0.1", Config{MinThreshold: 10, MaxThreshold: 110, MaxP: 0.4}, 35, 0.1, 1000},
-		{"gentle pb=0.51", Config{MinThreshold: 10, MaxThreshold: 110, MaxP: 0.02, Gentle: true}, 165, 0.51, 1000},
-		{"bytes pb=0.01", Config{MinThreshold: 10_000, MaxThreshold: 110_000, MaxP: 0.02, ByteMode: true}, 60, 0.01, 1000},
-		{"bytes half-size pb=0.015", Config{MinThreshold: 10_000, MaxThreshold: 110_000, MaxP: 0.4, ByteMode: true}, 35, 0.015, 500},
-	}
-	for _, tc := range cases {
+	for _, tc := range rateCases {
 		t.Run(tc.name, func(t *testing.T) {
 			c := tc.cfg
-			c.Weight, c.DisableECN, c.Wait = 1, true, true
-			c.LimitPackets, c.LimitBytes, c.Seed = 10_000, 1<<30, 43
-			q, err := New[int](c, nil)
-			require.NoError(t, err)
-			now := aqm.Time(time.Second)
-			arrive := func() aqm.Verdict {
-				now += aqm.Time(time.Microsecond)
-				v := q.Enqueue(aqm.Packet[int]{Size: tc.size}, now)
-				for q.Len() > tc.level {
-					q.Dequeue(now)
-				}
-				return v
-			}
-			for q.Len() < tc.level {
-				arrive()
-			}
-			arrive()     // the first arrival that finds the level
-			scale := 1.0 // Detail.Prob is p_b before the byte-mode scaling
-			if c.ByteMode {
-				scale = float64(tc.size) / float64(q.Config().MeanPacketBytes)
-			}
-			p := q.Detail().Prob * scale
-			require.InDelta(t, tc.pb, p, 1e-8, "p at the held level")
-			mean, variance, lo, hi := waitGapMoments(p)
-			drops, gap, minGap, maxGap := 0, 0, math.MaxInt, 0
-			for range n {
-				v := arrive()
-				require.NotEqual(t, aqm.DroppedOverlimit, v)
-				gap++
-				if v == aqm.DroppedEarly {
-					drops++
-					if drops > 1 { // the first gap starts on entering the band
-						minGap, maxGap = min(minGap, gap), max(maxGap, gap)
-					}
-					gap = 0
-				}
-			}
-			rate := float64(drops) / float64(n)
-			want := 1 / mean
-			sd := math.Sqrt(float64(n)*variance/(mean*mean*mean)) / float64(n)
+			c.Wait, c.Seed = true, 43
+			r := measureGaps(t, tc, c)
+			require.InDelta(t, tc.pb, r.p, 1e-8, "p at the held level")
+			mean, variance, lo, hi := waitGapMoments(r.p)
+			rate, want := float64(r.drops)/float64(r.n), 1/mean
+			sd := math.Sqrt(float64(r.n)*variance/(mean*mean*mean)) / float64(r.n)
 			t.Logf("rate %.6f, ns Wait %.6f for p = %.10f (2p/3 = %.6f; default 2p/(1+p) = %.6f), sd %.6f, gaps %d..%d (possible %d..%d)",
-				rate, want, p, 2*p/3, 2*p/(1+p), sd, minGap, maxGap, lo, hi)
+				rate, want, r.p, 2*r.p/3, 2*r.p/(1+r.p), sd, r.minGap, r.maxGap, lo, hi)
 			require.InDelta(t, want, rate, 5*sd)
-			require.GreaterOrEqual(t, minGap, lo)
-			require.LessOrEqual(t, maxGap, hi)
+			require.GreaterOrEqual(t, r.minGap, lo)
+			require.LessOrEqual(t, r.maxGap, hi)
 		})
 	}
 }
