@@ -309,10 +309,7 @@ func (q *CoDel[T]) Enqueue(p aqm.Packet[T], now aqm.Time) aqm.Verdict {
 	q.backlogs[idx] += p.Size
 	q.backlog += int(p.Size)
 	if f.list == cqInactive {
-		f.list = cqNew
-		f.deficit = q.quantum
-		q.pushTail(&q.newL, idx)
-		q.nNew++
+		q.activate(idx)
 		q.d.NewFlowCount++
 	}
 	if q.slab.Used() > q.limit || q.backlog > q.memLimit {
@@ -502,6 +499,16 @@ func (q *CoDel[T]) Stats() aqm.Stats {
 	return s
 }
 
+// activate puts the idle flow idx at the tail of the new list with one
+// quantum of credit (RFC 8290 §4.1).
+func (q *CoDel[T]) activate(idx uint32) {
+	f := &q.flows[idx]
+	f.list = cqNew
+	f.deficit = q.quantum
+	q.pushTail(&q.newL, idx)
+	q.nNew++
+}
+
 // CoDelDetail is the FQ-CoDel-specific state of a [CoDel] queue, the
 // analogue of Linux's tc_fq_codel_qd_stats.
 type CoDelDetail struct {
@@ -622,10 +629,7 @@ func (q *CoDel[T]) Reconfigure(cfg CoDelConfig) error {
 			q.backlogs[idx] += p.Size
 			q.backlog += int(p.Size)
 			if nf.list == cqInactive {
-				nf.list = cqNew
-				nf.deficit = q.quantum
-				q.pushTail(&q.newL, idx)
-				q.nNew++
+				q.activate(idx)
 			}
 		}
 	}
