@@ -14,6 +14,10 @@
  * than the scenario's depth. Time is the virtual clock the caller passes in,
  * as in the Go table; the wall clock is read only twice per timed run
  * (clock_gettime(CLOCK_MONOTONIC) around many millions of ops).
+ *
+ * -mem and -mem-stats add two variants of every row (see "memory variants"
+ * below): all state in memory at every packet, and additionally the
+ * per-packet counters aqmkit's queues keep.
  */
 #define _GNU_SOURCE
 #ifndef ALLOW_EXPERIMENTAL_API
@@ -37,6 +41,15 @@
 #include <rte_random.h>
 #include <rte_red.h>
 #include <rte_pie.h>
+
+/* The memory variants' PIE loops are built with the flatten attribute (see
+ * run_pie_mem), which would also inline this out-of-line helper of DPDK's
+ * header. The normal PIE loop calls it; so that the only difference between
+ * the two is where the state lives, this repeats its prototype (DPDK 22.11)
+ * with noinline. If a newer header changes its signature, update or drop this
+ * line: it affects only the mem and memstats PIE rows. */
+static void _calc_drop_probability(const struct rte_pie_config *pie_cfg, struct rte_pie *pie, uint64_t time)
+	__attribute__((noinline));
 
 /* pkt mirrors aqm.Packet[uint64] field for field (Payload uint64, Size and
  * Hash uint32, ECN uint8, Enqueued int64 nanoseconds), so one ring slot moves
@@ -376,6 +389,350 @@ static __attribute__((noinline)) struct result run_pie(const struct scenario *sc
 	return res;
 }
 
+/* ---- memory variants: -mem and -mem-stats ---- */
+
+/*
+ * In the rows above, the harness's own loop state (virtual clock, sequence
+ * number, payload sum, drop count) lives in registers for the whole timed
+ * loop, and the compiler is free to keep there any queue or AQM field it can
+ * prove nothing else touches. A queue in a Go program, or in a proxy that
+ * does other work between packets, finds its state in memory at every
+ * packet. The memory variants put all of that state in static structures
+ * (the harness's loop state in md, the AQM state and configuration in
+ * mred/mpie, the ring in rq as before) and end every packet with a compiler
+ * barrier: an empty asm statement with a "memory" clobber. It emits no
+ * instruction, but the compiler must store every field written during the
+ * packet before it and load every field read after it, once per packet.
+ *
+ * The memstats variant also keeps the counters every aqmkit queue keeps per
+ * packet (aqm.Stats plus the byte backlog): the largest offered size (a
+ * compare and a conditional store), packets and bytes enqueued, dequeued and
+ * dropped, and the backlog in bytes.
+ */
+#define MEM_BARRIER() __asm__ __volatile__("" ::: "memory")
+
+/* drv is the harness's loop state, as the fields of the Go harness's driver. */
+struct drv {
+	uint64_t now, dt, seq, sum, drops;
+	uint32_t depth;
+};
+
+/* qstats is the memstats variant's per-queue counters. */
+struct qstats {
+	uint64_t enq_pkts, enq_bytes;
+	uint64_t deq_pkts, deq_bytes;
+	uint64_t drop_pkts, drop_bytes;
+	int64_t backlog;
+	uint32_t max_size;
+};
+
+static struct drv md;
+static struct qstats mst;
+static struct rte_red_config mred_cfg;
+static struct rte_red mred;
+static struct rte_pie_config mpie_cfg;
+static struct rte_pie mpie;
+
+static inline void st_offer(uint32_t size)
+{
+	if (size > mst.max_size)
+		mst.max_size = size;
+}
+
+static inline void st_enq(uint32_t size)
+{
+	mst.enq_pkts++;
+	mst.enq_bytes += size;
+	mst.backlog += size;
+}
+
+static inline void st_deq(uint32_t size)
+{
+	mst.deq_pkts++;
+	mst.deq_bytes += size;
+	mst.backlog -= size;
+}
+
+static inline void st_drop(uint32_t size)
+{
+	mst.drop_pkts++;
+	mst.drop_bytes += size;
+}
+
+/* mem_reset starts a memory-variant run: fresh ring, loop state and
+ * counters. */
+static void mem_reset(uint64_t start, uint64_t dt, uint32_t depth)
+{
+	ring_reset(&rq);
+	md = (struct drv){.now = start, .dt = dt, .depth = depth};
+	mst = (struct qstats){0};
+}
+
+/* mem_drops reads the drop count the variant keeps: the harness's own in
+ * mem, the queue's counter in memstats. */
+static inline uint64_t mem_drops(int stats)
+{
+	return stats ? mst.drop_pkts : md.drops;
+}
+
+/* mem_check verifies the memstats counters against the ring at the end of a
+ * run: Enqueued = Dequeued + Len, and the backlog is Len full-size packets. */
+static void mem_check(int stats, const char *what)
+{
+	if (!stats)
+		return;
+	if (mst.enq_pkts != mst.deq_pkts + rq.n || mst.enq_bytes != mst.deq_bytes + (uint64_t)mst.backlog ||
+	    mst.backlog != (int64_t)rq.n * PKT_SIZE || mst.max_size != PKT_SIZE) {
+		fprintf(stderr, "redpie: memstats/%s: counters disagree with the ring (n=%u)\n", what, rq.n);
+		exit(1);
+	}
+}
+
+/* The bodies below are instantiated twice each, with stats a constant 0 or 1,
+ * so the mem rows carry no test of it. */
+#define ALWAYS_INLINE static inline __attribute__((always_inline))
+
+ALWAYS_INLINE struct result ring_mem(uint64_t iters, const int stats)
+{
+	struct ring *r = &rq;
+	mem_reset(0, 0, 100);
+	for (uint32_t i = 0; i < 100; i++)
+		ring_push(r, i, PKT_SIZE, 0);
+	if (stats) {
+		for (uint32_t i = 0; i < 100; i++) {
+			st_offer(PKT_SIZE);
+			st_enq(PKT_SIZE);
+		}
+	}
+	struct pkt p = {0};
+	MEM_BARRIER();
+	timer_start();
+	for (uint64_t i = 0; i < iters; i++) {
+		if (stats)
+			st_offer(PKT_SIZE);
+		ring_push(r, md.seq, PKT_SIZE, 0);
+		if (stats)
+			st_enq(PKT_SIZE);
+		ring_pop(r, &p);
+		md.sum += p.payload;
+		if (stats)
+			st_deq(p.size);
+		md.seq++;
+		MEM_BARRIER();
+	}
+	struct result res = timer_stop(iters, 0);
+	mem_check(stats, "ring");
+	sink_payload = md.sum;
+	return res;
+}
+
+ALWAYS_INLINE struct result fifo_mem(const struct scenario *sc, uint64_t iters, const int stats)
+{
+	struct ring *r = &rq;
+	mem_reset(1000000000, sc->step_ns, sc->depth);
+	struct pkt p = {0};
+
+#define FIFO_MEM_STEP()                                                        \
+	do {                                                                   \
+		md.now += md.dt;                                               \
+		md.seq++;                                                      \
+		if (stats)                                                     \
+			st_offer(PKT_SIZE);                                    \
+		if (r->n < FIFO_LIMIT) {                                       \
+			ring_push(r, md.seq, PKT_SIZE, (int64_t)md.now);       \
+			if (stats)                                             \
+				st_enq(PKT_SIZE);                              \
+		} else if (stats) {                                            \
+			st_drop(PKT_SIZE);                                     \
+		} else {                                                       \
+			md.drops++;                                            \
+		}                                                              \
+		while (r->n > md.depth) {                                      \
+			ring_pop(r, &p);                                       \
+			md.sum += p.payload;                                   \
+			if (stats)                                             \
+				st_deq(p.size);                                \
+		}                                                              \
+		MEM_BARRIER();                                                 \
+	} while (0)
+
+	for (uint32_t i = 0; i < WARM_PACKETS; i++)
+		FIFO_MEM_STEP();
+	uint64_t drops0 = mem_drops(stats);
+	timer_start();
+	for (uint64_t i = 0; i < iters; i++)
+		FIFO_MEM_STEP();
+	uint64_t drops = mem_drops(stats) - drops0;
+	struct result res = timer_stop(iters, drops);
+#undef FIFO_MEM_STEP
+	mem_check(stats, "fifo");
+	sink_payload = md.sum;
+	sink_signals = drops;
+	return res;
+}
+
+ALWAYS_INLINE struct result red_mem(const struct scenario *sc, uint64_t iters, const int stats)
+{
+	uint16_t min_th = 200, max_th = 600;
+	if (sc == &sc_congested) {
+		min_th = 50;
+		max_th = 150;
+	}
+	if (rte_red_config_init(&mred_cfg, RED_WQ_LOG2, min_th, max_th, RED_MAXP_INV) != 0 ||
+	    rte_red_rt_data_init(&mred) != 0) {
+		fprintf(stderr, "redpie: rte_red init failed\n");
+		exit(1);
+	}
+	rte_red_rand_seed = 12345;
+	rte_red_rand_val = rte_fast_rand();
+
+	struct ring *r = &rq;
+	mem_reset(ns_to_cycles(1000000000), ns_to_cycles(sc->step_ns), sc->depth);
+	struct pkt p = {0};
+
+#define RED_MEM_STEP()                                                         \
+	do {                                                                   \
+		md.now += md.dt;                                               \
+		md.seq++;                                                      \
+		if (stats)                                                     \
+			st_offer(PKT_SIZE);                                    \
+		if (rte_red_enqueue(&mred_cfg, &mred, r->n, md.now) == 0) {    \
+			ring_push(r, md.seq, PKT_SIZE, (int64_t)md.now);       \
+			if (stats)                                             \
+				st_enq(PKT_SIZE);                              \
+		} else if (stats) {                                            \
+			st_drop(PKT_SIZE);                                     \
+		} else {                                                       \
+			md.drops++;                                            \
+		}                                                              \
+		while (r->n > md.depth) {                                      \
+			ring_pop(r, &p);                                       \
+			md.sum += p.payload;                                   \
+			if (stats)                                             \
+				st_deq(p.size);                                \
+			if (r->n == 0)                                         \
+				rte_red_mark_queue_empty(&mred, md.now);       \
+		}                                                              \
+		MEM_BARRIER();                                                 \
+	} while (0)
+
+	for (uint32_t i = 0; i < WARM_PACKETS; i++)
+		RED_MEM_STEP();
+	uint64_t drops0 = mem_drops(stats);
+	timer_start();
+	for (uint64_t i = 0; i < iters; i++)
+		RED_MEM_STEP();
+	uint64_t drops = mem_drops(stats) - drops0;
+	struct result res = timer_stop(iters, drops);
+#undef RED_MEM_STEP
+	if (verbose)
+		fprintf(stderr, "redpie: %s/red/%s end: avg=%.2f packets (min_th %u, max_th %u) count=%u\n",
+			stats ? "memstats" : "mem", sc->name,
+			(double)mred.avg / (1u << RTE_RED_SCALING) / (1u << RED_WQ_LOG2), min_th, max_th,
+			mred.count);
+	mem_check(stats, "red");
+	sink_payload = md.sum;
+	sink_signals = drops;
+	return res;
+}
+
+ALWAYS_INLINE struct result pie_mem(const struct scenario *sc, uint64_t iters, const int stats)
+{
+	if (rte_pie_config_init(&mpie_cfg, PIE_QDELAY_REF_MS, PIE_UPDATE_MS, PIE_MAX_BURST_MS, PIE_TAILQ_TH) != 0 ||
+	    rte_pie_rt_data_init(&mpie) != 0) {
+		fprintf(stderr, "redpie: rte_pie init failed\n");
+		exit(1);
+	}
+	rte_srand(12345);
+
+	struct ring *r = &rq;
+	mem_reset(ns_to_cycles(1000000000), ns_to_cycles(sc->step_ns), sc->depth);
+	struct pkt p = {0};
+
+#define PIE_MEM_STEP()                                                         \
+	do {                                                                   \
+		md.now += md.dt;                                               \
+		md.seq++;                                                      \
+		if (stats)                                                     \
+			st_offer(PKT_SIZE);                                    \
+		if (rte_pie_enqueue(&mpie_cfg, &mpie, r->n, PKT_SIZE, md.now) == 0) { \
+			ring_push(r, md.seq, PKT_SIZE, (int64_t)md.now);       \
+			if (stats)                                             \
+				st_enq(PKT_SIZE);                              \
+		} else if (stats) {                                            \
+			st_drop(PKT_SIZE);                                     \
+		} else {                                                       \
+			md.drops++;                                            \
+		}                                                              \
+		while (r->n > md.depth) {                                      \
+			ring_pop(r, &p);                                       \
+			md.sum += p.payload;                                   \
+			if (stats)                                             \
+				st_deq(p.size);                                \
+			mpie.qlen--;                                           \
+			mpie.qlen_bytes -= p.size;                             \
+			rte_pie_dequeue(&mpie, p.size, md.now);                \
+		}                                                              \
+		MEM_BARRIER();                                                 \
+	} while (0)
+
+	for (uint32_t i = 0; i < WARM_PACKETS; i++)
+		PIE_MEM_STEP();
+	uint64_t drops0 = mem_drops(stats);
+	timer_start();
+	for (uint64_t i = 0; i < iters; i++)
+		PIE_MEM_STEP();
+	uint64_t drops = mem_drops(stats) - drops0;
+	struct result res = timer_stop(iters, drops);
+#undef PIE_MEM_STEP
+	if (verbose)
+		fprintf(stderr,
+			"redpie: %s/pie/%s end: active=%u drop_prob=%g accu_prob=%g qdelay_old=%" PRIu64
+			" cycles (target %" PRIu64 ") burst_allowance=%u qlen=%" PRIu64 "\n",
+			stats ? "memstats" : "mem", sc->name, mpie.active, mpie.drop_prob, mpie.accu_prob,
+			mpie.qdelay_old, mpie_cfg.qdelay_ref, mpie.burst_allowance, mpie.qlen);
+	if (mpie.qlen != r->n) {
+		fprintf(stderr, "redpie: rte_pie qlen %" PRIu64 " != ring length %u\n", mpie.qlen, r->n);
+		exit(1);
+	}
+	mem_check(stats, "pie");
+	sink_payload = md.sum;
+	sink_signals = drops;
+	return res;
+}
+#undef ALWAYS_INLINE
+
+static __attribute__((noinline)) struct result run_ring_mem(uint64_t iters) { return ring_mem(iters, 0); }
+static __attribute__((noinline)) struct result run_ring_memstats(uint64_t iters) { return ring_mem(iters, 1); }
+static __attribute__((noinline)) struct result run_fifo_mem(const struct scenario *sc, uint64_t iters)
+{
+	return fifo_mem(sc, iters, 0);
+}
+static __attribute__((noinline)) struct result run_fifo_memstats(const struct scenario *sc, uint64_t iters)
+{
+	return fifo_mem(sc, iters, 1);
+}
+static __attribute__((noinline)) struct result run_red_mem(const struct scenario *sc, uint64_t iters)
+{
+	return red_mem(sc, iters, 0);
+}
+static __attribute__((noinline)) struct result run_red_memstats(const struct scenario *sc, uint64_t iters)
+{
+	return red_mem(sc, iters, 1);
+}
+/* Without flatten, the extra call sites of rte_pie_enqueue in these loops
+ * make GCC 12 keep it out of line, here and in the normal run_pie too; with
+ * it, every PIE loop inlines rte_pie_enqueue and rte_pie_dequeue and calls
+ * _calc_drop_probability, as run_pie did before these variants existed. */
+static __attribute__((noinline, flatten)) struct result run_pie_mem(const struct scenario *sc, uint64_t iters)
+{
+	return pie_mem(sc, iters, 0);
+}
+static __attribute__((noinline, flatten)) struct result run_pie_memstats(const struct scenario *sc, uint64_t iters)
+{
+	return pie_mem(sc, iters, 1);
+}
+
 /* ---- driver ---- */
 
 enum kind { K_RING, K_FIFO, K_RED, K_PIE };
@@ -400,10 +757,59 @@ static const struct bench benches[] = {
 	{"ring", K_RING, NULL},
 };
 
+/* The variants, selected with -variants (or -mem, -mem-stats); each names its
+ * rows with its own path segment after the prefix. */
+enum variant { V_NORMAL, V_MEM, V_MEMSTATS, V_COUNT };
+
+static const char *const variant_names[V_COUNT] = {"normal", "mem", "memstats"};
+static const char *const variant_segments[V_COUNT] = {"", "mem/", "memstats/"};
+
 static void usage(void)
 {
-	fprintf(stderr, "usage: redpie [-count N] [-iters M] [-prefix NAME] [-cpu C] [-run SUBSTR] [-v]\n");
+	fprintf(stderr, "usage: redpie [-count N] [-iters M] [-prefix NAME] [-cpu C] [-run SUBSTR] [-v]\n"
+			"              [-mem] [-mem-stats] [-variants normal,mem,memstats|all]\n");
 	exit(2);
+}
+
+/* parse_variants adds the variants a comma-separated list names to *mask. */
+static void parse_variants(const char *list, unsigned *mask)
+{
+	char buf[128];
+	if (strlen(list) >= sizeof buf)
+		usage();
+	strcpy(buf, list);
+	for (char *save = NULL, *tok = strtok_r(buf, ",", &save); tok != NULL; tok = strtok_r(NULL, ",", &save)) {
+		if (strcmp(tok, "all") == 0) {
+			*mask |= (1u << V_COUNT) - 1u;
+			continue;
+		}
+		int v = 0;
+		while (v < V_COUNT && strcmp(tok, variant_names[v]) != 0)
+			v++;
+		if (v == V_COUNT)
+			usage();
+		*mask |= 1u << v;
+	}
+}
+
+static struct result run_bench(const struct bench *bn, enum variant v, uint64_t iters)
+{
+	switch (bn->kind) {
+	case K_RING:
+		return v == V_NORMAL ? run_ring(iters) : v == V_MEM ? run_ring_mem(iters) : run_ring_memstats(iters);
+	case K_FIFO:
+		return v == V_NORMAL ? run_fifo(bn->sc, iters)
+		       : v == V_MEM  ? run_fifo_mem(bn->sc, iters)
+				     : run_fifo_memstats(bn->sc, iters);
+	case K_RED:
+		return v == V_NORMAL ? run_red(bn->sc, iters)
+		       : v == V_MEM  ? run_red_mem(bn->sc, iters)
+				     : run_red_memstats(bn->sc, iters);
+	default:
+		return v == V_NORMAL ? run_pie(bn->sc, iters)
+		       : v == V_MEM  ? run_pie_mem(bn->sc, iters)
+				     : run_pie_memstats(bn->sc, iters);
+	}
 }
 
 static uint64_t parse_u64(const char *s)
@@ -421,9 +827,18 @@ int main(int argc, char **argv)
 	uint64_t count = 1, iters = 20000000, cpu = 0;
 	int pin = 0; /* pin to -cpu; by default run wherever the scheduler likes, as go test does */
 	const char *prefix = "DPDK", *run = NULL;
+	unsigned variants = 0; /* bit v set: run variant v; none given: normal */
 	for (int i = 1; i < argc; i++) {
 		if (strcmp(argv[i], "-v") == 0) {
 			verbose = 1;
+			continue;
+		}
+		if (strcmp(argv[i], "-mem") == 0) {
+			variants |= 1u << V_MEM;
+			continue;
+		}
+		if (strcmp(argv[i], "-mem-stats") == 0) {
+			variants |= 1u << V_MEMSTATS;
 			continue;
 		}
 		if (i + 1 >= argc)
@@ -440,11 +855,15 @@ int main(int argc, char **argv)
 		}
 		else if (strcmp(argv[i], "-run") == 0)
 			run = argv[++i];
+		else if (strcmp(argv[i], "-variants") == 0)
+			parse_variants(argv[++i], &variants);
 		else
 			usage();
 	}
 	if (iters == 0)
 		usage();
+	if (variants == 0)
+		variants = 1u << V_NORMAL;
 
 	/* EAL is needed for the TSC frequency (rte_pie_config_init) and sets up
 	 * rte_rand. No hugepages, no PCI probing, no shared configuration files
@@ -511,37 +930,36 @@ int main(int argc, char **argv)
 		fclose(ci);
 	}
 
+	/* Each repetition runs the selected variants of a row back to back, so
+	 * that a change in the machine's load hits them alike. */
 	for (size_t b = 0; b < RTE_DIM(benches); b++) {
 		const struct bench *bn = &benches[b];
-		char name[128];
-		if (bn->sc != NULL)
-			snprintf(name, sizeof name, "Benchmark%s/%s/%s-%ld", prefix, bn->algo, bn->sc->name, ncpu);
-		else
-			snprintf(name, sizeof name, "Benchmark%s/%s-%ld", prefix, bn->algo, ncpu);
-		if (run != NULL && strstr(name, run) == NULL)
-			continue;
-		for (uint64_t c = 0; c < count; c++) {
-			struct result res;
-			switch (bn->kind) {
-			case K_RING:
-				res = run_ring(iters);
-				break;
-			case K_FIFO:
-				res = run_fifo(bn->sc, iters);
-				break;
-			case K_RED:
-				res = run_red(bn->sc, iters);
-				break;
-			default:
-				res = run_pie(bn->sc, iters);
-				break;
+		char names[V_COUNT][128];
+		unsigned todo = 0;
+		for (int v = 0; v < V_COUNT; v++) {
+			if (!(variants & (1u << v)))
+				continue;
+			if (bn->sc != NULL)
+				snprintf(names[v], sizeof names[v], "Benchmark%s/%s%s/%s-%ld", prefix,
+					 variant_segments[v], bn->algo, bn->sc->name, ncpu);
+			else
+				snprintf(names[v], sizeof names[v], "Benchmark%s/%s%s-%ld", prefix,
+					 variant_segments[v], bn->algo, ncpu);
+			if (run == NULL || strstr(names[v], run) != NULL)
+				todo |= 1u << v;
+		}
+		for (uint64_t c = 0; c < count && todo != 0; c++) {
+			for (int v = 0; v < V_COUNT; v++) {
+				if (!(todo & (1u << v)))
+					continue;
+				struct result res = run_bench(bn, (enum variant)v, iters);
+				printf("%s\t%" PRIu64 "\t%.3f ns/op\t%.3f cpu-ns/op", names[v], iters, res.ns_per_op,
+				       res.cpu_ns_per_op);
+				if (bn->kind != K_RING)
+					printf("\t%.4f signals/pkt", res.signals_per_pkt);
+				printf("\n");
+				fflush(stdout);
 			}
-			printf("%s\t%" PRIu64 "\t%.3f ns/op\t%.3f cpu-ns/op", name, iters, res.ns_per_op,
-			       res.cpu_ns_per_op);
-			if (bn->kind != K_RING)
-				printf("\t%.4f signals/pkt", res.signals_per_pkt);
-			printf("\n");
-			fflush(stdout);
 		}
 	}
 	rte_eal_cleanup();

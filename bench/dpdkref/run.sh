@@ -6,6 +6,7 @@
 # Reference tool only: CI does not run it.
 #
 # Usage: bench/dpdkref/run.sh [-count N] [-iters M] [-prefix NAME] [-run SUBSTR] [-cpu C] [-v]
+#                             [-mem] [-mem-stats] [-variants LIST]
 #   -count N     repetitions of every benchmark (default 1; use 5+ for medians)
 #   -iters M     timed iterations per benchmark and repetition (default 20000000)
 #   -prefix NAME top-level benchmark name (default DPDK, giving BenchmarkDPDK/...);
@@ -14,6 +15,15 @@
 #   -run SUBSTR  only benchmarks whose full name contains SUBSTR (e.g. /red/)
 #   -cpu C       pin to CPU C (default: EAL uses lcore 0, then the pin is undone)
 #   -v           print each AQM's final state (stderr)
+#   -mem         run the mem variant instead of the normal rows: all loop, ring
+#                and AQM state in static memory, and a compiler barrier after
+#                every packet, so it is stored and reloaded once per packet
+#                (rows BenchmarkDPDK/mem/...)
+#   -mem-stats   run the memstats variant: as -mem, plus the per-packet counters
+#                aqmkit queues keep (aqm.Stats, backlog) (rows .../memstats/...)
+#   -variants L  comma-separated list of normal, mem, memstats, or all; with
+#                -mem and -mem-stats it adds up (default: normal). Each
+#                repetition runs the chosen variants of a row back to back.
 set -euo pipefail
 
 count=1
@@ -22,6 +32,7 @@ prefix=DPDK
 cpu=
 run=
 verbose=
+variants=
 while [ $# -gt 0 ]; do
 	case "$1" in
 	-count | --count) count="$2"; shift 2 ;;
@@ -33,6 +44,10 @@ while [ $# -gt 0 ]; do
 	-run | --run) run="$2"; shift 2 ;;
 	-run=* | --run=*) run="${1#*=}"; shift ;;
 	-v) verbose=-v; shift ;;
+	-mem | --mem) variants="${variants:+$variants,}mem"; shift ;;
+	-mem-stats | --mem-stats) variants="${variants:+$variants,}memstats"; shift ;;
+	-variants | --variants) variants="${variants:+$variants,}$2"; shift 2 ;;
+	-variants=* | --variants=*) variants="${variants:+$variants,}${1#*=}"; shift ;;
 	-cpu | --cpu) cpu="$2"; shift 2 ;;
 	-cpu=* | --cpu=*) cpu="${1#*=}"; shift ;;
 	-h | -help | --help) awk 'NR > 1 && /^#/ { sub(/^# ?/, ""); print; next } NR > 1 { exit }' "$0"; exit 0 ;;
@@ -72,4 +87,5 @@ args=(-count "$count" -iters "$iters" -prefix "$prefix")
 [ -n "$run" ] && args+=(-run "$run")
 [ -n "$cpu" ] && args+=(-cpu "$cpu")
 [ -n "$verbose" ] && args+=(-v)
+[ -n "$variants" ] && args+=(-variants "$variants")
 "$tmp/redpie" "${args[@]}"
