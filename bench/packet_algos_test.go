@@ -40,8 +40,8 @@ func registerRed() {
 		name             string
 		gentle, adaptive bool
 	}{{"red", false, false}, {"gentle-red", true, false}, {"ared", true, true}} {
-		registerPacket(PacketAlgo{Name: v.name, New: func(sc Scenario) (aqm.Queue[uint64], error) {
-			return red.New[uint64](redConfig(sc, v.gentle, v.adaptive), nil)
+		registerPacket(PacketAlgo{Name: v.name, New: func(sc Scenario, onDrop aqm.DropFunc[uint64]) (aqm.Queue[uint64], error) {
+			return red.New(redConfig(sc, v.gentle, v.adaptive), onDrop)
 		}})
 	}
 }
@@ -51,11 +51,11 @@ func registerRed() {
 // limit well above the harness depth. Packets are Not-ECT, so signals are
 // drops.
 func registerCodel() {
-	registerPacket(PacketAlgo{Name: "codel", New: func(sc Scenario) (aqm.Queue[uint64], error) {
-		return codel.New[uint64](codel.Config{LimitPackets: 10000}, nil)
+	registerPacket(PacketAlgo{Name: "codel", New: func(sc Scenario, onDrop aqm.DropFunc[uint64]) (aqm.Queue[uint64], error) {
+		return codel.New(codel.Config{LimitPackets: 10000}, onDrop)
 	}})
-	registerPacket(PacketAlgo{Name: "fq-codel", FQ: true, New: func(sc Scenario) (aqm.Queue[uint64], error) {
-		return fq.NewCoDel[uint64](fq.CoDelConfig{Seed: 1}, nil)
+	registerPacket(PacketAlgo{Name: "fq-codel", FQ: true, New: func(sc Scenario, onDrop aqm.DropFunc[uint64]) (aqm.Queue[uint64], error) {
+		return fq.NewCoDel(fq.CoDelConfig{Seed: 1}, onDrop)
 	}})
 }
 
@@ -67,7 +67,7 @@ func registerCodel() {
 // one that leaves. "flows=1024" holds 2048 packets in 1024 flows (default
 // 1024 buckets, so some flows share a bucket).
 func registerSfq() {
-	registerPacket(PacketAlgo{Name: "sfq", FQ: true, New: func(sc Scenario) (aqm.Queue[uint64], error) {
+	registerPacket(PacketAlgo{Name: "sfq", FQ: true, New: func(sc Scenario, onDrop aqm.DropFunc[uint64]) (aqm.Queue[uint64], error) {
 		cfg := fq.SFQConfig{Seed: 1}
 		switch sc.Name {
 		case "congested":
@@ -75,7 +75,7 @@ func registerSfq() {
 		case "flows=1024":
 			cfg.LimitPackets = 2 * sc.Depth
 		}
-		return fq.NewSFQ[uint64](cfg, nil)
+		return fq.NewSFQ(cfg, onDrop)
 	}})
 }
 
@@ -84,8 +84,8 @@ func registerSfq() {
 // drops; "congested" (about 100 ms) drives the probability up and runs the
 // drop path.
 func registerPie() {
-	registerPacket(PacketAlgo{Name: "pie", New: func(sc Scenario) (aqm.Queue[uint64], error) {
-		return pie.New[uint64](pie.Config{LimitPackets: 10000, Seed: 1}, nil)
+	registerPacket(PacketAlgo{Name: "pie", New: func(sc Scenario, onDrop aqm.DropFunc[uint64]) (aqm.Queue[uint64], error) {
+		return pie.New(pie.Config{LimitPackets: 10000, Seed: 1}, onDrop)
 	}})
 }
 
@@ -93,16 +93,17 @@ func registerPie() {
 // all go to the Classic queue, so "standing" (~1 ms sojourn) never drops
 // and "congested" (~100 ms) runs the p'^2 drop path at dequeue.
 func registerDualpi2() {
-	registerPacket(PacketAlgo{Name: "dualpi2", New: func(sc Scenario) (aqm.Queue[uint64], error) {
-		return dualq.New[uint64](dualq.Config{}, nil)
+	registerPacket(PacketAlgo{Name: "dualpi2", New: func(sc Scenario, onDrop aqm.DropFunc[uint64]) (aqm.Queue[uint64], error) {
+		return dualq.New(dualq.Config{}, onDrop)
 	}})
 }
 
 // TestScenarioMeaning protects the benchmark table's claims: with each
 // algorithm's registered configuration, "idle" and "standing" never signal
 // (no AQM drop or mark), and "congested" runs the drop or mark path on a
-// real share of packets. Without it a row could silently measure the wrong
-// path.
+// real share of packets; and the harness's own count of queued packets
+// (verdicts, Dequeues and DropFunc calls) stays equal to Len. Without it a
+// row could silently measure the wrong path or the wrong depth.
 func TestScenarioMeaning(t *testing.T) {
 	for _, name := range algoOrder {
 		a, ok := packetAlgos[name]
@@ -113,12 +114,15 @@ func TestScenarioMeaning(t *testing.T) {
 			if sc.FQOnly && !a.FQ {
 				continue
 			}
-			q, err := a.New(sc)
+			d, err := newDriver(a, sc)
 			if err != nil {
 				t.Fatalf("%s/%s: %v", name, sc.Name, err)
 			}
 			const n = 30000
-			s := drive(q, sc, n)
+			s, err := drive(d, n)
+			if err != nil {
+				t.Errorf("%s/%s: %v", name, sc.Name, err)
+			}
 			signals := s.Dropped().Packets + s.Marked.Packets
 			switch sc.Name {
 			case "idle", "standing":

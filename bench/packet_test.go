@@ -1,6 +1,7 @@
 package bench
 
 import (
+	"fmt"
 	"slices"
 	"testing"
 	"time"
@@ -13,7 +14,7 @@ import (
 type Scenario struct {
 	Name string
 	// Depth is the standing queue the harness keeps: after each Enqueue it
-	// dequeues while Len() > Depth.
+	// dequeues while the queue holds more than Depth packets.
 	Depth int
 	// Step is the virtual time between consecutive packets; with Depth it
 	// sets the sojourn time (about Depth*Step).
@@ -45,7 +46,7 @@ var scenarios = []Scenario{
 type PacketAlgo struct {
 	Name string
 	FQ   bool
-	New  func(sc Scenario) (aqm.Queue[uint64], error)
+	New  func(sc Scenario, onDrop aqm.DropFunc[uint64]) (aqm.Queue[uint64], error)
 }
 
 // algoOrder is the table's fixed order; algorithms not registered yet are
@@ -63,8 +64,8 @@ func registerPacket(a PacketAlgo) {
 }
 
 func init() {
-	registerPacket(PacketAlgo{Name: "fifo", New: func(sc Scenario) (aqm.Queue[uint64], error) {
-		return aqm.NewFIFO[uint64](aqm.FIFOConfig{LimitPackets: 10000}, nil)
+	registerPacket(PacketAlgo{Name: "fifo", New: func(sc Scenario, onDrop aqm.DropFunc[uint64]) (aqm.Queue[uint64], error) {
+		return aqm.NewFIFO(aqm.FIFOConfig{LimitPackets: 10000}, onDrop)
 	}})
 }
 
@@ -81,14 +82,14 @@ func BenchmarkPacket(b *testing.B) {
 					continue
 				}
 				b.Run(sc.Name, func(b *testing.B) {
-					q, err := a.New(sc)
+					d, err := newDriver(a, sc)
 					if err != nil {
 						b.Fatal(err)
 					}
-					if q == nil {
+					if d == nil {
 						b.Skip("scenario not applicable")
 					}
-					runPacket(b, q, sc)
+					runPacket(b, d)
 				})
 			}
 		})
@@ -133,7 +134,8 @@ var benchSink uint64
 const warmPackets = 20000
 
 // runPacket times one packet forwarded per op: advance the virtual clock,
-// Enqueue one packet, then Dequeue while Len() > Depth.
+// Enqueue one packet, then Dequeue while the queue holds more than Depth
+// packets (by the driver's own count, see driver).
 //
 // The loop is written out (no closure over the clock and counters) and it
 // does not copy the dequeued packet into a variable: a Packet has five
@@ -142,8 +144,7 @@ const warmPackets = 20000
 // temporary and copies that 16 bytes at a time, a store-forwarding stall of
 // about 10 ns on this machine that belongs to the caller, not to the queue
 // (golang/go#72897). The queue still builds and returns the whole packet.
-func runPacket(b *testing.B, q aqm.Queue[uint64], sc Scenario) {
-	d := newDriver(q, sc)
+func runPacket(b *testing.B, d *driver) {
 	b.ReportAllocs()
 	// The first warmPackets iterations do not call b.Loop, whose first
 	// call starts the timer.
@@ -151,8 +152,11 @@ func runPacket(b *testing.B, q aqm.Queue[uint64], sc Scenario) {
 		d.step()
 	}
 	b.StopTimer()
+	if err := d.check(); err != nil {
+		b.Fatal(err)
+	}
 	benchSink = d.forwarded
-	s := q.Stats()
+	s := d.q.Stats()
 	if off := s.Offered().Packets; off > 0 {
 		b.ReportMetric(float64(s.Dropped().Packets+s.Marked.Packets)/float64(off), "signals/pkt")
 	}
@@ -161,6 +165,13 @@ func runPacket(b *testing.B, q aqm.Queue[uint64], sc Scenario) {
 // driver is the harness's per-packet step: advance time, enqueue one packet
 // (round robin over the scenario's flows, without a division per packet),
 // and dequeue while the queue is deeper than the scenario's depth.
+//
+// The driver counts the queue's length itself, as the C reference harness
+// reads its ring's count, instead of calling Len before every Dequeue:
+// accepted arrivals add one, packets dequeued or handed to the DropFunc
+// (dequeue-time AQM drops, evictions) take one off. An op is then exactly
+// the two calls it is defined as, an Enqueue and a Dequeue. check compares
+// the count with Len after a run.
 type driver struct {
 	q         aqm.Queue[uint64]
 	now, dt   aqm.Time
@@ -169,11 +180,22 @@ type driver struct {
 	flow      uint32
 	flows     uint32
 	depth     int
+	n         int // packets in the queue, by the driver's count
 }
 
-func newDriver(q aqm.Queue[uint64], sc Scenario) *driver {
-	return &driver{q: q, now: aqm.Time(time.Second), dt: aqm.Time(sc.Step), flows: uint32(sc.Flows), depth: sc.Depth}
+// newDriver builds the scenario's queue for a, with the driver's DropFunc.
+func newDriver(a PacketAlgo, sc Scenario) (*driver, error) {
+	d := &driver{now: aqm.Time(time.Second), dt: aqm.Time(sc.Step), flows: uint32(sc.Flows), depth: sc.Depth}
+	q, err := a.New(sc, d.dropped)
+	if err != nil || q == nil {
+		return nil, err
+	}
+	d.q = q
+	return d, nil
 }
+
+// dropped is the queue's DropFunc: a queued packet left without Dequeue.
+func (d *driver) dropped(aqm.Packet[uint64], aqm.Verdict) { d.n-- }
 
 func (d *driver) step() {
 	d.now += d.dt
@@ -181,30 +203,41 @@ func (d *driver) step() {
 	if d.flow++; d.flow == d.flows {
 		d.flow = 0
 	}
-	d.q.Enqueue(aqm.Packet[uint64]{Payload: d.seq, Size: 1500, Hash: d.flow}, d.now)
-	for d.q.Len() > d.depth {
+	if d.q.Enqueue(aqm.Packet[uint64]{Payload: d.seq, Size: 1500, Hash: d.flow}, d.now).Accepted() {
+		d.n++
+	}
+	for d.n > d.depth {
 		if _, ok := d.q.Dequeue(d.now); !ok {
 			break
 		}
+		d.n--
 		d.forwarded++
 	}
 }
 
+// check reports an error if the driver's count of queued packets is not
+// the queue's Len.
+func (d *driver) check() error {
+	if d.n != d.q.Len() {
+		return fmt.Errorf("harness counted %d queued packets, Len says %d", d.n, d.q.Len())
+	}
+	return nil
+}
+
 // drive runs warmPackets untimed steps and then n more, and returns the
 // queue's counters over the n alone.
-func drive(q aqm.Queue[uint64], sc Scenario, n int) aqm.Stats {
-	d := newDriver(q, sc)
+func drive(d *driver, n int) (aqm.Stats, error) {
 	for range warmPackets {
 		d.step()
 	}
-	before := q.Stats()
+	before := d.q.Stats()
 	for range n {
 		d.step()
 	}
-	after := q.Stats()
+	after := d.q.Stats()
 	after.DroppedOverlimit.Packets -= before.DroppedOverlimit.Packets
 	after.DroppedEarly.Packets -= before.DroppedEarly.Packets
 	after.DroppedOverload.Packets -= before.DroppedOverload.Packets
 	after.Marked.Packets -= before.Marked.Packets
-	return after
+	return after, d.check()
 }
