@@ -69,7 +69,7 @@ func TestStatsArithmetic(t *testing.T) {
 func TestFIFONoAllocs(t *testing.T) {
 	q, err := aqm.NewFIFO[uint64](aqm.FIFOConfig{LimitPackets: 16, HeadDrop: true}, func(aqm.Packet[uint64], aqm.Verdict) {})
 	require.NoError(t, err)
-	p := aqm.Packet[uint64]{Size: 100}
+	p := aqm.Packet[uint64]{Meta: aqm.Meta{Size: 100}}
 	t.Run("Enqueue+Dequeue", func(t *testing.T) {
 		require.Zero(t, testing.AllocsPerRun(1000, func() { q.Enqueue(p, 5); q.Dequeue(6) }))
 	})

@@ -15,7 +15,7 @@ func ExampleNewFIFO() {
 	}
 	now := aqm.Time(1_000_000_000)
 	for _, name := range []string{"a", "b", "c", "d"} {
-		v := q.Enqueue(aqm.Packet[string]{Payload: name, Size: 1500}, now)
+		v := q.Enqueue(aqm.Packet[string]{Payload: name, Meta: aqm.Meta{Size: 1500}}, now)
 		fmt.Println(name, v)
 	}
 	p, _ := q.Dequeue(now + 2_000_000)
@@ -36,7 +36,7 @@ func ExampleQueue_ecn() {
 	var q aqm.Queue[[]byte]
 	q, _ = aqm.NewFIFO[[]byte](aqm.FIFOConfig{}, nil)
 	hdr := []byte{0x45, 0x02} // IPv4, ECT(0) in the low bits of the TOS byte
-	q.Enqueue(aqm.Packet[[]byte]{Payload: hdr, Size: 20, ECN: aqm.ECN(hdr[1] & 3)}, 1)
+	q.Enqueue(aqm.Packet[[]byte]{Payload: hdr, Meta: aqm.Meta{Size: 20, ECN: aqm.ECN(hdr[1] & 3)}}, 1)
 	p, ok := q.Dequeue(2)
 	if ok && p.ECN == aqm.CE {
 		p.Payload[1] |= 3 // write CE (and fix the checksum in real code)

@@ -108,7 +108,7 @@ func TestFIFOSteps(t *testing.T) {
 		{6, 251, aqm.DroppedOverlimit, []int{1, 2}, 3},
 	}
 	for i, s := range steps {
-		v := q.Enqueue(aqm.Packet[int]{Payload: s.payload, Size: s.size}, t0+aqm.Time(i))
+		v := q.Enqueue(aqm.Packet[int]{Payload: s.payload, Meta: aqm.Meta{Size: s.size}}, t0+aqm.Time(i))
 		require.Equal(t, s.want, v, "step %d", i)
 		require.Equal(t, s.drops, dropped, "step %d", i)
 		require.Equal(t, s.len, q.Len(), "step %d", i)

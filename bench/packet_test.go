@@ -97,12 +97,12 @@ func BenchmarkPacket(b *testing.B) {
 	b.Run("ring", func(b *testing.B) {
 		r := ring.New[aqm.Packet[uint64]](1024)
 		for i := range 100 {
-			r.PushBack(aqm.Packet[uint64]{Payload: uint64(i), Size: 1500})
+			r.PushBack(aqm.Packet[uint64]{Payload: uint64(i), Meta: aqm.Meta{Size: 1500}})
 		}
 		var sink uint64
 		i := uint64(0)
 		for b.Loop() {
-			r.PushBack(aqm.Packet[uint64]{Payload: i, Size: 1500})
+			r.PushBack(aqm.Packet[uint64]{Payload: i, Meta: aqm.Meta{Size: 1500}})
 			p, _ := r.PopFront()
 			sink += p.Payload
 			i++
@@ -112,12 +112,12 @@ func BenchmarkPacket(b *testing.B) {
 	b.Run("chan", func(b *testing.B) {
 		c := make(chan aqm.Packet[uint64], 1024)
 		for i := range 100 {
-			c <- aqm.Packet[uint64]{Payload: uint64(i), Size: 1500}
+			c <- aqm.Packet[uint64]{Payload: uint64(i), Meta: aqm.Meta{Size: 1500}}
 		}
 		var sink uint64
 		i := uint64(0)
 		for b.Loop() {
-			c <- aqm.Packet[uint64]{Payload: i, Size: 1500}
+			c <- aqm.Packet[uint64]{Payload: i, Meta: aqm.Meta{Size: 1500}}
 			p := <-c
 			sink += p.Payload
 			i++
@@ -203,7 +203,7 @@ func (d *driver) step() {
 	if d.flow++; d.flow == d.flows {
 		d.flow = 0
 	}
-	if d.q.Enqueue(aqm.Packet[uint64]{Payload: d.seq, Size: 1500, Hash: d.flow}, d.now).Accepted() {
+	if d.q.Enqueue(aqm.Packet[uint64]{Payload: d.seq, Meta: aqm.Meta{Size: 1500, Hash: d.flow}}, d.now).Accepted() {
 		d.n++
 	}
 	for d.n > d.depth {

@@ -24,13 +24,13 @@ func TestAllocs(t *testing.T) {
 		now := t0
 		t.Run("Enqueue/"+ecn.String(), func(t *testing.T) {
 			require.Zero(t, testing.AllocsPerRun(1000, func() {
-				sinkVerdict = q.Enqueue(aqm.Packet[uint64]{Payload: 1, Size: 1000, ECN: ecn}, now)
+				sinkVerdict = q.Enqueue(aqm.Packet[uint64]{Payload: 1, Meta: aqm.Meta{Size: 1000, ECN: ecn}}, now)
 			}))
 		})
 		t.Run("Dequeue/congested/"+ecn.String(), func(t *testing.T) {
 			require.Zero(t, testing.AllocsPerRun(1000, func() {
 				now += aqm.Time(time.Millisecond)
-				sinkVerdict = q.Enqueue(aqm.Packet[uint64]{Payload: 1, Size: 1000, ECN: ecn}, now)
+				sinkVerdict = q.Enqueue(aqm.Packet[uint64]{Payload: 1, Meta: aqm.Meta{Size: 1000, ECN: ecn}}, now)
 				sinkPacket, _ = q.Dequeue(now)
 			}))
 			require.NotZero(t, q.Stats().DroppedEarly.Packets+q.Stats().Marked.Packets)

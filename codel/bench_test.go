@@ -27,7 +27,7 @@ func BenchmarkQueue(b *testing.B) {
 			step := func() {
 				now += aqm.Time(sc.step)
 				seq++
-				q.Enqueue(aqm.Packet[uint64]{Payload: seq, Size: 1500, ECN: sc.ecn}, now)
+				q.Enqueue(aqm.Packet[uint64]{Payload: seq, Meta: aqm.Meta{Size: 1500, ECN: sc.ecn}}, now)
 				for q.Len() > 100 {
 					sinkPacket, _ = q.Dequeue(now)
 				}

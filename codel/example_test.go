@@ -21,7 +21,7 @@ func Example() {
 		panic(err)
 	}
 	for i := range 300 {
-		q.Enqueue(aqm.Packet[int]{Payload: i, Size: 1000}, now)
+		q.Enqueue(aqm.Packet[int]{Payload: i, Meta: aqm.Meta{Size: 1000}}, now)
 	}
 	for range 280 {
 		now = now.Add(time.Millisecond)
@@ -42,7 +42,7 @@ func ExampleQueue_Dequeue() {
 	start := aqm.Time(time.Second)
 	q, _ := codel.New[string](codel.Config{}, nil)
 	for range 200 {
-		q.Enqueue(aqm.Packet[string]{Payload: "data", Size: 1500, ECN: aqm.ECT0}, start)
+		q.Enqueue(aqm.Packet[string]{Payload: "data", Meta: aqm.Meta{Size: 1500, ECN: aqm.ECT0}}, start)
 	}
 	for k := 1; k <= 110; k++ {
 		now := start.Add(time.Duration(k) * time.Millisecond)

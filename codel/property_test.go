@@ -33,7 +33,7 @@ func playOps(q *Queue[uint64], words []uint64, now *aqm.Time, id *uint64) {
 		if w&(1<<40) != 0 {
 			for range 1 + (w>>20)%4 {
 				*id++
-				q.Enqueue(aqm.Packet[uint64]{Payload: *id, Size: uint32(w>>8) % 1600, ECN: aqm.ECN(w >> 50)}, *now)
+				q.Enqueue(aqm.Packet[uint64]{Payload: *id, Meta: aqm.Meta{Size: uint32(w>>8) % 1600, ECN: aqm.ECN(w >> 50)}}, *now)
 			}
 		} else {
 			q.Dequeue(*now)

@@ -11,7 +11,7 @@ import (
 )
 
 func pkt(id uint64, size uint32, ecn aqm.ECN) aqm.Packet[uint64] {
-	return aqm.Packet[uint64]{Payload: id, Size: size, ECN: ecn}
+	return aqm.Packet[uint64]{Payload: id, Meta: aqm.Meta{Size: size, ECN: ecn}}
 }
 
 // TestQueueFirstDropAndSpacing protects the end-to-end schedule on a queue

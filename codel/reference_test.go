@@ -145,7 +145,7 @@ func TestReferenceRFC8289(t *testing.T) {
 			for arrivalP > src.Float64() {
 				id++
 				size := 40 + int(src.Uint64()%1500)
-				q.Enqueue(aqm.Packet[uint64]{Payload: id, Size: uint32(size)}, aqm.Time(now))
+				q.Enqueue(aqm.Packet[uint64]{Payload: id, Meta: aqm.Meta{Size: uint32(size)}}, aqm.Time(now))
 				ref.enqueue(id, size, now)
 				if src.Float64() < 0.5 {
 					break

@@ -34,7 +34,7 @@ func BenchmarkPacket(b *testing.B) {
 			step := func() {
 				now += aqm.Time(bc.step)
 				i++
-				q.Enqueue(aqm.Packet[uint64]{Payload: i, Size: 1500, ECN: bc.ecn}, now)
+				q.Enqueue(aqm.Packet[uint64]{Payload: i, Meta: aqm.Meta{Size: 1500, ECN: bc.ecn}}, now)
 				for q.Len() > bc.depth {
 					sinkPacket, _ = q.Dequeue(now)
 				}

@@ -107,7 +107,7 @@ func FuzzConfigTrace(f *testing.F) {
 				now += aqm.Time(time.Hour)
 			}
 			if b&0x40 != 0 {
-				q.Enqueue(aqm.Packet[int]{Payload: i, Size: uint32(b) * 20, ECN: aqm.ECN(b >> 6)}, now)
+				q.Enqueue(aqm.Packet[int]{Payload: i, Meta: aqm.Meta{Size: uint32(b) * 20, ECN: aqm.ECN(b >> 6)}}, now)
 			} else {
 				q.Dequeue(now)
 			}

@@ -16,8 +16,8 @@ func Example() {
 		panic(err)
 	}
 	now := aqm.Time(time.Second)
-	q.Enqueue(aqm.Packet[string]{Payload: "classic", Size: 1500, ECN: aqm.ECT0}, now)
-	q.Enqueue(aqm.Packet[string]{Payload: "l4s", Size: 1500, ECN: aqm.ECT1}, now)
+	q.Enqueue(aqm.Packet[string]{Payload: "classic", Meta: aqm.Meta{Size: 1500, ECN: aqm.ECT0}}, now)
+	q.Enqueue(aqm.Packet[string]{Payload: "l4s", Meta: aqm.Meta{Size: 1500, ECN: aqm.ECT1}}, now)
 	now = now.Add(2 * time.Millisecond)
 	for {
 		p, ok := q.Dequeue(now)
@@ -40,9 +40,9 @@ func Example() {
 func ExampleQueue_Detail() {
 	q, _ := dualq.New[int](dualq.Config{}, nil)
 	t0 := aqm.Time(time.Second)
-	q.Enqueue(aqm.Packet[int]{Size: 1500, ECN: aqm.ECT0}, t0)
-	q.Enqueue(aqm.Packet[int]{Size: 1500, ECN: aqm.ECT0}, t0.Add(16*time.Millisecond))
-	q.Enqueue(aqm.Packet[int]{Size: 1500, ECN: aqm.ECT0}, t0.Add(32*time.Millisecond))
+	q.Enqueue(aqm.Packet[int]{Meta: aqm.Meta{Size: 1500, ECN: aqm.ECT0}}, t0)
+	q.Enqueue(aqm.Packet[int]{Meta: aqm.Meta{Size: 1500, ECN: aqm.ECT0}}, t0.Add(16*time.Millisecond))
+	q.Enqueue(aqm.Packet[int]{Meta: aqm.Meta{Size: 1500, ECN: aqm.ECT0}}, t0.Add(32*time.Millisecond))
 	d := q.Detail()
 	fmt.Printf("p'=%.5f p_C=%.5f p_CL=%.5f delay=%v\n", d.Prob, d.ProbClassic, d.ProbL4SCoupled, d.DelayClassic)
 	// Output:

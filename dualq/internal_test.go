@@ -45,7 +45,7 @@ func signalFractions(t *testing.T, cfg Config, p float64, e aqm.ECN, n int) frac
 	// interfere after 18 drops in a row (0.36^18 < 10^-7).
 	for i := range n {
 		for q.Len() < 20 {
-			q.Enqueue(aqm.Packet[uint64]{Payload: uint64(i), Size: 1500, ECN: e}, t0)
+			q.Enqueue(aqm.Packet[uint64]{Payload: uint64(i), Meta: aqm.Meta{Size: 1500, ECN: e}}, t0)
 		}
 		if pk, ok := q.Dequeue(t0); ok && pk.ECN == aqm.CE {
 			f.marked++
@@ -112,9 +112,9 @@ func TestOverloadBoundary(t *testing.T) {
 func TestOverflowCaps(t *testing.T) {
 	q, err := New[uint64](Config{OverflowOnOverload: true}, nil)
 	require.NoError(t, err)
-	q.Enqueue(aqm.Packet[uint64]{Size: 1500, ECN: aqm.ECT0}, t0)
+	q.Enqueue(aqm.Packet[uint64]{Meta: aqm.Meta{Size: 1500, ECN: aqm.ECT0}}, t0)
 	for i := range 200 {
-		q.Enqueue(aqm.Packet[uint64]{Size: 1500, ECN: aqm.ECT0}, t0+aqm.Time(i+1)*aqm.Time(16*time.Millisecond))
+		q.Enqueue(aqm.Packet[uint64]{Meta: aqm.Meta{Size: 1500, ECN: aqm.ECT0}}, t0+aqm.Time(i+1)*aqm.Time(16*time.Millisecond))
 	}
 	d := q.Detail()
 	assert.Equal(t, 0.5, d.Prob)
@@ -130,14 +130,14 @@ func TestBelowTwoMTU(t *testing.T) {
 	q, err := New[uint64](Config{}, nil)
 	require.NoError(t, err)
 	pin(q, 1)
-	q.Enqueue(aqm.Packet[uint64]{Size: 1500, ECN: aqm.NotECT}, t0)
-	q.Enqueue(aqm.Packet[uint64]{Size: 1499, ECN: aqm.NotECT}, t0)
+	q.Enqueue(aqm.Packet[uint64]{Meta: aqm.Meta{Size: 1500, ECN: aqm.NotECT}}, t0)
+	q.Enqueue(aqm.Packet[uint64]{Meta: aqm.Meta{Size: 1499, ECN: aqm.NotECT}}, t0)
 	p, ok := q.Dequeue(t0)
 	require.True(t, ok, "1499 bytes left < 3000: no drop")
 	assert.Equal(t, aqm.NotECT, p.ECN)
 	p, _ = q.Dequeue(t0) // the 1499-byte Classic packet, alone
 	assert.Equal(t, aqm.NotECT, p.ECN)
-	q.Enqueue(aqm.Packet[uint64]{Size: 100, ECN: aqm.ECT1}, t0)
+	q.Enqueue(aqm.Packet[uint64]{Meta: aqm.Meta{Size: 100, ECN: aqm.ECT1}}, t0)
 	p, _ = q.Dequeue(t0.Add(2 * time.Millisecond))
 	assert.Equal(t, aqm.CE, p.ECN, "the step still marks")
 	assert.Zero(t, q.Stats().Dropped().Packets)
@@ -173,14 +173,14 @@ func TestDropDrainResetsCredit(t *testing.T) {
 	require.NoError(t, err)
 	pin(q, 0)
 	for i := range 10 {
-		q.Enqueue(aqm.Packet[int]{Payload: i, Size: 1000, ECN: aqm.ECT1}, t0)
+		q.Enqueue(aqm.Packet[int]{Payload: i, Meta: aqm.Meta{Size: 1000, ECN: aqm.ECT1}}, t0)
 	}
 	for range 3 {
 		q.Dequeue(t0) // L served while C waits: credit moves
-		q.Enqueue(aqm.Packet[int]{Size: 1000, ECN: aqm.NotECT}, t0)
+		q.Enqueue(aqm.Packet[int]{Meta: aqm.Meta{Size: 1000, ECN: aqm.NotECT}}, t0)
 	}
 	for range 4 {
-		q.Enqueue(aqm.Packet[int]{Size: 1000, ECN: aqm.NotECT}, t0)
+		q.Enqueue(aqm.Packet[int]{Meta: aqm.Meta{Size: 1000, ECN: aqm.NotECT}}, t0)
 	}
 	require.NotEqual(t, q.par.creditInit, q.credit)
 	pin(q, 1)
@@ -206,7 +206,7 @@ func TestLazyEqualsTimer(t *testing.T) {
 			mk := func() *Queue[int] {
 				q, err := New[int](Config{Alpha: 0.05, Beta: 0.5}, nil)
 				require.NoError(t, err)
-				q.Enqueue(aqm.Packet[int]{Size: 1500, ECN: aqm.ECT0}, t0)
+				q.Enqueue(aqm.Packet[int]{Meta: aqm.Meta{Size: 1500, ECN: aqm.ECT0}}, t0)
 				if !backlog {
 					q.Dequeue(t0 + 1)
 				}
@@ -236,11 +236,11 @@ func TestLazyEqualsTimer(t *testing.T) {
 func TestHugeJumps(t *testing.T) {
 	q, err := New[int](Config{}, nil)
 	require.NoError(t, err)
-	q.Enqueue(aqm.Packet[int]{Size: 1500, ECN: aqm.ECT0}, math.MinInt64+1)
-	q.Enqueue(aqm.Packet[int]{Size: 1500, ECN: aqm.ECT1}, -5)
-	q.Enqueue(aqm.Packet[int]{Size: 1500, ECN: aqm.ECT0}, math.MaxInt64-10)
+	q.Enqueue(aqm.Packet[int]{Meta: aqm.Meta{Size: 1500, ECN: aqm.ECT0}}, math.MinInt64+1)
+	q.Enqueue(aqm.Packet[int]{Meta: aqm.Meta{Size: 1500, ECN: aqm.ECT1}}, -5)
+	q.Enqueue(aqm.Packet[int]{Meta: aqm.Meta{Size: 1500, ECN: aqm.ECT0}}, math.MaxInt64-10)
 	assert.Equal(t, float64(1), q.Detail().Prob)
-	q.Enqueue(aqm.Packet[int]{Size: 1500, ECN: aqm.ECT0}, math.MaxInt64)
+	q.Enqueue(aqm.Packet[int]{Meta: aqm.Meta{Size: 1500, ECN: aqm.ECT0}}, math.MaxInt64)
 	for q.Len() > 0 {
 		q.Dequeue(math.MaxInt64)
 	}

@@ -316,7 +316,7 @@ func refTrace(t *testing.T, cfg dualq.Config, seed uint64, nops int) (int, bool,
 			if r.IntN(50) == 0 {
 				size = uint32(r.IntN(3) * 9000)
 			}
-			p := aqm.Packet[uint64]{Payload: id, Size: size, ECN: ecn}
+			p := aqm.Packet[uint64]{Payload: id, Meta: aqm.Meta{Size: size, ECN: ecn}}
 			v := q.Enqueue(p, now)
 			s := "ok"
 			if !v.Accepted() {

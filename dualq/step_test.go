@@ -18,7 +18,7 @@ const t0 = aqm.Time(time.Second)
 func ms(n float64) aqm.Time { return aqm.Time(n * float64(time.Millisecond)) }
 
 func pkt(ecn aqm.ECN, size uint32, id uint64) aqm.Packet[uint64] {
-	return aqm.Packet[uint64]{Payload: id, Size: size, ECN: ecn}
+	return aqm.Packet[uint64]{Payload: id, Meta: aqm.Meta{Size: size, ECN: ecn}}
 }
 
 // TestPIUpdateTable protects the PI2 update and the coupling: at every

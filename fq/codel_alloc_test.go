@@ -26,15 +26,15 @@ func TestCoDelAllocs(t *testing.T) {
 		require.Zero(t, testing.AllocsPerRun(2000, func() {
 			seq++
 			now += aqm.Time(time.Microsecond)
-			coDelSinkVerdict = q.Enqueue(aqm.Packet[uint64]{Size: 1000, Hash: seq % 300}, now)
+			coDelSinkVerdict = q.Enqueue(aqm.Packet[uint64]{Meta: aqm.Meta{Size: 1000, Hash: seq % 300}}, now)
 			coDelSinkPacket, _ = q.Dequeue(now)
 		}))
 	})
 	t.Run("Dequeue/congested", func(t *testing.T) {
 		require.Zero(t, testing.AllocsPerRun(2000, func() {
 			now += aqm.Time(time.Millisecond)
-			coDelSinkVerdict = q.Enqueue(aqm.Packet[uint64]{Size: 1000, Hash: 1}, now)
-			coDelSinkVerdict = q.Enqueue(aqm.Packet[uint64]{Size: 1000, Hash: 1}, now)
+			coDelSinkVerdict = q.Enqueue(aqm.Packet[uint64]{Meta: aqm.Meta{Size: 1000, Hash: 1}}, now)
+			coDelSinkVerdict = q.Enqueue(aqm.Packet[uint64]{Meta: aqm.Meta{Size: 1000, Hash: 1}}, now)
 			coDelSinkPacket, _ = q.Dequeue(now)
 		}))
 		require.NotZero(t, q.Stats().DroppedEarly.Packets)
@@ -42,7 +42,7 @@ func TestCoDelAllocs(t *testing.T) {
 	t.Run("Enqueue/overload", func(t *testing.T) {
 		require.Zero(t, testing.AllocsPerRun(2000, func() {
 			seq++
-			coDelSinkVerdict = q.Enqueue(aqm.Packet[uint64]{Size: 100, Hash: seq % 7}, now)
+			coDelSinkVerdict = q.Enqueue(aqm.Packet[uint64]{Meta: aqm.Meta{Size: 100, Hash: seq % 7}}, now)
 		}))
 		require.NotZero(t, q.Detail().DropOverlimit)
 	})

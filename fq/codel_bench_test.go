@@ -25,7 +25,7 @@ func BenchmarkCoDel(b *testing.B) {
 			step := func() {
 				seq++
 				now += aqm.Time(100 * time.Nanosecond)
-				q.Enqueue(aqm.Packet[uint64]{Payload: seq, Size: 1500, Hash: uint32(seq % uint64(n))}, now)
+				q.Enqueue(aqm.Packet[uint64]{Payload: seq, Meta: aqm.Meta{Size: 1500, Hash: uint32(seq % uint64(n))}}, now)
 				for q.Len() > 2*n {
 					coDelSinkPacket, _ = q.Dequeue(now)
 				}

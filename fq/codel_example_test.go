@@ -19,12 +19,12 @@ func ExampleNewCoDel() {
 	}
 	const bulk, sparse = 1, 2
 	for range 50 {
-		q.Enqueue(aqm.Packet[string]{Payload: "bulk", Size: 1500, Hash: bulk}, start)
+		q.Enqueue(aqm.Packet[string]{Payload: "bulk", Meta: aqm.Meta{Size: 1500, Hash: bulk}}, start)
 	}
 	q.Dequeue(start) // the bulk flow is served until its quantum is used up
 	q.Dequeue(start)
 	now := start.Add(time.Millisecond)
-	q.Enqueue(aqm.Packet[string]{Payload: "sparse", Size: 100, Hash: sparse}, now)
+	q.Enqueue(aqm.Packet[string]{Payload: "sparse", Meta: aqm.Meta{Size: 100, Hash: sparse}}, now)
 	p, _ := q.Dequeue(now)
 	fmt.Println(p.Payload, "waited", aqm.Sojourn(p, now))
 	d := q.Detail()

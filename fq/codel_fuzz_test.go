@@ -46,7 +46,7 @@ func FuzzCoDelConfig(f *testing.F) {
 			now += aqm.Time(int64(w>>24) * 997 * int64(w&1*2-1+2) / 2)
 			if w&2 != 0 {
 				id++
-				if q.Enqueue(aqm.Packet[uint64]{Payload: id, Size: w >> 8 % 3000, Hash: w >> 4 % 13, ECN: aqm.ECN(w >> 20)}, now).Accepted() {
+				if q.Enqueue(aqm.Packet[uint64]{Payload: id, Meta: aqm.Meta{Size: w >> 8 % 3000, Hash: w >> 4 % 13, ECN: aqm.ECN(w >> 20)}}, now).Accepted() {
 					live[id] = true
 				}
 			} else if p, ok := q.Dequeue(now); ok {

@@ -740,7 +740,7 @@ func runFQCRefTrace(t *testing.T, c fqcRefCase, seed uint64, ops int) fqcRefCove
 		case fqcSizesFixed:
 			size = 500
 		}
-		p := aqm.Packet[uint64]{Payload: id, Size: size, Hash: h, ECN: ecn, Enqueued: aqm.Time(src.Uint64())}
+		p := aqm.Packet[uint64]{Payload: id, Meta: aqm.Meta{Size: size, Hash: h, ECN: ecn}, Enqueued: aqm.Time(src.Uint64())}
 		v := q.Enqueue(p, aqm.Time(now))
 		mv := m.enqueue(p, bucket[h], now)
 		m.cov.verdicts++

@@ -35,7 +35,7 @@ func hashesFor[T any](q *CoDel[T], n int) []uint32 {
 }
 
 func cpkt(id uint64, size, hash uint32) aqm.Packet[uint64] {
-	return aqm.Packet[uint64]{Payload: id, Size: size, Hash: hash}
+	return aqm.Packet[uint64]{Payload: id, Meta: aqm.Meta{Size: size, Hash: hash}}
 }
 
 // TestCoDelFlowSize protects the one-cache-line budget of a flow queue.

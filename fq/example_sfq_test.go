@@ -19,9 +19,9 @@ func ExampleNewSFQ() {
 	}
 	now := aqm.Time(time.Second)
 	for i := 1; i <= 4; i++ {
-		q.Enqueue(aqm.Packet[string]{Payload: fmt.Sprint("bulk-", i), Size: 1500, Hash: 1}, now)
+		q.Enqueue(aqm.Packet[string]{Payload: fmt.Sprint("bulk-", i), Meta: aqm.Meta{Size: 1500, Hash: 1}}, now)
 	}
-	v := q.Enqueue(aqm.Packet[string]{Payload: "ping", Size: 100, Hash: 2}, now)
+	v := q.Enqueue(aqm.Packet[string]{Payload: "ping", Meta: aqm.Meta{Size: 100, Hash: 2}}, now)
 	fmt.Println("ping:", v)
 	for {
 		p, ok := q.Dequeue(now)
@@ -44,9 +44,9 @@ func ExampleNewSFQ() {
 func ExampleSFQ_Detail() {
 	q, _ := fq.NewSFQ[int](fq.SFQConfig{DepthPackets: 2, Seed: 1}, nil)
 	for i := range 3 {
-		q.Enqueue(aqm.Packet[int]{Payload: i, Size: 1000, Hash: 1}, 1)
+		q.Enqueue(aqm.Packet[int]{Payload: i, Meta: aqm.Meta{Size: 1000, Hash: 1}}, 1)
 	}
-	q.Enqueue(aqm.Packet[int]{Payload: 9, Size: 1000, Hash: 2}, 1)
+	q.Enqueue(aqm.Packet[int]{Payload: 9, Meta: aqm.Meta{Size: 1000, Hash: 2}}, 1)
 	d := q.Detail()
 	fmt.Println("flows:", d.ActiveFlows, "longest:", d.LongestFlowPackets, "depth drops:", d.DepthDrops)
 	// Output:

@@ -47,7 +47,7 @@ func perfCoDel(b *testing.B, q *CoDel[uint64], n int) {
 		if flow++; flow == flows {
 			flow = 0
 		}
-		q.Enqueue(aqm.Packet[uint64]{Payload: seq, Size: 1500, Hash: flow * 0x9e3779b1}, now)
+		q.Enqueue(aqm.Packet[uint64]{Payload: seq, Meta: aqm.Meta{Size: 1500, Hash: flow * 0x9e3779b1}}, now)
 		for q.Len() > 2*n {
 			if _, ok := q.Dequeue(now); !ok {
 				break
@@ -71,7 +71,7 @@ func perfSFQ(b *testing.B, q *SFQ[uint64], n int) {
 		if flow++; flow == flows {
 			flow = 0
 		}
-		q.Enqueue(aqm.Packet[uint64]{Payload: seq, Size: 1500, Hash: flow * 0x9e3779b1}, now)
+		q.Enqueue(aqm.Packet[uint64]{Payload: seq, Meta: aqm.Meta{Size: 1500, Hash: flow * 0x9e3779b1}}, now)
 		for q.Len() > 2*n {
 			if _, ok := q.Dequeue(now); !ok {
 				break

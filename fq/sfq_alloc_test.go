@@ -23,7 +23,7 @@ func TestSFQNoAllocs(t *testing.T) {
 		i := uint32(0)
 		require.Zero(t, testing.AllocsPerRun(1000, func() {
 			i++
-			sfqSinkVerdict = q.Enqueue(aqm.Packet[uint64]{Size: 1500, Hash: i % 64}, now)
+			sfqSinkVerdict = q.Enqueue(aqm.Packet[uint64]{Meta: aqm.Meta{Size: 1500, Hash: i % 64}}, now)
 			sfqSinkPacket, _ = q.Dequeue(now)
 		}))
 	})
@@ -34,7 +34,7 @@ func TestSFQNoAllocs(t *testing.T) {
 		i := uint32(0)
 		require.Zero(t, testing.AllocsPerRun(1000, func() {
 			i++
-			sfqSinkVerdict = q.Enqueue(aqm.Packet[uint64]{Size: 1500, Hash: i % 3}, now)
+			sfqSinkVerdict = q.Enqueue(aqm.Packet[uint64]{Meta: aqm.Meta{Size: 1500, Hash: i % 3}}, now)
 		}))
 		require.NotZero(t, drops)
 	})
@@ -42,7 +42,7 @@ func TestSFQNoAllocs(t *testing.T) {
 		q, err := NewSFQ[uint64](SFQConfig{LimitPackets: 4}, nil)
 		require.NoError(t, err)
 		require.Zero(t, testing.AllocsPerRun(1000, func() {
-			sfqSinkVerdict = q.Enqueue(aqm.Packet[uint64]{Size: 1500, Hash: 1}, now)
+			sfqSinkVerdict = q.Enqueue(aqm.Packet[uint64]{Meta: aqm.Meta{Size: 1500, Hash: 1}}, now)
 		}))
 		require.Equal(t, aqm.DroppedOverlimit, sfqSinkVerdict)
 	})
@@ -50,12 +50,12 @@ func TestSFQNoAllocs(t *testing.T) {
 		q, err := NewSFQ[uint64](SFQConfig{PerturbPeriod: time.Nanosecond}, nil)
 		require.NoError(t, err)
 		for i := range 100 {
-			q.Enqueue(aqm.Packet[uint64]{Size: 100, Hash: uint32(i)}, now)
+			q.Enqueue(aqm.Packet[uint64]{Meta: aqm.Meta{Size: 100, Hash: uint32(i)}}, now)
 		}
 		tt := now
 		require.Zero(t, testing.AllocsPerRun(1000, func() {
 			tt++
-			sfqSinkVerdict = q.Enqueue(aqm.Packet[uint64]{Size: 100, Hash: uint32(tt)}, tt)
+			sfqSinkVerdict = q.Enqueue(aqm.Packet[uint64]{Meta: aqm.Meta{Size: 100, Hash: uint32(tt)}}, tt)
 			sfqSinkPacket, _ = q.Dequeue(tt)
 		}))
 		require.NotZero(t, q.Detail().Perturbations)
@@ -65,7 +65,7 @@ func TestSFQNoAllocs(t *testing.T) {
 		require.NoError(t, err)
 		require.Zero(t, testing.AllocsPerRun(1000, func() {
 			for h := range uint32(4) {
-				q.Enqueue(aqm.Packet[uint64]{Size: 9000, Hash: h}, now)
+				q.Enqueue(aqm.Packet[uint64]{Meta: aqm.Meta{Size: 9000, Hash: h}}, now)
 			}
 			for range 4 {
 				sfqSinkPacket, _ = q.Dequeue(now)

@@ -48,7 +48,7 @@ func benchSFQ(b *testing.B, q *SFQ[uint64], flows, depth int) {
 	step := func() {
 		now += 100
 		seq++
-		q.Enqueue(aqm.Packet[uint64]{Payload: seq, Size: 1500, Hash: uint32(seq%uint64(flows)) * 0x9e3779b1}, now)
+		q.Enqueue(aqm.Packet[uint64]{Payload: seq, Meta: aqm.Meta{Size: 1500, Hash: uint32(seq%uint64(flows)) * 0x9e3779b1}}, now)
 		for q.Len() > depth {
 			p, _ := q.Dequeue(now)
 			sink += p.Payload

@@ -265,9 +265,7 @@ func randomSFQTrace(r *rand.Rand, n int) []sfqTraceOp {
 			o.kind = 'e'
 			o.p = aqm.Packet[uint64]{
 				Payload: uint64(i),
-				Size:    uint32(r.IntN(maxSize + 1)),
-				Hash:    uint32(r.IntN(flows)) * 0x9e3779b1,
-				ECN:     aqm.ECN(r.IntN(256)),
+				Meta:    aqm.Meta{Size: uint32(r.IntN(maxSize + 1)), Hash: uint32(r.IntN(flows)) * 0x9e3779b1, ECN: aqm.ECN(r.IntN(256))},
 			}
 		}
 		ops[i] = o

@@ -95,7 +95,7 @@ func runSFQSteps(t *testing.T, cfg SFQConfig, steps []sfqStep) *SFQ[uint64] {
 		evicted = evicted[:0]
 		now := sfqT0.Add(s.at)
 		if s.enq {
-			v := q.Enqueue(aqm.Packet[uint64]{Payload: s.id, Size: s.size, Hash: s.h}, now)
+			v := q.Enqueue(aqm.Packet[uint64]{Payload: s.id, Meta: aqm.Meta{Size: s.size, Hash: s.h}}, now)
 			require.Equal(t, s.want, v, "step %d: verdict", i)
 		} else {
 			p, ok := q.Dequeue(now)
@@ -239,13 +239,13 @@ func TestSFQSteps(t *testing.T) {
 		q, err := NewSFQ[uint64](cfg, nil)
 		require.NoError(t, err)
 		assert.Zero(t, q.Detail().NextPerturb)
-		q.Enqueue(aqm.Packet[uint64]{Payload: 1, Hash: fA}, sfqT0)
+		q.Enqueue(aqm.Packet[uint64]{Payload: 1, Meta: aqm.Meta{Hash: fA}}, sfqT0)
 		assert.Equal(t, sfqT0.Add(10*time.Millisecond), q.Detail().NextPerturb)
 		key := q.key
-		q.Enqueue(aqm.Packet[uint64]{Payload: 2, Hash: fA}, sfqT0.Add(10*time.Millisecond-1))
+		q.Enqueue(aqm.Packet[uint64]{Payload: 2, Meta: aqm.Meta{Hash: fA}}, sfqT0.Add(10*time.Millisecond-1))
 		assert.Equal(t, key, q.key)
 		assert.Zero(t, q.Detail().Perturbations)
-		q.Enqueue(aqm.Packet[uint64]{Payload: 3, Hash: fA}, sfqT0.Add(10*time.Millisecond))
+		q.Enqueue(aqm.Packet[uint64]{Payload: 3, Meta: aqm.Meta{Hash: fA}}, sfqT0.Add(10*time.Millisecond))
 		assert.NotEqual(t, key, q.key)
 		assert.Equal(t, uint64(1), q.Detail().Perturbations)
 		assert.Equal(t, sfqT0.Add(20*time.Millisecond), q.Detail().NextPerturb)
@@ -262,10 +262,10 @@ func TestSFQDepthDropCounter(t *testing.T) {
 	q, err := NewSFQ[uint64](SFQConfig{LimitPackets: 3, DepthPackets: 2, Divisor: 1 << 20}, nil)
 	require.NoError(t, err)
 	for i := range 3 {
-		q.Enqueue(aqm.Packet[uint64]{Payload: uint64(i), Hash: fA}, sfqT0)
+		q.Enqueue(aqm.Packet[uint64]{Payload: uint64(i), Meta: aqm.Meta{Hash: fA}}, sfqT0)
 	}
-	q.Enqueue(aqm.Packet[uint64]{Hash: fB}, sfqT0)
-	q.Enqueue(aqm.Packet[uint64]{Hash: fC}, sfqT0) // 4 > 3: A (2) longest, loses its tail
+	q.Enqueue(aqm.Packet[uint64]{Meta: aqm.Meta{Hash: fB}}, sfqT0)
+	q.Enqueue(aqm.Packet[uint64]{Meta: aqm.Meta{Hash: fC}}, sfqT0) // 4 > 3: A (2) longest, loses its tail
 	d := q.Detail()
 	assert.Equal(t, uint64(1), d.DepthDrops)
 	assert.Equal(t, uint64(1), d.OverflowDrops)
@@ -331,7 +331,7 @@ func FuzzSFQModel(f *testing.F) {
 			o := sfqTraceOp{dt: time.Duration(b>>4) * time.Millisecond}
 			if b&1 == 1 {
 				o.kind = 'e'
-				o.p = aqm.Packet[uint64]{Payload: uint64(i), Size: uint32(c) * 13, Hash: uint32(c % 11), ECN: aqm.ECN(b)}
+				o.p = aqm.Packet[uint64]{Payload: uint64(i), Meta: aqm.Meta{Size: uint32(c) * 13, Hash: uint32(c % 11), ECN: aqm.ECN(b)}}
 			} else {
 				o.kind = 'd'
 			}
@@ -385,7 +385,7 @@ func TestSFQPropertyDRRFairness(t *testing.T) {
 		left := map[uint32]int{}
 		for range per * nflows {
 			h := hs[r.IntN(nflows)]
-			if q.Enqueue(aqm.Packet[uint64]{Size: uint32(1 + r.IntN(maxP)), Hash: h}, sfqT0).Accepted() {
+			if q.Enqueue(aqm.Packet[uint64]{Meta: aqm.Meta{Size: uint32(1 + r.IntN(maxP)), Hash: h}}, sfqT0).Accepted() {
 				left[h]++
 			}
 		}
@@ -631,10 +631,10 @@ func TestSFQHashFlood(t *testing.T) {
 			now += aqm.Time(10 * time.Microsecond)
 			for range 4 {
 				attack++
-				q.Enqueue(aqm.Packet[uint64]{Size: 1500, Hash: attack}, now)
+				q.Enqueue(aqm.Packet[uint64]{Meta: aqm.Meta{Size: 1500, Hash: attack}}, now)
 			}
 			if tick%8 == 0 {
-				q.Enqueue(aqm.Packet[uint64]{Payload: 1, Size: 1500, Hash: innocent}, now)
+				q.Enqueue(aqm.Packet[uint64]{Payload: 1, Meta: aqm.Meta{Size: 1500, Hash: innocent}}, now)
 			}
 			if p, ok := q.Dequeue(now); ok && p.Payload == 1 {
 				got++
@@ -657,11 +657,11 @@ func TestSFQReconfigure(t *testing.T) {
 	q, err := NewSFQ[uint64](SFQConfig{LimitPackets: 20}, nil)
 	require.NoError(t, err)
 	for i := range 20 {
-		require.Equal(t, aqm.Enqueued, q.Enqueue(aqm.Packet[uint64]{Payload: uint64(i), Size: 100, Hash: uint32(i % 3)}, sfqT0))
+		require.Equal(t, aqm.Enqueued, q.Enqueue(aqm.Packet[uint64]{Payload: uint64(i), Meta: aqm.Meta{Size: 100, Hash: uint32(i % 3)}}, sfqT0))
 	}
 	require.NoError(t, q.Reconfigure(SFQConfig{LimitPackets: 5}))
 	assert.Equal(t, 20, q.Len())
-	assert.Equal(t, aqm.DroppedOverlimit, q.Enqueue(aqm.Packet[uint64]{Payload: 100, Hash: 9}, sfqT0))
+	assert.Equal(t, aqm.DroppedOverlimit, q.Enqueue(aqm.Packet[uint64]{Payload: 100, Meta: aqm.Meta{Hash: 9}}, sfqT0))
 	assert.Equal(t, 20, q.Len())
 	err = q.Reconfigure(SFQConfig{Divisor: -1})
 	assert.ErrorIs(t, err, aqm.ErrInvalidConfig)
@@ -683,7 +683,7 @@ func TestSFQReconfigure(t *testing.T) {
 		seen++
 	}
 	assert.Equal(t, 20, seen)
-	assert.Equal(t, aqm.Enqueued, q.Enqueue(aqm.Packet[uint64]{Payload: 1, Hash: 9}, sfqT0))
+	assert.Equal(t, aqm.Enqueued, q.Enqueue(aqm.Packet[uint64]{Payload: 1, Meta: aqm.Meta{Hash: 9}}, sfqT0))
 }
 
 // TestSFQOddInputs protects against panics and unbounded work on odd
@@ -694,10 +694,10 @@ func TestSFQOddInputs(t *testing.T) {
 	q, err := NewSFQ[uint64](SFQConfig{QuantumBytes: 1, PerturbPeriod: time.Hour, Divisor: 1 << 20}, nil)
 	require.NoError(t, err)
 	now := sfqT0
-	q.Enqueue(aqm.Packet[uint64]{Payload: 1, Size: math.MaxUint32, Hash: fA, ECN: 0xff}, now)
-	q.Enqueue(aqm.Packet[uint64]{Payload: 2, Size: math.MaxUint32, Hash: fA}, now)
-	q.Enqueue(aqm.Packet[uint64]{Payload: 11, Size: 0, Hash: fB}, now-5)
-	q.Enqueue(aqm.Packet[uint64]{Payload: 12, Size: 1, Hash: fB}, now)
+	q.Enqueue(aqm.Packet[uint64]{Payload: 1, Meta: aqm.Meta{Size: math.MaxUint32, Hash: fA, ECN: 0xff}}, now)
+	q.Enqueue(aqm.Packet[uint64]{Payload: 2, Meta: aqm.Meta{Size: math.MaxUint32, Hash: fA}}, now)
+	q.Enqueue(aqm.Packet[uint64]{Payload: 11, Meta: aqm.Meta{Size: 0, Hash: fB}}, now-5)
+	q.Enqueue(aqm.Packet[uint64]{Payload: 12, Meta: aqm.Meta{Size: 1, Hash: fB}}, now)
 	// A's first 4 GiB packet leaves A about -2^32 in debt: with a 1-byte
 	// quantum A then needs ~2^32 rounds, B serves meanwhile.
 	var order []uint64
@@ -712,11 +712,11 @@ func TestSFQOddInputs(t *testing.T) {
 		}
 	}
 	assert.Equal(t, []uint64{1, 11, 12, 2}, order)
-	q.Enqueue(aqm.Packet[uint64]{Payload: 3, Hash: fA}, aqm.Time(math.MaxInt64))
-	q.Enqueue(aqm.Packet[uint64]{Payload: 4, Hash: fA}, aqm.Time(math.MaxInt64))
+	q.Enqueue(aqm.Packet[uint64]{Payload: 3, Meta: aqm.Meta{Hash: fA}}, aqm.Time(math.MaxInt64))
+	q.Enqueue(aqm.Packet[uint64]{Payload: 4, Meta: aqm.Meta{Hash: fA}}, aqm.Time(math.MaxInt64))
 	assert.Equal(t, aqm.Time(math.MaxInt64), q.Detail().NextPerturb)
 	assert.Equal(t, 2, q.Len())
-	require.NotPanics(t, func() { q.Enqueue(aqm.Packet[uint64]{Hash: fA}, aqm.Time(math.MinInt64)) })
+	require.NotPanics(t, func() { q.Enqueue(aqm.Packet[uint64]{Meta: aqm.Meta{Hash: fA}}, aqm.Time(math.MinInt64)) })
 	if s := q.Stats(); s.Enqueued.Packets != s.Dequeued.Packets+s.DroppedQueued.Packets+uint64(s.Len) {
 		t.Fatalf("stats do not balance: %+v", s)
 	}

@@ -21,7 +21,7 @@ func TestZeroAllocs(t *testing.T) {
 		require.NoError(t, err)
 		now := aqm.Time(time.Second)
 		for i := range 50 {
-			q.Enqueue(aqm.Packet[uint64]{Payload: uint64(i), Size: 1500}, now)
+			q.Enqueue(aqm.Packet[uint64]{Payload: uint64(i), Meta: aqm.Meta{Size: 1500}}, now)
 		}
 		return q, now
 	}
@@ -41,7 +41,7 @@ func TestZeroAllocs(t *testing.T) {
 			q.ctl.p, q.ctl.old, q.ctl.burst = probCeil(c.p), int64(time.Second), 0
 			allocs := testing.AllocsPerRun(1000, func() {
 				now += aqm.Time(time.Millisecond) // an update every 15 packets
-				sinkVerdict = q.Enqueue(aqm.Packet[uint64]{Size: 1500, ECN: c.ecn}, now)
+				sinkVerdict = q.Enqueue(aqm.Packet[uint64]{Meta: aqm.Meta{Size: 1500, ECN: c.ecn}}, now)
 				sinkPacket, _ = q.Dequeue(now)
 				q.ctl.p, q.ctl.burst = probCeil(c.p), 0
 			})
@@ -51,7 +51,7 @@ func TestZeroAllocs(t *testing.T) {
 	t.Run("tail-drop", func(t *testing.T) {
 		q, now := newQ(Config{LimitPackets: 50})
 		require.Zero(t, testing.AllocsPerRun(1000, func() {
-			sinkVerdict = q.Enqueue(aqm.Packet[uint64]{Size: 1500}, now)
+			sinkVerdict = q.Enqueue(aqm.Packet[uint64]{Meta: aqm.Meta{Size: 1500}}, now)
 		}))
 	})
 	t.Run("idle-catch-up", func(t *testing.T) {

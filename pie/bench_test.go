@@ -38,7 +38,7 @@ func BenchmarkQueue(b *testing.B) {
 			step := func() {
 				now += aqm.Time(s.step)
 				seq++
-				q.Enqueue(aqm.Packet[uint64]{Payload: seq, Size: 1500}, now)
+				q.Enqueue(aqm.Packet[uint64]{Payload: seq, Meta: aqm.Meta{Size: 1500}}, now)
 				for q.Len() > 100 {
 					p, _ := q.Dequeue(now)
 					sink += p.Payload

@@ -64,7 +64,7 @@ func TestReconfigureKeepsPackets(t *testing.T) {
 	require.NoError(t, err)
 	now := aqm.Time(time.Second)
 	for i := range 8 {
-		require.Equal(t, aqm.Enqueued, q.Enqueue(aqm.Packet[int]{Payload: i, Size: 100}, now))
+		require.Equal(t, aqm.Enqueued, q.Enqueue(aqm.Packet[int]{Payload: i, Meta: aqm.Meta{Size: 100}}, now))
 	}
 	q.ctl.p = probCeil(0.3)
 	require.Error(t, q.Reconfigure(Config{Target: -1}))
@@ -74,13 +74,13 @@ func TestReconfigureKeepsPackets(t *testing.T) {
 	require.Equal(t, 8, q.Len())
 	require.Equal(t, probCeil(0.3), q.ctl.p)
 	require.Equal(t, int64(50*time.Millisecond), q.ctl.burst)
-	require.Equal(t, aqm.DroppedOverlimit, q.Enqueue(aqm.Packet[int]{Payload: 99, Size: 100}, now))
+	require.Equal(t, aqm.DroppedOverlimit, q.Enqueue(aqm.Packet[int]{Payload: 99, Meta: aqm.Meta{Size: 100}}, now))
 	for i := range 4 {
 		p, ok := q.Dequeue(now)
 		require.True(t, ok)
 		require.Equal(t, i, p.Payload)
 	}
-	require.NotEqual(t, aqm.DroppedOverlimit, q.Enqueue(aqm.Packet[int]{Payload: 8, Size: 100}, now))
+	require.NotEqual(t, aqm.DroppedOverlimit, q.Enqueue(aqm.Packet[int]{Payload: 8, Meta: aqm.Meta{Size: 100}}, now))
 	require.NoError(t, q.Reconfigure(Config{LimitPackets: 100}))
 	for i := 4; i <= 8; i++ {
 		p, ok := q.Dequeue(now)

@@ -21,7 +21,7 @@ func Example() {
 	var delay time.Duration
 	for i := range 200000 { // 20 s: a packet every 100 µs, one sent every 200 µs
 		now = now.Add(100 * time.Microsecond)
-		if q.Enqueue(aqm.Packet[int]{Payload: i, Size: 1500}, now).Dropped() && i >= 100000 {
+		if q.Enqueue(aqm.Packet[int]{Payload: i, Meta: aqm.Meta{Size: 1500}}, now).Dropped() && i >= 100000 {
 			dropped++
 		}
 		if i >= 100000 {
@@ -52,7 +52,7 @@ func ExampleQueue_Enqueue() {
 	verdicts := map[aqm.Verdict]int{}
 	for i := range 200000 {
 		now = now.Add(100 * time.Microsecond)
-		verdicts[q.Enqueue(aqm.Packet[int]{Payload: i, Size: 1500, ECN: aqm.ECT0}, now)]++
+		verdicts[q.Enqueue(aqm.Packet[int]{Payload: i, Meta: aqm.Meta{Size: 1500, ECN: aqm.ECT0}}, now)]++
 		if i%2 == 1 {
 			q.Dequeue(now)
 		}

@@ -46,7 +46,7 @@ func FuzzConfigOps(f *testing.F) {
 			op, a, b := ops[i], ops[i+1], ops[i+2]
 			switch op % 4 {
 			case 0, 1:
-				q.Enqueue(aqm.Packet[int]{Payload: i, Size: uint32(a) * 16, ECN: aqm.ECN(b)}, now)
+				q.Enqueue(aqm.Packet[int]{Payload: i, Meta: aqm.Meta{Size: uint32(a) * 16, ECN: aqm.ECN(b)}}, now)
 			case 2:
 				q.Dequeue(now)
 			case 3:

@@ -47,7 +47,7 @@ func randomTrace(q *Queue[int], g *rand.Rand, ops int, check func(phase int, v a
 			if g.IntN(3) == 0 {
 				size = uint32(g.IntN(3000))
 			}
-			v := q.Enqueue(aqm.Packet[int]{Payload: op, Size: size, ECN: aqm.ECN(g.IntN(4))}, now)
+			v := q.Enqueue(aqm.Packet[int]{Payload: op, Meta: aqm.Meta{Size: size, ECN: aqm.ECN(g.IntN(4))}}, now)
 			if !check(1, v) {
 				return false
 			}
@@ -142,7 +142,7 @@ func openLoop(q *Queue[int], lambda, capacity float64, warm, total time.Duration
 	var sojourn time.Duration
 	for nextA < end || nextS < end {
 		if nextA <= nextS {
-			v := q.Enqueue(aqm.Packet[int]{Size: 1500}, nextA)
+			v := q.Enqueue(aqm.Packet[int]{Meta: aqm.Meta{Size: 1500}}, nextA)
 			if nextA >= from {
 				arrivals++
 				if v.Dropped() {

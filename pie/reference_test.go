@@ -302,7 +302,7 @@ func TestReferenceModel(t *testing.T) {
 					size = 40 + g.IntN(1460)
 				}
 				ecn := aqm.ECN(g.IntN(8))
-				got := q.Enqueue(aqm.Packet[uint64]{Payload: id, Size: uint32(size), ECN: ecn}, aqm.Time(now))
+				got := q.Enqueue(aqm.Packet[uint64]{Payload: id, Meta: aqm.Meta{Size: uint32(size), ECN: ecn}}, aqm.Time(now))
 				want := ref.enque(id, size, ecn, now)
 				decided++
 				if got.Dropped() && got != aqm.DroppedOverlimit || got == aqm.Marked {
@@ -364,7 +364,7 @@ func TestReferenceLongGaps(t *testing.T) {
 			if g.IntN(100) < 60 {
 				id++
 				ecn := aqm.ECN(g.IntN(4))
-				got := q.Enqueue(aqm.Packet[uint64]{Payload: id, Size: 1500, ECN: ecn}, aqm.Time(now))
+				got := q.Enqueue(aqm.Packet[uint64]{Payload: id, Meta: aqm.Meta{Size: 1500, ECN: ecn}}, aqm.Time(now))
 				if want := ref.enque(id, 1500, ecn, now); got != want {
 					t.Fatalf("trace %d op %d cfg %+v: verdict %v, reference %v", trace, op, cfg, got, want)
 				}

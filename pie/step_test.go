@@ -134,13 +134,13 @@ func TestBurstAllowanceNoUnderflow(t *testing.T) {
 	now := aqm.Time(time.Second)
 	// A standing queue that nobody serves: the delay grows.
 	for i := range 20 {
-		q.Enqueue(aqm.Packet[int]{Payload: i, Size: 1500}, now)
+		q.Enqueue(aqm.Packet[int]{Payload: i, Meta: aqm.Meta{Size: 1500}}, now)
 	}
 	now = now.Add(15 * ms)
-	q.Enqueue(aqm.Packet[int]{Size: 1500}, now)
+	q.Enqueue(aqm.Packet[int]{Meta: aqm.Meta{Size: 1500}}, now)
 	require.Equal(t, 5*ms, q.Detail().BurstAllowance)
 	now = now.Add(15 * ms)
-	q.Enqueue(aqm.Packet[int]{Size: 1500}, now)
+	q.Enqueue(aqm.Packet[int]{Meta: aqm.Meta{Size: 1500}}, now)
 	require.Equal(t, time.Duration(0), q.Detail().BurstAllowance)
 	// Early drops start once p is large: offer packets, keeping time
 	// moving, and expect drops.
@@ -150,7 +150,7 @@ func TestBurstAllowanceNoUnderflow(t *testing.T) {
 		if q.Len() > 100 {
 			q.Dequeue(now)
 		}
-		if v := q.Enqueue(aqm.Packet[int]{Payload: i, Size: 1500}, now); v == aqm.DroppedEarly {
+		if v := q.Enqueue(aqm.Packet[int]{Payload: i, Meta: aqm.Meta{Size: 1500}}, now); v == aqm.DroppedEarly {
 			dropped++
 		}
 	}
@@ -165,10 +165,10 @@ func TestBurstProtectsArrivals(t *testing.T) {
 	q, err := New[int](Config{DisableECN: true, LimitPackets: 100000}, nil)
 	require.NoError(t, err)
 	now := aqm.Time(time.Second)
-	q.Enqueue(aqm.Packet[int]{Size: 1500}, now) // starts the update clock
+	q.Enqueue(aqm.Packet[int]{Meta: aqm.Meta{Size: 1500}}, now) // starts the update clock
 	for i := range 20000 {
 		now = now.Add(75 * time.Microsecond) // 10 updates in 150 ms
-		v := q.Enqueue(aqm.Packet[int]{Payload: i, Size: 1500}, now)
+		v := q.Enqueue(aqm.Packet[int]{Payload: i, Meta: aqm.Meta{Size: 1500}}, now)
 		if q.Detail().Updates < 10 {
 			require.Equal(t, aqm.Enqueued, v, "arrival %d before the 10th update", i)
 		}
@@ -184,7 +184,7 @@ func TestIdleDecayClosedForm(t *testing.T) {
 	q, err := New[int](Config{}, nil)
 	require.NoError(t, err)
 	t0 := aqm.Time(time.Second)
-	q.Enqueue(aqm.Packet[int]{Size: 100}, t0)
+	q.Enqueue(aqm.Packet[int]{Meta: aqm.Meta{Size: 100}}, t0)
 	q.Dequeue(t0)
 	q.ctl.p, q.ctl.old, q.ctl.burst = probOne, int64(time.Second), 0
 	now := t0.Add(time.Hour)
@@ -254,7 +254,7 @@ func fill(t *testing.T, q *Queue[int], n int, size uint32, now aqm.Time) {
 	t.Helper()
 	setState(q, 0, 0, now)
 	for i := range n {
-		require.Equal(t, aqm.Enqueued, q.Enqueue(aqm.Packet[int]{Payload: -1 - i, Size: size}, now))
+		require.Equal(t, aqm.Enqueued, q.Enqueue(aqm.Packet[int]{Payload: -1 - i, Meta: aqm.Meta{Size: size}}, now))
 	}
 }
 
@@ -284,7 +284,7 @@ func TestSafeguards(t *testing.T) {
 		setState(q, probCeil(s.p), s.old, now)
 		drops := 0
 		for j := range 2000 {
-			v := q.Enqueue(aqm.Packet[int]{Payload: j, Size: 1500}, now)
+			v := q.Enqueue(aqm.Packet[int]{Payload: j, Meta: aqm.Meta{Size: 1500}}, now)
 			if v == aqm.DroppedEarly {
 				drops++
 			} else {
@@ -328,7 +328,7 @@ func TestECNThreshold(t *testing.T) {
 		setState(q, s.p, time.Second, now)
 		signals := 0
 		for j := range 3000 {
-			v := q.Enqueue(aqm.Packet[int]{Payload: j, Size: 1500, ECN: s.ecn}, now)
+			v := q.Enqueue(aqm.Packet[int]{Payload: j, Meta: aqm.Meta{Size: 1500, ECN: s.ecn}}, now)
 			if v == aqm.Enqueued {
 				q.Dequeue(now)
 				continue
@@ -374,7 +374,7 @@ func TestDerandomizationBounds(t *testing.T) {
 		minGap, maxGap, gap := math.MaxInt, 0, 0
 		for j := range 20000 {
 			gap++
-			if q.Enqueue(aqm.Packet[int]{Payload: j, Size: 1500}, now) == aqm.DroppedEarly {
+			if q.Enqueue(aqm.Packet[int]{Payload: j, Meta: aqm.Meta{Size: 1500}}, now) == aqm.DroppedEarly {
 				require.Zero(t, q.ctl.accu, "a drop resets the accumulator")
 				minGap, maxGap, gap = min(minGap, gap), max(maxGap, gap), 0
 			} else {
@@ -415,7 +415,7 @@ func TestMarkResetsAccumulator(t *testing.T) {
 	q.ctl.accu = accuHigh // the next decision is a forced one
 	gap, marks := 0, 0
 	for j := range 5000 {
-		v := q.Enqueue(aqm.Packet[int]{Payload: j, Size: 1500, ECN: aqm.ECT0}, now)
+		v := q.Enqueue(aqm.Packet[int]{Payload: j, Meta: aqm.Meta{Size: 1500, ECN: aqm.ECT0}}, now)
 		q.Dequeue(now)
 		gap++
 		if v == aqm.Marked {
@@ -439,17 +439,17 @@ func TestAccumulatorResets(t *testing.T) {
 	now := aqm.Time(time.Second)
 	fill(t, q, 10, 1500, now)
 	setState(q, probCeil(0.01), time.Second, now)
-	q.Enqueue(aqm.Packet[int]{Size: 1500}, now)
+	q.Enqueue(aqm.Packet[int]{Meta: aqm.Meta{Size: 1500}}, now)
 	require.Equal(t, q.ctl.p, q.ctl.accu)
-	q.Enqueue(aqm.Packet[int]{Size: 1500}, now) // 12th packet fills the queue
-	require.Equal(t, aqm.DroppedOverlimit, q.Enqueue(aqm.Packet[int]{Size: 1500}, now))
+	q.Enqueue(aqm.Packet[int]{Meta: aqm.Meta{Size: 1500}}, now) // 12th packet fills the queue
+	require.Equal(t, aqm.DroppedOverlimit, q.Enqueue(aqm.Packet[int]{Meta: aqm.Meta{Size: 1500}}, now))
 	require.Zero(t, q.ctl.accu, "tail drop resets")
 	q.Dequeue(now)
 	q.Dequeue(now)
 	q.ctl.accu = probOne
 	q.ctl.p = 0
 	q.ctl.old = int64(time.Second)
-	q.Enqueue(aqm.Packet[int]{Size: 1500}, now)
+	q.Enqueue(aqm.Packet[int]{Meta: aqm.Meta{Size: 1500}}, now)
 	require.Zero(t, q.ctl.accu, "p == 0 resets")
 }
 
@@ -466,12 +466,12 @@ func TestByteMode(t *testing.T) {
 		small, big := 0, 0
 		const n = 20000
 		for j := range n {
-			if q.Enqueue(aqm.Packet[int]{Payload: j, Size: 375}, now) == aqm.DroppedEarly {
+			if q.Enqueue(aqm.Packet[int]{Payload: j, Meta: aqm.Meta{Size: 375}}, now) == aqm.DroppedEarly {
 				small++
 			} else {
 				q.Dequeue(now)
 			}
-			if q.Enqueue(aqm.Packet[int]{Payload: j, Size: 1500}, now) == aqm.DroppedEarly {
+			if q.Enqueue(aqm.Packet[int]{Payload: j, Meta: aqm.Meta{Size: 1500}}, now) == aqm.DroppedEarly {
 				big++
 			} else {
 				q.Dequeue(now)
@@ -499,7 +499,7 @@ func TestRateEstimator(t *testing.T) {
 	q.ctl.next = minTime
 	for i := range 3000 {
 		now = now.Add(1200 * time.Microsecond)
-		q.Enqueue(aqm.Packet[int]{Payload: i, Size: 1500}, now)
+		q.Enqueue(aqm.Packet[int]{Payload: i, Meta: aqm.Meta{Size: 1500}}, now)
 		q.Dequeue(now)
 	}
 	d := q.Detail()
@@ -546,7 +546,7 @@ func TestHugeTimeJumps(t *testing.T) {
 		require.NoError(t, err)
 		now := aqm.Time(math.MinInt64 + 1)
 		for i := range 50 {
-			q.Enqueue(aqm.Packet[int]{Payload: i, Size: 1500}, now)
+			q.Enqueue(aqm.Packet[int]{Payload: i, Meta: aqm.Meta{Size: 1500}}, now)
 			now += aqm.Time(ms)
 		}
 		for range 20 {
@@ -554,7 +554,7 @@ func TestHugeTimeJumps(t *testing.T) {
 			now += aqm.Time(ms)
 		}
 		for _, at := range []aqm.Time{0, math.MaxInt64 / 2, math.MaxInt64 - 1, math.MaxInt64, math.MaxInt64, 1} {
-			q.Enqueue(aqm.Packet[int]{Size: 1500}, at)
+			q.Enqueue(aqm.Packet[int]{Meta: aqm.Meta{Size: 1500}}, at)
 			d := q.Detail()
 			require.True(t, d.Prob >= 0 && d.Prob <= 1, "%+v", d)
 			require.True(t, d.QueueDelay >= 0 && d.QueueDelay <= MaxDelay, "%+v", d)
@@ -571,7 +571,7 @@ func TestHugeTimeJumps(t *testing.T) {
 	q.ctl.old = q.ctl.delayAt(&q.pp, now, false, now, q.backlog)
 	require.Less(t, q.ctl.old, int64(15*ms))
 	q.ctl.next = now.Add(15 * ms)
-	q.Enqueue(aqm.Packet[int]{Size: 1500}, now.Add(1000*time.Hour))
+	q.Enqueue(aqm.Packet[int]{Meta: aqm.Meta{Size: 1500}}, now.Add(1000*time.Hour))
 	d := q.Detail()
 	require.Equal(t, uint64(1000*time.Hour/(15*ms)), d.Updates)
 	require.True(t, d.Prob >= 0 && d.Prob < 0.05)

@@ -47,7 +47,7 @@ func TestZeroAllocs(t *testing.T) {
 		}
 		step := func() {
 			now += aqm.Time(tc.step)
-			sinkVerdict = q.Enqueue(aqm.Packet[uint64]{Payload: 1, Size: 1000, ECN: ecn}, now)
+			sinkVerdict = q.Enqueue(aqm.Packet[uint64]{Payload: 1, Meta: aqm.Meta{Size: 1000, ECN: ecn}}, now)
 			for q.Len() > tc.level {
 				sinkPacket, _ = q.Dequeue(now)
 			}

@@ -34,13 +34,13 @@ func BenchmarkQueue(b *testing.B) {
 		var r ring.Ring[aqm.Packet[uint64]]
 		r.Init(10000)
 		for i := range 100 {
-			r.PushBack(aqm.Packet[uint64]{Payload: uint64(i), Size: 1000})
+			r.PushBack(aqm.Packet[uint64]{Payload: uint64(i), Meta: aqm.Meta{Size: 1000}})
 		}
 		var seq uint64
 		var p aqm.Packet[uint64]
 		for b.Loop() {
 			seq++
-			r.PushBack(aqm.Packet[uint64]{Payload: seq, Size: 1000})
+			r.PushBack(aqm.Packet[uint64]{Payload: seq, Meta: aqm.Meta{Size: 1000}})
 			for r.Len() > 100 {
 				p, _ = r.PopFront()
 			}
@@ -60,7 +60,7 @@ func BenchmarkQueue(b *testing.B) {
 			for range 20000 { // warm up: the average reaches its level
 				now += aqm.Time(tc.step)
 				seq++
-				q.Enqueue(aqm.Packet[uint64]{Payload: seq, Size: 1000}, now)
+				q.Enqueue(aqm.Packet[uint64]{Payload: seq, Meta: aqm.Meta{Size: 1000}}, now)
 				for q.Len() > tc.level {
 					q.Dequeue(now)
 				}
@@ -75,7 +75,7 @@ func BenchmarkQueue(b *testing.B) {
 				if decay {
 					q.avg = 1 // force the exp on every arrival: the worst case of the idle path
 				}
-				v = q.Enqueue(aqm.Packet[uint64]{Payload: seq, Size: 1000}, now)
+				v = q.Enqueue(aqm.Packet[uint64]{Payload: seq, Meta: aqm.Meta{Size: 1000}}, now)
 				for q.Len() > tc.level {
 					p, _ = q.Dequeue(now)
 				}

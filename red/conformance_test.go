@@ -96,7 +96,7 @@ func FuzzConfig(f *testing.F) {
 				if b&0x20 != 0 {
 					size = math.MaxUint32 - uint32(b)
 				}
-				q.Enqueue(aqm.Packet[int]{Payload: i, Size: size, ECN: aqm.ECN(b)}, now)
+				q.Enqueue(aqm.Packet[int]{Payload: i, Meta: aqm.Meta{Size: size, ECN: aqm.ECN(b)}}, now)
 			case 2:
 				q.Dequeue(now)
 			case 3:

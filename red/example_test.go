@@ -20,7 +20,7 @@ func ExampleNew() {
 	}
 	now := aqm.Time(time.Second)
 	for i, ecn := range []aqm.ECN{aqm.ECT0, aqm.ECT0, aqm.ECT0, aqm.ECT0, aqm.ECT0, aqm.NotECT} {
-		v := q.Enqueue(aqm.Packet[string]{Payload: fmt.Sprint("p", i), Size: 1500, ECN: ecn}, now)
+		v := q.Enqueue(aqm.Packet[string]{Payload: fmt.Sprint("p", i), Meta: aqm.Meta{Size: 1500, ECN: ecn}}, now)
 		fmt.Printf("p%d %-7v %-17v avg %.0f\n", i, ecn, v, q.Detail().Avg)
 	}
 	var order []string
@@ -53,11 +53,11 @@ func ExampleQueue_Detail() {
 		Weight: 1, DisableECN: true}, nil)
 	now := aqm.Time(time.Second)
 	for range 25 { // a standing queue of 25: above the band [18, 22]
-		q.Enqueue(aqm.Packet[int]{Size: 1000}, now)
+		q.Enqueue(aqm.Packet[int]{Meta: aqm.Meta{Size: 1000}}, now)
 	}
 	for range 4 {
 		now += aqm.Time(500 * time.Millisecond)
-		q.Enqueue(aqm.Packet[int]{Size: 1000}, now) // dropped or not, at random
+		q.Enqueue(aqm.Packet[int]{Meta: aqm.Meta{Size: 1000}}, now) // dropped or not, at random
 		for q.Len() > 25 {
 			q.Dequeue(now) // the link keeps the queue at 25
 		}

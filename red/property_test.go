@@ -37,7 +37,7 @@ func traceCheck(q *Queue[int], seed uint64, ops int, check func(v aqm.Verdict, b
 		now += aqm.Time(r.IntN(500)) * aqm.Time(time.Microsecond)
 		if r.Float64() < pEnq {
 			before := q.cnt
-			v := q.Enqueue(aqm.Packet[int]{Size: uint32(r.IntN(1600)), ECN: aqm.ECN(r.IntN(4))}, now)
+			v := q.Enqueue(aqm.Packet[int]{Meta: aqm.Meta{Size: uint32(r.IntN(1600)), ECN: aqm.ECN(r.IntN(4))}}, now)
 			if !check(v, before, q.avg) {
 				return false
 			}
@@ -194,7 +194,7 @@ func TestPropertyAdaptiveReachesTargetBand(t *testing.T) {
 				q.Dequeue(nextDep)
 				nextDep += service
 			}
-			q.Enqueue(aqm.Packet[int]{Size: 1000}, now)
+			q.Enqueue(aqm.Packet[int]{Meta: aqm.Meta{Size: 1000}}, now)
 			for nextSample <= now {
 				sum += q.avg
 				samples++
@@ -230,7 +230,7 @@ func TestPropertyIdleDecay(t *testing.T) {
 			now = math.MaxInt64 // the gap wrapped: clamp to the largest instant
 			gap = uint64(now) - uint64(start)
 		}
-		q.Enqueue(aqm.Packet[int]{Size: 1}, now)
+		q.Enqueue(aqm.Packet[int]{Meta: aqm.Meta{Size: 1}}, now)
 		got := q.avg
 		if math.IsNaN(got) || got < 0 || got > avg0 {
 			return false

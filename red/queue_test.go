@@ -33,7 +33,7 @@ func runSteps(t *testing.T, q *Queue[int], steps []step) {
 	for i, s := range steps {
 		switch s.op {
 		case 'e':
-			v := q.Enqueue(aqm.Packet[int]{Payload: i, Size: s.size, ECN: s.ecn}, s.at)
+			v := q.Enqueue(aqm.Packet[int]{Payload: i, Meta: aqm.Meta{Size: s.size, ECN: s.ecn}}, s.at)
 			require.Equalf(t, s.want, v, "step %d: verdict", i)
 		case 'd':
 			_, ok := q.Dequeue(s.at)
@@ -177,7 +177,7 @@ func TestIdleRefusedArrivalDoesNotDecayTwice(t *testing.T) {
 	r, err := New[int](Config{MinThreshold: 2, MaxThreshold: 4, Weight: 0.5, LinkBitsPerSecond: 8_000_000,
 		DisableECN: true}, nil)
 	require.NoError(t, err)
-	r.Enqueue(aqm.Packet[int]{Size: 1000}, at(0))
+	r.Enqueue(aqm.Packet[int]{Meta: aqm.Meta{Size: 1000}}, at(0))
 	r.Dequeue(at(0))
 	r.avg = 64
 	runSteps(t, r, []step{
@@ -198,7 +198,7 @@ func pinned(t *testing.T, c Config, level int) *Queue[int] {
 	q, err := New[int](Config{MinThreshold: 400, MaxThreshold: 900, LimitPackets: 1000, Seed: c.Seed}, nil)
 	require.NoError(t, err)
 	for range level {
-		require.Equal(t, aqm.Enqueued, q.Enqueue(aqm.Packet[int]{Size: 1000}, t0))
+		require.Equal(t, aqm.Enqueued, q.Enqueue(aqm.Packet[int]{Meta: aqm.Meta{Size: 1000}}, t0))
 	}
 	require.NoError(t, q.Reconfigure(c))
 	return q
@@ -206,7 +206,7 @@ func pinned(t *testing.T, c Config, level int) *Queue[int] {
 
 // hold offers one packet at now and dequeues back to level packets.
 func hold(q *Queue[int], level int, ecn aqm.ECN, now aqm.Time) (aqm.Verdict, aqm.ECN) {
-	v := q.Enqueue(aqm.Packet[int]{Size: 1000, ECN: ecn}, now)
+	v := q.Enqueue(aqm.Packet[int]{Meta: aqm.Meta{Size: 1000, ECN: ecn}}, now)
 	var last aqm.Packet[int]
 	for q.Len() > level {
 		last, _ = q.Dequeue(now)
@@ -266,7 +266,7 @@ func TestECNVerdicts(t *testing.T) {
 	// Below min_th, ECN-capable packets keep their codepoint.
 	q := pinned(t, Config{MinThreshold: 2, MaxThreshold: 4}, 0)
 	for _, e := range []aqm.ECN{aqm.ECT1, aqm.ECT0, aqm.NotECT} {
-		require.Equal(t, aqm.Enqueued, q.Enqueue(aqm.Packet[int]{ECN: e}, t0))
+		require.Equal(t, aqm.Enqueued, q.Enqueue(aqm.Packet[int]{Meta: aqm.Meta{ECN: e}}, t0))
 		p, ok := q.Dequeue(t0)
 		require.True(t, ok)
 		require.Equal(t, e, p.ECN)
@@ -306,7 +306,7 @@ func TestBandSignalFollowsRandomStream(t *testing.T) {
 		q.Dequeue(t0)
 		q.Dequeue(t0)
 		for q.Len() < 3 {
-			q.ring.PushBack(aqm.Packet[int]{Size: 1000}) // white-box: queue of 3 without an arrival
+			q.ring.PushBack(aqm.Packet[int]{Meta: aqm.Meta{Size: 1000}}) // white-box: queue of 3 without an arrival
 			q.backlog += 1000
 		}
 		v, _ = hold(q, 3, aqm.NotECT, t0) // avg 3: p_b = 0.5, count 1
@@ -341,10 +341,10 @@ func TestLimits(t *testing.T) {
 	p, err := New[int](Config{MinThreshold: 100, MaxThreshold: 300, LimitPackets: 300}, nil)
 	require.NoError(t, err)
 	for range 300 {
-		require.Equal(t, aqm.Enqueued, p.Enqueue(aqm.Packet[int]{Size: 1}, t0))
+		require.Equal(t, aqm.Enqueued, p.Enqueue(aqm.Packet[int]{Meta: aqm.Meta{Size: 1}}, t0))
 		p.avg = 0 // white-box: keep RED out of the way
 	}
-	require.Equal(t, aqm.DroppedOverlimit, p.Enqueue(aqm.Packet[int]{Size: 1}, t0))
+	require.Equal(t, aqm.DroppedOverlimit, p.Enqueue(aqm.Packet[int]{Meta: aqm.Meta{Size: 1}}, t0))
 	require.Equal(t, 300, p.Len())
 }
 
@@ -384,7 +384,7 @@ func TestAdaptiveSteps(t *testing.T) {
 	require.Equal(t, MinAdaptiveMaxP, q.Detail().MaxP)
 	// In the band: no change.
 	for q.Len() < 20 {
-		q.ring.PushBack(aqm.Packet[int]{Size: 1000})
+		q.ring.PushBack(aqm.Packet[int]{Meta: aqm.Meta{Size: 1000}})
 		q.backlog += 1000
 	}
 	hold(q, 20, aqm.ECT0, now)
@@ -404,18 +404,18 @@ func TestReconfigure(t *testing.T) {
 	q, err := New[int](Config{MinThreshold: 100, MaxThreshold: 300, LimitPackets: 300}, nil)
 	require.NoError(t, err)
 	for i := range 10 {
-		require.Equal(t, aqm.Enqueued, q.Enqueue(aqm.Packet[int]{Payload: i, Size: 100}, t0))
+		require.Equal(t, aqm.Enqueued, q.Enqueue(aqm.Packet[int]{Payload: i, Meta: aqm.Meta{Size: 100}}, t0))
 	}
 	require.Error(t, q.Reconfigure(Config{MinThreshold: 5, MaxThreshold: 1}))
 	require.Equal(t, 300, q.Config().LimitPackets)
 
 	require.NoError(t, q.Reconfigure(Config{MinThreshold: 1, MaxThreshold: 3, LimitPackets: 5}))
 	require.Equal(t, 10, q.Len())
-	require.Equal(t, aqm.DroppedOverlimit, q.Enqueue(aqm.Packet[int]{Payload: 99, ECN: aqm.ECT0}, t0))
+	require.Equal(t, aqm.DroppedOverlimit, q.Enqueue(aqm.Packet[int]{Payload: 99, Meta: aqm.Meta{ECN: aqm.ECT0}}, t0))
 
 	require.NoError(t, q.Reconfigure(Config{MinThreshold: 100, MaxThreshold: 300, LimitPackets: 400, ByteMode: false}))
 	q.avg = 0
-	require.Equal(t, aqm.Enqueued, q.Enqueue(aqm.Packet[int]{Payload: 10, Size: 100}, t0))
+	require.Equal(t, aqm.Enqueued, q.Enqueue(aqm.Packet[int]{Payload: 10, Meta: aqm.Meta{Size: 100}}, t0))
 	// Switch to byte mode: the average restarts from the byte backlog.
 	require.NoError(t, q.Reconfigure(Config{ByteMode: true, MinThreshold: 100_000, MaxThreshold: 300_000}))
 	require.Equal(t, float64(1100), q.Detail().Avg)

@@ -113,7 +113,7 @@ func measureGaps(t *testing.T, tc rateCase, c Config) gapResult {
 	now := aqm.Time(time.Second)
 	arrive := func() aqm.Verdict {
 		now += aqm.Time(time.Microsecond)
-		v := q.Enqueue(aqm.Packet[int]{Size: tc.size}, now)
+		v := q.Enqueue(aqm.Packet[int]{Meta: aqm.Meta{Size: tc.size}}, now)
 		for q.Len() > tc.level {
 			q.Dequeue(now)
 		}

@@ -377,7 +377,7 @@ func runReference(t *testing.T, c Config, traceSeed uint64, ops int) (decisions,
 			ecn := aqm.ECN(r.IntN(8)) // stray high bits too
 			seq++
 			before := q.cnt
-			fv := q.Enqueue(aqm.Packet[uint64]{Payload: seq, Size: size, ECN: ecn}, now)
+			fv := q.Enqueue(aqm.Packet[uint64]{Payload: seq, Meta: aqm.Meta{Size: size, ECN: ecn}}, now)
 			fo := fastOutcome(q, before)
 			if fv == aqm.DroppedOverlimit && m.c.LimitBytes > 0 && int64(size) > m.c.LimitBytes {
 				fo = outSkip
@@ -467,7 +467,7 @@ func TestReferenceLongIdleAdaptive(t *testing.T) {
 			now := aqm.Time(time.Second)
 			enq := func() {
 				before := q.cnt
-				fv := q.Enqueue(aqm.Packet[int]{Size: 1000}, now)
+				fv := q.Enqueue(aqm.Packet[int]{Meta: aqm.Meta{Size: 1000}}, now)
 				o, tie := m.decide(1000, now)
 				fo := fastOutcome(q, before)
 				if o != fo {

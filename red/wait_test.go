@@ -269,7 +269,7 @@ func TestPropertyWaitSpacing(t *testing.T) {
 			}
 			size := uint32(1 + r.IntN(1600))
 			before, count := q.cnt, q.count
-			q.Enqueue(aqm.Packet[int]{Size: size, ECN: aqm.ECN(r.IntN(4))}, now)
+			q.Enqueue(aqm.Packet[int]{Meta: aqm.Meta{Size: size, ECN: aqm.ECN(r.IntN(4))}}, now)
 			banded := q.count >= 0 && count >= 0 // an arrival counted in the band
 			signalled := q.cnt.probDrops+q.cnt.probMarks != before.probDrops+before.probMarks
 			if !banded && !signalled {

@@ -236,7 +236,7 @@ func checkAllocs(f Factory) error {
 	var seq Payload
 	enq := func(flow uint32, ecn aqm.ECN) {
 		seq++
-		q.Enqueue(aqm.Packet[Payload]{Payload: seq, Size: 1500, Hash: flow, ECN: ecn}, now)
+		q.Enqueue(aqm.Packet[Payload]{Payload: seq, Meta: aqm.Meta{Size: 1500, Hash: flow, ECN: ecn}}, now)
 	}
 	phases := []struct {
 		name string

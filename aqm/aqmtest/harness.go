@@ -163,7 +163,7 @@ func (h *harness) apply(o Op) {
 
 func (h *harness) enqueue(size, hash uint32, ecn aqm.ECN) aqm.Verdict {
 	h.seq++
-	p := aqm.Packet[Payload]{Payload: h.seq, Size: size, Hash: hash, ECN: ecn, Enqueued: 12345}
+	p := aqm.Packet[Payload]{Payload: h.seq, Meta: aqm.Meta{Size: size, Hash: hash, ECN: ecn}, Enqueued: 12345}
 	h.maxSize = max(h.maxSize, size)
 	h.inCall = true
 	v := h.q.Enqueue(p, h.now)

@@ -27,19 +27,19 @@ func TestAllocs(t *testing.T) {
 	buf := make([]aqm.Packet[uint64], 4)
 	t.Run("Enqueue+TryDequeue", func(t *testing.T) {
 		require.Zero(t, testing.AllocsPerRun(1000, func() {
-			sinkVerdict = f.Enqueue(aqm.Packet[uint64]{Size: 100})
+			sinkVerdict = f.Enqueue(aqm.Packet[uint64]{Meta: aqm.Meta{Size: 100}})
 			sinkPacket, sinkOK = f.TryDequeue()
 		}))
 	})
 	t.Run("Enqueue+Dequeue", func(t *testing.T) {
 		require.Zero(t, testing.AllocsPerRun(1000, func() {
-			sinkVerdict = f.Enqueue(aqm.Packet[uint64]{Size: 100})
+			sinkVerdict = f.Enqueue(aqm.Packet[uint64]{Meta: aqm.Meta{Size: 100}})
 			sinkPacket, sinkErr = f.Dequeue(ctx)
 		}))
 	})
 	t.Run("Enqueue+DequeueBatch", func(t *testing.T) {
 		require.Zero(t, testing.AllocsPerRun(1000, func() {
-			sinkVerdict = f.Enqueue(aqm.Packet[uint64]{Size: 100})
+			sinkVerdict = f.Enqueue(aqm.Packet[uint64]{Meta: aqm.Meta{Size: 100}})
 			sinkN, sinkErr = f.DequeueBatch(ctx, buf)
 		}))
 	})
@@ -52,7 +52,7 @@ func BenchmarkEnqueueDequeue(b *testing.B) {
 	f := front.New[uint64](q, clock.NewMono())
 	b.ReportAllocs()
 	for b.Loop() {
-		f.Enqueue(aqm.Packet[uint64]{Size: 100})
+		f.Enqueue(aqm.Packet[uint64]{Meta: aqm.Meta{Size: 100}})
 		sinkPacket, sinkOK = f.TryDequeue()
 	}
 }
@@ -76,7 +76,7 @@ func BenchmarkParallelEnqueue(b *testing.B) {
 	b.ReportAllocs()
 	b.RunParallel(func(pb *testing.PB) {
 		for pb.Next() {
-			f.Enqueue(aqm.Packet[uint64]{Size: 100})
+			f.Enqueue(aqm.Packet[uint64]{Meta: aqm.Meta{Size: 100}})
 		}
 	})
 	cancel()

@@ -16,7 +16,7 @@ func Example() {
 	f := front.New(q, nil) // nil: a new clock.Mono
 	var wg sync.WaitGroup
 	for _, name := range []string{"a", "b", "c"} {
-		wg.Go(func() { f.Enqueue(aqm.Packet[string]{Payload: name, Size: 100}) })
+		wg.Go(func() { f.Enqueue(aqm.Packet[string]{Payload: name, Meta: aqm.Meta{Size: 100}}) })
 	}
 	wg.Wait()
 	f.Close()

@@ -165,7 +165,7 @@ func TestManyProducers(t *testing.T) {
 	for g := range producers {
 		wg.Go(func() {
 			for i := range each {
-				require.True(t, f.Enqueue(aqm.Packet[uint64]{Payload: uint64(g*each + i), Size: 10}).Accepted())
+				require.True(t, f.Enqueue(aqm.Packet[uint64]{Payload: uint64(g*each + i), Meta: aqm.Meta{Size: 10}}).Accepted())
 			}
 		})
 	}

@@ -28,19 +28,19 @@ func TestAllocs(t *testing.T) {
 	t.Run("EnqueueAt+Next", func(t *testing.T) {
 		require.Zero(t, testing.AllocsPerRun(1000, func() {
 			now += aqm.Time(time.Millisecond) // 1000 bytes of credit
-			sinkVerdict = s.EnqueueAt(aqm.Packet[uint64]{Size: 1000}, now)
+			sinkVerdict = s.EnqueueAt(aqm.Packet[uint64]{Meta: aqm.Meta{Size: 1000}}, now)
 			sinkPacket, sinkOK, sinkWait = s.Next(now)
 		}))
 	})
 	t.Run("Next-wait", func(t *testing.T) {
-		s.EnqueueAt(aqm.Packet[uint64]{Size: 1000}, now)
+		s.EnqueueAt(aqm.Packet[uint64]{Meta: aqm.Meta{Size: 1000}}, now)
 		require.Zero(t, testing.AllocsPerRun(1000, func() {
 			sinkPacket, sinkOK, sinkWait = s.Next(now)
 		}))
 	})
 	t.Run("Enqueue", func(t *testing.T) {
 		require.Zero(t, testing.AllocsPerRun(100, func() {
-			sinkVerdict = s.Enqueue(aqm.Packet[uint64]{Size: 1000})
+			sinkVerdict = s.Enqueue(aqm.Packet[uint64]{Meta: aqm.Meta{Size: 1000}})
 		}))
 	})
 }
@@ -54,7 +54,7 @@ func BenchmarkEnqueueNext(b *testing.B) {
 	b.ReportAllocs()
 	for b.Loop() {
 		now += 1000 // 1 µs: 1000 bytes at 8 Gbit/s
-		s.EnqueueAt(aqm.Packet[uint64]{Size: 1000}, now)
+		s.EnqueueAt(aqm.Packet[uint64]{Meta: aqm.Meta{Size: 1000}}, now)
 		sinkPacket, sinkOK, sinkWait = s.Next(now)
 	}
 }

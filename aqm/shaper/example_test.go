@@ -18,7 +18,7 @@ func ExampleShaper_Next() {
 	clk := clock.NewManual(0)
 	s, _ := shaper.New(q, clk, shaper.Config{RateBitsPerSec: 8_000_000, BurstBytes: 2000})
 	for _, name := range []string{"a", "b", "c", "d", "e"} {
-		s.Enqueue(aqm.Packet[string]{Payload: name, Size: 1000})
+		s.Enqueue(aqm.Packet[string]{Payload: name, Meta: aqm.Meta{Size: 1000}})
 	}
 	for range 4 {
 		now := clk.Now()
@@ -50,7 +50,7 @@ func ExampleShaper_Run() {
 	q, _ := aqm.NewFIFO[int](aqm.FIFOConfig{}, nil)
 	s, _ := shaper.New(q, nil, shaper.Config{RateBitsPerSec: 100_000_000})
 	for i := range 3 {
-		s.Enqueue(aqm.Packet[int]{Payload: i, Size: 1500})
+		s.Enqueue(aqm.Packet[int]{Payload: i, Meta: aqm.Meta{Size: 1500}})
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), 50*time.Millisecond)
 	defer cancel()

@@ -33,7 +33,7 @@ func TestRunRateVirtual(t *testing.T) {
 		producer.Go(func() { // tops the queue up every millisecond
 			for ctx.Err() == nil {
 				for s.Len() < 100 {
-					s.Enqueue(aqm.Packet[uint64]{Size: 1250})
+					s.Enqueue(aqm.Packet[uint64]{Meta: aqm.Meta{Size: 1250}})
 				}
 				time.Sleep(time.Millisecond)
 			}
@@ -74,8 +74,8 @@ func TestRunWakesOnRateChangeAndArrival(t *testing.T) {
 		defer cancel()
 		wg.Go(func() { runErr = s.Run(ctx, func(p aqm.Packet[uint64]) { sent <- clk.Now() }) })
 		t0 := clk.Now()
-		s.Enqueue(aqm.Packet[uint64]{Payload: 1, Size: 1000})
-		s.Enqueue(aqm.Packet[uint64]{Payload: 2, Size: 1000})
+		s.Enqueue(aqm.Packet[uint64]{Payload: 1, Meta: aqm.Meta{Size: 1000}})
+		s.Enqueue(aqm.Packet[uint64]{Payload: 2, Meta: aqm.Meta{Size: 1000}})
 		require.Equal(t, t0, <-sent, "the first packet leaves at once")
 		time.Sleep(10 * time.Millisecond)
 		// 10 ms at 1 kbit/s earned 10 bits, leaving a debt of 999×8 − 10 =
@@ -86,7 +86,7 @@ func TestRunWakesOnRateChangeAndArrival(t *testing.T) {
 		synctest.Wait() // Run is idle now
 		require.Equal(t, 0, s.Len())
 		time.Sleep(5 * time.Second)
-		s.Enqueue(aqm.Packet[uint64]{Payload: 3, Size: 1})
+		s.Enqueue(aqm.Packet[uint64]{Payload: 3, Meta: aqm.Meta{Size: 1}})
 		require.Equal(t, t0.Add(10*time.Millisecond+998+5*time.Second), <-sent, "an arrival wakes an idle Run")
 		wakeups := s.Detail().Wakeups
 		require.LessOrEqual(t, wakeups, uint64(6), "no polling while idle or throttled")
@@ -121,7 +121,7 @@ func TestRunConcurrent(t *testing.T) {
 	for g := range producers {
 		wg.Go(func() {
 			for i := range each {
-				if !s.Enqueue(aqm.Packet[uint64]{Payload: uint64(g*each + i), Size: 100}).Accepted() {
+				if !s.Enqueue(aqm.Packet[uint64]{Payload: uint64(g*each + i), Meta: aqm.Meta{Size: 100}}).Accepted() {
 					refused.Add(1)
 				}
 			}
@@ -155,7 +155,7 @@ func TestRunRateRealTime(t *testing.T) {
 	s, err := shaper.New[uint64](newFIFO(t, 8000), nil, shaper.Config{RateBitsPerSec: rate, BurstBytes: burst})
 	require.NoError(t, err)
 	for range 8000 { // 8 MB: never runs empty within the run
-		require.True(t, s.Enqueue(aqm.Packet[uint64]{Size: 1000}).Accepted())
+		require.True(t, s.Enqueue(aqm.Packet[uint64]{Meta: aqm.Meta{Size: 1000}}).Accepted())
 	}
 	const d = 2 * time.Second
 	ctx, cancel := context.WithTimeout(t.Context(), d)

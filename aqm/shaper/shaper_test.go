@@ -42,7 +42,7 @@ func runSteps(t *testing.T, s *shaper.Shaper[uint64], steps []step) {
 		}
 		if st.enqueue != 0 {
 			seq++
-			require.True(t, s.EnqueueAt(aqm.Packet[uint64]{Payload: seq, Size: st.enqueue}, now).Accepted(), "step %d", i)
+			require.True(t, s.EnqueueAt(aqm.Packet[uint64]{Payload: seq, Meta: aqm.Meta{Size: st.enqueue}}, now).Accepted(), "step %d", i)
 			continue
 		}
 		p, ok, wait := s.Next(now)
@@ -112,7 +112,7 @@ func TestUnlimited(t *testing.T) {
 	require.NoError(t, err)
 	now := clock.Epoch
 	for i := range 50 {
-		require.True(t, s.EnqueueAt(aqm.Packet[uint64]{Payload: uint64(i), Size: 1 << 30}, now).Accepted())
+		require.True(t, s.EnqueueAt(aqm.Packet[uint64]{Payload: uint64(i), Meta: aqm.Meta{Size: 1 << 30}}, now).Accepted())
 	}
 	for i := range 50 {
 		p, ok, wait := s.Next(now)
@@ -166,7 +166,7 @@ func drain(t *testing.T, s *shaper.Shaper[uint64], clk *clock.Manual, d time.Dur
 		}
 		for {
 			for s.Len() < 64 {
-				require.True(t, s.EnqueueAt(aqm.Packet[uint64]{Size: size()}, now).Accepted())
+				require.True(t, s.EnqueueAt(aqm.Packet[uint64]{Meta: aqm.Meta{Size: size()}}, now).Accepted())
 			}
 			p, ok, wait := s.Next(now)
 			if !ok {
@@ -241,7 +241,7 @@ func TestBackwardTime(t *testing.T) {
 	require.NoError(t, err)
 	now := clock.Epoch.Add(time.Hour)
 	for range 3 {
-		s.EnqueueAt(aqm.Packet[uint64]{Size: 1000}, now)
+		s.EnqueueAt(aqm.Packet[uint64]{Meta: aqm.Meta{Size: 1000}}, now)
 	}
 	_, ok, _ := s.Next(now)
 	require.True(t, ok)

@@ -157,7 +157,7 @@ func newTestDeviceQueue(limit, dev int, onDrop aqm.DropFunc[uint64]) (*deviceQue
 func TestDeviceQueueSteps(t *testing.T) {
 	q, err := newTestDeviceQueue(3, 2, nil)
 	require.NoError(t, err)
-	pkt := func(n uint64) aqm.Packet[uint64] { return aqm.Packet[uint64]{Payload: n, Size: 100} }
+	pkt := func(n uint64) aqm.Packet[uint64] { return aqm.Packet[uint64]{Payload: n, Meta: aqm.Meta{Size: 100}} }
 	type step struct {
 		at        aqm.Time
 		enq       int // payload to enqueue, or −1 to dequeue
@@ -220,7 +220,7 @@ func TestDeviceQueueRandom(t *testing.T) {
 			now += aqm.Time(rng.IntN(2_000_000))
 			if rng.IntN(3) != 0 {
 				next++
-				if q.Enqueue(aqm.Packet[uint64]{Payload: next, Size: 500}, now).Accepted() {
+				if q.Enqueue(aqm.Packet[uint64]{Payload: next, Meta: aqm.Meta{Size: 500}}, now).Accepted() {
 					queued[next] = true
 				}
 			} else if p, ok := q.Dequeue(now); ok {

@@ -235,7 +235,7 @@ func (s *Sim) Run() *Result {
 func (s *Sim) enqueue(slot int32) {
 	pk := &s.pkts[slot]
 	f := s.flows[pk.flow]
-	v := s.q.Enqueue(aqm.Packet[uint64]{Payload: uint64(slot), Size: pk.size, Hash: f.hash, ECN: pk.ecn}, s.now)
+	v := s.q.Enqueue(aqm.Packet[uint64]{Payload: uint64(slot), Meta: aqm.Meta{Size: pk.size, Hash: f.hash, ECN: pk.ecn}}, s.now)
 	s.noteQueue()
 	if !v.Accepted() {
 		s.lost(slot)

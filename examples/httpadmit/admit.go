@@ -160,7 +160,7 @@ func (a *Admitter) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		a.order = a.order[1:]
 	}
 	a.mu.Unlock()
-	if !a.f.Enqueue(aqm.Packet[uint64]{Payload: id, Size: 1}).Accepted() {
+	if !a.f.Enqueue(aqm.Packet[uint64]{Payload: id, Meta: aqm.Meta{Size: 1}}).Accepted() {
 		a.settle(id, false)
 	}
 	var admit bool

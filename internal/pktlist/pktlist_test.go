@@ -98,7 +98,7 @@ func TestSlotAndIntoMatchPushPop(t *testing.T) {
 	var dst aqm.Packet[int]
 	for i := range 2 {
 		require.True(t, s.PopFrontInto(&l, &dst))
-		require.Equal(t, aqm.Packet[int]{Payload: i, Size: uint32(10 * i)}, dst)
+		require.Equal(t, aqm.Packet[int]{Payload: i, Meta: aqm.Meta{Size: uint32(10 * i)}}, dst)
 	}
 	dst.Payload = 9
 	require.False(t, s.PopFrontInto(&l, &dst))

@@ -218,7 +218,7 @@ func (r *Relay) read() {
 		h.Write(a[:])
 		h.WriteByte(byte(from.Port()))
 		h.WriteByte(byte(from.Port() >> 8))
-		p := aqm.Packet[uint32]{Payload: i, Size: uint32(n + r.overhead), Hash: uint32(h.Sum64()), ECN: ecn}
+		p := aqm.Packet[uint32]{Payload: i, Meta: aqm.Meta{Size: uint32(n + r.overhead), Hash: uint32(h.Sum64()), ECN: ecn}}
 		if !r.s.Enqueue(p).Accepted() {
 			r.refused.Add(1)
 			r.put(i)
