@@ -117,21 +117,15 @@ func (q *FIFO[T]) makeRoom(size int) bool {
 // queue instead evicts packets from its head, through the DropFunc, until p
 // fits.
 func (q *FIFO[T]) Enqueue(p Packet[T], now Time) Verdict {
-	// The hot path reads p field by field and writes the ring slot in
-	// place: a whole-Packet copy would load 16 bytes at a time from the
-	// stack slots its fields were just spilled to, a store-forwarding stall.
 	q.stats.NoteSize(p.Size)
 	size := int(p.Size)
 	if q.full(size) && !q.makeRoom(size) {
 		q.stats.CountDrop(DroppedOverlimit, p.Size, false)
 		return DroppedOverlimit
 	}
-	s := q.ring.PushSlot() // not nil: Len < limitPackets ≤ Cap
-	s.Payload = p.Payload
-	s.Size = p.Size
-	s.Hash = p.Hash
-	s.ECN = p.ECN & ECNMask
-	s.Enqueued = now
+	p.ECN &= ECNMask
+	p.Enqueued = now
+	q.ring.PushBack(p) // room: Len < limitPackets ≤ Cap
 	q.backlog += size
 	q.stats.Enqueued.Add(p.Size)
 	return Enqueued
@@ -139,25 +133,12 @@ func (q *FIFO[T]) Enqueue(p Packet[T], now Time) Verdict {
 
 // Dequeue returns the oldest packet.
 func (q *FIFO[T]) Dequeue(now Time) (p Packet[T], ok bool) {
-	// Every queue's Dequeue has this shape: a small method, inlined into
-	// the wrapper that interface calls go through, whose named result is
-	// filled by a whole-Packet copy in the non-inlined worker. A Packet has
-	// five fields, so the compiler keeps it in memory and copies it 16
-	// bytes at a time; if the worker returned it in registers the wrapper
-	// would store the fields one by one and then copy them 16 bytes at a
-	// time, a store-forwarding stall of about 20 cycles per packet.
-	ok = q.dequeue(&p)
-	return p, ok
-}
-
-//go:noinline
-func (q *FIFO[T]) dequeue(p *Packet[T]) bool {
-	if !q.ring.PopFrontInto(p) {
-		return false
+	if p, ok = q.ring.PopFront(); !ok {
+		return p, false
 	}
 	q.backlog -= int(p.Size)
 	q.stats.Dequeued.Add(p.Size)
-	return true
+	return p, true
 }
 
 // Len returns the number of queued packets.

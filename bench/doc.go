@@ -19,15 +19,14 @@
 // # Differences and decisions
 //
 //   - Every row goes through the aqm.Queue interface, as generic user code
-//     would: the figures include four indirect calls per packet (about 15 ns
-//     on the project's machine), which a caller holding the concrete type
-//     does not pay. The algorithm packages' own benchmarks use the concrete
-//     types.
+//     would: two indirect calls per packet (Enqueue and Dequeue), each
+//     through the compiler's wrapper for a generic type. The harness counts
+//     the queue's depth itself, from verdicts, Dequeues and DropFunc calls,
+//     as the C reference harness reads its ring's count. The algorithm
+//     packages' own benchmarks use the concrete types.
 //   - Time is a counter advanced by the scenario's step, never a clock read,
 //     so the figures are the queue's cost alone.
-//   - The harness counts forwarded packets instead of copying each one out:
-//     copying the returned Packet costs any Go caller a store-forwarding
-//     stall of about 10 ns that is not the queue's.
+//   - Every dequeued packet is used (the harness sums the payloads).
 //   - Each scenario is configured per algorithm so that it means the same
 //     thing for all: "standing" below every AQM's target, "congested" on its
 //     drop or mark path (the signals/pkt metric shows it).

@@ -69,12 +69,7 @@ func (q *Queue[T]) Enqueue(p aqm.Packet[T], now aqm.Time) aqm.Verdict {
 		q.stats.CountDrop(aqm.DroppedOverlimit, p.Size, false)
 		return aqm.DroppedOverlimit
 	}
-	// Field by field into the ring slot: copying p whole would read it
-	// 16 bytes at a time from the stack slots its fields were just
-	// spilled to, a store-forwarding stall.
-	if s := q.ring.PushSlot(); s != nil {
-		s.Payload, s.Size, s.Hash, s.ECN, s.Enqueued = p.Payload, p.Size, p.Hash, p.ECN, p.Enqueued
-	}
+	q.ring.PushBack(p) // room: Len < limitPackets ≤ Cap
 	q.backlog += int(p.Size)
 	q.stats.Enqueued.Add(p.Size)
 	return aqm.Enqueued
@@ -85,22 +80,11 @@ func (q *Queue[T]) Enqueue(p aqm.Packet[T], now aqm.Time) aqm.Verdict {
 // at most [MaxDropsPerDequeue] per call. A returned packet whose ECN is CE was
 // marked by CoDel or by the CE threshold (or arrived CE).
 func (q *Queue[T]) Dequeue(now aqm.Time) (p aqm.Packet[T], ok bool) {
-	// A small method that the interface-call wrapper inlines, filling its
-	// named result through a pointer with whole-Packet copies (see
-	// aqm.FIFO.Dequeue: returning a Packet from a non-inlined call costs a
-	// store-forwarding stall in the wrapper).
-	ok = q.dequeue(&p, now)
-	return p, ok
-}
-
-//go:noinline
-func (q *Queue[T]) dequeue(p *aqm.Packet[T], now aqm.Time) bool {
 	drops := 0
 	for {
-		if !q.ring.PopFrontInto(p) {
-			*p = aqm.Packet[T]{}
+		if p, ok = q.ring.PopFront(); !ok {
 			q.c.Empty()
-			return false
+			return p, false
 		}
 		q.backlog -= int(p.Size)
 		act := Deliver
@@ -116,7 +100,7 @@ func (q *Queue[T]) dequeue(p *aqm.Packet[T], now aqm.Time) bool {
 			drops++
 			q.stats.CountDrop(aqm.DroppedEarly, p.Size, true)
 			if q.onDrop != nil {
-				q.onDrop(*p, aqm.DroppedEarly)
+				q.onDrop(p, aqm.DroppedEarly)
 			}
 			continue
 		case Mark:
@@ -129,7 +113,7 @@ func (q *Queue[T]) dequeue(p *aqm.Packet[T], now aqm.Time) bool {
 			q.stats.Marked.Add(p.Size)
 		}
 		q.stats.Dequeued.Add(p.Size)
-		return true
+		return p, true
 	}
 }
 

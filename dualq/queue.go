@@ -82,19 +82,14 @@ func (q *Queue[T]) Enqueue(p aqm.Packet[T], now aqm.Time) aqm.Verdict {
 		q.stats.CountDrop(aqm.DroppedOverlimit, p.Size, false)
 		return aqm.DroppedOverlimit
 	}
-	// Field by field into the ring slot: copying p whole would read it
-	// 16 bytes at a time from the stack slots its fields were just
-	// spilled to, a store-forwarding stall.
-	var s *aqm.Packet[T]
+	// Room in either ring: the shared packet limit was checked above and
+	// each ring holds that many.
 	if q.isL4S(p.ECN) {
-		s = q.l.PushSlot()
+		q.l.PushBack(p)
 		q.bytesL += size
 	} else {
-		s = q.c.PushSlot()
+		q.c.PushBack(p)
 		q.bytesC += size
-	}
-	if s != nil {
-		s.Payload, s.Size, s.Hash, s.ECN, s.Enqueued = p.Payload, p.Size, p.Hash, p.ECN, p.Enqueued
 	}
 	q.stats.Enqueued.Add(p.Size)
 	if n := q.l.Len() + q.c.Len(); n > q.maxLen {
@@ -168,41 +163,30 @@ func (q *Queue[T]) native(sojourn int64, lenAfter int) uint64 {
 // until a packet survives or both queues are empty. Pending PI updates up to
 // now run first.
 func (q *Queue[T]) Dequeue(now aqm.Time) (p aqm.Packet[T], ok bool) {
-	// A small method that the interface-call wrapper inlines, filling its
-	// named result through a pointer with whole-Packet copies (see
-	// aqm.FIFO.Dequeue: returning a Packet from a non-inlined call costs a
-	// store-forwarding stall in the wrapper).
-	ok = q.dequeue(&p, now)
-	return p, ok
-}
-
-//go:noinline
-func (q *Queue[T]) dequeue(p *aqm.Packet[T], now aqm.Time) bool {
 	q.advance(now)
 	for {
 		lq, cq := q.l.Len() > 0, q.c.Len() > 0
 		if !lq && !cq {
 			// Both queues empty: the WRR credit starts over (Linux).
 			q.credit = q.par.creditInit
-			*p = aqm.Packet[T]{}
-			return false
+			return p, false
 		}
 		fromL := q.pickL(lq, cq)
 		if fromL {
-			q.l.PopFrontInto(p)
+			p, _ = q.l.PopFront()
 			q.bytesL -= int(p.Size)
 		} else {
-			q.c.PopFrontInto(p)
+			p, _ = q.c.PopFront()
 			q.bytesC -= int(p.Size)
 		}
 		coupled := q.bytesL+q.bytesC >= q.par.minBacklog
 		if fromL {
 			if coupled && q.overload {
 				if q.roll(q.pC) {
-					q.drop(*p, aqm.DroppedOverload)
+					q.drop(p, aqm.DroppedOverload)
 					continue
 				}
-				q.mark(p)
+				p.ECN = q.mark(p.Size)
 			} else {
 				pn := q.native(age(int64(p.Enqueued), int64(now)), q.l.Len())
 				var pc uint64
@@ -211,11 +195,11 @@ func (q *Queue[T]) dequeue(p *aqm.Packet[T], now aqm.Time) bool {
 				}
 				if pn >= pc {
 					if q.roll(pn) {
-						q.mark(p)
+						p.ECN = q.mark(p.Size)
 						q.stepMarks++
 					}
 				} else if q.roll(pc) {
-					q.mark(p)
+					p.ECN = q.mark(p.Size)
 				}
 			}
 			if cq {
@@ -225,26 +209,28 @@ func (q *Queue[T]) dequeue(p *aqm.Packet[T], now aqm.Time) bool {
 			if coupled && q.roll(q.pC) {
 				switch {
 				case p.ECN == aqm.NotECT:
-					q.drop(*p, aqm.DroppedEarly)
+					q.drop(p, aqm.DroppedEarly)
 					continue
 				case q.overload:
-					q.drop(*p, aqm.DroppedOverload)
+					q.drop(p, aqm.DroppedOverload)
 					continue
 				}
-				q.mark(p)
+				p.ECN = q.mark(p.Size)
 			}
 			if lq {
 				q.credit -= q.par.wl * int64(p.Size)
 			}
 		}
 		q.stats.Dequeued.Add(p.Size)
-		return true
+		return p, true
 	}
 }
 
-func (q *Queue[T]) mark(p *aqm.Packet[T]) {
-	p.ECN = aqm.CE
-	q.stats.Marked.Add(p.Size)
+// mark counts a CE mark on a packet of the given size and returns CE, the
+// packet's new codepoint.
+func (q *Queue[T]) mark(size uint32) aqm.ECN {
+	q.stats.Marked.Add(size)
+	return aqm.CE
 }
 
 func (q *Queue[T]) drop(p aqm.Packet[T], why aqm.Verdict) {

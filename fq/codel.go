@@ -300,12 +300,7 @@ func (q *CoDel[T]) Enqueue(p aqm.Packet[T], now aqm.Time) aqm.Verdict {
 	}
 	idx := q.bucket(p.Hash)
 	f := &q.flows[idx]
-	// Field by field into the slab node: copying p whole would read it 16
-	// bytes at a time from the stack slots its fields were just spilled
-	// to, a store-forwarding stall.
-	if s := q.slab.PushSlot(&f.q); s != nil {
-		s.Payload, s.Size, s.Hash, s.ECN, s.Enqueued = p.Payload, p.Size, p.Hash, p.ECN, p.Enqueued
-	}
+	q.slab.PushBack(&f.q, p) // a free node: the slab holds limit+1 packets and Used ≤ limit
 	q.backlogs[idx] += p.Size
 	q.backlog += int(p.Size)
 	if f.list == cqInactive {
@@ -394,16 +389,6 @@ func (q *CoDel[T]) fattest() uint32 {
 // DropFunc, as [aqm.DroppedEarly]) the packets its control law drops, at
 // most [codel.MaxDropsPerDequeue] in one call.
 func (q *CoDel[T]) Dequeue(now aqm.Time) (p aqm.Packet[T], ok bool) {
-	// A small method that the interface-call wrapper inlines, filling its
-	// named result through a pointer with whole-Packet copies (see
-	// aqm.FIFO.Dequeue: returning a Packet from a non-inlined call costs a
-	// store-forwarding stall in the wrapper).
-	ok = q.dequeue(&p, now)
-	return p, ok
-}
-
-//go:noinline
-func (q *CoDel[T]) dequeue(p *aqm.Packet[T], now aqm.Time) bool {
 	drops := 0
 	for {
 		var l *cqList
@@ -414,8 +399,7 @@ func (q *CoDel[T]) dequeue(p *aqm.Packet[T], now aqm.Time) bool {
 		case q.oldL.head != cqNone:
 			l = &q.oldL
 		default:
-			*p = aqm.Packet[T]{}
-			return false
+			return p, false
 		}
 		idx := l.head
 		f := &q.flows[idx]
@@ -433,7 +417,7 @@ func (q *CoDel[T]) dequeue(p *aqm.Packet[T], now aqm.Time) bool {
 			continue
 		}
 		for {
-			if !q.slab.PopFrontInto(&f.q, p) {
+			if p, ok = q.slab.PopFront(&f.q); !ok {
 				f.cv.Empty()
 				break
 			}
@@ -455,7 +439,7 @@ func (q *CoDel[T]) dequeue(p *aqm.Packet[T], now aqm.Time) bool {
 				drops++
 				q.stats.CountDrop(aqm.DroppedEarly, p.Size, true)
 				if q.onDrop != nil {
-					q.onDrop(*p, aqm.DroppedEarly)
+					q.onDrop(p, aqm.DroppedEarly)
 				}
 				continue
 			case codel.Mark:
@@ -469,7 +453,7 @@ func (q *CoDel[T]) dequeue(p *aqm.Packet[T], now aqm.Time) bool {
 			}
 			f.deficit -= int32(min(p.Size, q.charge))
 			q.stats.Dequeued.Add(p.Size)
-			return true
+			return p, true
 		}
 		// The flow is empty: a new flow goes to the old list (RFC 8290, so
 		// it cannot come back as new at once), an old flow is deactivated.

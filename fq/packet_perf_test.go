@@ -10,10 +10,9 @@ import (
 
 // BenchmarkPerfConcrete measures one packet forwarded through the concrete
 // FQ-CoDel and SFQ types with n active flows (two packets queued per flow,
-// no drops), like BenchmarkCoDel and BenchmarkSFQ, but counting the
-// dequeued packets instead of copying each to a sink, which costs the
-// caller a store-forwarding stall (see aqm.FIFO.Dequeue). Compare with
-// bench's BenchmarkPacket for the cost of the aqm.Queue interface.
+// no drops), like BenchmarkCoDel and BenchmarkSFQ, counting the dequeued
+// packets. Compare with bench's BenchmarkPacket for the cost of the
+// aqm.Queue interface.
 func BenchmarkPerfConcrete(b *testing.B) {
 	for _, n := range []int{1, 64, 1024, 16384, 65536} {
 		b.Run(fmt.Sprintf("fq-codel/flows=%d", n), func(b *testing.B) {

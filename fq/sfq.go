@@ -526,10 +526,7 @@ func (q *SFQ[T]) Enqueue(p aqm.Packet[T], now aqm.Time) aqm.Verdict {
 	}
 	nd := &q.nodes[i]
 	q.free = nd.next
-	// Field by field into the node: copying p whole would read it 16
-	// bytes at a time from the stack slots its fields were just spilled
-	// to, a store-forwarding stall.
-	nd.pkt.Payload, nd.pkt.Size, nd.pkt.Hash, nd.pkt.ECN, nd.pkt.Enqueued = p.Payload, p.Size, p.Hash, p.ECN, p.Enqueued
+	nd.pkt = p
 	// appendNode and inc written out (the calls cost more than the work).
 	s := &q.slots[x]
 	q.linkTail(s, i)
@@ -622,18 +619,8 @@ func (q *SFQ[T]) evicted(p aqm.Packet[T]) {
 // Dequeue returns the oldest packet of the flow whose round-robin turn it
 // is.
 func (q *SFQ[T]) Dequeue(now aqm.Time) (p aqm.Packet[T], ok bool) {
-	// A small method that the interface-call wrapper inlines, filling its
-	// named result through a pointer with a whole-Packet copy (see
-	// aqm.FIFO.Dequeue: returning a Packet from a non-inlined call costs a
-	// store-forwarding stall in the wrapper).
-	ok = q.dequeue(&p)
-	return p, ok
-}
-
-//go:noinline
-func (q *SFQ[T]) dequeue(p *aqm.Packet[T]) bool {
 	if q.tail == sfqNone {
-		return false
+		return p, false
 	}
 	x := q.slots[q.tail].next
 	s := &q.slots[x]
@@ -661,7 +648,7 @@ func (q *SFQ[T]) dequeue(p *aqm.Packet[T]) bool {
 	} else {
 		q.nodes[next].prev = sfqNone
 	}
-	*p = nd.pkt
+	p = nd.pkt
 	size := p.Size
 	s.backlog -= uint64(size)
 	*nd = sfqNode[T]{next: q.free}
@@ -679,7 +666,7 @@ func (q *SFQ[T]) dequeue(p *aqm.Packet[T]) bool {
 		s.allot -= int64(size)
 	}
 	q.stats.Dequeued.Add(size)
-	return true
+	return p, true
 }
 
 // advance moves the ring past flows without credit, giving each a quantum

@@ -87,12 +87,7 @@ func (q *Queue[T]) Enqueue(p aqm.Packet[T], now aqm.Time) aqm.Verdict {
 			return aqm.DroppedEarly
 		}
 	}
-	// Field by field into the ring slot: copying p whole would read it
-	// 16 bytes at a time from the stack slots its fields were just
-	// spilled to, a store-forwarding stall.
-	if s := q.ring.PushSlot(); s != nil {
-		s.Payload, s.Size, s.Hash, s.ECN, s.Enqueued = p.Payload, p.Size, p.Hash, p.ECN, p.Enqueued
-	}
+	q.ring.PushBack(p) // room: the limits were checked above
 	q.backlog += size
 	q.stats.Enqueued.Add(p.Size)
 	return v
@@ -101,26 +96,16 @@ func (q *Queue[T]) Enqueue(p aqm.Packet[T], now aqm.Time) aqm.Verdict {
 // Dequeue returns the oldest packet at time now, after applying the updates
 // due. With the rate estimator it also feeds the departure-rate measurement.
 func (q *Queue[T]) Dequeue(now aqm.Time) (p aqm.Packet[T], ok bool) {
-	// A small method that the interface-call wrapper inlines, filling its
-	// named result through a pointer with a whole-Packet copy (see
-	// aqm.FIFO.Dequeue: returning a Packet from a non-inlined call costs a
-	// store-forwarding stall in the wrapper).
-	ok = q.dequeue(&p, now)
-	return p, ok
-}
-
-//go:noinline
-func (q *Queue[T]) dequeue(p *aqm.Packet[T], now aqm.Time) bool {
 	q.advance(now)
-	if !q.ring.PopFrontInto(p) {
-		return false
+	if p, ok = q.ring.PopFront(); !ok {
+		return p, false
 	}
 	if q.pp.rate {
 		q.ctl.onDequeue(&q.pp, now, p.Size, q.backlog)
 	}
 	q.backlog -= int(p.Size)
 	q.stats.Dequeued.Add(p.Size)
-	return true
+	return p, true
 }
 
 // Len returns the number of queued packets.

@@ -111,8 +111,6 @@ func (q *Queue[T]) setSlopes() {
 // signal is forced (see DisableHardDrop), [aqm.DroppedOverlimit] when a hard
 // limit is full or p alone exceeds LimitBytes.
 func (q *Queue[T]) Enqueue(p aqm.Packet[T], now aqm.Time) aqm.Verdict {
-	// p is read field by field and written into its ring slot in place (see
-	// aqm.FIFO.Enqueue: a whole-Packet copy here stalls store forwarding).
 	ecn := p.ECN & aqm.ECNMask
 	q.stats.NoteSize(p.Size)
 	size := uint64(p.Size)
@@ -152,8 +150,8 @@ func (q *Queue[T]) Enqueue(p aqm.Packet[T], now aqm.Time) aqm.Verdict {
 		ecn = aqm.CE
 		q.stats.Marked.Add(p.Size)
 	}
-	slot := q.ring.PushSlot() // not nil: n < limitPackets ≤ Cap
-	slot.Payload, slot.Size, slot.Hash, slot.ECN, slot.Enqueued = p.Payload, p.Size, p.Hash, ecn, now
+	p.ECN, p.Enqueued = ecn, now
+	q.ring.PushBack(p) // room: n < limitPackets ≤ Cap
 	q.backlog += size
 	q.stats.Enqueued.Add(p.Size)
 	return v
@@ -409,23 +407,15 @@ func satAdd(t aqm.Time, d uint64) aqm.Time {
 // Dequeue returns the oldest packet. When it empties the queue, the idle
 // period that the next arrival's decay is measured from starts at now.
 func (q *Queue[T]) Dequeue(now aqm.Time) (p aqm.Packet[T], ok bool) {
-	// Inlined into the interface wrapper, with the packet filled through a
-	// pointer by the worker (see aqm.FIFO.Dequeue).
-	ok = q.dequeue(&p, now)
-	return p, ok
-}
-
-//go:noinline
-func (q *Queue[T]) dequeue(p *aqm.Packet[T], now aqm.Time) bool {
-	if !q.ring.PopFrontInto(p) {
-		return false
+	if p, ok = q.ring.PopFront(); !ok {
+		return p, false
 	}
 	q.backlog -= uint64(p.Size)
 	q.stats.Dequeued.Add(p.Size)
 	if q.ring.Len() == 0 && now > q.idleStart {
 		q.idleStart = now
 	}
-	return true
+	return p, true
 }
 
 // Len returns the number of queued packets.

@@ -71,27 +71,13 @@ func (s *Slab[T]) Full() bool { return s.free == nilIdx }
 
 // PushBack appends p to l and reports whether a free node was available.
 func (s *Slab[T]) PushBack(l *List, p aqm.Packet[T]) bool {
-	slot := s.PushSlot(l)
-	if slot == nil {
-		return false
-	}
-	*slot = p
-	return true
-}
-
-// PushSlot appends a node to l and returns a pointer to its packet, which is
-// the zero Packet, for the caller to fill in place; it returns nil if no
-// free node is left. Filling the packet field by field instead of passing
-// it to [Slab.PushBack] avoids a whole-Packet copy through the stack on the
-// hot path (a store-forwarding stall right after Enqueue's parameter spill).
-func (s *Slab[T]) PushSlot(l *List) *aqm.Packet[T] {
 	i := s.free
 	if i == nilIdx {
-		return nil
+		return false
 	}
 	nd := &s.nodes[i]
 	s.free = nd.next
-	nd.next = nilIdx
+	nd.pkt, nd.next = p, nilIdx
 	if l.tail == nilIdx {
 		l.head = i
 	} else {
@@ -100,20 +86,17 @@ func (s *Slab[T]) PushSlot(l *List) *aqm.Packet[T] {
 	l.tail = i
 	l.n++
 	s.used++
-	return &nd.pkt
+	return true
 }
 
-// PopFrontInto removes the oldest packet of l, stores it in *dst with one
-// whole-Packet copy and reports whether there was one; *dst is unchanged if
-// l is empty. Queues use it to fill Dequeue's named result through a
-// pointer (see aqm.FIFO.Dequeue for why).
-func (s *Slab[T]) PopFrontInto(l *List, dst *aqm.Packet[T]) bool {
+// PopFront removes and returns the oldest packet of l; its node is cleared.
+func (s *Slab[T]) PopFront(l *List) (p aqm.Packet[T], ok bool) {
 	i := l.head
 	if i == nilIdx {
-		return false
+		return p, false
 	}
 	nd := &s.nodes[i]
-	*dst = nd.pkt
+	p = nd.pkt
 	l.head = nd.next
 	if l.head == nilIdx {
 		l.tail = nilIdx
@@ -123,13 +106,7 @@ func (s *Slab[T]) PopFrontInto(l *List, dst *aqm.Packet[T]) bool {
 	nd.next = s.free
 	s.free = i
 	s.used--
-	return true
-}
-
-// PopFront removes and returns the oldest packet of l.
-func (s *Slab[T]) PopFront(l *List) (p aqm.Packet[T], ok bool) {
-	ok = s.PopFrontInto(l, &p)
-	return p, ok
+	return p, true
 }
 
 // Front returns a pointer to the oldest packet of l, or nil if l is empty.

@@ -82,26 +82,3 @@ func TestSlabZeroCapacity(t *testing.T) {
 	require.False(t, ok)
 	require.Panics(t, func() { New[int](-1) })
 }
-
-// TestSlotAndIntoMatchPushPop protects PushSlot and PopFrontInto, the
-// copy-avoiding twins of PushBack and PopFront.
-func TestSlotAndIntoMatchPushPop(t *testing.T) {
-	s := New[int](2)
-	l := MakeList()
-	for i := range 2 {
-		p := s.PushSlot(&l)
-		require.NotNil(t, p)
-		require.Equal(t, aqm.Packet[int]{}, *p)
-		p.Payload, p.Size = i, uint32(10*i)
-	}
-	require.Nil(t, s.PushSlot(&l), "full")
-	var dst aqm.Packet[int]
-	for i := range 2 {
-		require.True(t, s.PopFrontInto(&l, &dst))
-		require.Equal(t, aqm.Packet[int]{Payload: i, Meta: aqm.Meta{Size: uint32(10 * i)}}, dst)
-	}
-	dst.Payload = 9
-	require.False(t, s.PopFrontInto(&l, &dst))
-	require.Equal(t, 9, dst.Payload, "unchanged when empty")
-	require.Zero(t, s.Used())
-}

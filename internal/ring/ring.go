@@ -43,49 +43,13 @@ func (r *Ring[T]) Cap() int { return int(r.max) }
 // Full reports whether the ring holds Cap values.
 func (r *Ring[T]) Full() bool { return r.n >= r.max }
 
-// PushBack appends v and reports whether there was room. It does not call
-// PushSlot: written out, it inlines into a tighter loop (the benchmark
-// table's bare ring baseline measured 6-12 ns against 17 ns).
+// PushBack appends v and reports whether there was room.
 func (r *Ring[T]) PushBack(v T) bool {
 	if r.n >= r.max {
 		return false
 	}
 	r.buf[(r.head+r.n)&r.mask] = v
 	r.n++
-	return true
-}
-
-// PushSlot appends one slot at the back and returns a pointer to it, or nil
-// if the ring is full. The slot holds the zero T (popped slots are cleared);
-// the caller fills it in place. Filling a large T field by field instead of
-// copying a whole value avoids a copy through the stack on the hot path.
-func (r *Ring[T]) PushSlot() *T {
-	if r.n >= r.max {
-		return nil
-	}
-	s := &r.buf[(r.head+r.n)&r.mask]
-	r.n++
-	return s
-}
-
-// PopFrontInto removes the oldest value, stores it in *dst with one
-// whole-value copy and reports whether there was one; *dst is unchanged if
-// the ring is empty.
-//
-// Queues use it to fill a named Packet result through a pointer: the
-// whole-value copy keeps the result's stack slot written 16 bytes at a time,
-// so the generic method wrapper that an interface call goes through can
-// copy it on without a store-forwarding stall (see aqm.FIFO.Dequeue).
-func (r *Ring[T]) PopFrontInto(dst *T) bool {
-	if r.n == 0 {
-		return false
-	}
-	var zero T
-	i := r.head & r.mask
-	*dst = r.buf[i]
-	r.buf[i] = zero
-	r.head++
-	r.n--
 	return true
 }
 

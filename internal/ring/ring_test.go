@@ -89,28 +89,6 @@ func TestRingBadCapacity(t *testing.T) {
 	require.Panics(t, func() { New[int](2).At(0) })
 }
 
-// TestSlotAndIntoMatchPushPop protects PushSlot and PopFrontInto, the
-// copy-avoiding twins of PushBack and PopFront: same order, same capacity,
-// destination untouched when empty.
-func TestSlotAndIntoMatchPushPop(t *testing.T) {
-	r := New[[2]int](3)
-	for i := range 3 {
-		s := r.PushSlot()
-		require.NotNil(t, s)
-		require.Equal(t, [2]int{}, *s, "a pushed slot starts zeroed")
-		s[0], s[1] = i, -i
-	}
-	require.Nil(t, r.PushSlot(), "full")
-	var dst [2]int
-	for i := range 3 {
-		require.True(t, r.PopFrontInto(&dst))
-		require.Equal(t, [2]int{i, -i}, dst)
-	}
-	dst = [2]int{7, 7}
-	require.False(t, r.PopFrontInto(&dst))
-	require.Equal(t, [2]int{7, 7}, dst)
-}
-
 // TestResize protects Reconfigure's building block: growing and shrinking
 // keep every value in order, and never below Len.
 func TestResize(t *testing.T) {
