@@ -15,7 +15,7 @@ func ExampleWrap() {
 	c := clock.NewManual(0)
 	b := clock.Wrap[string](q, c)
 
-	b.Enqueue(aqm.Packet[string]{Payload: "hello", Size: 100})
+	b.Enqueue(aqm.Packet[string]{Payload: "hello", Meta: aqm.Meta{Size: 100}})
 	c.Advance(3 * time.Millisecond)
 	p, _ := b.Dequeue()
 	fmt.Println(p.Payload, aqm.Sojourn(p, c.Now()))
