@@ -49,7 +49,11 @@ func New[T any](cfg Config, onDrop aqm.DropFunc[T]) (*Queue[T], error) {
 	if err != nil {
 		return nil, err
 	}
-	q := &Queue[T]{par: par, onDrop: onDrop, credit: par.creditInit}
+	// Before the first packet operation nextUpd and lastNow are the
+	// earliest Time, so that advance's fast path (now < nextUpd) is never
+	// taken and any instant counts as later than lastNow.
+	q := &Queue[T]{par: par, onDrop: onDrop, credit: par.creditInit,
+		nextUpd: math.MinInt64, lastNow: math.MinInt64}
 	q.l.Init(par.limitPkts)
 	q.c.Init(par.limitPkts)
 	q.rnd.Seed(par.seed)
@@ -114,18 +118,13 @@ func (q *Queue[T]) roll(p uint64) bool {
 	return uint64(q.rnd.Uint32()) < p
 }
 
-// pickL reports whether the scheduler serves the L4S queue next; lq and cq
-// say which queues hold packets (at least one does).
-func (q *Queue[T]) pickL(lq, cq bool) bool {
-	if !lq {
-		return false
-	}
-	if !cq {
-		return true
-	}
+// pickBoth reports whether the scheduler serves the L4S queue next when
+// both queues hold packets (with one empty, the other is served). WRR: L
+// while the credit is not positive. Time-shifted FIFO: L while its head's
+// age plus the shift exceeds the Classic head's age, lAge + tshift > cAge
+// ⇔ lEnq < cEnq + tshift.
+func (q *Queue[T]) pickBoth() bool {
 	if q.par.tsfifo {
-		// Serve L while its head's age plus the shift exceeds the Classic
-		// head's age: lAge + tshift > cAge ⇔ lEnq < cEnq + tshift.
 		return int64(q.l.Front().Enqueued) < satAdd(int64(q.c.Front().Enqueued), q.par.tshift)
 	}
 	return q.credit <= 0
@@ -171,7 +170,10 @@ func (q *Queue[T]) Dequeue(now aqm.Time) (p aqm.Packet[T], ok bool) {
 			q.credit = q.par.creditInit
 			return p, false
 		}
-		fromL := q.pickL(lq, cq)
+		fromL := lq
+		if lq && cq {
+			fromL = q.pickBoth()
+		}
 		if fromL {
 			p, _ = q.l.PopFront()
 			q.bytesL -= int(p.Size)
@@ -255,18 +257,23 @@ func (q *Queue[T]) Stats() aqm.Stats {
 
 // Lazy PI controller.
 
-// advance runs every PI update due at or before now. The common case is one
-// compare.
+// advance runs every PI update due at or before now. Its common case, no
+// update due, is small enough to inline into Enqueue and Dequeue.
 func (q *Queue[T]) advance(now aqm.Time) {
-	if now > q.lastNow || q.lastNow == 0 {
-		q.lastNow = now
+	if now < q.nextUpd {
+		q.lastNow = max(q.lastNow, now)
+		return
 	}
+	q.advanceSlow(now)
+}
+
+// advanceSlow is advance when an update is due or before the first one is
+// scheduled.
+func (q *Queue[T]) advanceSlow(now aqm.Time) {
+	q.lastNow = max(q.lastNow, now)
 	if !q.started {
 		q.started = true
 		q.nextUpd = aqm.Time(satAdd(int64(now), q.par.tupdate))
-		return
-	}
-	if now < q.nextUpd {
 		return
 	}
 	q.catchUp(now)
