@@ -37,11 +37,16 @@ func New[T any](cfg Config, onDrop aqm.DropFunc[T]) (*Queue[T], error) {
 	return q, nil
 }
 
-// advance runs the periodic updates due at now.
+// advance runs the periodic updates due at now. The common case, none due,
+// inlines into Enqueue and Dequeue.
 func (q *Queue[T]) advance(now aqm.Time) {
-	if now < q.ctl.next {
-		return
+	if now >= q.ctl.next {
+		q.catchUp(now)
 	}
+}
+
+// catchUp runs the updates due at now (at least one).
+func (q *Queue[T]) catchUp(now aqm.Time) {
 	var head aqm.Time
 	if f := q.ring.Front(); f != nil {
 		head = f.Enqueued
