@@ -210,6 +210,16 @@ func (c *Controller) Examine(p *Params, now aqm.Time, sojourn time.Duration, bac
 	return Drop
 }
 
+// DeliverIfBelowTarget is Examine's common case, small enough to inline
+// into a queue's Dequeue: a packet whose sojourn is below target while the
+// controller is not dropping and no CE threshold is set. It then does what
+// Examine would (records the sojourn, forgets the above-target deadline)
+// and reports true, meaning [Deliver]; otherwise it changes nothing and
+// reports false, and the caller calls Examine.
+func (c *Controller) DeliverIfBelowTarget(p *Params, sojourn time.Duration) bool {
+	return c.deliverBelowTarget(p, int64(max(sojourn, 0)))
+}
+
 // deliverBelowTarget is Examine's common case, small enough to inline into
 // a queue's Dequeue: a packet of sojourn sj (ns, ≥ 0) below target while not
 // dropping and with no CE threshold. Examine would record the sojourn,

@@ -3,6 +3,7 @@ package codel
 import (
 	"fmt"
 	"math"
+	"math/rand/v2"
 	"testing"
 	"time"
 
@@ -216,4 +217,41 @@ func TestControllerTimeExtremes(t *testing.T) {
 	require.Equal(t, int64(1<<63-1), subSat(end, -5))
 	require.Equal(t, int64(-1<<63), subSat(-5, end))
 	require.Equal(t, int64(-1<<63)+5, int64(addSat(-1<<63+10, -5)))
+}
+
+// TestDeliverIfBelowTarget protects the exported fast path that FQ-CoDel
+// inlines: on random controller histories (drops, marks, CE threshold on
+// and off), whenever it reports true, Examine on a copy of the same
+// controller returns Deliver and leaves the same state, and whenever it
+// reports false it has changed nothing.
+func TestDeliverIfBelowTarget(t *testing.T) {
+	r := rand.New(rand.NewPCG(3, 4))
+	hits, misses := 0, 0
+	for _, cfg := range []Config{{}, {CEThreshold: 2 * time.Millisecond}, {DisableECN: true}} {
+		p := cfg.ControllerParams()
+		var c Controller
+		now := aqm.Time(time.Second)
+		for range 200000 {
+			now += aqm.Time(r.Int64N(int64(3 * time.Millisecond)))
+			sj := time.Duration(r.Int64N(int64(12*time.Millisecond))) - time.Millisecond // some negative
+			ecn := aqm.ECN(r.IntN(4))
+			backlog := r.IntN(20000)
+			before, viaExamine := c, c
+			if c.DeliverIfBelowTarget(&p, sj) {
+				hits++
+				if a := viaExamine.Examine(&p, now, sj, backlog, ecn); a != Deliver || viaExamine != c {
+					t.Fatalf("fast path delivered; Examine says %v, state %+v vs %+v", a, viaExamine, c)
+				}
+				continue
+			}
+			misses++
+			if c != before {
+				t.Fatalf("fast path declined but changed the state: %+v -> %+v", before, c)
+			}
+			c.Examine(&p, now, sj, backlog, ecn)
+		}
+	}
+	if hits == 0 || misses == 0 {
+		t.Fatalf("trace did not exercise both paths: %d hits, %d misses", hits, misses)
+	}
 }

@@ -428,8 +428,10 @@ func (q *CoDel[T]) Dequeue(now aqm.Time) (p aqm.Packet[T], ok bool) {
 				guard = q.backlog
 			}
 			act := codel.Deliver
-			if drops < codel.MaxDropsPerDequeue {
-				act = f.cv.Examine(&q.cp, now, p.Enqueued.Since(now), guard, p.ECN)
+			if sj := p.Enqueued.Since(now); drops < codel.MaxDropsPerDequeue {
+				if !f.cv.DeliverIfBelowTarget(&q.cp, sj) {
+					act = f.cv.Examine(&q.cp, now, sj, guard, p.ECN)
+				}
 			} else {
 				f.cv.Resync(&q.cp, now)
 				q.d.DropCapHits++
