@@ -59,8 +59,13 @@
 //   - Time is an int64 of nanoseconds, not time.Time: 8 bytes against 24, and
 //     no clock read is hidden in the hot path (two time.Now calls per packet
 //     cost more than a whole AQM decision).
-//   - Packet is passed by value (32 bytes plus the payload); a pointer would
-//     escape through the interface and allocate.
+//   - Packet is passed by value (32 bytes for an 8-byte payload); a pointer
+//     would escape through the interface and allocate.
+//   - Packet groups Size, Hash and ECN in the embedded [Meta], unlike the flat
+//     five-field struct first proposed: with three fields it is a value the
+//     compiler keeps in registers, and that took a fifth to a quarter off
+//     every queue's cost per packet (see [Packet]). The fields still read and
+//     set as p.Size, p.Hash and p.ECN; only composite literals name Meta.
 //   - Drops of refused packets are reported by the Verdict only, never through
 //     DropFunc, so the caller sees each refused packet exactly once.
 //   - Linux counts a "mark" on a packet that already carried CE; so do we
