@@ -54,7 +54,10 @@ func runDirectFIFO(b *testing.B, dr *driver) {
 		d.step()
 	}
 	b.StopTimer()
-	finishPacket(b, dr)
+	if err := dr.check(); err != nil {
+		b.Fatal(err)
+	}
+	reportPacket(b, dr)
 }
 
 func stepsDirectFIFO(dr *driver, n int) {
@@ -97,7 +100,10 @@ func runDirectRED(b *testing.B, dr *driver) {
 		d.step()
 	}
 	b.StopTimer()
-	finishPacket(b, dr)
+	if err := dr.check(); err != nil {
+		b.Fatal(err)
+	}
+	reportPacket(b, dr)
 }
 
 func stepsDirectRED(dr *driver, n int) {
@@ -140,7 +146,10 @@ func runDirectCoDel(b *testing.B, dr *driver) {
 		d.step()
 	}
 	b.StopTimer()
-	finishPacket(b, dr)
+	if err := dr.check(); err != nil {
+		b.Fatal(err)
+	}
+	reportPacket(b, dr)
 }
 
 func stepsDirectCoDel(dr *driver, n int) {
@@ -183,7 +192,10 @@ func runDirectFQCoDel(b *testing.B, dr *driver) {
 		d.step()
 	}
 	b.StopTimer()
-	finishPacket(b, dr)
+	if err := dr.check(); err != nil {
+		b.Fatal(err)
+	}
+	reportPacket(b, dr)
 }
 
 func stepsDirectFQCoDel(dr *driver, n int) {
@@ -226,7 +238,10 @@ func runDirectSFQ(b *testing.B, dr *driver) {
 		d.step()
 	}
 	b.StopTimer()
-	finishPacket(b, dr)
+	if err := dr.check(); err != nil {
+		b.Fatal(err)
+	}
+	reportPacket(b, dr)
 }
 
 func stepsDirectSFQ(dr *driver, n int) {
@@ -269,7 +284,10 @@ func runDirectPIE(b *testing.B, dr *driver) {
 		d.step()
 	}
 	b.StopTimer()
-	finishPacket(b, dr)
+	if err := dr.check(); err != nil {
+		b.Fatal(err)
+	}
+	reportPacket(b, dr)
 }
 
 func stepsDirectPIE(dr *driver, n int) {
@@ -312,7 +330,10 @@ func runDirectDualPI2(b *testing.B, dr *driver) {
 		d.step()
 	}
 	b.StopTimer()
-	finishPacket(b, dr)
+	if err := dr.check(); err != nil {
+		b.Fatal(err)
+	}
+	reportPacket(b, dr)
 }
 
 func stepsDirectDualPI2(dr *driver, n int) {

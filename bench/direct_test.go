@@ -104,7 +104,10 @@ func runDirect{{.Name}}(b *testing.B, dr *driver) {
 		d.step()
 	}
 	b.StopTimer()
-	finishPacket(b, dr)
+	if err := dr.check(); err != nil {
+		b.Fatal(err)
+	}
+	reportPacket(b, dr)
 }
 
 func stepsDirect{{.Name}}(dr *driver, n int) {

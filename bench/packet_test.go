@@ -147,15 +147,15 @@ func runPacket(b *testing.B, d *driver) {
 		d.step()
 	}
 	b.StopTimer()
-	finishPacket(b, d)
-}
-
-// finishPacket ends a timed run: it checks the driver's depth count against
-// Len, keeps the result alive and reports the share of packets signalled.
-func finishPacket(b *testing.B, d *driver) {
 	if err := d.check(); err != nil {
 		b.Fatal(err)
 	}
+	reportPacket(b, d)
+}
+
+// reportPacket ends a timed run: it keeps the result alive and reports the
+// share of packets signalled.
+func reportPacket(b *testing.B, d *driver) {
 	benchSink = d.forwarded + d.sum
 	s := d.q.Stats()
 	if off := s.Offered().Packets; off > 0 {
