@@ -91,8 +91,7 @@ func (q *Queue[T]) Dequeue(now aqm.Time) (p aqm.Packet[T], ok bool) {
 		if drops >= MaxDropsPerDequeue {
 			q.c.Resync(&q.p, now)
 			q.capHits++
-		} else if sojourn := p.Enqueued.Since(now); !q.c.deliverBelowTarget(&q.p, int64(max(sojourn, 0))) {
-			// deliverBelowTarget is Examine's common case, inlined here.
+		} else if sojourn := p.Enqueued.Since(now); !q.c.DeliverIfBelowTarget(&q.p, sojourn) {
 			act = q.c.Examine(&q.p, now, sojourn, q.backlog, p.ECN)
 		}
 		switch act {

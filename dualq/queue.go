@@ -260,17 +260,15 @@ func (q *Queue[T]) Stats() aqm.Stats {
 // advance runs every PI update due at or before now. Its common case, no
 // update due, is small enough to inline into Enqueue and Dequeue.
 func (q *Queue[T]) advance(now aqm.Time) {
-	if now < q.nextUpd {
-		q.lastNow = max(q.lastNow, now)
-		return
+	q.lastNow = max(q.lastNow, now)
+	if now >= q.nextUpd {
+		q.advanceSlow(now)
 	}
-	q.advanceSlow(now)
 }
 
 // advanceSlow is advance when an update is due or before the first one is
 // scheduled.
 func (q *Queue[T]) advanceSlow(now aqm.Time) {
-	q.lastNow = max(q.lastNow, now)
 	if !q.started {
 		q.started = true
 		q.nextUpd = aqm.Time(satAdd(int64(now), q.par.tupdate))
