@@ -5,7 +5,7 @@ import (
 	"time"
 
 	"github.com/aqmkit/aqmkit/aqm"
-	"github.com/aqmkit/aqmkit/aqm/aqmtest"
+	"github.com/aqmkit/aqmkit/internal/proptest"
 	"github.com/leanovate/gopter"
 	"github.com/leanovate/gopter/gen"
 	"github.com/leanovate/gopter/prop"
@@ -15,7 +15,7 @@ import (
 const propertySeed = 20260801
 
 func properties(t *testing.T) *gopter.Properties {
-	return gopter.NewProperties(aqmtest.GopterParameters(t, propertySeed, 200, 40))
+	return gopter.NewProperties(proptest.Parameters(t, propertySeed, 200, 40))
 }
 
 // playOps decodes each word into one operation on q: enqueue a burst, or

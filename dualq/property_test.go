@@ -5,20 +5,20 @@ import (
 	"testing"
 	"time"
 
-	"github.com/aqmkit/aqmkit/aqm/aqmtest"
 	"github.com/leanovate/gopter"
 	"github.com/leanovate/gopter/gen"
 	"github.com/leanovate/gopter/prop"
 
 	"github.com/aqmkit/aqmkit/aqm"
 	"github.com/aqmkit/aqmkit/dualq"
+	"github.com/aqmkit/aqmkit/internal/proptest"
 )
 
 const propSeed = 20260518
 
 func propParams(t *testing.T, full, short int) *gopter.TestParameters {
 	t.Helper()
-	return aqmtest.GopterParameters(t, propSeed, full, short)
+	return proptest.Parameters(t, propSeed, full, short)
 }
 
 // TestPropProbabilitiesInRange protects p', p_C and p_CL staying in [0, 1]

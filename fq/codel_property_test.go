@@ -5,7 +5,7 @@ import (
 	"time"
 
 	"github.com/aqmkit/aqmkit/aqm"
-	"github.com/aqmkit/aqmkit/aqm/aqmtest"
+	"github.com/aqmkit/aqmkit/internal/proptest"
 	"github.com/leanovate/gopter"
 	"github.com/leanovate/gopter/gen"
 	"github.com/leanovate/gopter/prop"
@@ -15,7 +15,7 @@ import (
 const coDelPropSeed = 4290
 
 func coDelProps(t *testing.T) *gopter.Properties {
-	return gopter.NewProperties(aqmtest.GopterParameters(t, coDelPropSeed, 100, 25))
+	return gopter.NewProperties(proptest.Parameters(t, coDelPropSeed, 100, 25))
 }
 
 // noAQM is a CoDel that never signals in these tests: the target is just

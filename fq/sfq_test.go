@@ -9,6 +9,7 @@ import (
 
 	"github.com/aqmkit/aqmkit/aqm"
 	"github.com/aqmkit/aqmkit/aqm/aqmtest"
+	"github.com/aqmkit/aqmkit/internal/proptest"
 	"github.com/leanovate/gopter"
 	"github.com/leanovate/gopter/gen"
 	"github.com/leanovate/gopter/prop"
@@ -344,7 +345,7 @@ func FuzzSFQModel(f *testing.F) {
 // sfqGopterParams returns gopter parameters with a fixed, logged seed.
 func sfqGopterParams(t *testing.T) *gopter.TestParameters {
 	const seed = 1990 // McKenney's year
-	return aqmtest.GopterParameters(t, seed, 150, 30)
+	return proptest.Parameters(t, seed, 150, 30)
 }
 
 // distinctHashes returns n hashes that fall in distinct buckets of q.

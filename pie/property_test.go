@@ -7,7 +7,7 @@ import (
 	"time"
 
 	"github.com/aqmkit/aqmkit/aqm"
-	"github.com/aqmkit/aqmkit/aqm/aqmtest"
+	"github.com/aqmkit/aqmkit/internal/proptest"
 	"github.com/leanovate/gopter"
 	"github.com/leanovate/gopter/gen"
 	"github.com/leanovate/gopter/prop"
@@ -16,7 +16,7 @@ import (
 const propSeed = 8033
 
 func propParams(t *testing.T, minSuccessful int) *gopter.TestParameters {
-	return aqmtest.GopterParameters(t, propSeed, minSuccessful, max(3, minSuccessful/5))
+	return proptest.Parameters(t, propSeed, minSuccessful, max(3, minSuccessful/5))
 }
 
 // randomTrace drives q with a random mix of arrivals, departures, idle gaps

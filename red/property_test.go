@@ -7,7 +7,7 @@ import (
 	"time"
 
 	"github.com/aqmkit/aqmkit/aqm"
-	"github.com/aqmkit/aqmkit/aqm/aqmtest"
+	"github.com/aqmkit/aqmkit/internal/proptest"
 	"github.com/leanovate/gopter"
 	"github.com/leanovate/gopter/gen"
 	"github.com/leanovate/gopter/prop"
@@ -17,7 +17,7 @@ const propSeed = 20260101
 
 func properties(t *testing.T, n int) *gopter.Properties {
 	t.Helper()
-	return gopter.NewProperties(aqmtest.GopterParameters(t, propSeed, n, max(5, n/4)))
+	return gopter.NewProperties(proptest.Parameters(t, propSeed, n, max(5, n/4)))
 }
 
 // traceCheck drives q with a random trace from seed and calls check after

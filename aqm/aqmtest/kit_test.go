@@ -217,18 +217,3 @@ func TestTraceBudget(t *testing.T) {
 	require.Equal(t, Payload(1000), h.seq, "1000 packet operations, then the drain")
 	require.Equal(t, 0, h.q.Len())
 }
-
-// TestGopterParameters protects the shared gopter set-up: the package's
-// seed by default, AQMTEST_SEED to replay another, the run counts given.
-func TestGopterParameters(t *testing.T) {
-	t.Setenv("AQMTEST_SEED", "")
-	p := GopterParameters(t, 77, 120, 12)
-	require.Equal(t, int64(77), p.Seed())
-	want := 120
-	if testing.Short() {
-		want = 12
-	}
-	require.Equal(t, want, p.MinSuccessfulTests)
-	t.Setenv("AQMTEST_SEED", "4242")
-	require.Equal(t, int64(4242), GopterParameters(t, 77, 1, 1).Seed())
-}

@@ -2,11 +2,9 @@ package aqmtest
 
 import (
 	"fmt"
-	"os"
-	"strconv"
 	"testing"
-	"time"
 
+	"github.com/aqmkit/aqmkit/internal/proptest"
 	"github.com/leanovate/gopter"
 	"github.com/leanovate/gopter/gen"
 	"github.com/leanovate/gopter/prop"
@@ -16,20 +14,7 @@ import (
 // that CI runs are reproducible.
 const defaultSeed = 20261130
 
-func propertySeed() int64 {
-	switch v := os.Getenv("AQMTEST_SEED"); v {
-	case "":
-		return defaultSeed
-	case "random":
-		return time.Now().UnixNano()
-	default:
-		s, err := strconv.ParseInt(v, 10, 64)
-		if err != nil {
-			return defaultSeed
-		}
-		return s
-	}
-}
+func propertySeed() int64 { return proptest.Seed(defaultSeed) }
 
 func propertyRuns() int {
 	if testing.Short() {
@@ -88,22 +73,4 @@ func Fuzz(f *testing.F, fac Factory) {
 			t.Fatal(err)
 		}
 	})
-}
-
-// GopterParameters returns gopter parameters for a package's own
-// properties: seed (or the one AQMTEST_SEED names, "random" for a fresh
-// one), logged so that a failure replays, and full successful cases, or
-// short under -short.
-func GopterParameters(t testing.TB, seed int64, full, short int) *gopter.TestParameters {
-	t.Helper()
-	if v := os.Getenv("AQMTEST_SEED"); v != "" {
-		seed = propertySeed()
-	}
-	t.Logf("gopter seed %d (replay with AQMTEST_SEED=%d)", seed, seed)
-	p := gopter.DefaultTestParametersWithSeed(seed)
-	p.MinSuccessfulTests = full
-	if testing.Short() {
-		p.MinSuccessfulTests = short
-	}
-	return p
 }
