@@ -12,10 +12,32 @@
 // in monotonic nanoseconds supplied by the caller (package clock has real and
 // manual clocks and an adapter that reads one for you). Enqueue stamps the
 // packet with now; the sojourn time of a packet that Dequeue returns is
-// now minus [Packet.Enqueued]. Time that goes backwards is treated as zero
-// elapsed time: sojourn times and intervals are clamped at zero ([Sojourn]),
-// and no algorithm state moves back. The zero Time means "unset"; clocks
-// never return it.
+// now minus [Packet.Enqueued]. The zero Time means "unset"; clocks never
+// return it.
+//
+// Every queue, the shaper and the front follow one policy for readings that
+// are wrong, so that one bad reading costs at most a short, bounded upset:
+//
+//   - Time that goes backwards counts as zero elapsed time: sojourn times,
+//     intervals and decays are clamped at zero ([Sojourn], [Time.Since]),
+//     and no average, probability or count moves back.
+//   - A stored instant never stays ahead of the clock. An instant a queue
+//     recorded (when it went idle, when its sojourn first rose above
+//     target) or scheduled (the next periodic update, drop or re-key) that
+//     lies further ahead of now than the span it was scheduled with is
+//     re-anchored to now. After a reading far in the future (a forward
+//     glitch), the first correct reading therefore looks like time running
+//     backwards and pulls every timer back, instead of leaving it parked in
+//     the future.
+//   - A forward jump is elapsed time like any other: periodic work due
+//     during it is caught up in bounded, closed form (a long idle decays an
+//     average to its floor at once), and the next schedule is taken from
+//     now, not from the missed one.
+//
+// Package aqm/aqmtest checks every queue against this policy: after a
+// single far-future reading, and after alternating extreme readings, light
+// traffic at normal time must get through as it does on a fresh queue
+// within a short recovery time.
 //
 // # Packet ownership
 //
@@ -61,11 +83,10 @@
 //     cost more than a whole AQM decision).
 //   - Packet is passed by value (32 bytes for an 8-byte payload); a pointer
 //     would escape through the interface and allocate.
-//   - Packet groups Size, Hash and ECN in the embedded [Meta], unlike the flat
-//     five-field struct first proposed: with three fields it is a value the
-//     compiler keeps in registers, and that took a fifth to a quarter off
-//     every queue's cost per packet (see [Packet]). The fields still read and
-//     set as p.Size, p.Hash and p.ECN; only composite literals name Meta.
+//   - Packet groups Size, Hash and ECN in the embedded [Meta], so that it
+//     has three fields and the compiler passes it in registers (see
+//     docs/performance.md). The fields read and set as p.Size, p.Hash and
+//     p.ECN; only composite literals name Meta.
 //   - Drops of refused packets are reported by the Verdict only, never through
 //     DropFunc, so the caller sees each refused packet exactly once.
 //   - Linux counts a "mark" on a packet that already carried CE; so do we

@@ -40,14 +40,6 @@ func (e ECN) String() string {
 // p.Size, p.Hash, p.ECN). It is passed and stored by value:
 //
 //	q.Enqueue(aqm.Packet[*Buf]{Payload: b, Meta: aqm.Meta{Size: n, Hash: h, ECN: e}}, now)
-//
-// Why the fields are grouped: the Go compiler (1.26) keeps a struct in
-// registers only if it has at most four fields, so a flat five-field Packet
-// was copied through memory at every call and return, and the copies of a
-// Dequeue result made through an interface call stalled on store
-// forwarding. Grouped, Packet has three fields and moves in registers,
-// which cut a fifth to a quarter off each single queue's cost per packet
-// through [Queue] (see docs/performance.md).
 type Packet[T any] struct {
 	// Payload is the caller's packet or a handle to it; queues never look
 	// inside it.

@@ -3,7 +3,11 @@
 // configuration. No global state, no locks, no allocation.
 package rng
 
-import "math/rand/v2"
+import (
+	crand "crypto/rand"
+	"encoding/binary"
+	"math/rand/v2"
+)
 
 // Source is a seedable PCG-DXSM generator. The zero Source is valid and
 // equal to New(0).
@@ -33,3 +37,24 @@ func (s *Source) Uint32() uint32 { return uint32(s.pcg.Uint64() >> 32) }
 // Float64 returns a uniformly distributed value in [0, 1) with 53 bits of
 // precision, from the same stream as Uint64 (one draw each).
 func (s *Source) Float64() float64 { return float64(s.pcg.Uint64()>>11) / (1 << 53) }
+
+// Random returns a secret, uniformly drawn, non-zero 64-bit value from
+// crypto/rand: the key or seed of a queue whose configuration gives none.
+func Random() uint64 {
+	var b [8]byte
+	for {
+		_, _ = crand.Read(b[:]) // crypto/rand.Read never fails (Go 1.24+)
+		if v := binary.LittleEndian.Uint64(b[:]); v != 0 {
+			return v
+		}
+	}
+}
+
+// SeedOrRandom returns seed if it is not zero, and [Random] otherwise: the
+// rule every queue applies to its Config.Seed.
+func SeedOrRandom(seed uint64) uint64 {
+	if seed != 0 {
+		return seed
+	}
+	return Random()
+}

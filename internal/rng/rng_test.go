@@ -40,3 +40,19 @@ func TestNoAllocs(t *testing.T) {
 	s := New(3)
 	require.Zero(t, testing.AllocsPerRun(1000, func() { s.Uint32(); s.Uint64(); s.Float64() }))
 }
+
+// TestSeedOrRandom protects the default-seed rule: a given seed is kept,
+// and zero draws distinct non-zero secrets.
+func TestSeedOrRandom(t *testing.T) {
+	if SeedOrRandom(42) != 42 {
+		t.Fatal("a non-zero seed must be kept")
+	}
+	seen := map[uint64]bool{}
+	for range 64 {
+		v := SeedOrRandom(0)
+		if v == 0 || seen[v] {
+			t.Fatalf("drawn seed %d is zero or repeated", v)
+		}
+		seen[v] = true
+	}
+}
