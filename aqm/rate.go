@@ -184,3 +184,47 @@ func (r Rate) BytesIn(d time.Duration) int64 {
 	}
 	return int64(q)
 }
+
+// Sizing of the presets (ConfigForLink in each algorithm package).
+const (
+	// DefaultRTT is the round-trip time the presets assume when given none:
+	// 100 ms, CoDel's interval and the usual planning figure for Internet
+	// paths.
+	DefaultRTT = 100 * time.Millisecond
+	// MinBufferBytes is the smallest buffer a preset gives, 64 KiB, so that
+	// a slow link still absorbs a burst of a few dozen full-size packets.
+	MinBufferBytes = 64 << 10
+	// MaxBufferBytes is the largest buffer a preset gives, 32 MiB, the
+	// memory FQ-CoDel takes by default.
+	MaxBufferBytes = 32 << 20
+	// FullPacketBytes is the packet size the presets use to turn bytes into
+	// packets: an Ethernet MTU plus its 14-byte header.
+	FullPacketBytes = 1514
+)
+
+// BufferBytes returns the buffer, in bytes, that the presets give a queue
+// draining at rate r for flows whose round-trip time is about rtt: four
+// round trips' worth at r (as CAKE sizes its buffer), at least
+// [MinBufferBytes] and at most [MaxBufferBytes]. A zero rtt means
+// [DefaultRTT]; a zero (unlimited) rate gets the maximum. At 8 Mb/s and
+// 100 ms this is 400 kB, 400 ms of queue at most.
+func (r Rate) BufferBytes(rtt time.Duration) int {
+	if rtt <= 0 {
+		rtt = DefaultRTT
+	}
+	if r == 0 {
+		return MaxBufferBytes
+	}
+	b := r.BytesIn(rtt)
+	if b > MaxBufferBytes/4 {
+		return MaxBufferBytes
+	}
+	return int(max(4*b, MinBufferBytes))
+}
+
+// BufferPackets returns [Rate.BufferBytes] in full-size packets
+// ([FullPacketBytes]), rounded up.
+func (r Rate) BufferPackets(rtt time.Duration) int {
+	b := r.BufferBytes(rtt)
+	return (b + FullPacketBytes - 1) / FullPacketBytes
+}

@@ -96,3 +96,15 @@ func TestRateTxTimeBytesIn(t *testing.T) {
 	require.Equal(t, int64(math.MaxInt64), aqm.Rate(math.MaxUint64).BytesIn(math.MaxInt64))
 	require.Equal(t, 12.5e6, (100 * aqm.Mbit).BytesPerSecond())
 }
+
+// TestRateBuffer protects the presets' sizing rule: four round trips at
+// the rate, clamped to [64 KiB, 32 MiB], and its packet count.
+func TestRateBuffer(t *testing.T) {
+	require.Equal(t, 400000, (8 * aqm.Mbit).BufferBytes(100*time.Millisecond))
+	require.Equal(t, 400000, (8 * aqm.Mbit).BufferBytes(0))
+	require.Equal(t, aqm.MinBufferBytes, (64 * aqm.Kbit).BufferBytes(20*time.Millisecond))
+	require.Equal(t, aqm.MaxBufferBytes, (10 * aqm.Gbit).BufferBytes(time.Second))
+	require.Equal(t, aqm.MaxBufferBytes, aqm.Rate(0).BufferBytes(time.Second))
+	require.Equal(t, 265, (8 * aqm.Mbit).BufferPackets(0))
+	require.LessOrEqual(t, (8 * aqm.Mbit).TxTime(int64((8*aqm.Mbit).BufferBytes(0))), 400*time.Millisecond)
+}
