@@ -25,7 +25,8 @@
 //     recorded (when it went idle, when its sojourn first rose above
 //     target) or scheduled (the next periodic update, drop or re-key) that
 //     lies further ahead of now than the span it was scheduled with is
-//     re-anchored to now. After a reading far in the future (a forward
+//     re-anchored: a recorded instant becomes now, a scheduled one is
+//     rescheduled one span after now. After a reading far in the future (a forward
 //     glitch), the first correct reading therefore looks like time running
 //     backwards and pulls every timer back, instead of leaving it parked in
 //     the future.
