@@ -1,0 +1,219 @@
+package cobalt
+
+import (
+	"errors"
+	"math"
+	"strconv"
+	"time"
+
+	"github.com/aqmkit/aqmkit/aqm"
+	"github.com/aqmkit/aqmkit/internal/rng"
+)
+
+// Defaults for the zero fields of [Config].
+const (
+	// DefaultTarget is the acceptable standing delay, 5 ms (CoDel's, and
+	// both Linux CAKE's and ns-3's default).
+	DefaultTarget = 5 * time.Millisecond
+	// DefaultInterval is CoDel's window and the base of the control law,
+	// 100 ms.
+	DefaultInterval = 100 * time.Millisecond
+	// DefaultBlueIncrement is the step by which BLUE's drop probability
+	// rises on an overflow, 1/256 (Linux CAKE and ns-3).
+	DefaultBlueIncrement = 1.0 / 256
+	// DefaultBlueDecrement is the step by which it falls when the queue is
+	// found empty, 1/4096 (Linux CAKE and ns-3).
+	DefaultBlueDecrement = 1.0 / 4096
+	// DefaultBlueThreshold is the sojourn time above which a dequeued
+	// packet raises BLUE's probability as an overflow does, 400 ms (ns-3's
+	// BlueThreshold; Linux CAKE has no such ceiling).
+	DefaultBlueThreshold = 400 * time.Millisecond
+	// DefaultLimitPackets is the packet limit of a [Queue], 1000.
+	DefaultLimitPackets = 1000
+	// MaxInterval is the largest Interval (and Target) accepted, one hour,
+	// as for CoDel.
+	MaxInterval = time.Hour
+	// MaxLimitPackets is the largest LimitPackets accepted; storage for
+	// this many packets is allocated up front.
+	MaxLimitPackets = 1 << 24
+	// MaxDropsPerDequeue bounds the packets one Dequeue call drops, as
+	// codel.MaxDropsPerDequeue does.
+	MaxDropsPerDequeue = 256
+	// maxDecaySteps bounds the count decrements one evaluation makes while
+	// CoDel is not dropping (see Controller.Signal).
+	maxDecaySteps = 64
+)
+
+// Config configures a COBALT [Queue], and through [Config.Params] the
+// per-flow [Controller]s of the queues that embed it. The zero value is
+// COBALT with ns-3's defaults and ECN marking: target 5 ms, interval
+// 100 ms, BLUE steps 1/256 and 1/4096, a 400 ms BLUE ceiling, a
+// 1000-packet limit.
+type Config struct {
+	// Target is the acceptable minimum sojourn time. Zero means
+	// [DefaultTarget]; it must be below Interval.
+	Target time.Duration
+	// Interval is how long the sojourn time must stay above Target before
+	// the first signal, and the base of the spacing Interval/sqrt(count).
+	// Zero means [DefaultInterval]; at most [MaxInterval].
+	Interval time.Duration
+	// MTUTime, if positive, is the time one full-size packet takes at the
+	// link rate; a sojourn must also exceed 4·MTUTime to count as above
+	// target, so that a slow link is not signalled for the packets it is
+	// merely serialising (Linux CAKE sets it from the shaper's rate). Zero
+	// disables the guard.
+	MTUTime time.Duration
+	// BlueIncrement and BlueDecrement are BLUE's steps, as probabilities in
+	// (0, 1]. Zero means [DefaultBlueIncrement] and [DefaultBlueDecrement].
+	BlueIncrement float64
+	BlueDecrement float64
+	// BlueThreshold is the sojourn time above which a dequeued packet
+	// raises BLUE's probability. Zero means [DefaultBlueThreshold].
+	BlueThreshold time.Duration
+	// DisableBlueThreshold turns the BlueThreshold ceiling off, as in Linux
+	// CAKE: BLUE then rises only on overflow.
+	DisableBlueThreshold bool
+	// DisableECN makes the CoDel half drop ECN-capable packets instead of
+	// marking them CE. BLUE always drops, ECN-capable or not.
+	DisableECN bool
+	// LimitPackets is the most packets a [Queue] holds; an arrival beyond
+	// it is refused and raises BLUE's probability. Zero means
+	// [DefaultLimitPackets]. A limit that holds more than a second of
+	// packets at the link rate leaves BLUE slow to react: size it with
+	// [ConfigForLink].
+	LimitPackets int
+	// LimitBytes, if positive, is the most bytes a Queue holds, checked
+	// like LimitPackets. Zero means no byte limit.
+	LimitBytes int
+	// Seed seeds BLUE's random draws. Zero (the default, for production)
+	// draws a secret seed from crypto/rand; a fixed seed makes a queue
+	// reproducible (tests, simulations). [Queue.Config] reports the seed
+	// in use.
+	Seed uint64
+}
+
+// ConfigForLink returns the default configuration with the limits sized
+// for a link of the given rate and a typical round-trip time rtt
+// ([aqm.Rate.BufferBytes]), and the MTU-time guard set for that rate.
+func ConfigForLink(rate aqm.Rate, rtt time.Duration) Config {
+	return Config{
+		LimitPackets: rate.BufferPackets(rtt),
+		LimitBytes:   rate.BufferBytes(rtt),
+		MTUTime:      rate.TxTime(aqm.FullPacketBytes),
+	}
+}
+
+// Validate reports every field that is out of range, one
+// [aqm.ConfigError] each, joined. It does not change c.
+func (c Config) Validate() error { return errors.Join(c.validate("cobalt")...) }
+
+func (c Config) validate(pkg string) []error {
+	var errs []error
+	bad := func(field string, v any, rule string) {
+		errs = append(errs, &aqm.ConfigError{Pkg: pkg, Field: field, Value: v, Rule: rule})
+	}
+	if c.Target < 0 || c.Target >= MaxInterval {
+		bad("Target", c.Target, "must be in [0, "+MaxInterval.String()+")")
+	}
+	if c.Interval < 0 || c.Interval > MaxInterval {
+		bad("Interval", c.Interval, "must be in [0, "+MaxInterval.String()+"]")
+	}
+	if c.MTUTime < 0 || c.MTUTime > MaxInterval {
+		bad("MTUTime", c.MTUTime, "must be in [0, "+MaxInterval.String()+"]")
+	}
+	if !(c.BlueIncrement >= 0 && c.BlueIncrement <= 1) {
+		bad("BlueIncrement", c.BlueIncrement, "must be in [0, 1]")
+	}
+	if !(c.BlueDecrement >= 0 && c.BlueDecrement <= 1) {
+		bad("BlueDecrement", c.BlueDecrement, "must be in [0, 1]")
+	}
+	if c.BlueThreshold < 0 {
+		bad("BlueThreshold", c.BlueThreshold, "must not be negative")
+	}
+	if c.LimitPackets < 0 || c.LimitPackets > MaxLimitPackets {
+		bad("LimitPackets", c.LimitPackets, "must be in [0, "+strconv.Itoa(MaxLimitPackets)+"]")
+	}
+	if c.LimitBytes < 0 {
+		bad("LimitBytes", c.LimitBytes, "must not be negative")
+	}
+	d := c.withDefaults()
+	if c.Target >= 0 && c.Target < MaxInterval && c.Interval >= 0 && c.Interval <= MaxInterval && d.Target >= d.Interval {
+		bad("Target", d.Target, "must be less than Interval ("+d.Interval.String()+")")
+	}
+	return errs
+}
+
+// withDefaults returns c with every zero field set to its default.
+func (c Config) withDefaults() Config {
+	if c.Target == 0 {
+		c.Target = DefaultTarget
+	}
+	if c.Interval == 0 {
+		c.Interval = DefaultInterval
+	}
+	if c.BlueIncrement == 0 {
+		c.BlueIncrement = DefaultBlueIncrement
+	}
+	if c.BlueDecrement == 0 {
+		c.BlueDecrement = DefaultBlueDecrement
+	}
+	if c.BlueThreshold == 0 {
+		c.BlueThreshold = DefaultBlueThreshold
+	}
+	if c.LimitPackets == 0 {
+		c.LimitPackets = DefaultLimitPackets
+	}
+	return c
+}
+
+// Params are the derived constants a [Controller] runs on, shared by every
+// Controller of a queue.
+type Params struct {
+	target    int64 // ns
+	interval  int64 // ns
+	mtuGuard  int64 // ns: 4·MTUTime
+	blueCeil  int64 // ns; math.MaxInt64: off
+	pInc      uint32
+	pDec      uint32
+	ecn       bool
+	interval2 [2]uint64 // interval² in 128 bits (hi, lo), for the exact law
+}
+
+// Params returns the [Params] for c's controller fields with defaults
+// applied (the limits and Seed are ignored). Call [Config.Validate] first:
+// out-of-range values are clamped here, not reported.
+func (c Config) Params() Params {
+	d := c.withDefaults()
+	iv := int64(min(max(d.Interval, 2), MaxInterval))
+	tg := min(max(int64(d.Target), 1), iv-1)
+	p := Params{
+		target:   tg,
+		interval: iv,
+		mtuGuard: 4 * int64(min(max(d.MTUTime, 0), MaxInterval)),
+		blueCeil: math.MaxInt64,
+		pInc:     probScale(d.BlueIncrement),
+		pDec:     probScale(d.BlueDecrement),
+		ecn:      !d.DisableECN,
+	}
+	if !d.DisableBlueThreshold {
+		p.blueCeil = int64(max(d.BlueThreshold, 0))
+	}
+	p.interval2[0], p.interval2[1] = mul128(uint64(iv), uint64(iv))
+	return p
+}
+
+// probScale turns a probability in [0, 1] into the 2^32 scale BLUE's p
+// uses, rounding to nearest and saturating at 2^32-1.
+func probScale(f float64) uint32 {
+	if !(f > 0) {
+		return 0
+	}
+	v := math.Round(f * (1 << 32))
+	if v >= 1<<32-1 {
+		return 1<<32 - 1
+	}
+	return uint32(v)
+}
+
+// seedOf returns the seed a queue built from c runs on.
+func seedOf(c Config) uint64 { return rng.SeedOrRandom(c.Seed) }

@@ -1,0 +1,79 @@
+// Package cobalt implements COBALT, the AQM inside CAKE: CoDel's control
+// law and BLUE's drop probability working together, so that a responsive
+// flow sees CoDel's gentle signals while an unresponsive one is brought
+// under control by BLUE (Høiland-Jørgensen, Täht and Morton, "Piece of
+// CAKE", 2018; Linux sch_cake and ns-3's CobaltQueueDisc).
+//
+// [Controller] is the per-queue or per-flow state, a 32-byte value meant to
+// be embedded in a fair queue's flow; [Queue] is a standalone COBALT FIFO.
+//
+// # Algorithm
+//
+// The CoDel half signals when the sojourn time of the head packet stays
+// above Target: the first packet above target starts an episode and
+// schedules a signal Interval later; while every packet stays above
+// target, signals follow at
+//
+//	next += Interval / sqrt(count)
+//
+// and one packet below target ends the episode. A signal marks an
+// ECN-capable packet CE and drops any other. Unlike RFC 8289 there is no
+// "re-entry within 16 intervals" rule: after an episode, count decays by
+// one per spacing, so a flow that comes back soon resumes near its old
+// signal rate.
+//
+// The BLUE half keeps a drop probability p. It rises by BlueIncrement when
+// the queue overflows (an arrival is refused) or a packet leaves after more
+// than BlueThreshold, and falls by BlueDecrement when a dequeue finds the
+// queue empty, each at most once per Target. A packet the CoDel half lets
+// through is then dropped with probability p, ECN-capable or not: a sender
+// that ignores marks gains nothing.
+//
+// # Parameters
+//
+//	field            default   unit          source
+//	Target           5 ms      time          CAKE, ns-3
+//	Interval         100 ms    time          CAKE, ns-3
+//	MTUTime          0 (off)   time          CAKE: 4·MTUTime guard on slow links
+//	BlueIncrement    1/256     probability   CAKE, ns-3
+//	BlueDecrement    1/4096    probability   CAKE, ns-3
+//	BlueThreshold    400 ms    time          ns-3 (Linux: none)
+//	LimitPackets     1000      packets
+//	LimitBytes       0 (none)  bytes
+//	Seed             0: secret random
+//
+// # Differences from Linux sch_cake and ns-3
+//
+//   - The control law's spacing is exact, floor(Interval/sqrt(count)) in
+//     nanoseconds, computed when count changes; Linux and ns-3 cache a
+//     Q0.32 reciprocal square root updated by one Newton step, and truncate
+//     Interval to 32 bits of nanoseconds in the law (so intervals above
+//     4.29 s wrap). Intervals up to an hour work here.
+//   - A fresh controller spaces its first signal a full Interval after the
+//     first packet above target; Linux's fresh flow slots start with a zero
+//     reciprocal and can signal the second packet at once.
+//   - BLUE's timestamp is a full 64-bit time; ns-3 stores it in 32 bits,
+//     which stops its once-per-target guard working after 4.3 s.
+//   - The ceiling BlueThreshold is on by default, as in ns-3; Linux CAKE
+//     has none (set DisableBlueThreshold for Linux's behaviour).
+//   - ECN marking is on by default, as in Linux CAKE; ns-3 defaults it off.
+//     L4S (ECT(1)) packets are treated as any ECN-capable packet, as in
+//     Linux; ns-3's UseL4s mode and CE threshold are not provided.
+//   - The standalone queue raises BLUE on every refused arrival, as ns-3
+//     does on tail drop.
+//   - Count decay while not dropping takes at most 64 steps per packet; a
+//     gap longer than count full Intervals resets count at once. Linux
+//     loops without a bound.
+//   - One Dequeue drops at most [MaxDropsPerDequeue] packets.
+//
+// # Time
+//
+// Time follows the policy in package aqm: backward time counts as zero
+// elapsed, and a next-signal time or BLUE timestamp left further ahead of
+// now than it could have been scheduled (after a reading far in the
+// future) is re-anchored at the next evaluation.
+//
+// # Concurrency
+//
+// A Queue and a Controller are not safe for concurrent use.
+package cobalt

@@ -1,0 +1,241 @@
+package cobalt
+
+import (
+	"iter"
+
+	"github.com/aqmkit/aqmkit/aqm"
+	"github.com/aqmkit/aqmkit/internal/ring"
+	"github.com/aqmkit/aqmkit/internal/rng"
+)
+
+// Queue is a COBALT queue: a FIFO with a packet limit (and an optional byte
+// limit) whose head packets pass through one [Controller], as ns-3's
+// CobaltQueueDisc. It implements [aqm.BatchQueue]. It is not safe for
+// concurrent use.
+type Queue[T any] struct {
+	ring    ring.Ring[aqm.Packet[T]]
+	backlog int
+	p       Params
+	c       Controller
+	src     rng.Source
+	cfg     Config // effective: defaults filled in, Seed the one in use
+	onDrop  aqm.DropFunc[T]
+	stats   aqm.Stats
+	marks   uint64
+	codel   uint64 // CoDel-half drops
+	blue    uint64 // BLUE drops
+	full    uint64 // overflows
+	capHits uint64
+}
+
+var _ aqm.BatchQueue[int] = (*Queue[int])(nil)
+
+// New returns an empty COBALT queue. onDrop receives the packets dropped at
+// dequeue time; it may be nil. The error wraps [aqm.ErrInvalidConfig] for
+// each bad field.
+func New[T any](cfg Config, onDrop aqm.DropFunc[T]) (*Queue[T], error) {
+	if err := cfg.Validate(); err != nil {
+		return nil, err
+	}
+	q := &Queue[T]{onDrop: onDrop}
+	cfg = cfg.withDefaults()
+	cfg.Seed = seedOf(cfg)
+	q.src.Seed(cfg.Seed)
+	q.apply(cfg)
+	q.ring.Init(cfg.LimitPackets)
+	return q, nil
+}
+
+func (q *Queue[T]) apply(cfg Config) {
+	q.cfg = cfg
+	q.p = cfg.Params()
+}
+
+// Config returns the configuration in effect, with every default filled in
+// and the seed in use (keep it secret if it was drawn).
+func (q *Queue[T]) Config() Config { return q.cfg }
+
+// Reconfigure validates cfg and applies it without losing, duplicating or
+// reordering queued packets; the controller's state carries over. A zero
+// Seed keeps the current random stream; another seed restarts it. A limit
+// below the current occupancy keeps the queued packets and refuses
+// arrivals until the queue has drained below it.
+func (q *Queue[T]) Reconfigure(cfg Config) error {
+	if err := cfg.Validate(); err != nil {
+		return err
+	}
+	cfg = cfg.withDefaults()
+	if cfg.Seed == 0 {
+		cfg.Seed = q.cfg.Seed
+	} else if cfg.Seed != q.cfg.Seed {
+		q.src.Seed(cfg.Seed)
+	}
+	q.ring.Resize(cfg.LimitPackets)
+	q.apply(cfg)
+	return nil
+}
+
+// Enqueue stamps p with now and appends it, or refuses it with
+// [aqm.DroppedOverlimit] if a limit is reached; a refusal raises BLUE's
+// probability and forces the CoDel half to signal.
+func (q *Queue[T]) Enqueue(p aqm.Packet[T], now aqm.Time) aqm.Verdict {
+	p.ECN &= aqm.ECNMask
+	p.Enqueued = now
+	q.stats.NoteSize(p.Size)
+	if q.ring.Len() >= q.cfg.LimitPackets ||
+		(q.cfg.LimitBytes > 0 && int64(q.backlog)+int64(p.Size) > int64(q.cfg.LimitBytes)) {
+		q.full++
+		q.c.QueueFull(&q.p, now)
+		q.stats.CountDrop(aqm.DroppedOverlimit, p.Size, false)
+		return aqm.DroppedOverlimit
+	}
+	q.ring.PushBack(p)
+	q.backlog += int(p.Size)
+	q.stats.Enqueued.Add(p.Size)
+	return aqm.Enqueued
+}
+
+// Dequeue returns the next packet to send, after dropping (through the
+// DropFunc) the packets COBALT drops, at most [MaxDropsPerDequeue] per
+// call. CoDel-half drops count as [aqm.DroppedEarly]; BLUE's drops count as
+// DroppedEarly for packets that are not ECN-capable and as
+// [aqm.DroppedOverload] for those that are (they were dropped although they
+// could have been marked).
+func (q *Queue[T]) Dequeue(now aqm.Time) (p aqm.Packet[T], ok bool) {
+	drops := 0
+	for {
+		if p, ok = q.ring.PopFront(); !ok {
+			q.c.QueueEmpty(&q.p, now)
+			return p, false
+		}
+		q.backlog -= int(p.Size)
+		act := Deliver
+		if drops < MaxDropsPerDequeue {
+			act = q.c.Signal(&q.p, &q.src, now, p.Enqueued.Since(now), p.ECN)
+		} else {
+			q.capHits++
+		}
+		switch act {
+		case Mark:
+			p.ECN = aqm.CE
+			q.marks++
+			q.stats.Marked.Add(p.Size)
+		case DropCoDel, DropBlue:
+			why := aqm.DroppedEarly
+			if act == DropBlue {
+				q.blue++
+				if p.ECN != aqm.NotECT {
+					why = aqm.DroppedOverload
+				}
+			} else {
+				q.codel++
+			}
+			drops++
+			q.stats.CountDrop(why, p.Size, true)
+			if q.onDrop != nil {
+				q.onDrop(p, why)
+			}
+			continue
+		}
+		q.stats.Dequeued.Add(p.Size)
+		return p, true
+	}
+}
+
+// EnqueueBatch offers ps in order at now, exactly as a loop of Enqueue
+// calls would (see [aqm.BatchQueue]).
+func (q *Queue[T]) EnqueueBatch(ps []aqm.Packet[T], vs []aqm.Verdict, now aqm.Time) int {
+	n := min(len(ps), len(vs))
+	accepted := 0
+	for i := range n {
+		v := q.Enqueue(ps[i], now)
+		vs[i] = v
+		if v.Accepted() {
+			accepted++
+		}
+	}
+	return accepted
+}
+
+// DequeueBatch fills buf at now, exactly as a loop of Dequeue calls would.
+func (q *Queue[T]) DequeueBatch(buf []aqm.Packet[T], now aqm.Time) int {
+	for i := range buf {
+		p, ok := q.Dequeue(now)
+		if !ok {
+			return i
+		}
+		buf[i] = p
+	}
+	return len(buf)
+}
+
+// Len returns the number of queued packets.
+func (q *Queue[T]) Len() int { return q.ring.Len() }
+
+// Backlog returns the number of queued bytes.
+func (q *Queue[T]) Backlog() int { return q.backlog }
+
+// Stats returns a snapshot of the counters.
+func (q *Queue[T]) Stats() aqm.Stats {
+	s := q.stats
+	s.Len, s.Backlog = q.ring.Len(), q.backlog
+	return s
+}
+
+// Detail is the COBALT-specific state of a [Queue].
+type Detail struct {
+	// State is the controller's state.
+	State
+	// Marks counts packets the CoDel half marked CE.
+	Marks uint64
+	// CoDelDrops and BlueDrops count drops by each half.
+	CoDelDrops uint64
+	BlueDrops  uint64
+	// Overflows counts arrivals refused by a limit.
+	Overflows uint64
+	// DropCapHits counts Dequeue calls that reached [MaxDropsPerDequeue].
+	DropCapHits uint64
+	// MemoryBytes is the memory the queue preallocated for its packet
+	// storage: LimitPackets slots (rounded up to a power of two) of one
+	// packet each.
+	MemoryBytes int
+}
+
+// Detail returns a snapshot of the controller and counters.
+func (q *Queue[T]) Detail() Detail {
+	var zero aqm.Packet[T]
+	return Detail{
+		State: q.c.State(), Marks: q.marks, CoDelDrops: q.codel, BlueDrops: q.blue,
+		Overflows: q.full, DropCapHits: q.capHits,
+		MemoryBytes: q.ring.Cap() * int(sizeofPacket(zero)),
+	}
+}
+
+// Metrics lists the Detail's values with tc-like names.
+func (d Detail) Metrics() iter.Seq[aqm.Metric] {
+	return func(yield func(aqm.Metric) bool) {
+		ms := [...]aqm.Metric{
+			{Name: "count", Kind: aqm.Gauge, Value: float64(d.Count)},
+			{Name: "dropping", Kind: aqm.Gauge, Value: b2f(d.Dropping)},
+			{Name: "blue_probability", Kind: aqm.Gauge, Value: d.BlueProbability},
+			{Name: "ecn_mark_packets", Kind: aqm.Counter, Value: float64(d.Marks)},
+			{Name: "codel_drop_packets", Kind: aqm.Counter, Value: float64(d.CoDelDrops)},
+			{Name: "blue_drop_packets", Kind: aqm.Counter, Value: float64(d.BlueDrops)},
+			{Name: "overflow_packets", Kind: aqm.Counter, Value: float64(d.Overflows)},
+			{Name: "drop_cap_hits", Kind: aqm.Counter, Value: float64(d.DropCapHits)},
+			{Name: "memory_bytes", Kind: aqm.Gauge, Value: float64(d.MemoryBytes)},
+		}
+		for _, m := range ms {
+			if !yield(m) {
+				return
+			}
+		}
+	}
+}
+
+func b2f(b bool) float64 {
+	if b {
+		return 1
+	}
+	return 0
+}
