@@ -60,15 +60,16 @@ func registerCodel() {
 }
 
 // SFQ has no AQM: it drops only at its limits. "idle" and "standing" use
-// Linux's defaults (limit 127 > the standing depth of 100, so nothing is
-// dropped). "congested" sets LimitPackets to the harness depth (100) with
+// Linux's defaults but limits (whole queue and per flow) of 256 packets, above the standing depth of
+// 100 plus the longest burst of BenchmarkBurst (128), so nothing is
+// dropped. "congested" sets LimitPackets to the harness depth (100) with
 // HeadDrop, so every arrival overflows and evicts the longest flow's oldest
 // packet: the drop path runs once per packet and the evicted packet is the
 // one that leaves. "flows=1024" holds 2048 packets in 1024 flows (default
 // 1024 buckets, so some flows share a bucket).
 func registerSfq() {
 	registerPacket(PacketAlgo{Name: "sfq", FQ: true, New: func(sc Scenario, onDrop aqm.DropFunc[uint64]) (aqm.Queue[uint64], error) {
-		cfg := fq.SFQConfig{Seed: 1}
+		cfg := fq.SFQConfig{Seed: 1, LimitPackets: 256, DepthPackets: 256}
 		switch sc.Name {
 		case "congested":
 			cfg.LimitPackets, cfg.HeadDrop = sc.Depth, true

@@ -187,13 +187,23 @@ type driver struct {
 
 // newDriver builds the scenario's queue for a, with the driver's DropFunc.
 func newDriver(a PacketAlgo, sc Scenario) (*driver, error) {
-	d := &driver{now: aqm.Time(time.Second), dt: aqm.Time(sc.Step), flows: uint32(sc.Flows), depth: sc.Depth}
-	q, err := a.New(sc, d.dropped)
-	if err != nil || q == nil {
+	d := new(driver)
+	if ok, err := d.init(a, sc); !ok {
 		return nil, err
 	}
-	d.q = q
 	return d, nil
+}
+
+// init sets d up for sc and builds its queue, with d's DropFunc; it
+// reports false if a skips the scenario or fails.
+func (d *driver) init(a PacketAlgo, sc Scenario) (bool, error) {
+	*d = driver{now: aqm.Time(time.Second), dt: aqm.Time(sc.Step), flows: uint32(sc.Flows), depth: sc.Depth}
+	q, err := a.New(sc, d.dropped)
+	if err != nil || q == nil {
+		return false, err
+	}
+	d.q = q
+	return true, nil
 }
 
 // dropped is the queue's DropFunc: a queued packet left without Dequeue.
