@@ -733,6 +733,129 @@ static __attribute__((noinline, flatten)) struct result run_pie_memstats(const s
 	return pie_mem(sc, iters, 1);
 }
 
+/* ---- burst rows (Go: BenchmarkBurst/...) ---- */
+
+/*
+ * The burst rows process packets n at a time, as DPDK's rx_burst/tx_burst
+ * loops and the Go table's BenchmarkBurst do: one time reading per burst
+ * (the virtual clock advances by n steps), n decisions and ring pushes, then
+ * pops while the ring holds more than the scenario's depth. The timed count
+ * is packets, so ns/op is per packet.
+ */
+
+static __attribute__((noinline)) struct result run_ring_burst(uint64_t iters, uint32_t n)
+{
+	struct ring *r = &rq;
+	ring_reset(r);
+	for (uint32_t i = 0; i < 100; i++)
+		ring_push(r, i, PKT_SIZE, 0);
+	uint64_t sum = 0, seq = 0;
+	struct pkt p = {0};
+	uint64_t bursts = iters / n;
+	timer_start();
+	for (uint64_t b = 0; b < bursts; b++) {
+		for (uint32_t i = 0; i < n; i++)
+			ring_push(r, ++seq, PKT_SIZE, 0);
+		for (uint32_t i = 0; i < n; i++) {
+			ring_pop(r, &p);
+			sum += p.payload;
+		}
+	}
+	struct result res = timer_stop(bursts * n, 0);
+	sink_payload = sum;
+	return res;
+}
+
+static __attribute__((noinline)) struct result run_fifo_burst(const struct scenario *sc, uint64_t iters, uint32_t n)
+{
+	struct ring *r = &rq;
+	ring_reset(r);
+	const uint64_t dt = sc->step_ns * n;
+	const uint32_t depth = sc->depth;
+	uint64_t now = 1000000000, seq = 0, sum = 0, drops = 0;
+	struct pkt p = {0};
+#define FIFO_BURST()                                                           \
+	do {                                                                   \
+		now += dt;                                                     \
+		for (uint32_t i = 0; i < n; i++) {                             \
+			seq++;                                                 \
+			if (r->n < FIFO_LIMIT)                                 \
+				ring_push(r, seq, PKT_SIZE, (int64_t)now);     \
+			else                                                   \
+				drops++;                                       \
+		}                                                              \
+		while (r->n > depth) {                                         \
+			ring_pop(r, &p);                                       \
+			sum += p.payload;                                      \
+		}                                                              \
+	} while (0)
+	for (uint32_t i = 0; i < WARM_PACKETS / n; i++)
+		FIFO_BURST();
+	drops = 0;
+	uint64_t bursts = iters / n;
+	timer_start();
+	for (uint64_t b = 0; b < bursts; b++)
+		FIFO_BURST();
+	struct result res = timer_stop(bursts * n, drops);
+#undef FIFO_BURST
+	sink_payload = sum;
+	sink_signals = drops;
+	return res;
+}
+
+static __attribute__((noinline)) struct result run_red_burst(const struct scenario *sc, uint64_t iters, uint32_t n)
+{
+	struct rte_red_config cfg;
+	struct rte_red red;
+	uint16_t min_th = 200, max_th = 600;
+	if (sc == &sc_congested) {
+		min_th = 50;
+		max_th = 150;
+	}
+	if (rte_red_config_init(&cfg, RED_WQ_LOG2, min_th, max_th, RED_MAXP_INV) != 0 ||
+	    rte_red_rt_data_init(&red) != 0) {
+		fprintf(stderr, "redpie: rte_red init failed\n");
+		exit(1);
+	}
+	rte_red_rand_seed = 12345;
+	rte_red_rand_val = rte_fast_rand();
+	struct ring *r = &rq;
+	ring_reset(r);
+	const uint64_t dt = ns_to_cycles(sc->step_ns) * n;
+	const uint32_t depth = sc->depth;
+	uint64_t now = ns_to_cycles(1000000000), seq = 0, sum = 0, drops = 0;
+	struct pkt p = {0};
+#define RED_BURST()                                                            \
+	do {                                                                   \
+		now += dt;                                                     \
+		for (uint32_t i = 0; i < n; i++) {                             \
+			seq++;                                                 \
+			if (rte_red_enqueue(&cfg, &red, r->n, now) == 0)       \
+				ring_push(r, seq, PKT_SIZE, (int64_t)now);     \
+			else                                                   \
+				drops++;                                       \
+		}                                                              \
+		while (r->n > depth) {                                         \
+			ring_pop(r, &p);                                       \
+			sum += p.payload;                                      \
+			if (r->n == 0)                                         \
+				rte_red_mark_queue_empty(&red, now);           \
+		}                                                              \
+	} while (0)
+	for (uint32_t i = 0; i < WARM_PACKETS / n; i++)
+		RED_BURST();
+	drops = 0;
+	uint64_t bursts = iters / n;
+	timer_start();
+	for (uint64_t b = 0; b < bursts; b++)
+		RED_BURST();
+	struct result res = timer_stop(bursts * n, drops);
+#undef RED_BURST
+	sink_payload = sum;
+	sink_signals = drops;
+	return res;
+}
+
 /* ---- driver ---- */
 
 enum kind { K_RING, K_FIFO, K_RED, K_PIE };
@@ -741,20 +864,36 @@ struct bench {
 	const char *algo;
 	enum kind kind;
 	const struct scenario *sc; /* NULL for the bare ring */
+	uint32_t burst;            /* 0: one packet per step; n: the burst row for bursts of n */
 };
 
 static const struct bench benches[] = {
-	{"fifo", K_FIFO, &sc_idle},
-	{"fifo", K_FIFO, &sc_standing},
-	{"fifo", K_FIFO, &sc_congested},
-	{"red", K_RED, &sc_idle},
-	{"red", K_RED, &sc_standing},
-	{"red", K_RED, &sc_congested},
-	{"pie", K_PIE, &sc_idle},
-	{"pie", K_PIE, &sc_standing},
-	{"pie", K_PIE, &sc_congested},
-	{"pie", K_PIE, &sc_pie_est},
-	{"ring", K_RING, NULL},
+	{"fifo", K_FIFO, &sc_idle, 0},
+	{"fifo", K_FIFO, &sc_standing, 0},
+	{"fifo", K_FIFO, &sc_congested, 0},
+	{"red", K_RED, &sc_idle, 0},
+	{"red", K_RED, &sc_standing, 0},
+	{"red", K_RED, &sc_congested, 0},
+	{"pie", K_PIE, &sc_idle, 0},
+	{"pie", K_PIE, &sc_standing, 0},
+	{"pie", K_PIE, &sc_congested, 0},
+	{"pie", K_PIE, &sc_pie_est, 0},
+	{"ring", K_RING, NULL, 0},
+	{"ring", K_RING, NULL, 8},
+	{"ring", K_RING, NULL, 32},
+	{"ring", K_RING, NULL, 128},
+	{"fifo", K_FIFO, &sc_idle, 32},
+	{"fifo", K_FIFO, &sc_standing, 32},
+	{"fifo", K_FIFO, &sc_congested, 32},
+	{"red", K_RED, &sc_idle, 8},
+	{"red", K_RED, &sc_idle, 32},
+	{"red", K_RED, &sc_idle, 128},
+	{"red", K_RED, &sc_standing, 8},
+	{"red", K_RED, &sc_standing, 32},
+	{"red", K_RED, &sc_standing, 128},
+	{"red", K_RED, &sc_congested, 8},
+	{"red", K_RED, &sc_congested, 32},
+	{"red", K_RED, &sc_congested, 128},
 };
 
 /* The variants, selected with -variants (or -mem, -mem-stats); each names its
@@ -794,6 +933,16 @@ static void parse_variants(const char *list, unsigned *mask)
 
 static struct result run_bench(const struct bench *bn, enum variant v, uint64_t iters)
 {
+	if (bn->burst != 0) { /* the burst rows have the normal variant only */
+		switch (bn->kind) {
+		case K_RING:
+			return run_ring_burst(iters, bn->burst);
+		case K_FIFO:
+			return run_fifo_burst(bn->sc, iters, bn->burst);
+		default:
+			return run_red_burst(bn->sc, iters, bn->burst);
+		}
+	}
 	switch (bn->kind) {
 	case K_RING:
 		return v == V_NORMAL ? run_ring(iters) : v == V_MEM ? run_ring_mem(iters) : run_ring_memstats(iters);
@@ -937,9 +1086,15 @@ int main(int argc, char **argv)
 		char names[V_COUNT][128];
 		unsigned todo = 0;
 		for (int v = 0; v < V_COUNT; v++) {
-			if (!(variants & (1u << v)))
+			if (!(variants & (1u << v)) || (bn->burst != 0 && v != V_NORMAL))
 				continue;
-			if (bn->sc != NULL)
+			if (bn->burst != 0 && bn->sc != NULL)
+				snprintf(names[v], sizeof names[v], "Benchmark%s/burst/%s/%s/%u-%ld", prefix,
+					 bn->algo, bn->sc->name, bn->burst, ncpu);
+			else if (bn->burst != 0)
+				snprintf(names[v], sizeof names[v], "Benchmark%s/burst/%s/%u-%ld", prefix,
+					 bn->algo, bn->burst, ncpu);
+			else if (bn->sc != NULL)
 				snprintf(names[v], sizeof names[v], "Benchmark%s/%s%s/%s-%ld", prefix,
 					 variant_segments[v], bn->algo, bn->sc->name, ncpu);
 			else
