@@ -179,7 +179,7 @@ type params struct {
 
 	minTh, maxTh float64 // thresholds, packets or bytes
 	forcedTh     float64 // maxTh, or 2·maxTh with Gentle: at and above it every packet is signalled
-	w            float64 // w_q
+	w, omw       float64 // w_q and 1 − w_q
 	maxP         float64 // initial max_p
 
 	limitPackets int
@@ -391,7 +391,7 @@ func (c Config) derive() (Config, params, error) {
 	if c.Gentle {
 		p.forcedTh = 2 * p.maxTh
 	}
-	p.w = c.Weight
+	p.w, p.omw = c.Weight, 1-c.Weight
 	p.maxP = c.MaxP
 	p.limitPackets = c.LimitPackets
 	p.limitBytes = math.MaxUint64

@@ -136,7 +136,7 @@ func (q *Queue[T]) Enqueue(p aqm.Packet[T], now aqm.Time) aqm.Verdict {
 		if q.p.byteMode {
 			cur = float64(q.backlog)
 		}
-		q.avg += q.p.w * (cur - q.avg)
+		q.avg = q.avg*q.p.omw + q.p.w*cur
 	}
 	v := aqm.Enqueued
 	if q.avg < q.p.minTh {
@@ -171,31 +171,51 @@ func (q *Queue[T]) Enqueue(p aqm.Packet[T], now aqm.Time) aqm.Verdict {
 func (q *Queue[T]) EnqueueBatch(ps []aqm.Packet[T], vs []aqm.Verdict, now aqm.Time) int {
 	n := min(len(ps), len(vs))
 	ps, vs = ps[:n], vs[:n]
+	// The average, the backlog and the counters live in registers for the
+	// burst and are written back before any call that reads them.
+	w, omw, minTh, maxTh := q.p.w, q.p.omw, q.p.minTh, q.p.maxTh
+	limP, limB := q.p.limitPackets, q.p.limitBytes
+	byteMode, adaptive := q.p.byteMode, q.p.adaptive
+	plainBand := !q.p.wait && !byteMode // Figure 17's test inline
+	avg, backlog, maxSize := q.avg, q.backlog, q.stats.MaxSize
+	var enqPkts, enqBytes uint64
 	accepted := 0
 	for i := range ps {
-		p := ps[i]
+		p := &ps[i]
 		qlen := q.ring.Len()
 		size := uint64(p.Size)
-		if qlen == 0 || qlen >= q.p.limitPackets || q.backlog+size > q.p.limitBytes ||
-			(q.p.adaptive && q.adaptDue(now)) {
-			v := q.Enqueue(p, now)
+		if qlen == 0 || qlen >= limP || backlog+size > limB || (adaptive && q.adaptDue(now)) {
+			// Rare: hand the packet to Enqueue with the state written back.
+			q.avg, q.backlog, q.stats.MaxSize = avg, backlog, maxSize
+			q.stats.Enqueued.Packets += enqPkts
+			q.stats.Enqueued.Bytes += enqBytes
+			enqPkts, enqBytes = 0, 0
+			v := q.Enqueue(*p, now)
+			avg, backlog, maxSize = q.avg, q.backlog, q.stats.MaxSize
 			vs[i] = v
 			if v.Accepted() {
 				accepted++
 			}
 			continue
 		}
-		q.stats.NoteSize(p.Size)
+		maxSize = max(maxSize, p.Size)
 		cur := float64(qlen)
-		if q.p.byteMode {
-			cur = float64(q.backlog)
+		if byteMode {
+			cur = float64(backlog)
 		}
-		q.avg += q.p.w * (cur - q.avg)
+		avg = avg*omw + w*cur
 		ecn := p.ECN & aqm.ECNMask
 		v := aqm.Enqueued
-		if q.avg < q.p.minTh {
+		switch {
+		case avg < minTh:
 			q.count = -1
-		} else {
+		case plainBand && avg < maxTh && q.count >= 0 && q.count < maxCount &&
+			uint64(q.count+1)*q.prob(avg) < q.r:
+			// In the band, not signalled: signal's outcome, without the call.
+			q.count++
+			q.lastProb = q.prob(avg)
+		default:
+			q.avg = avg
 			v = q.signal(p.Size, ecn)
 			if !v.Accepted() {
 				q.stats.CountDrop(v, p.Size, false)
@@ -207,13 +227,18 @@ func (q *Queue[T]) EnqueueBatch(ps []aqm.Packet[T], vs []aqm.Verdict, now aqm.Ti
 				q.stats.Marked.Add(p.Size)
 			}
 		}
-		p.ECN, p.Enqueued = ecn, now
-		q.ring.PushBack(p) // room: qlen < limitPackets ≤ Cap
-		q.backlog += size
-		q.stats.Enqueued.Add(p.Size)
+		pk := *p
+		pk.ECN, pk.Enqueued = ecn, now
+		q.ring.PushBack(pk) // room: qlen < limitPackets ≤ Cap
+		backlog += size
+		enqPkts++
+		enqBytes += size
 		vs[i] = v
 		accepted++
 	}
+	q.avg, q.backlog, q.stats.MaxSize = avg, backlog, maxSize
+	q.stats.Enqueued.Packets += enqPkts
+	q.stats.Enqueued.Bytes += enqBytes
 	return accepted
 }
 

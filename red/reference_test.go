@@ -107,6 +107,12 @@ func (m *refRED) adapt(now aqm.Time) {
 		m.next = now + I
 		return
 	}
+	if m.next-now > I {
+		// Time policy: an instant more than one interval ahead (time went
+		// backwards) is re-anchored one interval after now.
+		m.next = now + I
+		return
+	}
 	d := float64(m.c.MaxThreshold - m.c.MinThreshold)
 	lo := float64(m.c.MinThreshold) + 0.4*d
 	hi := float64(m.c.MinThreshold) + 0.6*d
