@@ -180,6 +180,9 @@ func TestSeeds(t *testing.T) {
 	b, err := New[int](c, nil)
 	require.NoError(t, err)
 	require.NotZero(t, a.Config().Seed)
+	eff := a.Config()
+	eff.Seed = 0
+	require.Equal(t, filled(c), eff, "Config reports the effective configuration")
 	require.NotEqual(t, a.Config().Seed, b.Config().Seed)
 	require.NotEqual(t, trace(a), trace(b), "two zero-seed queues must draw different streams")
 
