@@ -18,10 +18,12 @@ const (
 	// DefaultMeanPacketBytes is the mean packet size in bytes: 1000, the
 	// default avpkt of Linux tc.
 	DefaultMeanPacketBytes = 1000
-	// DefaultLinkBitsPerSecond is the rate at which the queue is drained,
-	// used for the idle decay and the automatic weight and thresholds:
-	// 100 Mbit/s.
-	DefaultLinkBitsPerSecond = 100_000_000
+	// DefaultLinkRate is the rate at which the queue is drained, used for
+	// the idle decay and the automatic weight and thresholds: 100 Mbit/s.
+	DefaultLinkRate = 100 * aqm.Mbit
+	// MaxLinkRate is the largest LinkRate Validate accepts: 1000 Tbit/s. A
+	// larger rate is a unit mistake.
+	MaxLinkRate = 1000 * aqm.Tbit
 	// DefaultTargetDelay is the queueing delay the automatic thresholds aim
 	// at: 5 ms, the target delay of Floyd, Gummadi and Shenker (2001).
 	DefaultTargetDelay = 5 * time.Millisecond
@@ -31,6 +33,12 @@ const (
 	// DefaultLimitPackets is the least default packet limit: 1000, Linux's
 	// default txqueuelen.
 	DefaultLimitPackets = 1000
+	// MaxDerivedLimitPackets caps a packet limit that is derived from
+	// another field (LimitPackets left zero): 131072 packets, whose storage
+	// New allocates up front (4 MiB with a word-sized payload, see
+	// [Detail.MemoryBytes]). In packet mode a MaxThreshold above it
+	// requires an explicit LimitPackets.
+	MaxDerivedLimitPackets = 1 << 17
 
 	// MinAdaptiveMaxP and MaxAdaptiveMaxP bound Adaptive RED's max_p:
 	// [0.01, 0.5] (Floyd, Gummadi and Shenker 2001, Figure 3).
@@ -50,14 +58,12 @@ const (
 	maxBytes        = 1 << 40 // thresholds and byte limits: 1 TiB
 	maxMeanBytes    = 1 << 24 // a mean packet size larger than 16 MiB is a mistake
 	minFrameBytes   = 64      // the smallest Ethernet frame, for default packet limits in byte mode
-	// maxDefaultByteModePackets caps the default packet limit in byte mode
-	// (storage is allocated up front: 1<<20 packets is tens of MB).
-	maxDefaultByteModePackets = 1 << 20
 )
 
 // Config configures a RED queue. The zero Config is plain RED in packet
 // mode with ECN marking, the thresholds and weight chosen automatically
-// for a 100 Mbit/s link, and a 1000-packet limit.
+// for a 100 Mbit/s link, and a 1000-packet limit. [ConfigForLink] sizes a
+// configuration for a given link.
 //
 // A threshold or limit is in packets, or in bytes when ByteMode is set.
 type Config struct {
@@ -82,12 +88,11 @@ type Config struct {
 	// second, a time constant of about one second.
 	Weight float64
 
-	// LinkBitsPerSecond is the rate at which the queue is drained, in bits
-	// per second. Zero means [DefaultLinkBitsPerSecond]. With
-	// MeanPacketBytes it sets the packet time s = 8·MeanPacketBytes /
-	// LinkBitsPerSecond that an idle period is measured in, and C = 1/s for
-	// the automatic weight and thresholds.
-	LinkBitsPerSecond int64
+	// LinkRate is the rate at which the queue is drained. Zero means
+	// [DefaultLinkRate]; at most [MaxLinkRate]. With MeanPacketBytes it sets
+	// the packet time s = 8·MeanPacketBytes/LinkRate that an idle period is
+	// measured in, and C = 1/s for the automatic weight and thresholds.
+	LinkRate aqm.Rate
 	// MeanPacketBytes is the mean packet size in bytes. Zero means
 	// [DefaultMeanPacketBytes]. ByteMode scales the drop probability of a
 	// packet by Size/MeanPacketBytes.
@@ -100,14 +105,20 @@ type Config struct {
 	// LimitPackets is the hard limit in packets: arrivals that RED accepts
 	// are refused with [aqm.DroppedOverlimit] while the queue holds this many.
 	// Zero means the larger of [DefaultLimitPackets] and 2·MaxThreshold (in
-	// ByteMode: LimitBytes/64, room for minimum-size frames, but at most
-	// 1<<20). Storage for
-	// this many packets is allocated by New, so it is at most 1<<24.
+	// ByteMode: LimitBytes/64, room for minimum-size frames), at most
+	// [MaxDerivedLimitPackets]. Storage for this many packets is allocated
+	// by New, so it is at most 1<<24.
+	//
+	// A limit that holds more than about a second of queue at the link rate
+	// defeats the purpose of RED under traffic that does not respond to
+	// drops or marks: the queue then sits at the limit, with the delay of a
+	// plain FIFO. [ConfigForLink] sizes the limit from the link rate and the
+	// round-trip time.
 	LimitPackets int
 	// LimitBytes is the hard limit in bytes. Zero means none in packet mode
 	// and 2·MaxThreshold in ByteMode. A packet larger than LimitBytes is
 	// always refused.
-	LimitBytes int64
+	LimitBytes int
 
 	// ByteMode makes the average, the thresholds and the limits count bytes
 	// instead of packets, and scales each packet's drop probability by
@@ -151,8 +162,13 @@ type Config struct {
 	// that ignores marks cannot hold the queue above the thresholds.
 	DisableHardDrop bool
 
-	// Seed seeds the queue's random source. Two queues with the same Seed
-	// and Config make the same decisions on the same packets and times.
+	// Seed seeds the queue's random source. Zero, the default and the
+	// right choice in production, draws a secret seed from crypto/rand, so
+	// that no two queues share a random stream and an outsider cannot
+	// predict the drops; [Queue.Config] reports the seed drawn. A fixed
+	// non-zero Seed makes the queue reproducible, for tests and
+	// simulations: two queues with the same Seed and Config make the same
+	// decisions on the same packets and times.
 	Seed uint64
 }
 
@@ -163,7 +179,7 @@ type params struct {
 
 	minTh, maxTh float64 // thresholds, packets or bytes
 	forcedTh     float64 // maxTh, or 2·maxTh with Gentle: at and above it every packet is signalled
-	w            float64 // w_q
+	w, omw       float64 // w_q and 1 − w_q
 	maxP         float64 // initial max_p
 
 	limitPackets int
@@ -180,11 +196,14 @@ type params struct {
 	packetTimeSecs float64 // s, seconds (Detail)
 }
 
-// Validate checks c, applying the documented defaults to its zero fields.
-// It returns nil or one [aqm.ConfigError] per bad field, joined with
-// errors.Join; each wraps [aqm.ErrInvalidConfig].
-func (c *Config) Validate() error {
-	_, err := c.derive()
+// Validate checks c and returns nil or one [aqm.ConfigError] per bad
+// field, joined with errors.Join; each wraps [aqm.ErrInvalidConfig]. A
+// field that is bad on its own is named even when it also takes part in a
+// relation with another field; a relation between fields that are each
+// valid names the field the rule is about. Validate does not change c:
+// [Queue.Config] reports the configuration with every default filled in.
+func (c Config) Validate() error {
+	_, _, err := c.derive()
 	return err
 }
 
@@ -192,56 +211,32 @@ func bad(field string, v any, rule string) error {
 	return &aqm.ConfigError{Pkg: "red", Field: field, Value: v, Rule: rule}
 }
 
-// derive applies the defaults to c and computes the hot-path constants.
-func (c *Config) derive() (params, error) {
+// withDefaults returns c with every zero field that has a default set to
+// it, and the relations checked: the effective configuration. Fields that
+// are bad on their own must have been reported (and are treated as zero
+// here, so that the relations are checked against the defaults).
+func (c Config) withDefaults(badField map[string]bool) (Config, []error) {
 	var errs []error
-	var p params
-
-	// Independent fields first.
-	if c.LinkBitsPerSecond < 0 {
-		errs = append(errs, bad("LinkBitsPerSecond", c.LinkBitsPerSecond, "must not be negative"))
+	if badField["LinkRate"] {
+		c.LinkRate = 0
 	}
-	if c.MeanPacketBytes < 0 || c.MeanPacketBytes > maxMeanBytes {
-		errs = append(errs, bad("MeanPacketBytes", c.MeanPacketBytes, "must be in [0, 16777216]"))
+	if badField["MeanPacketBytes"] {
+		c.MeanPacketBytes = 0
 	}
-	if c.TargetDelay < 0 || c.TargetDelay > time.Hour {
-		errs = append(errs, bad("TargetDelay", c.TargetDelay, "must be in [0, 1h]"))
+	if badField["TargetDelay"] {
+		c.TargetDelay = 0
 	}
-	if c.AdaptInterval < 0 || (c.AdaptInterval > 0 && c.AdaptInterval < time.Millisecond) || c.AdaptInterval > time.Hour {
-		errs = append(errs, bad("AdaptInterval", c.AdaptInterval, "must be zero or in [1ms, 1h]"))
+	if badField["AdaptInterval"] {
+		c.AdaptInterval = 0
 	}
-	if !(c.Weight >= 0 && c.Weight <= 1) { // also rejects NaN
-		errs = append(errs, bad("Weight", c.Weight, "must be in (0, 1]"))
+	if badField["MaxP"] {
+		c.MaxP = 0
 	}
-	switch {
-	case !(c.MaxP >= 0 && c.MaxP <= 1):
-		errs = append(errs, bad("MaxP", c.MaxP, "must be in (0, 1]"))
-	case c.Adaptive && c.MaxP != 0 && (c.MaxP < MinAdaptiveMaxP || c.MaxP > MaxAdaptiveMaxP):
-		errs = append(errs, bad("MaxP", c.MaxP, "must be in [0.01, 0.5] with Adaptive"))
+	if badField["Weight"] {
+		c.Weight = 0
 	}
-	thMax := maxLimitPackets
-	if c.ByteMode {
-		thMax = maxBytes
-	}
-	if c.MinThreshold < 0 || c.MinThreshold > thMax {
-		errs = append(errs, bad("MinThreshold", c.MinThreshold, "must be in [0, "+itoa(thMax)+"]"))
-	}
-	if c.MaxThreshold < 0 || c.MaxThreshold > thMax {
-		errs = append(errs, bad("MaxThreshold", c.MaxThreshold, "must be in [0, "+itoa(thMax)+"]"))
-	}
-	if c.LimitPackets < 0 || c.LimitPackets > maxLimitPackets {
-		errs = append(errs, bad("LimitPackets", c.LimitPackets, "must be in [0, 16777216]"))
-	}
-	if c.LimitBytes < 0 || c.LimitBytes > maxBytes {
-		errs = append(errs, bad("LimitBytes", c.LimitBytes, "must be in [0, 1099511627776]"))
-	}
-	if len(errs) > 0 {
-		return p, errors.Join(errs...)
-	}
-
-	// Defaults.
-	if c.LinkBitsPerSecond == 0 {
-		c.LinkBitsPerSecond = DefaultLinkBitsPerSecond
+	if c.LinkRate == 0 {
+		c.LinkRate = DefaultLinkRate
 	}
 	if c.MeanPacketBytes == 0 {
 		c.MeanPacketBytes = DefaultMeanPacketBytes
@@ -255,8 +250,7 @@ func (c *Config) derive() (params, error) {
 	if c.MaxP == 0 {
 		c.MaxP = DefaultMaxP
 	}
-	// C, the link rate in mean-sized packets per second.
-	pktPerSec := float64(c.LinkBitsPerSecond) / (8 * float64(c.MeanPacketBytes))
+	pktPerSec := c.packetsPerSecond()
 	if c.Weight == 0 {
 		// 1 − exp(−1/C), computed without cancellation.
 		c.Weight = -math.Expm1(-1 / pktPerSec)
@@ -264,9 +258,21 @@ func (c *Config) derive() (params, error) {
 			c.Weight = math.SmallestNonzeroFloat64
 		}
 	}
+	thMax := maxLimitPackets
 	unit := 1
 	if c.ByteMode {
+		thMax = maxBytes
 		unit = c.MeanPacketBytes
+	}
+	minBad, maxBad := badField["MinThreshold"], badField["MaxThreshold"]
+	if minBad || maxBad {
+		// Nothing sensible to relate; fill in for the limit checks only.
+		if minBad {
+			c.MinThreshold = 0
+		}
+		if maxBad {
+			c.MaxThreshold = 0
+		}
 	}
 	switch {
 	case c.MinThreshold == 0 && c.MaxThreshold == 0:
@@ -283,28 +289,99 @@ func (c *Config) derive() (params, error) {
 			errs = append(errs, bad("MaxThreshold", c.MaxThreshold, "must be at least 3 when MinThreshold is zero"))
 		}
 	}
-	if c.MinThreshold >= c.MaxThreshold && c.MinThreshold > 0 {
+	if c.MinThreshold >= c.MaxThreshold && c.MinThreshold > 0 && !minBad && !maxBad {
 		errs = append(errs, bad("MaxThreshold", c.MaxThreshold, "must be greater than MinThreshold ("+itoa(c.MinThreshold)+")"))
 	}
 	// Limits.
 	if c.ByteMode {
-		if c.LimitBytes == 0 {
-			c.LimitBytes = 2 * int64(c.MaxThreshold)
-		} else if c.LimitBytes < int64(c.MaxThreshold) {
+		switch {
+		case badField["LimitBytes"]:
+			c.LimitBytes = 2 * c.MaxThreshold
+		case c.LimitBytes == 0:
+			c.LimitBytes = 2 * c.MaxThreshold
+		case c.LimitBytes < c.MaxThreshold && !maxBad:
 			errs = append(errs, bad("LimitBytes", c.LimitBytes, "must be at least MaxThreshold ("+itoa(c.MaxThreshold)+")"))
 		}
 		if c.LimitPackets == 0 {
-			c.LimitPackets = int(min(maxDefaultByteModePackets, max(DefaultLimitPackets, (c.LimitBytes+minFrameBytes-1)/minFrameBytes)))
+			c.LimitPackets = min(MaxDerivedLimitPackets, max(DefaultLimitPackets, (c.LimitBytes+minFrameBytes-1)/minFrameBytes))
 		}
-	} else {
-		if c.LimitPackets == 0 {
-			c.LimitPackets = min(maxLimitPackets, max(DefaultLimitPackets, 2*c.MaxThreshold))
-		} else if c.LimitPackets < c.MaxThreshold {
+	} else if !badField["LimitPackets"] {
+		switch {
+		case c.LimitPackets == 0:
+			c.LimitPackets = max(DefaultLimitPackets, 2*c.MaxThreshold)
+			if c.LimitPackets > MaxDerivedLimitPackets {
+				c.LimitPackets = MaxDerivedLimitPackets
+				if c.MaxThreshold > MaxDerivedLimitPackets && !maxBad {
+					errs = append(errs, bad("LimitPackets", 0, "must be set explicitly when MaxThreshold ("+
+						itoa(c.MaxThreshold)+") is above "+itoa(MaxDerivedLimitPackets)+" packets: the default would preallocate more than "+
+						itoa(MaxDerivedLimitPackets*32>>20)+" MiB"))
+				}
+			}
+		case c.LimitPackets < c.MaxThreshold && !maxBad:
 			errs = append(errs, bad("LimitPackets", c.LimitPackets, "must be at least MaxThreshold ("+itoa(c.MaxThreshold)+")"))
 		}
 	}
+	return c, errs
+}
+
+// packetsPerSecond is C, the link rate in mean-sized packets per second.
+func (c Config) packetsPerSecond() float64 {
+	return float64(c.LinkRate) / (8 * float64(c.MeanPacketBytes))
+}
+
+// derive checks c, applies the defaults and computes the hot-path
+// constants. It returns the effective configuration.
+func (c Config) derive() (Config, params, error) {
+	var errs []error
+	var p params
+	badField := map[string]bool{}
+	report := func(field string, v any, rule string) {
+		errs = append(errs, bad(field, v, rule))
+		badField[field] = true
+	}
+
+	// Every field on its own.
+	if c.LinkRate > MaxLinkRate {
+		report("LinkRate", c.LinkRate, "must be at most "+MaxLinkRate.String())
+	}
+	if c.MeanPacketBytes < 0 || c.MeanPacketBytes > maxMeanBytes {
+		report("MeanPacketBytes", c.MeanPacketBytes, "must be in [0, 16777216]")
+	}
+	if c.TargetDelay < 0 || c.TargetDelay > time.Hour {
+		report("TargetDelay", c.TargetDelay, "must be in [0, 1h]")
+	}
+	if c.AdaptInterval < 0 || (c.AdaptInterval > 0 && c.AdaptInterval < time.Millisecond) || c.AdaptInterval > time.Hour {
+		report("AdaptInterval", c.AdaptInterval, "must be zero or in [1ms, 1h]")
+	}
+	if !(c.Weight >= 0 && c.Weight <= 1) { // also rejects NaN
+		report("Weight", c.Weight, "must be in (0, 1]")
+	}
+	switch {
+	case !(c.MaxP >= 0 && c.MaxP <= 1):
+		report("MaxP", c.MaxP, "must be in (0, 1]")
+	case c.Adaptive && c.MaxP != 0 && (c.MaxP < MinAdaptiveMaxP || c.MaxP > MaxAdaptiveMaxP):
+		report("MaxP", c.MaxP, "must be in [0.01, 0.5] with Adaptive")
+	}
+	thMax := maxLimitPackets
+	if c.ByteMode {
+		thMax = maxBytes
+	}
+	if c.MinThreshold < 0 || c.MinThreshold > thMax {
+		report("MinThreshold", c.MinThreshold, "must be in [0, "+itoa(thMax)+"]")
+	}
+	if c.MaxThreshold < 0 || c.MaxThreshold > thMax {
+		report("MaxThreshold", c.MaxThreshold, "must be in [0, "+itoa(thMax)+"]")
+	}
+	if c.LimitPackets < 0 || c.LimitPackets > maxLimitPackets {
+		report("LimitPackets", c.LimitPackets, "must be in [0, 16777216]")
+	}
+	if c.LimitBytes < 0 || c.LimitBytes > maxBytes {
+		report("LimitBytes", c.LimitBytes, "must be in [0, 1099511627776]")
+	}
+	c, rel := c.withDefaults(badField)
+	errs = append(errs, rel...)
 	if len(errs) > 0 {
-		return p, errors.Join(errs...)
+		return c, p, errors.Join(errs...)
 	}
 
 	p.byteMode, p.gentle, p.adaptive = c.ByteMode, c.Gentle, c.Adaptive
@@ -314,7 +391,7 @@ func (c *Config) derive() (params, error) {
 	if c.Gentle {
 		p.forcedTh = 2 * p.maxTh
 	}
-	p.w = c.Weight
+	p.w, p.omw = c.Weight, 1-c.Weight
 	p.maxP = c.MaxP
 	p.limitPackets = c.LimitPackets
 	p.limitBytes = math.MaxUint64
@@ -322,13 +399,32 @@ func (c *Config) derive() (params, error) {
 		p.limitBytes = uint64(c.LimitBytes)
 	}
 	p.meanBytes = uint64(c.MeanPacketBytes)
-	p.packetTimeSecs = 1 / pktPerSec
+	p.packetTimeSecs = 1 / c.packetsPerSecond()
 	p.decayPerNs = math.Log1p(-p.w) / (p.packetTimeSecs * 1e9)
 	p.interval = int64(c.AdaptInterval)
 	delta := p.maxTh - p.minTh
 	p.tgtLo = p.minTh + 0.4*delta
 	p.tgtHi = p.minTh + 0.6*delta
-	return p, nil
+	return c, p, nil
+}
+
+// ConfigForLink returns the configuration of a RED queue in packet mode
+// for a link of the given rate and flows whose round-trip time is about
+// rtt (zero means [aqm.DefaultRTT]): LinkRate is rate, the thresholds and
+// weight are the automatic ones for that rate, and LimitPackets is
+// rate.BufferPackets(rtt), four round trips of full-size packets (raised to
+// MaxThreshold if the automatic threshold is larger). Everything else is
+// at its default; set Gentle, Adaptive or ECN options on the result. A
+// zero rate means [DefaultLinkRate].
+func ConfigForLink(rate aqm.Rate, rtt time.Duration) Config {
+	if rate == 0 {
+		rate = DefaultLinkRate
+	}
+	rate = min(rate, MaxLinkRate)
+	c := Config{LinkRate: rate}
+	eff, _ := c.withDefaults(nil)
+	c.LimitPackets = min(maxLimitPackets, max(rate.BufferPackets(rtt), eff.MaxThreshold))
+	return c
 }
 
 func itoa(n int) string { return strconv.Itoa(n) }

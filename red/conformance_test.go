@@ -36,8 +36,8 @@ var variants = []struct {
 }
 
 func factory(t testing.TB, c Config) aqmtest.Factory {
-	v := c
-	require.NoError(t, v.Validate())
+	require.NoError(t, c.Validate())
+	v := filled(c)
 	return aqmtest.Factory{
 		New: func(seed uint64, onDrop aqm.DropFunc[aqmtest.Payload]) (aqm.Queue[aqmtest.Payload], error) {
 			c := c
@@ -78,8 +78,8 @@ func FuzzConfig(f *testing.F) {
 			MaxP: float64(maxP) / 255, Weight: float64(w) / 255,
 			ByteMode: flags&1 != 0, Gentle: flags&2 != 0, Adaptive: flags&4 != 0,
 			DisableECN: flags&8 != 0, DisableHardDrop: flags&16 != 0, Wait: flags&32 != 0,
-			LimitPackets: int(seed % 300), LimitBytes: int64(seed>>8) % 500_000,
-			LinkBitsPerSecond: int64(seed>>20)%1_000_000_000 + 1, AdaptInterval: time.Duration(seed>>40) % time.Second,
+			LimitPackets: int(seed % 300), LimitBytes: int(seed>>8) % 500_000,
+			LinkRate: aqm.Rate(seed>>20)%1_000_000_000 + 1, AdaptInterval: time.Duration(seed>>40) % time.Second,
 			Seed: seed,
 		}
 		q, err := New[int](c, nil)
@@ -115,7 +115,7 @@ func FuzzConfig(f *testing.F) {
 			d := q.Detail()
 			require.LessOrEqual(t, s.Len, cfg.LimitPackets)
 			if cfg.LimitBytes > 0 {
-				require.LessOrEqual(t, int64(s.Backlog), cfg.LimitBytes)
+				require.LessOrEqual(t, s.Backlog, cfg.LimitBytes)
 			}
 			require.Equal(t, s.Enqueued.Packets, s.Dequeued.Packets+s.DroppedQueued.Packets+uint64(s.Len))
 			require.False(t, math.IsNaN(d.Avg) || math.IsInf(d.Avg, 0) || d.Avg < 0, "avg %v", d.Avg)

@@ -20,7 +20,7 @@
 //	                                           mean-sized packets the link could
 //	                                           have sent while it was idle
 //
-// where s = 8·MeanPacketBytes/LinkBitsPerSecond and idle is the time since
+// where s = 8·MeanPacketBytes/LinkRate and idle is the time since
 // the queue became empty. The decay is computed in closed form at the next
 // arrival; there are no timers.
 //
@@ -90,28 +90,41 @@
 //	MaxThreshold       3·MinThreshold                    packets/bytes  ibid.; Floyd's REDparameters note
 //	MaxP               0.02                              probability    Floyd and Jacobson 1993 (1/50)
 //	Weight             1 − exp(−1/C)                     per arrival    Floyd, Gummadi, Shenker 2001 §5
-//	LinkBitsPerSecond  100 Mbit/s                        bit/s          (idle decay, automatic settings)
+//	LinkRate           100 Mbit/s                        aqm.Rate       (idle decay, automatic settings)
 //	MeanPacketBytes    1000                              bytes          Linux tc avpkt
 //	TargetDelay        5 ms                              time           Floyd, Gummadi, Shenker 2001
-//	LimitPackets       max(1000, 2·MaxThreshold)         packets        -
+//	LimitPackets       max(1000, 2·MaxThreshold) ≤ 2^17  packets        -
 //	LimitBytes         none (ByteMode: 2·MaxThreshold)   bytes          -
 //	AdaptInterval      0.5 s                             time           Floyd, Gummadi, Shenker 2001
 //	alpha, beta        min(0.01, max_p/4), 0.9           -              ibid., Figure 3
 //	max_p bounds       [0.01, 0.5]                       probability    ibid.
 //	Wait               false (signal gaps on [1, 1/p_b]) -              ns-2 wait_, ns-3 Wait (true there)
 //
-// C = LinkBitsPerSecond/(8·MeanPacketBytes) is the link rate in mean-sized
+// C = LinkRate/(8·MeanPacketBytes) is the link rate in mean-sized
 // packets per second; in ByteMode the automatic thresholds are multiplied by
 // MeanPacketBytes. The automatic weight and thresholds apply to every
 // variant when the fields are zero, not only to Adaptive RED.
+// [ConfigForLink] sizes the packet limit for a link rate and round-trip
+// time.
+//
+// # Memory
+//
+// New preallocates the packet ring: LimitPackets rounded up to a power of
+// two, times the size of an [aqm.Packet] of T (32 bytes for a word-sized
+// payload). [Detail.MemoryBytes] reports it. A limit derived from the
+// thresholds is capped at [MaxDerivedLimitPackets] (4 MiB with a
+// word-sized payload); a larger ring must be asked for with an explicit
+// LimitPackets.
 //
 // # Fixed point and precision
 //
-// The average is a float64. With an arbitrary w_q (the automatic 1 − exp(−1/C)
-// is not a power of two) a fixed-point average would need a 128-bit product
-// per packet and would truncate with a bias that grows like 1/w_q (about
-// 10^5 units in the last place at 100 Mbit/s); a float64 multiply-add costs
-// the same as Linux's shift and is exact to 2^−52 relative.
+// The average is a float64, updated as avg·(1 − w_q) + w_q·q, exact to
+// 2^−52 relative. Linux and DPDK keep it in fixed point with a power-of-two
+// weight; the automatic weight 1 − exp(−1/C) is not a power of two, and a
+// general fixed-point average would truncate with a bias that grows like
+// 1/w_q (about 10^5 units in the last place at 100 Mbit/s). Measured on
+// the burst path, where the average stays in a register, this two-step
+// float64 update costs no more per packet than a fixed-point multiply.
 //
 // Probabilities, where the per-packet decision is, are integers in Q0.32
 // (p·2^32) held in a uint64, so that 1 is representable. p_b is computed as
@@ -209,14 +222,28 @@
 // # Time
 //
 // Every per-packet method takes now, in monotonic nanoseconds ([aqm.Time]);
-// the queue never reads a clock. Time that goes backwards counts as no time:
-// it neither decays the average nor moves the adaptation clock back. Any gap,
-// up to the whole int64 range, is handled in closed form without overflow.
-// The adaptation clock starts at the first arrival.
+// the queue never reads a clock, and it follows the time policy of package
+// aqm. Time that goes backwards counts as no time: it neither decays the
+// average nor moves max_p. It never freezes them either: an arrival to the
+// empty queue restarts the idle period at its own time even when that is
+// earlier than the recorded start, so a start left in the future by one
+// wrong reading is pulled back at the next correct one and the average
+// decays normally from there; likewise the next adaptation instant, when
+// it lies more than AdaptInterval ahead of an arrival, is re-anchored to
+// one interval after it. Any forward gap, up to the whole int64 range, is
+// handled in closed form without overflow (a long idle decays the average
+// to zero at once). The adaptation clock starts at the first arrival.
 //
 // # Concurrency
 //
 // A Queue is not safe for concurrent use. Its random source is its own,
-// seeded by Config.Seed, so that queues do not share or correlate
-// (DPDK's RED shares one global random value between all queues).
+// seeded by Config.Seed (a secret random seed when it is zero), so that
+// queues do not share or correlate (DPDK's RED shares one global random
+// value between all queues).
+//
+// # Bursts
+//
+// [Queue.EnqueueBatch] and [Queue.DequeueBatch] take and give many packets
+// per call at one time, with exactly the outcome of the loop of single
+// calls ([aqm.BatchQueue]); the common case runs inline.
 package red

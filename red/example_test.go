@@ -14,7 +14,7 @@ import (
 // the band (p_b = 0, no signal); at max_th every arrival is signalled, and
 // an ECN-capable packet is dropped there (hard drop) rather than marked.
 func ExampleNew() {
-	q, err := red.New[string](red.Config{MinThreshold: 3, MaxThreshold: 4, Weight: 1}, nil)
+	q, err := red.New[string](red.Config{MinThreshold: 3, MaxThreshold: 4, Weight: 1, Seed: 1}, nil)
 	if err != nil {
 		panic(err)
 	}
@@ -50,7 +50,7 @@ func ExampleNew() {
 // 0.025, 0.03125, 0.0390625, 0.048828125.
 func ExampleQueue_Detail() {
 	q, _ := red.New[int](red.Config{Gentle: true, Adaptive: true, MinThreshold: 10, MaxThreshold: 30,
-		Weight: 1, DisableECN: true}, nil)
+		Weight: 1, DisableECN: true, Seed: 1}, nil)
 	now := aqm.Time(time.Second)
 	for range 25 { // a standing queue of 25: above the band [18, 22]
 		q.Enqueue(aqm.Packet[int]{Meta: aqm.Meta{Size: 1000}}, now)

@@ -173,7 +173,7 @@ func TestPropertyAdaptiveReachesTargetBand(t *testing.T) {
 	props.Property("average settles in [0.4, 0.6] of the band", prop.ForAll(func(ratio float64, seed uint64) bool {
 		// Link: 8 Mbit/s of 1000-byte packets = 1000 packets/s; automatic
 		// weight 1 − e^(−1/1000); thresholds set by hand so the band is wide.
-		c := Config{Gentle: true, Adaptive: true, MinThreshold: 20, MaxThreshold: 80, LinkBitsPerSecond: 8_000_000,
+		c := Config{Gentle: true, Adaptive: true, MinThreshold: 20, MaxThreshold: 80, LinkRate: 8_000_000,
 			DisableECN: true, Seed: seed}
 		q, err := New[int](c, nil)
 		if err != nil {
@@ -218,7 +218,7 @@ func TestPropertyIdleDecay(t *testing.T) {
 	props.Property("decay in [0, avg], closed form", prop.ForAll(func(avg0, w float64, start int64, gap uint64, shift uint) bool {
 		// Byte mode with huge thresholds: the average never reaches them.
 		q, err := New[int](Config{ByteMode: true, MinThreshold: 1 << 39, MaxThreshold: 1 << 40, LimitPackets: 10,
-			LimitBytes: 1 << 40, Weight: w, LinkBitsPerSecond: 8_000_000}, nil)
+			LimitBytes: 1 << 40, Weight: w, LinkRate: 8_000_000}, nil)
 		if err != nil {
 			return false
 		}

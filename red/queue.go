@@ -1,8 +1,10 @@
 package red
 
 import (
+	"iter"
 	"math"
 	"math/bits"
+	"unsafe"
 
 	"github.com/aqmkit/aqmkit/aqm"
 	"github.com/aqmkit/aqmkit/internal/ring"
@@ -68,7 +70,10 @@ type counters struct {
 	probDrops, probMarks, forcedDrops, forcedMarks, adaptations uint64
 }
 
-var _ aqm.Queue[int] = (*Queue[int])(nil)
+var (
+	_ aqm.Queue[int]      = (*Queue[int])(nil)
+	_ aqm.BatchQueue[int] = (*Queue[int])(nil)
+)
 
 // New returns an empty queue configured by cfg. onDrop may be nil: a RED
 // queue decides everything at enqueue and never drops a packet it has
@@ -76,19 +81,20 @@ var _ aqm.Queue[int] = (*Queue[int])(nil)
 // shape of the other queues. The error wraps [aqm.ErrInvalidConfig] once per
 // bad field.
 func New[T any](cfg Config, onDrop aqm.DropFunc[T]) (*Queue[T], error) {
-	p, err := cfg.derive()
+	eff, p, err := cfg.derive()
 	if err != nil {
 		return nil, err
 	}
+	eff.Seed = rng.SeedOrRandom(cfg.Seed)
 	q := &Queue[T]{
 		p:         p,
-		cfg:       cfg,
+		cfg:       eff,
 		onDrop:    onDrop,
 		count:     -1,
 		maxP:      p.maxP,
 		idleStart: math.MinInt64,
 		nextTick:  unstarted,
-		rng:       rng.New(cfg.Seed),
+		rng:       rng.New(eff.Seed),
 	}
 	q.ring.Init(p.limitPackets)
 	q.setSlopes()
@@ -119,7 +125,7 @@ func (q *Queue[T]) Enqueue(p aqm.Packet[T], now aqm.Time) aqm.Verdict {
 		q.stats.CountDrop(aqm.DroppedOverlimit, p.Size, false)
 		return aqm.DroppedOverlimit
 	}
-	if q.p.adaptive && now >= q.nextTick {
+	if q.p.adaptive && q.adaptDue(now) {
 		q.adapt(now)
 	}
 	n := q.ring.Len()
@@ -130,7 +136,7 @@ func (q *Queue[T]) Enqueue(p aqm.Packet[T], now aqm.Time) aqm.Verdict {
 		if q.p.byteMode {
 			cur = float64(q.backlog)
 		}
-		q.avg += q.p.w * (cur - q.avg)
+		q.avg = q.avg*q.p.omw + q.p.w*cur
 	}
 	v := aqm.Enqueued
 	if q.avg < q.p.minTh {
@@ -155,6 +161,109 @@ func (q *Queue[T]) Enqueue(p aqm.Packet[T], now aqm.Time) aqm.Verdict {
 	q.backlog += size
 	q.stats.Enqueued.Add(p.Size)
 	return v
+}
+
+// EnqueueBatch offers ps[i] for i < n = min(len(ps), len(vs)) at now, as
+// n calls of Enqueue would, writes each verdict to vs[i] and returns the
+// number accepted (see [aqm.BatchQueue]). The common case, an arrival to a
+// busy queue with room for it, runs inline; the rest (an empty queue, a
+// full limit, an Adaptive RED instant) is handed to Enqueue.
+func (q *Queue[T]) EnqueueBatch(ps []aqm.Packet[T], vs []aqm.Verdict, now aqm.Time) int {
+	n := min(len(ps), len(vs))
+	ps, vs = ps[:n], vs[:n]
+	// The average, the backlog and the counters live in registers for the
+	// burst and are written back before any call that reads them.
+	w, omw, minTh, maxTh := q.p.w, q.p.omw, q.p.minTh, q.p.maxTh
+	limP, limB := q.p.limitPackets, q.p.limitBytes
+	byteMode, adaptive := q.p.byteMode, q.p.adaptive
+	plainBand := !q.p.wait && !byteMode // Figure 17's test inline
+	avg, backlog, maxSize := q.avg, q.backlog, q.stats.MaxSize
+	var enqPkts, enqBytes uint64
+	accepted := 0
+	for i := range ps {
+		p := &ps[i]
+		qlen := q.ring.Len()
+		size := uint64(p.Size)
+		if qlen == 0 || qlen >= limP || backlog+size > limB || (adaptive && q.adaptDue(now)) {
+			// Rare: hand the packet to Enqueue with the state written back.
+			q.avg, q.backlog, q.stats.MaxSize = avg, backlog, maxSize
+			q.stats.Enqueued.Packets += enqPkts
+			q.stats.Enqueued.Bytes += enqBytes
+			enqPkts, enqBytes = 0, 0
+			v := q.Enqueue(*p, now)
+			avg, backlog, maxSize = q.avg, q.backlog, q.stats.MaxSize
+			vs[i] = v
+			if v.Accepted() {
+				accepted++
+			}
+			continue
+		}
+		maxSize = max(maxSize, p.Size)
+		cur := float64(qlen)
+		if byteMode {
+			cur = float64(backlog)
+		}
+		avg = avg*omw + w*cur
+		ecn := p.ECN & aqm.ECNMask
+		v := aqm.Enqueued
+		switch {
+		case avg < minTh:
+			q.count = -1
+		case plainBand && avg < maxTh && q.count >= 0 && q.count < maxCount &&
+			uint64(q.count+1)*q.prob(avg) < q.r:
+			// In the band, not signalled: signal's outcome, without the call.
+			q.count++
+			q.lastProb = q.prob(avg)
+		default:
+			q.avg = avg
+			v = q.signal(p.Size, ecn)
+			if !v.Accepted() {
+				q.stats.CountDrop(v, p.Size, false)
+				vs[i] = v
+				continue
+			}
+			if v == aqm.Marked {
+				ecn = aqm.CE
+				q.stats.Marked.Add(p.Size)
+			}
+		}
+		pk := *p
+		pk.ECN, pk.Enqueued = ecn, now
+		q.ring.PushBack(pk) // room: qlen < limitPackets ≤ Cap
+		backlog += size
+		enqPkts++
+		enqBytes += size
+		vs[i] = v
+		accepted++
+	}
+	q.avg, q.backlog, q.stats.MaxSize = avg, backlog, maxSize
+	q.stats.Enqueued.Packets += enqPkts
+	q.stats.Enqueued.Bytes += enqBytes
+	return accepted
+}
+
+// DequeueBatch removes up to len(buf) packets into buf at now, as that
+// many calls of Dequeue would, and returns how many (see
+// [aqm.BatchQueue]).
+func (q *Queue[T]) DequeueBatch(buf []aqm.Packet[T], now aqm.Time) int {
+	k := min(len(buf), q.ring.Len())
+	buf = buf[:k]
+	var bytes uint64
+	for i := range buf {
+		p, _ := q.ring.PopFront()
+		buf[i] = p
+		bytes += uint64(p.Size)
+	}
+	if k == 0 {
+		return 0
+	}
+	q.backlog -= bytes
+	q.stats.Dequeued.Packets += uint64(k)
+	q.stats.Dequeued.Bytes += bytes
+	if q.ring.Len() == 0 {
+		q.idleStart = now
+	}
+	return k
 }
 
 // signal runs RED's decision for an arrival with the average at or above
@@ -320,7 +429,11 @@ func (q *Queue[T]) decay(d float64) float64 { return math.Exp(d * q.p.decayPerNs
 // average decays as if m = idle/s mean-sized packets had left an empty
 // queue, avg·(1−w_q)^m, in closed form whatever the idle time.
 func (q *Queue[T]) endIdle(now aqm.Time) {
-	if now <= q.idleStart { // no time, or time went backwards
+	if now <= q.idleStart {
+		// No time, or time went backwards: no decay, and the idle period
+		// restarts now, so that a start left in the future by a wrong
+		// reading cannot stop later arrivals from decaying the average.
+		q.idleStart = now
 		return
 	}
 	if q.avg > 0 {
@@ -343,7 +456,10 @@ func (q *Queue[T]) endIdle(now aqm.Time) {
 // decreases; a run of no-ops is skipped in one step (see maxAdaptSteps).
 func (q *Queue[T]) adapt(now aqm.Time) {
 	I := uint64(q.p.interval)
-	if q.nextTick == unstarted {
+	if q.nextTick == unstarted || now < q.nextTick {
+		// The first arrival starts the clock; an instant further ahead
+		// than one interval (left there by a reading in the future) is
+		// re-anchored to now.
 		q.nextTick = satAdd(now, I)
 		return
 	}
@@ -395,6 +511,14 @@ func (q *Queue[T]) adapt(now aqm.Time) {
 	}
 }
 
+// adaptDue reports whether Adaptive RED has work at now: an adaptation
+// instant has passed (now ≥ nextTick), or the next instant is more than one
+// interval ahead and must be re-anchored. The difference is taken modulo
+// 2^64, which is exact when nextTick > now.
+func (q *Queue[T]) adaptDue(now aqm.Time) bool {
+	return now >= q.nextTick || uint64(q.nextTick)-uint64(now) > uint64(q.p.interval)
+}
+
 // satAdd returns t+d, saturating at the largest Time. The headroom
 // MaxInt64−t is computed modulo 2^64, which is exact for every int64 t.
 func satAdd(t aqm.Time, d uint64) aqm.Time {
@@ -412,7 +536,7 @@ func (q *Queue[T]) Dequeue(now aqm.Time) (p aqm.Packet[T], ok bool) {
 	}
 	q.backlog -= uint64(p.Size)
 	q.stats.Dequeued.Add(p.Size)
-	if q.ring.Len() == 0 && now > q.idleStart {
+	if q.ring.Len() == 0 {
 		q.idleStart = now
 	}
 	return p, true
@@ -466,6 +590,58 @@ type Detail struct {
 	ProbDrops, ProbMarks, ForcedDrops, ForcedMarks uint64
 	// Adaptations counts the changes Adaptive RED made to max_p.
 	Adaptations uint64
+	// ByteMode reports whether Avg, the thresholds and the targets are in
+	// bytes (true) or packets.
+	ByteMode bool
+	// MemoryBytes is the memory the queue preallocated for its
+	// configuration: the packet ring (LimitPackets rounded up to a power of
+	// two, times the size of an [aqm.Packet] of T) and the queue itself.
+	MemoryBytes int
+}
+
+// Metrics lists the values of d as [aqm.Metric]s with lower_snake names
+// that carry their units ("_packets" or "_bytes" after the average and the
+// thresholds, as ByteMode says).
+func (d Detail) Metrics() iter.Seq[aqm.Metric] {
+	unit := "_packets"
+	if d.ByteMode {
+		unit = "_bytes"
+	}
+	ms := [...]aqm.Metric{
+		{Name: "average_queue" + unit, Kind: aqm.Gauge, Value: d.Avg},
+		{Name: "max_probability", Kind: aqm.Gauge, Value: d.MaxP},
+		{Name: "probability", Kind: aqm.Gauge, Value: d.Prob},
+		{Name: "count_packets", Kind: aqm.Gauge, Value: float64(d.Count)},
+		{Name: "min_threshold" + unit, Kind: aqm.Gauge, Value: d.MinThreshold},
+		{Name: "max_threshold" + unit, Kind: aqm.Gauge, Value: d.MaxThreshold},
+		{Name: "weight", Kind: aqm.Gauge, Value: d.Weight},
+		{Name: "target_low" + unit, Kind: aqm.Gauge, Value: d.TargetLow},
+		{Name: "target_high" + unit, Kind: aqm.Gauge, Value: d.TargetHigh},
+		{Name: "early_dropped_packets", Kind: aqm.Counter, Value: float64(d.ProbDrops)},
+		{Name: "early_marked_packets", Kind: aqm.Counter, Value: float64(d.ProbMarks)},
+		{Name: "forced_dropped_packets", Kind: aqm.Counter, Value: float64(d.ForcedDrops)},
+		{Name: "forced_marked_packets", Kind: aqm.Counter, Value: float64(d.ForcedMarks)},
+		{Name: "adaptations", Kind: aqm.Counter, Value: float64(d.Adaptations)},
+		{Name: "memory_bytes", Kind: aqm.Gauge, Value: float64(d.MemoryBytes)},
+	}
+	return func(yield func(aqm.Metric) bool) {
+		for _, m := range ms {
+			if !yield(m) {
+				return
+			}
+		}
+	}
+}
+
+// memoryBytes is what the queue preallocates: the ring's slots (its
+// capacity rounded up to a power of two, as the ring allocates them) and
+// the queue value itself.
+func (q *Queue[T]) memoryBytes() int {
+	slots := 1
+	for slots < q.ring.Cap() {
+		slots <<= 1
+	}
+	return slots*int(unsafe.Sizeof(aqm.Packet[T]{})) + int(unsafe.Sizeof(*q))
 }
 
 // Detail returns a snapshot of RED's state.
@@ -485,6 +661,8 @@ func (q *Queue[T]) Detail() Detail {
 		ForcedDrops:  q.cnt.forcedDrops,
 		ForcedMarks:  q.cnt.forcedMarks,
 		Adaptations:  q.cnt.adaptations,
+		ByteMode:     q.p.byteMode,
+		MemoryBytes:  q.memoryBytes(),
 	}
 }
 
@@ -494,10 +672,10 @@ func (q *Queue[T]) Detail() Detail {
 // does), the count, and, if both the old and new configurations are
 // Adaptive, the adapted max_p (Linux's red_change discards it). A new Seed
 // reseeds the random source. A packet limit below the current length keeps
-// the queued packets and refuses arrivals until the queue is below it. It
-// may allocate.
+// the queued packets and refuses arrivals until the queue is below it. A
+// zero Seed keeps the current random stream. It may allocate.
 func (q *Queue[T]) Reconfigure(cfg Config) error {
-	p, err := cfg.derive()
+	eff, p, err := cfg.derive()
 	if err != nil {
 		return err
 	}
@@ -515,11 +693,14 @@ func (q *Queue[T]) Reconfigure(cfg Config) error {
 	if p.adaptive && !old.adaptive {
 		q.nextTick = unstarted
 	}
-	if cfg.Seed != q.cfg.Seed {
+	switch {
+	case cfg.Seed == 0:
+		eff.Seed = q.cfg.Seed // keep the current stream
+	case cfg.Seed != q.cfg.Seed:
 		q.rng.Seed(cfg.Seed)
 	}
 	q.ring.Resize(p.limitPackets) // keeps every queued packet, in order
-	q.p, q.cfg = p, cfg
+	q.p, q.cfg = p, eff
 	if p.byteMode != old.byteMode || p.meanBytes != old.meanBytes {
 		q.count = -1 // R was scaled for the old mode: draw a fresh one on re-entry
 	}

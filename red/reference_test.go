@@ -70,15 +70,13 @@ type refRED struct {
 }
 
 func newRef(c Config) *refRED {
-	if err := c.Validate(); err != nil {
-		panic(err)
-	}
+	c = filled(c)
 	return &refRED{c: c, count: -1, maxP: c.MaxP, rnd: rng.New(c.Seed)}
 }
 
 // s is the link's packet time in seconds.
 func (m *refRED) s() float64 {
-	return 8 * float64(m.c.MeanPacketBytes) / float64(m.c.LinkBitsPerSecond)
+	return 8 * float64(m.c.MeanPacketBytes) / float64(m.c.LinkRate)
 }
 
 func (m *refRED) qsize() float64 {
@@ -109,6 +107,12 @@ func (m *refRED) adapt(now aqm.Time) {
 		m.next = now + I
 		return
 	}
+	if m.next-now > I {
+		// Time policy: an instant more than one interval ahead (time went
+		// backwards) is re-anchored one interval after now.
+		m.next = now + I
+		return
+	}
 	d := float64(m.c.MaxThreshold - m.c.MinThreshold)
 	lo := float64(m.c.MinThreshold) + 0.4*d
 	hi := float64(m.c.MinThreshold) + 0.6*d
@@ -129,7 +133,7 @@ func (m *refRED) adapt(now aqm.Time) {
 // decide runs the paper's arrival logic up to the choice of outcome. It
 // returns whether the choice was a near tie.
 func (m *refRED) decide(size uint32, now aqm.Time) (outcome, bool) {
-	if m.c.LimitBytes > 0 && int64(size) > m.c.LimitBytes {
+	if m.c.LimitBytes > 0 && int64(size) > int64(m.c.LimitBytes) {
 		return outSkip, false
 	}
 	if m.c.Adaptive {
@@ -137,10 +141,12 @@ func (m *refRED) decide(size uint32, now aqm.Time) (outcome, bool) {
 	}
 	// Average (Figure 2).
 	if len(m.queue) == 0 {
+		// Time policy: backward time decays nothing, and the idle period
+		// restarts at the arrival either way.
 		if now > m.qTime || !m.hasQ {
 			m.avg = m.avgAt(now)
-			m.qTime, m.hasQ = now, true
 		}
+		m.qTime, m.hasQ = now, true
 	} else {
 		m.avg = (1-m.c.Weight)*m.avg + m.c.Weight*m.qsize()
 	}
@@ -274,7 +280,7 @@ func (m *refRED) verdict(o outcome, size uint32, ecn aqm.ECN) aqm.Verdict {
 		}
 		v = aqm.Marked
 	}
-	if len(m.queue) >= m.c.LimitPackets || (m.c.LimitBytes > 0 && int64(m.bytes)+int64(size) > m.c.LimitBytes) {
+	if len(m.queue) >= m.c.LimitPackets || (m.c.LimitBytes > 0 && int64(m.bytes)+int64(size) > int64(m.c.LimitBytes)) {
 		return aqm.DroppedOverlimit
 	}
 	if v == aqm.Marked {
@@ -292,7 +298,7 @@ func (m *refRED) dequeue(now aqm.Time) (refPkt, bool) {
 	p := m.queue[0]
 	m.queue = m.queue[1:]
 	m.bytes -= uint64(p.size)
-	if len(m.queue) == 0 && (!m.hasQ || now > m.qTime) {
+	if len(m.queue) == 0 {
 		m.qTime, m.hasQ = now, true
 	}
 	return p, true
@@ -326,9 +332,9 @@ func randomRefConfig(r *rand.Rand) Config {
 		Weight:          []float64{1, 0.5, 0.2, 0.05, 0.01}[r.IntN(5)],
 		MaxP:            []float64{1, 0.5, 0.1, 0.02, 0.013}[r.IntN(5)],
 		// s = 8·1000/8e6 = 1 ms per mean-sized packet.
-		LinkBitsPerSecond: 8_000_000,
-		MeanPacketBytes:   1000,
-		AdaptInterval:     []time.Duration{0, 20 * time.Millisecond}[r.IntN(2)],
+		LinkRate:        8_000_000,
+		MeanPacketBytes: 1000,
+		AdaptInterval:   []time.Duration{0, 20 * time.Millisecond}[r.IntN(2)],
 	}
 	if c.Adaptive {
 		c.MaxP = min(max(c.MaxP, 0.01), 0.5)
@@ -342,9 +348,9 @@ func randomRefConfig(r *rand.Rand) Config {
 	c.MinThreshold, c.MaxThreshold = minTh*unit, maxTh*unit
 	c.LimitPackets = maxTh + r.IntN(3*maxTh)
 	if r.IntN(3) == 0 {
-		c.LimitBytes = int64(maxTh*unit) + int64(r.IntN(2*maxTh*unit+1))
+		c.LimitBytes = maxTh*unit + r.IntN(2*maxTh*unit+1)
 		if !c.ByteMode {
-			c.LimitBytes = int64(maxTh) * 1000
+			c.LimitBytes = maxTh * 1000
 		}
 	}
 	return c
@@ -379,7 +385,7 @@ func runReference(t *testing.T, c Config, traceSeed uint64, ops int) (decisions,
 			before := q.cnt
 			fv := q.Enqueue(aqm.Packet[uint64]{Payload: seq, Meta: aqm.Meta{Size: size, ECN: ecn}}, now)
 			fo := fastOutcome(q, before)
-			if fv == aqm.DroppedOverlimit && m.c.LimitBytes > 0 && int64(size) > m.c.LimitBytes {
+			if fv == aqm.DroppedOverlimit && m.c.LimitBytes > 0 && int64(size) > int64(m.c.LimitBytes) {
 				fo = outSkip
 			}
 			o, tie := m.decide(size, now)
@@ -460,7 +466,7 @@ func TestReferenceLongIdleAdaptive(t *testing.T) {
 	for _, gap := range []time.Duration{700 * time.Millisecond, 3 * time.Second, time.Minute, time.Hour} {
 		for _, w := range []float64{0.5, 0.01, 0.0005} {
 			c := Config{Gentle: true, Adaptive: true, MinThreshold: 10, MaxThreshold: 30, Weight: w,
-				LinkBitsPerSecond: 8_000_000, Seed: 5}
+				LinkRate: 8_000_000, Seed: 5}
 			q, err := New[int](c, nil)
 			require.NoError(t, err)
 			m := newRef(c)

@@ -16,15 +16,15 @@ func redConfig(e Env) red.Config {
 		mean = e.RED.MeanPacketBytes
 	}
 	return red.Config{
-		MinThreshold:      e.REDMinThreshold,
-		MaxThreshold:      e.REDMaxThreshold,
-		MaxP:              e.RED.MaxP,
-		Weight:            e.RED.Weight,
-		Wait:              e.RED.Wait,
-		LinkBitsPerSecond: int64(e.RateBps),
-		MeanPacketBytes:   mean,
-		LimitPackets:      e.BufferPackets,
-		Seed:              e.Seed,
+		MinThreshold:    e.REDMinThreshold,
+		MaxThreshold:    e.REDMaxThreshold,
+		MaxP:            e.RED.MaxP,
+		Weight:          e.RED.Weight,
+		Wait:            e.RED.Wait,
+		LinkRate:        aqm.Rate(e.RateBps),
+		MeanPacketBytes: mean,
+		LimitPackets:    e.BufferPackets,
+		Seed:            e.Seed,
 	}
 }
 

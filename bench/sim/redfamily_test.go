@@ -109,8 +109,9 @@ func TestRedFamilyQueues(t *testing.T) {
 	// ns-3's ARED switch discards MinTh and MaxTh for the automatic
 	// max(5, TargetDelay·C/2) and 3·min: at 2 Mb/s and 512 B that is 5
 	// and 15 too (C/2·5 ms ≈ 1.2 < 5), so the thresholds stay identical.
-	auto := red.Config{LinkBitsPerSecond: 2e6, MeanPacketBytes: 512}
-	require.NoError(t, auto.Validate())
+	autoQ, err := red.New[int](red.Config{LinkRate: 2e6, MeanPacketBytes: 512}, nil)
+	require.NoError(t, err)
+	auto := autoQ.Config()
 	require.Equal(t, 5, auto.MinThreshold)
 	require.Equal(t, 15, auto.MaxThreshold)
 }
@@ -212,7 +213,7 @@ func TestDeviceQueueRandom(t *testing.T) {
 		var dropped []uint64
 		onDrop := func(p aqm.Packet[uint64], _ aqm.Verdict) { dropped = append(dropped, p.Payload) }
 		disc, err := red.New(red.Config{MinThreshold: 2, MaxThreshold: 6, MaxP: 0.5, Weight: 0.2, LimitPackets: 8,
-			LinkBitsPerSecond: 1e6, Gentle: trial%2 == 0, Adaptive: trial%4 == 0, Seed: seed}, onDrop)
+			LinkRate: 1e6, Gentle: trial%2 == 0, Adaptive: trial%4 == 0, Seed: seed}, onDrop)
 		require.NoError(t, err)
 		q := newDeviceQueue(disc, 1+rng.IntN(5))
 		now, next, last := aqm.Time(0), uint64(0), uint64(0)

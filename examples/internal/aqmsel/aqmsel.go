@@ -51,7 +51,7 @@ var builders = map[string]builder{
 	"red": func(o Options, onDrop aqm.DropFunc[uint32]) (aqm.Queue[uint32], error) {
 		cfg := red.Config{LimitPackets: o.LimitPackets, Gentle: true, Adaptive: true, Seed: o.Seed}
 		if o.RateBitsPerSec > 0 {
-			cfg.LinkBitsPerSecond = int64(min(o.RateBitsPerSec, 1<<62))
+			cfg.LinkRate = aqm.Rate(min(o.RateBitsPerSec, uint64(red.MaxLinkRate)))
 		}
 		return red.New(cfg, onDrop)
 	},
