@@ -258,15 +258,18 @@ func (s *Sharded[T]) tryTake(buf []aqm.Packet[T]) (n int, wait time.Duration, cl
 	}
 	now := s.read(true)
 	quota := (len(buf) + int(s.n) - 1) / int(s.n)
-	start := int(s.next.Add(1))
+	start := int(s.next.Load())
+	last := -1 // the last shard that gave a packet
 	closedEmpty = true
-	for {
+	for full := false; !full; {
 		progress := false
 		for k := range int(s.n) {
 			if n == len(buf) {
-				return n, 0, false
+				full = true
+				break
 			}
-			f := s.shards[(start+k)%int(s.n)]
+			i := (start + k) % int(s.n)
+			f := s.shards[i]
 			f.mu.Lock()
 			m, w := f.takeLocked(buf[n:min(n+quota, len(buf))], now)
 			if !f.closed || f.q.Len() > 0 {
@@ -274,6 +277,9 @@ func (s *Sharded[T]) tryTake(buf []aqm.Packet[T]) (n int, wait time.Duration, cl
 			}
 			f.mu.Unlock()
 			n += m
+			if m > 0 {
+				last = i
+			}
 			if m == quota {
 				progress = true
 			}
@@ -282,9 +288,19 @@ func (s *Sharded[T]) tryTake(buf []aqm.Packet[T]) (n int, wait time.Duration, cl
 			}
 		}
 		if !progress || wait > 0 {
-			return n, wait, closedEmpty && n == 0 && wait == 0
+			break
 		}
 	}
+	// The next look starts after the last shard that gave a packet, so
+	// that the shard served first takes turns however many looks find
+	// nothing.
+	if last >= 0 {
+		s.next.Store(uint32((last + 1) % int(s.n)))
+	}
+	if n == len(buf) {
+		wait = 0
+	}
+	return n, wait, closedEmpty && n == 0 && wait == 0
 }
 
 // DequeueBatch is the round-robin, blocking consumer: [Front.DequeueBatch]
