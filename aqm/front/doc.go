@@ -72,7 +72,11 @@
 // The front reads its [clock.Clock] once per Enqueue, per EnqueueBatch, and
 // per look of the consumer at the queue (so once per batch), never once per
 // packet, and always under its lock, so the queue sees instants that never
-// go backwards. The clock must be safe for concurrent use ([clock.Mono] and
+// go backwards. The token bucket follows the time policy of package aqm:
+// a reading that goes backwards earns no credit and re-anchors the bucket,
+// so one reading far in the future costs nothing once time is normal again;
+// a long idle gap fills the bucket in closed form. The clock must be safe
+// for concurrent use ([clock.Mono] and
 // [clock.Coarse] are; [clock.Manual] is only for single-goroutine tests).
 //
 // With a [clock.Coarse] clock (the default when New gets a nil clock)

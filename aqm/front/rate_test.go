@@ -202,8 +202,8 @@ func TestLongRunRateChanging(t *testing.T) {
 }
 
 // TestBackwardTime protects time going backwards: it earns no credit, the
-// wait never becomes negative, and credit counts from the latest instant
-// seen.
+// wait never becomes negative, and credit counts again from the earlier
+// reading (the bucket's last refill is re-anchored to it).
 func TestBackwardTime(t *testing.T) {
 	clk := clock.NewManual(clock.Epoch.Add(time.Hour))
 	f := newFront(t, newFIFO(t, aqm.FIFOConfig{LimitPackets: 10}, nil), clk, front.Config{Rate: 8 * aqm.Mbit, BurstBytes: 1})
@@ -214,14 +214,38 @@ func TestBackwardTime(t *testing.T) {
 	buf := make([]aqm.Packet[uint64], 1)
 	n, _ := f.TryDequeueBatch(buf)
 	require.Equal(t, 1, n)
-	clk.Set(now - aqm.Time(time.Minute))
+	back := now - aqm.Time(time.Minute)
+	clk.Set(back)
 	n, wait := f.TryDequeueBatch(buf)
 	require.Zero(t, n)
 	require.Equal(t, 999*time.Microsecond, wait, "no credit earned going backwards")
-	clk.Set(now.Add(999 * time.Microsecond))
+	clk.Set(back.Add(998 * time.Microsecond))
 	n, wait = f.TryDequeueBatch(buf)
-	require.Equal(t, 1, n, "credit counts from the latest instant seen")
+	require.Zero(t, n)
+	require.Equal(t, time.Microsecond, wait, "credit counts from the re-anchored reading")
+	clk.Set(back.Add(999 * time.Microsecond))
+	n, wait = f.TryDequeueBatch(buf)
+	require.Equal(t, 1, n)
 	require.Zero(t, wait)
+}
+
+// TestFarFutureGlitch protects the time policy: after one reading far in
+// the future, a shaped front at normal time releases a backlog at its rate
+// again at once (before re-anchoring, its bucket earned nothing until the
+// clock caught up with the glitch: 0 bytes in the second below).
+func TestFarFutureGlitch(t *testing.T) {
+	clk := clock.NewManual(0)
+	f := newFront(t, newFIFO(t, aqm.FIFOConfig{LimitPackets: 1000}, nil), clk, front.Config{Rate: 8 * aqm.Mbit})
+	size := func() uint32 { return 1000 }
+	next := func() time.Duration { return time.Millisecond }
+	drain(t, f, clk, 100*time.Millisecond, size, next, nil)
+	normal := clk.Now()
+	clk.Set(normal.Add(1 << 62))
+	buf := make([]aqm.Packet[uint64], 64)
+	f.TryDequeueBatch(buf) // the glitch: one reading 146 years ahead
+	clk.Set(normal.Add(time.Millisecond))
+	got := drain(t, f, clk, time.Second, size, next, nil)
+	require.InEpsilon(t, 1e6, float64(got), 0.01, "8 Mbit/s for 1 s is 1 MB")
 }
 
 // TestRunRateVirtual protects Run's timing in virtual time (testing/synctest,

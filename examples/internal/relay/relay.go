@@ -68,7 +68,7 @@ type Relay struct {
 	received, forwarded, refused, dropped, noBuffer, sendErrs atomic.Uint64
 }
 
-// New opens the sockets and builds the queue and shaper. Call Run to start
+// New opens the sockets and builds the queue and its shaped front. Call Run to start
 // relaying.
 func New(cfg Config) (*Relay, error) {
 	laddr, err := net.ResolveUDPAddr("udp4", cfg.Listen)
