@@ -492,8 +492,9 @@ func (f *Front[T]) Closed() bool {
 // Flush takes every queued packet out now, ignoring the rate, and hands each
 // to drop (with [aqm.DroppedOverlimit]) unless the queue itself drops it on
 // the way out, in which case the queue's DropFunc gets it as usual; so every
-// packet still leaves exactly once. It returns how many drop received. drop
-// runs under the front's lock and must not call the front; pass the same
+// packet still leaves exactly once. It returns how many drop received (a
+// nil drop discards them). drop runs under the front's lock and must not
+// call the front; pass the same
 // function you gave the queue, to release buffers in one place. Flush after
 // Close is the "discard" shutdown; the queue's Stats count flushed packets
 // as dequeued, and [Detail.Flushed] counts them apart.

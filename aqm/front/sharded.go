@@ -40,16 +40,17 @@ import (
 //
 // All methods are safe for concurrent use.
 type Sharded[T any] struct {
-	shards []*Front[T]
-	shared *sharedRate
-	clk    clock.Clock
-	coarse *clock.Coarse
-	key    uint64
-	n      uint64
-	next   atomic.Uint32 // the round-robin start
-	ready  chan struct{}
-	done   chan struct{}
-	closed atomic.Bool
+	shards    []*Front[T]
+	shared    *sharedRate
+	clk       clock.Clock
+	coarse    *clock.Coarse
+	key       uint64
+	n         uint64
+	next      atomic.Uint32 // the round-robin start
+	ready     chan struct{}
+	done      chan struct{}
+	closed    atomic.Bool
+	closeOnce sync.Once
 	// scratch holds the per-shard runs of EnqueueBatch; they are handed
 	// to the queues' burst paths, so they cannot live on the stack.
 	scratch sync.Pool
@@ -311,11 +312,14 @@ func (s *Sharded[T]) DequeueBatch(ctx context.Context, buf []aqm.Packet[T]) (int
 		return 0, nil
 	}
 	for {
+		// Loaded before the look: once it is true, every shard was closed
+		// before the look, so closedEmpty is final; while it is false,
+		// the wait below includes done, which Close closes after it.
+		closed := s.closed.Load()
 		n, wait, closedEmpty := s.tryTake(buf)
 		if n > 0 {
 			return n, nil
 		}
-		closed := s.closed.Load()
 		if closed && closedEmpty {
 			return 0, ErrClosed
 		}
@@ -348,13 +352,13 @@ func (s *Sharded[T]) Run(ctx context.Context, send func([]aqm.Packet[T])) error 
 // Close closes every shard (see [Front.Close]) and wakes the round-robin
 // consumer. It is idempotent.
 func (s *Sharded[T]) Close() {
-	if s.closed.Swap(true) {
-		return
-	}
-	for _, f := range s.shards {
-		f.Close()
-	}
-	close(s.done)
+	s.closeOnce.Do(func() {
+		for _, f := range s.shards {
+			f.Close()
+		}
+		s.closed.Store(true)
+		close(s.done)
+	})
 }
 
 // Flush flushes every shard (see [Front.Flush]) and returns the total.
