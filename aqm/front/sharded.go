@@ -154,7 +154,8 @@ func (s *Sharded[T]) EnqueueBatch(ps []aqm.Packet[T], vs []aqm.Verdict) (int, er
 		count  [MaxShards + 1]uint16
 		acc    int
 		now    aqm.Time
-		timed  bool
+		timed  bool // now was read
+		fresh  bool // now was refreshed
 		closed bool
 	)
 	if n == 0 {
@@ -202,10 +203,13 @@ func (s *Sharded[T]) EnqueueBatch(ps []aqm.Packet[T], vs []aqm.Verdict) (int, er
 				closed = true
 				f.mu.Unlock()
 			} else {
+				// One clock reading per call; it is refreshed (once) if
+				// any shard it lands in was empty, as Front.Enqueue does.
 				wasEmpty := f.q.Len() == 0
-				if !timed || wasEmpty {
+				if !timed || wasEmpty && !fresh {
 					now = s.read(wasEmpty)
 					timed = true
+					fresh = wasEmpty
 				}
 				if f.bq != nil {
 					acc += f.bq.EnqueueBatch(pkts[:len(run)], vts[:len(run)], now)
