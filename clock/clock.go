@@ -4,10 +4,14 @@
 // package holds the clocks a caller reads instead, and [Wrap], which binds a
 // queue to a clock for callers who would rather not pass time around.
 //
-//   - [Mono] reads the runtime's monotonic clock; it never returns zero.
+//   - [Mono] reads the runtime's monotonic clock; it never returns zero, and
+//     every Mono in the process reads the same instant at the same moment.
+//   - [Coarse] caches the reading of another clock in one atomic word, so
+//     that many goroutines read the time for about a nanosecond, at the
+//     resolution of its refreshes.
 //   - [Manual] is set and advanced by hand, for tests and simulation.
-//   - [Cached] remembers one reading until refreshed, for loops that handle
-//     a batch of packets at one instant.
+//   - [Cached] remembers one reading until refreshed, for a single goroutine
+//     that handles a batch of packets at one instant.
 //
 // # Differences and decisions
 //
@@ -17,14 +21,17 @@
 // time.Time, so that one reading costs a subtraction after the runtime's
 // own clock read. A time.Now call costs tens of nanoseconds on a virtual
 // machine, as much as a whole AQM decision, so hot loops should read a clock
-// once per batch ([Cached]), not once per packet.
+// once per batch ([Cached]), and many concurrent producers should share one
+// [Coarse] clock refreshed by the consumer or a ticker.
 //
 // # Concurrency
 //
-// Mono is safe for concurrent use. Manual and Cached are not.
+// Mono and Coarse are safe for concurrent use. Manual and Cached are not.
 package clock
 
 import (
+	"context"
+	"sync/atomic"
 	"time"
 
 	"github.com/aqmkit/aqmkit/aqm"
@@ -42,23 +49,123 @@ type Func func() aqm.Time
 // Now calls f.
 func (f Func) Now() aqm.Time { return f() }
 
-// Epoch is the first reading of a [Mono] clock created by [NewMono] and the
-// initial reading of a [Manual] clock: one second, so that zero (unset) and
-// small negative differences never look like real instants.
+// Epoch is the reading of [Mono] clocks when the process started (when
+// package clock was initialised) and the initial reading of a [Manual]
+// clock: one second, so that zero (unset) and small negative differences
+// never look like real instants.
 const Epoch = aqm.Time(time.Second)
 
-// Mono reads the runtime's monotonic clock. Its readings are nanoseconds since
-// the clock was created, plus [Epoch]. The zero Mono is not valid; use
-// [NewMono].
-type Mono struct {
-	base time.Time
+// processStart is the instant every Mono counts from.
+var processStart = time.Now()
+
+// Mono reads the runtime's monotonic clock. Its readings are nanoseconds
+// since the process started, plus [Epoch], so every Mono (and every
+// goroutine) reads the same instant at the same moment, and readings taken
+// by different components can be compared and subtracted. [ToTime] and
+// [FromTime] convert them to and from time.Time. The zero Mono is ready to
+// use.
+//
+// Inside a testing/synctest bubble, whose fake time starts in the year 2000,
+// Mono readings are meaningless (the bubble's clock is behind the process
+// start); use a clock that counts from an instant taken inside the bubble,
+// such as [Since].
+type Mono struct{}
+
+// NewMono returns a monotonic clock. All Mono clocks are equivalent.
+func NewMono() *Mono { return &Mono{} }
+
+// Now returns the time since the process started, plus Epoch.
+func (*Mono) Now() aqm.Time { return Epoch + aqm.Time(time.Since(processStart)) }
+
+// ToTime returns the time.Time of a [Mono] reading. The result carries a
+// monotonic reading, so subtracting it from time.Now() is exact.
+func ToTime(t aqm.Time) time.Time { return processStart.Add(time.Duration(t - Epoch)) }
+
+// FromTime returns the [Mono] reading of a time.Time: the instant it
+// denotes, measured on the monotonic clock when tt carries a monotonic
+// reading (as time.Now's results do) and on the wall clock otherwise. An
+// instant before the process started gives a reading below Epoch, possibly
+// zero or negative; queues treat such readings as any time that goes
+// backwards.
+func FromTime(tt time.Time) aqm.Time { return Epoch + aqm.Time(tt.Sub(processStart)) }
+
+// Since returns a clock that reads Epoch at start and counts time.Since
+// from it. Unlike [Mono], its readings are relative to start; it suits
+// testing/synctest bubbles (pass time.Now() taken inside the bubble).
+func Since(start time.Time) Clock {
+	return Func(func() aqm.Time { return Epoch + aqm.Time(time.Since(start)) })
 }
 
-// NewMono returns a monotonic clock that reads Epoch now.
-func NewMono() *Mono { return &Mono{base: time.Now()} }
+// Coarse is a clock for many concurrent readers: it holds the last reading
+// of a source clock in one atomic word, so [Coarse.Now] costs about a
+// nanosecond (one atomic load) against tens of nanoseconds for a real clock
+// read on a virtual machine. It is the user-space analogue of Linux's
+// CLOCK_MONOTONIC_COARSE.
+//
+// Its resolution is the interval between refreshes: Now lags the source by
+// at most that much. Refresh it from the goroutine that matters most (a
+// front's consumer refreshes it on every batch and a producer that finds
+// the queue empty refreshes it, see package aqm/front), from a ticker with
+// [Coarse.Run], or both. A stale reading makes a packet look older than it
+// is, so an AQM that judges sojourn times sees them too long by up to the
+// lag: keep the lag well below the AQM's target (CoDel's 5 ms).
+//
+// Readings never go backwards, even when several goroutines refresh at
+// once. A Coarse is safe for concurrent use.
+type Coarse struct {
+	t   atomic.Int64
+	src Clock
+}
 
-// Now returns the time since the clock was created, plus Epoch.
-func (m *Mono) Now() aqm.Time { return Epoch + aqm.Time(time.Since(m.base)) }
+// NewCoarse returns a coarse clock over src (nil means [Mono]), already
+// refreshed once.
+func NewCoarse(src Clock) *Coarse {
+	if src == nil {
+		src = &Mono{}
+	}
+	c := &Coarse{src: src}
+	c.Refresh()
+	return c
+}
+
+// Now returns the last refreshed reading.
+func (c *Coarse) Now() aqm.Time { return aqm.Time(c.t.Load()) }
+
+// Refresh reads the source and publishes its reading, unless another
+// goroutine has meanwhile published a later one; it returns the reading now
+// published.
+func (c *Coarse) Refresh() aqm.Time {
+	now := int64(c.src.Now())
+	for {
+		old := c.t.Load()
+		if now <= old {
+			return aqm.Time(old)
+		}
+		if c.t.CompareAndSwap(old, now) {
+			return aqm.Time(now)
+		}
+	}
+}
+
+// Run refreshes c every interval until ctx ends, then returns ctx's error.
+// It is the ticker that bounds the clock's lag by interval when no consumer
+// refreshes it; run it in a goroutine of your own. A non-positive interval
+// means 100µs.
+func (c *Coarse) Run(ctx context.Context, interval time.Duration) error {
+	if interval <= 0 {
+		interval = 100 * time.Microsecond
+	}
+	t := time.NewTicker(interval)
+	defer t.Stop()
+	for {
+		select {
+		case <-ctx.Done():
+			return ctx.Err()
+		case <-t.C:
+			c.Refresh()
+		}
+	}
+}
 
 // Manual is a clock moved only by its owner: for tests, examples and
 // simulation. The zero Manual reads Epoch. It is not safe for concurrent use.
@@ -90,8 +197,10 @@ func (m *Manual) Advance(d time.Duration) aqm.Time {
 
 // Cached holds one reading of another clock until [Cached.Refresh]: a caller
 // handling a batch of packets reads the real clock once and hands the same
-// instant to every Enqueue and Dequeue of the batch. It is not safe for
-// concurrent use.
+// instant to every Enqueue and Dequeue of the batch. It belongs to one
+// goroutine: it is not safe for concurrent use (a plain field, no atomics),
+// and several goroutines that want to share a cached reading should use
+// [Coarse] instead.
 type Cached struct {
 	src Clock
 	t   aqm.Time

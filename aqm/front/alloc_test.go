@@ -14,71 +14,57 @@ import (
 var (
 	sinkVerdict aqm.Verdict
 	sinkPacket  aqm.Packet[uint64]
-	sinkOK      bool
 	sinkErr     error
 	sinkN       int
 )
 
 // TestAllocs protects the per-packet paths from allocating: Enqueue,
-// TryDequeue, Dequeue and DequeueBatch when a packet is ready.
+// EnqueueBatch, Dequeue, DequeueBatch and TryDequeueBatch, with and without
+// a rate, on a front and on a sharded front.
 func TestAllocs(t *testing.T) {
-	f := front.New[uint64](newFIFO(t, aqm.FIFOConfig{}, nil), clock.NewMono())
 	ctx := context.Background()
-	buf := make([]aqm.Packet[uint64], 4)
-	t.Run("Enqueue+TryDequeue", func(t *testing.T) {
-		require.Zero(t, testing.AllocsPerRun(1000, func() {
-			sinkVerdict = f.Enqueue(aqm.Packet[uint64]{Meta: aqm.Meta{Size: 100}})
-			sinkPacket, sinkOK = f.TryDequeue()
-		}))
-	})
-	t.Run("Enqueue+Dequeue", func(t *testing.T) {
-		require.Zero(t, testing.AllocsPerRun(1000, func() {
-			sinkVerdict = f.Enqueue(aqm.Packet[uint64]{Meta: aqm.Meta{Size: 100}})
-			sinkPacket, sinkErr = f.Dequeue(ctx)
-		}))
-	})
-	t.Run("Enqueue+DequeueBatch", func(t *testing.T) {
-		require.Zero(t, testing.AllocsPerRun(1000, func() {
-			sinkVerdict = f.Enqueue(aqm.Packet[uint64]{Meta: aqm.Meta{Size: 100}})
-			sinkN, sinkErr = f.DequeueBatch(ctx, buf)
-		}))
-	})
+	ps := make([]aqm.Packet[uint64], 32)
+	for i := range ps {
+		ps[i] = pkt(uint64(i), 100)
+		ps[i].Hash = uint32(i) * 0x9e3779b1
+	}
+	vs := make([]aqm.Verdict, 32)
+	buf := make([]aqm.Packet[uint64], 32)
+	for _, rate := range []aqm.Rate{0, 100 * aqm.Gbit} {
+		f := newFront(t, newFIFO(t, aqm.FIFOConfig{}, nil), nil, front.Config{Rate: rate})
+		t.Run("Front/"+rate.String(), func(t *testing.T) {
+			require.Zero(t, testing.AllocsPerRun(1000, func() {
+				sinkVerdict, sinkErr = f.Enqueue(pkt(0, 100))
+				sinkPacket, sinkErr = f.Dequeue(ctx)
+				sinkN, sinkErr = f.EnqueueBatch(ps, vs)
+				sinkN, sinkErr = f.DequeueBatch(ctx, buf)
+				sinkN, _ = f.TryDequeueBatch(buf)
+			}))
+		})
+		s, err := front.NewSharded(func(int) (aqm.Queue[uint64], error) {
+			return aqm.NewFIFO[uint64](aqm.FIFOConfig{}, nil)
+		}, nil, front.ShardedConfig{Shards: 4, Config: front.Config{Rate: rate}})
+		require.NoError(t, err)
+		t.Run("Sharded/"+rate.String(), func(t *testing.T) {
+			require.Zero(t, testing.AllocsPerRun(1000, func() {
+				sinkVerdict, sinkErr = s.Enqueue(pkt(0, 100))
+				sinkN, sinkErr = s.EnqueueBatch(ps, vs)
+				sinkN, sinkErr = s.DequeueBatch(ctx, buf)
+				sinkN, _ = s.TryDequeueBatch(buf)
+			}))
+		})
+	}
 }
 
 // BenchmarkEnqueueDequeue measures one packet through the front uncontended:
 // two lock round trips and two clock reads.
 func BenchmarkEnqueueDequeue(b *testing.B) {
 	q, _ := aqm.NewFIFO[uint64](aqm.FIFOConfig{}, nil)
-	f := front.New[uint64](q, clock.NewMono())
+	f, _ := front.New[uint64](q, clock.NewCoarse(nil), front.Config{})
+	ctx := context.Background()
 	b.ReportAllocs()
 	for b.Loop() {
-		f.Enqueue(aqm.Packet[uint64]{Meta: aqm.Meta{Size: 100}})
-		sinkPacket, sinkOK = f.TryDequeue()
+		sinkVerdict, sinkErr = f.Enqueue(pkt(0, 100))
+		sinkPacket, sinkErr = f.Dequeue(ctx)
 	}
-}
-
-// BenchmarkParallelEnqueue measures contended Enqueue from all Ps with one
-// consumer draining in batches.
-func BenchmarkParallelEnqueue(b *testing.B) {
-	q, _ := aqm.NewFIFO[uint64](aqm.FIFOConfig{LimitPackets: 4096}, nil)
-	f := front.New[uint64](q, clock.NewMono())
-	ctx, cancel := context.WithCancel(context.Background())
-	done := make(chan struct{})
-	go func() {
-		defer close(done)
-		buf := make([]aqm.Packet[uint64], 64)
-		for {
-			if _, err := f.DequeueBatch(ctx, buf); err != nil {
-				return
-			}
-		}
-	}()
-	b.ReportAllocs()
-	b.RunParallel(func(pb *testing.PB) {
-		for pb.Next() {
-			f.Enqueue(aqm.Packet[uint64]{Meta: aqm.Meta{Size: 100}})
-		}
-	})
-	cancel()
-	<-done
 }

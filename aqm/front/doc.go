@@ -1,39 +1,127 @@
-// Package front makes an [aqm.Queue] safe for many producers and one
-// consumer: producers call [Front.Enqueue] from any goroutine, and the
-// consumer blocks in [Front.Dequeue] until a packet is ready, its context
-// ends, or the front is closed.
+// Package front puts an [aqm.Queue] on a real packet path: producers on any
+// goroutine, one consumer that blocks until a packet may leave, an optional
+// rate at which packets leave, a clean shutdown, and counters an exporter can
+// read at any time.
 //
-// # Design
+//	q, _ := fq.NewCoDel(fq.CoDelConfig{}, onDrop)
+//	f, _ := front.New(q, nil, front.Config{Rate: 95 * aqm.Mbit})
+//	go f.Run(ctx, func(ps []aqm.Packet[Buf]) { sendmmsg(ps) })
+//	v, err := f.Enqueue(p) // from any goroutine; err is ErrClosed after Close
 //
-// One mutex guards the queue; each call takes it once and reads the clock
-// once, under the lock, so the queue sees instants that never go backwards.
-// A blocked consumer waits on a one-slot channel that producers fill, without
-// blocking, when they add to an empty queue; it re-checks the queue under the
-// lock after every wake-up, so no arrival is lost between its check and its
-// wait. The front starts no goroutines and holds no timers: a consumer
-// blocked in Dequeue is the only goroutine it can hold, and cancelling its
-// context or calling [Front.Close] releases it.
+// A [Front] is one queue behind one lock, the user-space counterpart of a
+// Linux qdisc with tbf or CAKE's shaper in front of it. A [Sharded] front
+// spreads flows over several such fronts, as Linux's mq runs one qdisc per
+// transmit queue, for producers on many cores.
 //
-// # Differences from a channel
+// # Producers
 //
-// A buffered channel is a drop-tail FIFO without sojourn times. A Front
-// keeps the queue's policy (CoDel's dequeue drops, FQ's flow isolation) and
-// its counters, and lets the consumer take a batch at one clock reading with
-// [Front.DequeueBatch]. Unlike a channel it has no Close-then-panic: Enqueue
-// after [Front.Close] is refused with a verdict.
+// [Front.Enqueue] takes one packet, [Front.EnqueueBatch] a burst (a TUN
+// read of up to 128 packets, a recvmmsg): one lock and one clock reading
+// per call, the queue's own burst path when it has one ([aqm.BatchQueue]),
+// and exactly the outcome of the same packets enqueued one by one at that
+// instant. A producer that adds to an empty queue wakes the consumer.
+//
+// # Consumer
+//
+// [Front.DequeueBatch] blocks until a packet may leave, then takes as many as
+// may leave at that instant into the caller's buffer, under one lock and one
+// clock reading. [Front.Run] loops over it and hands each batch to a send
+// function, for senders that use sendmmsg or GSO. [Front.TryDequeueBatch] is
+// the non-blocking form for event loops: it says how long to wait when
+// nothing may leave yet. A packet is taken from the queue (Dequeue) only at
+// the moment it leaves, never staged in the front, so the AQM measures each
+// packet's sojourn up to its actual departure.
+//
+// # Rate
+//
+// With [Config.Rate] set, packets leave through a token bucket of depth
+// [Config.BurstBytes]. A packet may leave whenever the bucket is not in debt;
+// it then takes its whole size from the bucket, which may go negative. So
+// with rate r (bytes/s here), burst B and largest packet M, the bytes
+// released in any interval of length t are at most
+//
+//	B + M + r·t
+//
+// and a backlogged queue is drained at exactly r in the long run: credit is
+// kept in units of 1e-9 bit, in which r bits/s earns exactly r units per
+// nanosecond, so refill and wait are exact integer operations with no
+// rounding drift however long the run. A blocked consumer sleeps on one
+// reusable timer until the next departure; when the timer fires late, the
+// credit earned meanwhile (up to the burst) lets it catch up, so the
+// long-run rate does not depend on timer accuracy as long as the lateness
+// stays within the burst time. [Front.SetRate] changes the rate at runtime
+// without losing credit or debt.
+//
+//	Field       Default                       Unit    Reference
+//	Rate        0 = unlimited                 bit/s   tc tbf rate, CAKE bandwidth
+//	BurstBytes  rate × 2 ms, at least 3028    bytes   tc tbf burst
+//
+// # Shutdown
+//
+// [Front.Close] refuses new packets: Enqueue and EnqueueBatch then return
+// [ErrClosed] with the verdict [aqm.DroppedOverlimit] (a full queue returns
+// the same verdict and a nil error, so the two are told apart by the error,
+// while code that only checks Accepted keeps the refused packet either way).
+// Close wakes a blocked consumer, which goes on taking what was queued, at
+// the rate, and then gets ErrClosed (Run returns nil). To discard the rest
+// instead, call [Front.Flush] after Close: it hands every queued packet to a
+// DropFunc of your choice, typically the one you gave the queue.
 //
 // # Time
 //
-// The front reads its [clock.Clock] once per Enqueue, once per TryDequeue, and
-// once per attempt of a blocking Dequeue or DequeueBatch (so once per batch),
-// never once per packet inside the queue. The clock must be safe for
-// concurrent use ([clock.Mono] is); [clock.Manual] is not.
+// The front reads its [clock.Clock] once per Enqueue, per EnqueueBatch, and
+// per look of the consumer at the queue (so once per batch), never once per
+// packet, and always under its lock, so the queue sees instants that never
+// go backwards. The token bucket follows the time policy of package aqm:
+// a reading that goes backwards earns no credit and re-anchors the bucket,
+// so one reading far in the future costs nothing once time is normal again;
+// a long idle gap fills the bucket in closed form. The clock must be safe
+// for concurrent use ([clock.Mono] and
+// [clock.Coarse] are; [clock.Manual] is only for single-goroutine tests).
+//
+// With a [clock.Coarse] clock (the default when New gets a nil clock)
+// producers read the time in about a nanosecond instead of tens: the
+// consumer refreshes the clock on every look at the queue, and a producer
+// that finds the queue empty refreshes it too, because the consumer may
+// have slept. A packet's arrival stamp is then at most one consumer wake-up
+// interval old: with a rate, at most the transmission time of a packet or
+// two; without one, the time the consumer spends between batches. Run a
+// ticker ([clock.Coarse.Run]) to bound it further.
 //
 // # Concurrency
 //
 // All methods are safe for concurrent use. Several consumers are allowed and
 // each packet still goes to exactly one of them, but a front is meant for
-// one. The queue's DropFunc runs under the front's lock, inside Enqueue or
-// Dequeue of whichever goroutine triggered the drop; it must not call the
-// front.
+// one. The queue's DropFunc runs under the front's lock, inside whichever
+// call triggered the drop; it must not call the front.
+//
+// # Metrics
+//
+// [Front.Stats] is the queue's [aqm.Stats]; [Front.Detail] is the front's
+// own state (rate, credit, wake-ups, refusals after Close). [Front.Metrics]
+// lists both as [aqm.Metric]s from one snapshot taken under the lock, so a
+// *Front is an [aqm.MetricSource] that an exporter (package aqmexpvar) may
+// read from any goroutine.
+//
+// # Differences from Linux tbf, CAKE, gVisor and a channel
+//
+//   - A packet leaves when the bucket is not in debt and may overdraw it
+//     (gVisor tbf's rule), instead of waiting until the bucket holds its
+//     whole size (Linux tbf). An aqm.Queue has no peek, and this rule needs
+//     none: the wait is known before the next packet is dequeued. Linux
+//     instead dequeues the child's head packet and parks it in the shaper,
+//     where it waits uncounted by the AQM. The cost is at most one packet of
+//     extra burst.
+//   - No packet is too big: Linux tbf drops packets above its bucket size;
+//     here a huge packet is sent and its debt repaid (sizes above 1 GiB are
+//     charged as 1 GiB, to bound the arithmetic).
+//   - No peak rate (tbf peakrate/mtu) and no framing compensation (CAKE
+//     overhead/mpu/atm): count framing in [aqm.Packet.Size] yourself.
+//   - Rate zero means unlimited, as in CAKE.
+//   - The front starts no goroutines: the consumer is yours, and cancelling
+//     its context or closing the front releases it. gVisor's fifo starts one
+//     dispatcher goroutine per queue.
+//   - A buffered channel is a drop-tail FIFO without sojourn times and
+//     panics on a send after close; a front keeps the queue's policy and
+//     counters and refuses with [ErrClosed].
 package front

@@ -3,154 +3,621 @@ package front
 import (
 	"context"
 	"errors"
+	"iter"
+	"reflect"
 	"sync"
+	"sync/atomic"
+	"time"
 
 	"github.com/aqmkit/aqmkit/aqm"
 	"github.com/aqmkit/aqmkit/clock"
 )
 
-// ErrClosed is returned by the blocking dequeues once the front is closed and
-// its queue is empty.
+// ErrClosed is returned by Enqueue and EnqueueBatch after [Front.Close]
+// (with a refusing verdict, so that code that only checks
+// [aqm.Verdict.Accepted] keeps the packet), and by the blocking dequeues
+// once the front is closed and its queue is empty.
 var ErrClosed = errors.New("front: closed")
 
+// ErrNilQueue is returned by [New] and [NewSharded] for a nil queue.
+var ErrNilQueue = errors.New("front: the queue is nil")
+
+// RunBatch is the most packets [Front.Run] hands to its send function at
+// once: 64, enough that a 10 Gbit/s link with a 2 ms burst (about 1700
+// full-size frames) needs only a few dozen lock round trips per burst, small
+// enough that producers never wait long for the lock.
+const RunBatch = 64
+
 // Front serialises access to one [aqm.Queue] for concurrent producers and a
-// blocking consumer. Once a queue is given to [New], use it only through the
-// Front (or [Front.WithQueue]).
+// blocking consumer, and optionally releases the packets at a rate. Once a
+// queue is given to [New], use it only through the Front (or
+// [Front.WithQueue]).
+//
+// All methods are safe for concurrent use.
 type Front[T any] struct {
 	mu     sync.Mutex
 	q      aqm.Queue[T]
+	bq     aqm.BatchQueue[T] // q's burst path, or nil
 	clk    clock.Clock
+	coarse *clock.Coarse // clk, when it is a Coarse clock
+	cfg    Config        // as configured: BurstBytes zero when derived
+	b      bucket        // the rate, unless shared is set
+	shared *sharedRate   // the bucket of a Sharded front, or nil
 	closed bool
-	// ready holds at most one pending wake-up for a blocked consumer.
+
+	wakeups       uint64
+	refusedClosed aqm.Count
+	flushed       aqm.Count
+
+	// ready holds at most one pending wake-up for a blocked consumer: an
+	// arrival into an empty queue, a rate change, or a turn passed on.
 	ready chan struct{}
+	// notify is the ready channel of the Sharded front this front is a
+	// shard of, or nil.
+	notify chan struct{}
 	// done is closed by Close.
 	done chan struct{}
+	wt   waitTimer
 }
 
-// New returns a front over q that reads time from c (a nil c means a new
-// [clock.Mono]).
-func New[T any](q aqm.Queue[T], c clock.Clock) *Front[T] {
-	if c == nil {
-		c = clock.NewMono()
+// waitTimer is a reusable timer for blocked consumers: the consumer that
+// holds busy uses it; a second concurrent consumer makes its own.
+type waitTimer struct {
+	timer *time.Timer
+	busy  atomic.Bool
+}
+
+func (w *waitTimer) init() {
+	w.timer = time.NewTimer(time.Hour)
+	w.timer.Stop()
+}
+
+// sleep waits for a wake-up on ready, for wait if it is positive, for done,
+// or for the end of ctx (then it returns ctx's error).
+func (w *waitTimer) sleep(ctx context.Context, wait time.Duration, ready, done <-chan struct{}) error {
+	if wait <= 0 {
+		select {
+		case <-ready:
+		case <-done:
+		case <-ctx.Done():
+			return ctx.Err()
+		}
+		return nil
 	}
-	return &Front[T]{q: q, clk: c, ready: make(chan struct{}, 1), done: make(chan struct{})}
+	t := w.timer
+	owned := w.busy.CompareAndSwap(false, true)
+	if owned {
+		t.Reset(wait) // Go 1.23 timers: no drain needed
+	} else {
+		t = time.NewTimer(wait)
+	}
+	var err error
+	select {
+	case <-t.C:
+	case <-ready:
+	case <-done:
+	case <-ctx.Done():
+		err = ctx.Err()
+	}
+	t.Stop()
+	if owned {
+		w.busy.Store(false)
+	}
+	return err
+}
+
+// sharedRate is one token bucket shared by the shards of a Sharded front.
+// Lock order: a shard's mu, then this mu.
+type sharedRate struct {
+	mu  sync.Mutex
+	cfg Config
+	b   bucket
+}
+
+// Detail is a snapshot of the front's own state, beside the queue's
+// [aqm.Stats].
+type Detail struct {
+	// Rate is the current rate; zero means unlimited.
+	Rate aqm.Rate
+	// BurstBytes is the effective bucket depth in bytes.
+	BurstBytes int
+	// CreditBytes is the credit in the bucket at the last refill, in whole
+	// bytes (rounded down); negative while a sent packet's debt is being
+	// repaid.
+	CreditBytes int64
+	// Wakeups counts the consumer's looks at the queue: one lock and one
+	// clock reading each, whatever the number of packets taken.
+	Wakeups uint64
+	// Closed reports whether Close was called.
+	Closed bool
+	// RefusedClosed counts the packets Enqueue and EnqueueBatch refused
+	// because the front was closed; the queue never saw them.
+	RefusedClosed aqm.Count
+	// Flushed counts the packets [Front.Flush] took out of the queue (the
+	// queue's Stats count them as dequeued).
+	Flushed aqm.Count
+}
+
+// Metrics lists the Detail's values: rate_bits_per_second, burst_bytes,
+// credit_bytes (gauges), wakeups (counter), closed (gauge, 0 or 1), and
+// refused_closed and flushed in packets and bytes (counters).
+func (d Detail) Metrics() iter.Seq[aqm.Metric] {
+	return func(yield func(aqm.Metric) bool) {
+		closed := 0.0
+		if d.Closed {
+			closed = 1
+		}
+		ms := [...]aqm.Metric{
+			{Name: "rate_bits_per_second", Kind: aqm.Gauge, Value: float64(d.Rate)},
+			{Name: "burst_bytes", Kind: aqm.Gauge, Value: float64(d.BurstBytes)},
+			{Name: "credit_bytes", Kind: aqm.Gauge, Value: float64(d.CreditBytes)},
+			{Name: "wakeups", Kind: aqm.Counter, Value: float64(d.Wakeups)},
+			{Name: "closed", Kind: aqm.Gauge, Value: closed},
+			{Name: "refused_closed_packets", Kind: aqm.Counter, Value: float64(d.RefusedClosed.Packets)},
+			{Name: "refused_closed_bytes", Kind: aqm.Counter, Value: float64(d.RefusedClosed.Bytes)},
+			{Name: "flushed_packets", Kind: aqm.Counter, Value: float64(d.Flushed.Packets)},
+			{Name: "flushed_bytes", Kind: aqm.Counter, Value: float64(d.Flushed.Bytes)},
+		}
+		for _, m := range ms {
+			if !yield(m) {
+				return
+			}
+		}
+	}
+}
+
+// New returns a front over q that reads time from c and releases packets at
+// cfg's rate (none if cfg.Rate is zero); its bucket starts full. A nil c
+// means a new [clock.Coarse] over [clock.Mono], which the front refreshes
+// itself (see the package doc, Time). c must be safe for concurrent use.
+// New returns [ErrNilQueue] if q is nil and cfg's validation error if cfg is
+// invalid.
+func New[T any](q aqm.Queue[T], c clock.Clock, cfg Config) (*Front[T], error) {
+	if isNil(q) {
+		return nil, ErrNilQueue
+	}
+	if err := cfg.Validate(); err != nil {
+		return nil, err
+	}
+	if c == nil {
+		c = clock.NewCoarse(nil)
+	}
+	f := &Front[T]{q: q, clk: c, cfg: cfg, ready: make(chan struct{}, 1), done: make(chan struct{})}
+	f.bq, _ = q.(aqm.BatchQueue[T])
+	f.coarse, _ = c.(*clock.Coarse)
+	f.wt.init()
+	f.b.setRate(0, uint64(cfg.Rate), cfg.burstBytes())
+	f.b.credit = f.b.capacity
+	return f, nil
+}
+
+// isNil reports whether q is nil or a nil pointer in an interface.
+func isNil(q any) bool {
+	if q == nil {
+		return true
+	}
+	v := reflect.ValueOf(q)
+	switch v.Kind() {
+	case reflect.Pointer, reflect.Map, reflect.Slice, reflect.Func, reflect.Chan, reflect.Interface:
+		return v.IsNil()
+	}
+	return false
+}
+
+// read reads the clock; refresh asks a Coarse clock for a fresh reading.
+func (f *Front[T]) read(refresh bool) aqm.Time {
+	if f.coarse != nil {
+		if refresh {
+			return f.coarse.Refresh()
+		}
+		return f.coarse.Now()
+	}
+	return f.clk.Now()
 }
 
 // Enqueue offers p to the queue at the clock's current time, read once under
-// the lock, and wakes a blocked consumer if the queue was empty. After Close
-// it refuses every packet with [aqm.DroppedOverlimit] without offering it to
-// the queue (so the queue's counters do not see it).
-func (f *Front[T]) Enqueue(p aqm.Packet[T]) aqm.Verdict {
+// the lock, and wakes a blocked consumer if the queue was empty. After
+// [Front.Close] it refuses p with [aqm.DroppedOverlimit] and [ErrClosed]
+// without offering it to the queue; err is nil otherwise, and the verdict
+// is the queue's.
+func (f *Front[T]) Enqueue(p aqm.Packet[T]) (aqm.Verdict, error) {
 	f.mu.Lock()
 	if f.closed {
+		f.refusedClosed.Add(p.Size)
 		f.mu.Unlock()
-		return aqm.DroppedOverlimit
+		return aqm.DroppedOverlimit, ErrClosed
 	}
 	wasEmpty := f.q.Len() == 0
-	v := f.q.Enqueue(p, f.clk.Now())
+	v := f.q.Enqueue(p, f.read(wasEmpty))
 	f.mu.Unlock()
 	if wasEmpty && v.Accepted() {
 		f.signal()
 	}
-	return v
+	return v, nil
 }
 
+// EnqueueBatch offers ps[i] for i in [0, n), n = min(len(ps), len(vs)), under
+// one lock at one clock reading, with the queue's burst path when it has one
+// ([aqm.BatchQueue]), and writes each packet's verdict into vs[i]: exactly
+// what n calls of Enqueue at one instant would do. It returns how many were
+// accepted. After [Front.Close] it refuses all n with [aqm.DroppedOverlimit]
+// and returns 0 and [ErrClosed].
+func (f *Front[T]) EnqueueBatch(ps []aqm.Packet[T], vs []aqm.Verdict) (int, error) {
+	n := min(len(ps), len(vs))
+	f.mu.Lock()
+	if f.closed {
+		for i := range n {
+			f.refusedClosed.Add(ps[i].Size)
+			vs[i] = aqm.DroppedOverlimit
+		}
+		f.mu.Unlock()
+		return 0, ErrClosed
+	}
+	if n == 0 {
+		f.mu.Unlock()
+		return 0, nil
+	}
+	wasEmpty := f.q.Len() == 0
+	now := f.read(wasEmpty)
+	var acc int
+	if f.bq != nil {
+		acc = f.bq.EnqueueBatch(ps[:n], vs[:n], now)
+	} else {
+		acc = aqm.EnqueueLoop(f.q, ps[:n], vs[:n], now)
+	}
+	wake := wasEmpty && f.q.Len() > 0
+	f.mu.Unlock()
+	if wake {
+		f.signal()
+	}
+	return acc, nil
+}
+
+// signal leaves a wake-up for a blocked consumer without blocking.
 func (f *Front[T]) signal() {
 	select {
 	case f.ready <- struct{}{}:
 	default:
 	}
+	if f.notify != nil {
+		select {
+		case f.notify <- struct{}{}:
+		default:
+		}
+	}
 }
 
-// TryDequeue takes the next packet without blocking; ok is false if the
-// queue is empty (after any drops the queue made at dequeue time).
-func (f *Front[T]) TryDequeue() (p aqm.Packet[T], ok bool) {
+// bucketLocked returns the bucket that governs this front, locking the
+// shared one if there is one; unlock with unlockBucket.
+func (f *Front[T]) bucketLocked() *bucket {
+	if f.shared != nil {
+		f.shared.mu.Lock()
+		return &f.shared.b
+	}
+	return &f.b
+}
+
+func (f *Front[T]) unlockBucket() {
+	if f.shared != nil {
+		f.shared.mu.Unlock()
+	}
+}
+
+// takeLocked moves up to len(buf) packets that may leave at now into buf and
+// returns how many. wait is positive when it stopped because the rate
+// allows no more yet while packets wait (the time until it does), zero when
+// the queue ran empty or buf is full. The caller holds f.mu.
+func (f *Front[T]) takeLocked(buf []aqm.Packet[T], now aqm.Time) (n int, wait time.Duration) {
+	f.wakeups++
+	b := f.bucketLocked()
+	b.refill(now)
+	if b.rate == 0 {
+		f.unlockBucket()
+		if f.bq != nil {
+			return f.bq.DequeueBatch(buf, now), 0
+		}
+		return aqm.DequeueLoop(f.q, buf, now), 0
+	}
+	for n < len(buf) {
+		if !b.ready() {
+			if f.q.Len() > 0 {
+				wait = b.wait()
+			}
+			break
+		}
+		p, ok := f.q.Dequeue(now)
+		if !ok {
+			break
+		}
+		b.charge(p.Size)
+		buf[n] = p
+		n++
+	}
+	f.unlockBucket()
+	return n, wait
+}
+
+// takeOneLocked is takeLocked for one packet, without a slice that would
+// escape through the queue's interface.
+func (f *Front[T]) takeOneLocked(now aqm.Time) (p aqm.Packet[T], ok bool, wait time.Duration) {
+	f.wakeups++
+	b := f.bucketLocked()
+	b.refill(now)
+	if !b.ready() {
+		if f.q.Len() > 0 {
+			wait = b.wait()
+		}
+		f.unlockBucket()
+		return p, false, wait
+	}
+	p, ok = f.q.Dequeue(now)
+	if ok {
+		b.charge(p.Size)
+	}
+	f.unlockBucket()
+	return p, ok, 0
+}
+
+// tryTake is one look at the queue: take what may leave, report why it
+// stopped, and pass the turn on to another consumer if packets are left
+// that may leave now.
+func (f *Front[T]) tryTake(buf []aqm.Packet[T]) (n int, wait time.Duration, closed bool) {
 	f.mu.Lock()
-	p, ok = f.q.Dequeue(f.clk.Now())
-	more := ok && f.q.Len() > 0
+	n, wait = f.takeLocked(buf, f.read(true))
+	closed = f.closed
+	more := n > 0 && wait == 0 && f.q.Len() > 0
 	f.mu.Unlock()
 	if more {
-		f.signal() // pass the turn on to another consumer, if any
+		f.signal()
 	}
-	return p, ok
+	return n, wait, closed
 }
 
-// Dequeue takes the next packet, blocking until there is one. It returns
-// ctx's error if ctx ends first, and [ErrClosed] once the front is closed and
-// empty; packets queued before Close are still returned.
-func (f *Front[T]) Dequeue(ctx context.Context) (aqm.Packet[T], error) {
-	for {
-		p, ok := f.TryDequeue()
-		if ok {
-			return p, nil
-		}
-		if err := f.wait(ctx); err != nil {
-			return p, err
-		}
-	}
+// TryDequeueBatch is the non-blocking consumer, for event loops: it fills
+// buf with up to len(buf) packets that may leave now, under one lock at one
+// clock reading, and returns how many. When it returns fewer than len(buf),
+// wait says what to do next: positive, packets are queued and the rate
+// allows the next one after wait (call again then; oversleeping costs nothing while the lateness stays
+// within the burst, since credit keeps accruing); zero, the queue is empty
+// (wait for an Enqueue).
+//
+// Each packet comes from the queue's Dequeue at the moment it leaves, so an
+// AQM that decides at dequeue time (CoDel, PIE) judges its whole sojourn.
+func (f *Front[T]) TryDequeueBatch(buf []aqm.Packet[T]) (n int, wait time.Duration) {
+	n, wait, _ = f.tryTake(buf)
+	return n, wait
 }
 
-// DequeueBatch blocks like Dequeue until at least one packet is ready, then
-// fills buf with up to len(buf) packets taken under one lock at one clock
-// reading, and returns how many it took. It returns 0 and an error on the
-// same conditions as Dequeue; an empty buf returns 0 at once.
+// DequeueBatch blocks until at least one packet may leave, then fills buf
+// with up to len(buf) packets that may leave at that instant, under one lock
+// at one clock reading, and returns how many. With a rate set it sleeps
+// until the next departure the rate allows, on one reusable timer, and never
+// spins; an arrival into an empty queue, a rate change, Close or the end of
+// ctx wakes it. It returns 0 and ctx's error if ctx ends first, and 0 and
+// [ErrClosed] once the front is closed and its queue empty: packets queued
+// before Close are still returned, at the rate. An empty buf returns 0 at
+// once.
 func (f *Front[T]) DequeueBatch(ctx context.Context, buf []aqm.Packet[T]) (int, error) {
 	if len(buf) == 0 {
 		return 0, nil
 	}
 	for {
-		f.mu.Lock()
-		now := f.clk.Now()
-		n := 0
-		for n < len(buf) {
-			p, ok := f.q.Dequeue(now)
-			if !ok {
-				break
-			}
-			buf[n] = p
-			n++
-		}
-		more := n > 0 && f.q.Len() > 0
-		f.mu.Unlock()
-		if more {
-			f.signal()
-		}
+		n, wait, closed := f.tryTake(buf)
 		if n > 0 {
 			return n, nil
 		}
-		if err := f.wait(ctx); err != nil {
+		if closed && wait == 0 {
+			return 0, ErrClosed
+		}
+		if err := f.sleep(ctx, wait, closed); err != nil {
 			return 0, err
 		}
 	}
 }
 
-// wait blocks until a wake-up, returning an error if ctx ends or the front
-// is closed and empty first.
-func (f *Front[T]) wait(ctx context.Context) error {
-	select {
-	case <-f.ready:
-		return nil
-	case <-ctx.Done():
-		return ctx.Err()
-	case <-f.done:
+// Dequeue is DequeueBatch for one packet.
+func (f *Front[T]) Dequeue(ctx context.Context) (aqm.Packet[T], error) {
+	for {
 		f.mu.Lock()
-		empty := f.q.Len() == 0
+		p, ok, wait := f.takeOneLocked(f.read(true))
+		closed := f.closed
+		more := ok && f.q.Len() > 0
 		f.mu.Unlock()
-		if empty {
-			return ErrClosed
+		if more {
+			f.signal()
 		}
-		return nil
+		if ok {
+			return p, nil
+		}
+		if closed && wait == 0 {
+			return p, ErrClosed
+		}
+		if err := f.sleep(ctx, wait, closed); err != nil {
+			return p, err
+		}
 	}
 }
 
-// Close refuses further packets and wakes every blocked consumer; they drain
-// what is queued and then get [ErrClosed]. Close is idempotent.
+// sleep waits for a wake-up, for wait if it is positive, for Close unless
+// closed, or for the end of ctx (then it returns ctx's error).
+func (f *Front[T]) sleep(ctx context.Context, wait time.Duration, closed bool) error {
+	var done <-chan struct{}
+	if !closed {
+		done = f.done
+	}
+	return f.wt.sleep(ctx, wait, f.ready, done)
+}
+
+// Run hands the queue's packets to send, in batches of up to [RunBatch]
+// taken at one clock reading, at the configured rate, until ctx ends (it
+// returns ctx's error) or the front is closed and drained (it returns nil).
+// send runs outside the lock, so a slow send never blocks producers; it
+// must not keep the slice, which Run reuses, and may call Enqueue, SetRate
+// or Close. Packets still queued when ctx ends stay in the queue.
+func (f *Front[T]) Run(ctx context.Context, send func([]aqm.Packet[T])) error {
+	buf := make([]aqm.Packet[T], RunBatch)
+	for {
+		n, err := f.DequeueBatch(ctx, buf)
+		if err != nil {
+			if errors.Is(err, ErrClosed) {
+				return nil
+			}
+			return err
+		}
+		send(buf[:n])
+		clear(buf[:n]) // let the payloads go
+	}
+}
+
+// Close refuses further packets (Enqueue returns [ErrClosed]) and wakes
+// every blocked consumer. Consumers keep taking what is queued, at the
+// rate, and then get ErrClosed; to discard the rest instead, call
+// [Front.Flush] after Close. Close is idempotent.
 func (f *Front[T]) Close() {
 	f.mu.Lock()
-	defer f.mu.Unlock()
 	if !f.closed {
 		f.closed = true
 		close(f.done)
+	}
+	f.mu.Unlock()
+}
+
+// Closed reports whether Close was called.
+func (f *Front[T]) Closed() bool {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	return f.closed
+}
+
+// Flush takes every queued packet out now, ignoring the rate, and hands each
+// to drop (with [aqm.DroppedOverlimit]) unless the queue itself drops it on
+// the way out, in which case the queue's DropFunc gets it as usual; so every
+// packet still leaves exactly once. It returns how many drop received (a
+// nil drop discards them). drop runs under the front's lock and must not
+// call the front; pass the same
+// function you gave the queue, to release buffers in one place. Flush after
+// Close is the "discard" shutdown; the queue's Stats count flushed packets
+// as dequeued, and [Detail.Flushed] counts them apart.
+func (f *Front[T]) Flush(drop aqm.DropFunc[T]) int {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	now := f.read(true)
+	n := 0
+	for {
+		p, ok := f.q.Dequeue(now)
+		if !ok {
+			return n
+		}
+		n++
+		f.flushed.Add(p.Size)
+		if drop != nil {
+			drop(p, aqm.DroppedOverlimit)
+		}
+	}
+}
+
+// SetRate changes the rate at the clock's current time, from any goroutine,
+// as often as the link changes (an LTE or satellite rate controller may call
+// it tens of times a second). The credit earned up to now is settled at the
+// old rate; a debt left by the last packet is repaid at the new rate; a
+// default burst follows the new rate. A sleeping consumer wakes up to
+// recompute its wait. Queued packets are not touched. On a shard of a
+// [Sharded] front it changes the rate all shards share; prefer
+// [Sharded.SetRate], which also wakes the other shards' consumers.
+func (f *Front[T]) SetRate(r aqm.Rate) {
+	f.mu.Lock()
+	f.applyLocked(func(c *Config) { c.Rate = r })
+	f.mu.Unlock()
+	f.signal()
+}
+
+// Reconfigure validates cfg and applies its rate and burst at the clock's
+// current time, as SetRate does. On error nothing changes.
+func (f *Front[T]) Reconfigure(cfg Config) error {
+	if err := cfg.Validate(); err != nil {
+		return err
+	}
+	f.mu.Lock()
+	f.applyLocked(func(c *Config) { *c = cfg })
+	f.mu.Unlock()
+	f.signal()
+	return nil
+}
+
+// applyLocked changes the configuration with fn and settles the bucket.
+func (f *Front[T]) applyLocked(fn func(*Config)) {
+	now := f.read(true)
+	cfg := &f.cfg
+	if f.shared != nil {
+		f.shared.mu.Lock()
+		defer f.shared.mu.Unlock()
+		cfg = &f.shared.cfg
+	}
+	fn(cfg)
+	b := &f.b
+	if f.shared != nil {
+		b = &f.shared.b
+	}
+	b.setRate(now, uint64(cfg.Rate), cfg.burstBytes())
+}
+
+// Config returns the effective configuration: the current rate, and the
+// burst in use (the derived default when BurstBytes was zero). Pass a Config
+// with BurstBytes zero to Reconfigure to keep the burst following the rate.
+func (f *Front[T]) Config() Config {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	if f.shared != nil {
+		f.shared.mu.Lock()
+		defer f.shared.mu.Unlock()
+		return f.shared.cfg.withDefaults()
+	}
+	return f.cfg.withDefaults()
+}
+
+// Detail returns a snapshot of the front's own state.
+func (f *Front[T]) Detail() Detail {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	return f.detailLocked()
+}
+
+func (f *Front[T]) detailLocked() Detail {
+	b := f.bucketLocked()
+	d := Detail{
+		Rate:          aqm.Rate(b.rate),
+		BurstBytes:    int(b.capacity / unitsPerByte),
+		CreditBytes:   b.creditBytes(),
+		Wakeups:       f.wakeups,
+		Closed:        f.closed,
+		RefusedClosed: f.refusedClosed,
+		Flushed:       f.flushed,
+	}
+	f.unlockBucket()
+	return d
+}
+
+// Metrics lists the queue's [aqm.Stats] metrics followed by the front's
+// [Detail] metrics, from one snapshot taken under the front's lock, so it
+// is safe to call from any goroutine (an exporter's HTTP handler, say)
+// while producers and the consumer run. It makes a *Front an
+// [aqm.MetricSource].
+func (f *Front[T]) Metrics() iter.Seq[aqm.Metric] {
+	f.mu.Lock()
+	st, d := f.q.Stats(), f.detailLocked()
+	f.mu.Unlock()
+	return concat(st.Metrics(), d.Metrics())
+}
+
+func concat(seqs ...iter.Seq[aqm.Metric]) iter.Seq[aqm.Metric] {
+	return func(yield func(aqm.Metric) bool) {
+		for _, s := range seqs {
+			for m := range s {
+				if !yield(m) {
+					return
+				}
+			}
+		}
 	}
 }
 
@@ -183,7 +650,8 @@ func (f *Front[T]) Backlog() int {
 	return f.q.Backlog()
 }
 
-// Stats returns a snapshot of the queue's counters.
+// Stats returns a snapshot of the queue's counters. Dequeued counts the
+// packets the front released (and any it flushed).
 func (f *Front[T]) Stats() aqm.Stats {
 	f.mu.Lock()
 	defer f.mu.Unlock()

@@ -103,7 +103,9 @@ func NewAdmitter(next http.Handler, cfg AdmitConfig) (*Admitter, error) {
 	if err != nil {
 		return nil, err
 	}
-	a.f = front.New(q, a.clk)
+	if a.f, err = front.New(q, a.clk, front.Config{}); err != nil {
+		return nil, err
+	}
 	return a, nil
 }
 
@@ -160,7 +162,7 @@ func (a *Admitter) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		a.order = a.order[1:]
 	}
 	a.mu.Unlock()
-	if !a.f.Enqueue(aqm.Packet[uint64]{Payload: id, Meta: aqm.Meta{Size: 1}}).Accepted() {
+	if v, _ := a.f.Enqueue(aqm.Packet[uint64]{Payload: id, Meta: aqm.Meta{Size: 1}}); !v.Accepted() {
 		a.settle(id, false)
 	}
 	var admit bool
@@ -191,14 +193,8 @@ func (a *Admitter) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 // 503 to every request still waiting, and returns.
 func (a *Admitter) Run(ctx context.Context) {
 	defer func() {
-		a.f.Close()
-		for {
-			p, ok := a.f.TryDequeue()
-			if !ok {
-				break
-			}
-			a.settle(p.Payload, false)
-		}
+		a.f.Close() // later requests are refused at Enqueue
+		a.f.Flush(a.onDrop)
 	}()
 	for {
 		select {

@@ -18,6 +18,7 @@ package main
 
 import (
 	"context"
+	"errors"
 	"flag"
 	"fmt"
 	"io"
@@ -27,6 +28,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/aqmkit/aqmkit/aqm"
 	"github.com/aqmkit/aqmkit/examples/internal/aqmsel"
 	"github.com/aqmkit/aqmkit/examples/internal/relay"
 	"github.com/aqmkit/aqmkit/examples/internal/traffic"
@@ -36,6 +38,9 @@ func main() {
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt)
 	defer stop()
 	if _, err := run(ctx, os.Args[1:], os.Stdout); err != nil {
+		if errors.Is(err, flag.ErrHelp) {
+			return // -h: the usage is printed
+		}
 		fmt.Fprintln(os.Stderr, "l4sdemo:", err)
 		os.Exit(2)
 	}
@@ -62,11 +67,12 @@ func run(ctx context.Context, args []string, out io.Writer) ([]FlowResult, error
 	fs.SetOutput(out)
 	var (
 		name     = fs.String("aqm", "dualpi2", "queue: "+strings.Join(aqmsel.Names(), ", "))
-		rate     = fs.Uint64("rate", 8_000_000, "link `rate` in bits/s")
+		rate     = 8 * aqm.Mbit
 		l4s      = fs.Float64("l4s", 0.4, "L4S flow's rate as a `fraction` of the link")
 		classic  = fs.Float64("classic", 0.75, "Classic flow's rate as a `fraction` of the link")
-		duration = fs.Duration("duration", 3*time.Second, "how long the senders run")
+		duration = fs.Duration("duration", 3*time.Second, "how long the senders run, as a `duration` (for example 3s)")
 	)
+	fs.Var(&rate, "rate", "link `rate` in tc syntax (8mbit, 1.5gbit)")
 	if err := fs.Parse(args); err != nil {
 		return nil, err
 	}
@@ -76,7 +82,7 @@ func run(ctx context.Context, args []string, out io.Writer) ([]FlowResult, error
 	}
 	r, err := relay.New(relay.Config{
 		Listen: "127.0.0.1:0", Upstream: recv.Addr().String(), AQM: *name,
-		RateBitsPerSec: *rate, BurstBytes: 10 * packetBytes, LimitPackets: 1000,
+		Rate: rate, BurstBytes: 10 * packetBytes, LimitPackets: 1000,
 	})
 	if err != nil {
 		recv.Close()
@@ -87,7 +93,7 @@ func run(ctx context.Context, args []string, out io.Writer) ([]FlowResult, error
 	relayDone := make(chan error, 1)
 	go func() { relayDone <- r.Run(ctx) }()
 
-	pps := float64(*rate) / 8 / packetBytes
+	pps := rate.BytesPerSecond() / packetBytes
 	flows := []traffic.Flow{
 		{ID: flowL4S, PacketsPerSec: *l4s * pps, SizeBytes: packetBytes, TOS: 0x01}, // ECT(1)
 		{ID: flowClassic, PacketsPerSec: *classic * pps, SizeBytes: packetBytes},    // Not-ECT
@@ -108,8 +114,8 @@ func run(ctx context.Context, args []string, out io.Writer) ([]FlowResult, error
 		return nil, relayErr
 	}
 
-	fmt.Fprintf(out, "l4sdemo: %s at %d bit/s; L4S (ECT(1)) at %.0f%%, Classic (Not-ECT) at %.0f%% of it, for %v\n",
-		*name, *rate, 100**l4s, 100**classic, *duration)
+	fmt.Fprintf(out, "l4sdemo: %s at %v; L4S (ECT(1)) at %.0f%%, Classic (Not-ECT) at %.0f%% of it, for %v\n",
+		*name, rate, 100**l4s, 100**classic, *duration)
 	fmt.Fprintf(out, "%-8s %6s %6s %6s %6s %9s %9s\n", "flow", "sent", "recv", "lost", "CE", "p50", "p99")
 	half := start + *duration/2
 	var res []FlowResult

@@ -3,6 +3,7 @@ package main
 import (
 	"bytes"
 	"context"
+	"flag"
 	"net/netip"
 	"strings"
 	"sync"
@@ -32,7 +33,7 @@ func scenario(t *testing.T, aqmName string, d time.Duration) ([]traffic.Sample, 
 	go func() {
 		runErr <- run(ctx, []string{
 			"-listen", "127.0.0.1:0", "-upstream", recv.Addr().String(),
-			"-rate", "8M", "-burst", "50000", "-aqm", aqmName, "-limit", "200", "-stats", "500ms",
+			"-rate", "8mbit", "-burst", "50000", "-aqm", aqmName, "-limit", "200", "-stats", "500ms",
 		}, &out, func(a netip.AddrPort) { addrc <- a })
 	}()
 	var relayAddr netip.AddrPort
@@ -125,15 +126,22 @@ func TestEveryAQM(t *testing.T) {
 }
 
 // TestFlags protects the command line: a missing upstream, a bad rate and an
-// unknown AQM are errors, not panics.
+// unknown AQM are errors, not panics; rates take tc's syntax; and -h names
+// each flag's argument sensibly.
 func TestFlags(t *testing.T) {
 	var out bytes.Buffer
 	require.ErrorContains(t, run(t.Context(), nil, &out, nil), "-upstream is required")
-	require.ErrorContains(t, run(t.Context(), []string{"-upstream", "127.0.0.1:9", "-rate", "fast"}, &out, nil), "bad -rate")
+	err := run(t.Context(), []string{"-upstream", "127.0.0.1:9", "-rate", "fast"}, &out, nil)
+	require.ErrorContains(t, err, `invalid value "fast" for flag -rate`)
+	require.ErrorContains(t, err, "tc unit")
 	require.ErrorContains(t, run(t.Context(), []string{"-upstream", "127.0.0.1:9", "-aqm", "nope", "-listen", "127.0.0.1:0"}, &out, nil), "unknown AQM")
-	for in, want := range map[string]uint64{"0": 0, "64k": 64e3, "8M": 8e6, "1.5G": 1.5e9, "1000": 1000} {
-		got, err := parseRate(in)
-		require.NoError(t, err)
-		require.Equal(t, want, got, in)
-	}
+
+	out.Reset()
+	require.ErrorIs(t, run(t.Context(), []string{"-h"}, &out, nil), flag.ErrHelp)
+	help := out.String()
+	require.Contains(t, help, "-duration duration")
+	require.NotContains(t, help, "-duration long")
+	require.Contains(t, help, "-rate rate")
+	require.Contains(t, help, "tc syntax")
+	require.Contains(t, help, "(default 10mbit)")
 }

@@ -17,13 +17,16 @@ import (
 
 // Options are the settings shared by every algorithm.
 type Options struct {
-	// LimitPackets is the queue's packet limit; zero keeps the algorithm's
-	// default.
+	// LimitPackets is the queue's packet limit; zero sizes it for Rate
+	// (see New), or keeps the algorithm's default when Rate is zero too.
 	LimitPackets int
-	// RateBitsPerSec is the bottleneck rate, for algorithms that need it
-	// (RED's thresholds in time); zero keeps the default.
-	RateBitsPerSec uint64
-	// Seed seeds the algorithm's random decisions.
+	// Rate is the bottleneck rate: it sizes the limits, and RED needs it
+	// for its thresholds in time. Zero keeps the defaults, which suit
+	// 10 GbE and hold seconds of queue on a slow link.
+	Rate aqm.Rate
+	// Seed seeds the algorithm's hashing and random decisions. Zero (what
+	// the example programs use) draws a secret seed at random; a fixed
+	// seed is for reproducible tests.
 	Seed uint64
 }
 
@@ -37,7 +40,13 @@ var builders = map[string]builder{
 		return codel.New(codel.Config{LimitPackets: o.LimitPackets}, onDrop)
 	},
 	"fq-codel": func(o Options, onDrop aqm.DropFunc[uint32]) (aqm.Queue[uint32], error) {
-		return fq.NewCoDel(fq.CoDelConfig{LimitPackets: o.LimitPackets, Seed: o.Seed}, onDrop)
+		cfg := fq.CoDelConfig{LimitPackets: o.LimitPackets, Seed: o.Seed}
+		if o.Rate > 0 {
+			// The sizing of the link presets: four RTTs of buffer at the
+			// rate, in bytes of memory as well as in packets.
+			cfg.MemoryLimitBytes = o.Rate.BufferBytes(0)
+		}
+		return fq.NewCoDel(cfg, onDrop)
 	},
 	"sfq": func(o Options, onDrop aqm.DropFunc[uint32]) (aqm.Queue[uint32], error) {
 		return fq.NewSFQ(fq.SFQConfig{LimitPackets: o.LimitPackets, Seed: o.Seed}, onDrop)
@@ -50,8 +59,8 @@ var builders = map[string]builder{
 	},
 	"red": func(o Options, onDrop aqm.DropFunc[uint32]) (aqm.Queue[uint32], error) {
 		cfg := red.Config{LimitPackets: o.LimitPackets, Gentle: true, Adaptive: true, Seed: o.Seed}
-		if o.RateBitsPerSec > 0 {
-			cfg.LinkRate = aqm.Rate(min(o.RateBitsPerSec, uint64(red.MaxLinkRate)))
+		if o.Rate > 0 {
+			cfg.LinkRate = min(o.Rate, red.MaxLinkRate)
 		}
 		return red.New(cfg, onDrop)
 	},
@@ -69,10 +78,18 @@ func Names() []string {
 
 // New builds the queue called name. onDrop receives the packets the queue
 // drops after accepting them.
+//
+// With a Rate and no LimitPackets, the limit is o.Rate.BufferPackets(0):
+// four round trips of 100 ms at the rate, at least 64 KiB, the sizing every
+// algorithm's link preset uses, so that one unresponsive flow cannot build
+// seconds of queue.
 func New(name string, o Options, onDrop aqm.DropFunc[uint32]) (aqm.Queue[uint32], error) {
 	b, ok := builders[name]
 	if !ok {
 		return nil, fmt.Errorf("unknown AQM %q (have %s)", name, strings.Join(Names(), ", "))
+	}
+	if o.LimitPackets == 0 && o.Rate > 0 {
+		o.LimitPackets = o.Rate.BufferPackets(0)
 	}
 	return b(o, onDrop)
 }

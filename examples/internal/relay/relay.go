@@ -1,5 +1,6 @@
-// Package relay is a UDP relay through an AQM queue and a shaper: datagrams
-// that arrive on a local socket are queued, released at the shaped rate, and
+// Package relay is a UDP relay through an AQM queue behind a shaped front:
+// datagrams that arrive on a local socket are queued, released at the
+// shaped rate, and
 // forwarded to one upstream address with their ECN codepoint (CE if the AQM
 // marked them). It is the engine of the udpshaper and l4sdemo examples.
 //
@@ -19,8 +20,7 @@ import (
 	"sync/atomic"
 
 	"github.com/aqmkit/aqmkit/aqm"
-	"github.com/aqmkit/aqmkit/aqm/shaper"
-	"github.com/aqmkit/aqmkit/clock"
+	"github.com/aqmkit/aqmkit/aqm/front"
 	"github.com/aqmkit/aqmkit/examples/internal/aqmsel"
 	"github.com/aqmkit/aqmkit/examples/internal/ecnsock"
 )
@@ -32,14 +32,14 @@ const maxDatagram = 2048
 
 // Config configures a Relay.
 type Config struct {
-	Listen         string // local address, e.g. "127.0.0.1:0"
-	Upstream       string // where datagrams go
-	AQM            string // an aqmsel name
-	LimitPackets   int    // queue limit; zero: the algorithm's default
-	RateBitsPerSec uint64 // shaped rate; zero: unlimited
-	BurstBytes     int    // shaper burst; zero: the shaper's default
-	OverheadBytes  int    // added to each datagram's size for the rate
-	Seed           uint64
+	Listen        string   // local address, e.g. "127.0.0.1:0"
+	Upstream      string   // where datagrams go
+	AQM           string   // an aqmsel name
+	LimitPackets  int      // queue limit; zero: sized for Rate (see aqmsel.New)
+	Rate          aqm.Rate // shaped rate; zero: unlimited
+	BurstBytes    int      // shaper burst; zero: the front's default
+	OverheadBytes int      // added to each datagram's size for the rate
+	Seed          uint64   // zero (the default): a random secret seed
 }
 
 // Counters are the relay's own counts, beside the queue's Stats.
@@ -56,7 +56,7 @@ type Counters struct {
 type Relay struct {
 	in, out  *net.UDPConn
 	q        aqm.Queue[uint32]
-	s        *shaper.Shaper[uint32]
+	f        *front.Front[uint32]
 	bufs     [][]byte
 	lens     []int
 	free     chan uint32
@@ -68,7 +68,7 @@ type Relay struct {
 	received, forwarded, refused, dropped, noBuffer, sendErrs atomic.Uint64
 }
 
-// New opens the sockets and builds the queue and shaper. Call Run to start
+// New opens the sockets and builds the queue and its shaped front. Call Run to start
 // relaying.
 func New(cfg Config) (*Relay, error) {
 	laddr, err := net.ResolveUDPAddr("udp4", cfg.Listen)
@@ -84,22 +84,25 @@ func New(cfg Config) (*Relay, error) {
 		r.dropped.Add(1)
 		r.put(p.Payload)
 	}
-	r.q, err = aqmsel.New(cfg.AQM, aqmsel.Options{LimitPackets: cfg.LimitPackets, RateBitsPerSec: cfg.RateBitsPerSec, Seed: cfg.Seed}, onDrop)
+	r.q, err = aqmsel.New(cfg.AQM, aqmsel.Options{LimitPackets: cfg.LimitPackets, Rate: cfg.Rate, Seed: cfg.Seed}, onDrop)
 	if err != nil {
 		return nil, err
 	}
-	r.s, err = shaper.New(r.q, clock.NewMono(), shaper.Config{RateBitsPerSec: cfg.RateBitsPerSec, BurstBytes: cfg.BurstBytes})
+	r.f, err = front.New(r.q, nil, front.Config{Rate: cfg.Rate, BurstBytes: cfg.BurstBytes})
 	if err != nil {
 		return nil, err
 	}
-	// Buffers: one per queued packet, plus the batch the shaper's Run may
-	// hold (64) and the one being read. They are allocated on first use, so
-	// memory follows the deepest queue actually reached.
+	// Buffers: one per queued packet, plus the batch Run may hold
+	// (front.RunBatch) and the one being read. They are allocated on first
+	// use, so memory follows the deepest queue actually reached.
 	n := cfg.LimitPackets
+	if n == 0 && cfg.Rate > 0 {
+		n = cfg.Rate.BufferPackets(0) // what aqmsel sized the queue to
+	}
 	if n == 0 {
 		n = 16384 // above every algorithm's default limit
 	}
-	n += 128
+	n += front.RunBatch + 64
 	r.bufs = make([][]byte, n)
 	r.lens = make([]int, n)
 	r.free = make(chan uint32, n)
@@ -122,8 +125,8 @@ func New(cfg Config) (*Relay, error) {
 // Addr returns the address the relay listens on.
 func (r *Relay) Addr() netip.AddrPort { return r.in.LocalAddr().(*net.UDPAddr).AddrPort() }
 
-// Shaper returns the shaper, for SetRate and Detail.
-func (r *Relay) Shaper() *shaper.Shaper[uint32] { return r.s }
+// Front returns the shaped front, for SetRate, Detail and Metrics.
+func (r *Relay) Front() *front.Front[uint32] { return r.f }
 
 // Counters returns the relay's counts.
 func (r *Relay) Counters() Counters {
@@ -137,17 +140,18 @@ func (r *Relay) Counters() Counters {
 // the AQM's state.
 func (r *Relay) Report() string {
 	c := r.Counters()
-	st := r.s.Stats()
+	st := r.f.Stats()
 	var detail string
-	r.s.WithQueue(func(q aqm.Queue[uint32]) { detail = aqmsel.Detail(q) })
+	r.f.WithQueue(func(q aqm.Queue[uint32]) { detail = aqmsel.Detail(q) })
 	return fmt.Sprintf("rx=%d tx=%d refused=%d dropped=%d marked=%d nobuf=%d queue=%dp/%dB %s",
 		c.Received, c.Forwarded, c.Refused, c.Dropped, st.Marked.Packets, c.NoBuffer, st.Len, st.Backlog, detail)
 }
 
 func (r *Relay) put(i uint32) { r.free <- i } // never blocks: the channel holds every index
 
-// Run relays until ctx ends, then closes the sockets and returns once every
-// goroutine it started has finished.
+// Run relays until ctx ends, then closes the sockets and the front, returns
+// what is still queued to the buffer pool, and returns once every goroutine
+// it started has finished.
 func (r *Relay) Run(ctx context.Context) error {
 	ctx, cancel := context.WithCancel(ctx)
 	defer cancel()
@@ -160,9 +164,11 @@ func (r *Relay) Run(ctx context.Context) error {
 		defer cancel()
 		r.read()
 	})
-	err := r.s.Run(ctx, r.send)
+	err := r.f.Run(ctx, r.send)
 	cancel()
 	wg.Wait()
+	r.f.Close()
+	r.f.Flush(func(p aqm.Packet[uint32], _ aqm.Verdict) { r.put(p.Payload) })
 	r.out.Close()
 	if errors.Is(err, context.Canceled) || errors.Is(err, context.DeadlineExceeded) {
 		return nil
@@ -219,14 +225,20 @@ func (r *Relay) read() {
 		h.WriteByte(byte(from.Port()))
 		h.WriteByte(byte(from.Port() >> 8))
 		p := aqm.Packet[uint32]{Payload: i, Meta: aqm.Meta{Size: uint32(n + r.overhead), Hash: uint32(h.Sum64()), ECN: ecn}}
-		if !r.s.Enqueue(p).Accepted() {
+		if v, _ := r.f.Enqueue(p); !v.Accepted() {
 			r.refused.Add(1)
 			r.put(i)
 		}
 	}
 }
 
-func (r *Relay) send(p aqm.Packet[uint32]) {
+func (r *Relay) send(ps []aqm.Packet[uint32]) {
+	for _, p := range ps {
+		r.sendOne(p)
+	}
+}
+
+func (r *Relay) sendOne(p aqm.Packet[uint32]) {
 	i := p.Payload
 	if tos := byte(p.ECN); r.ecn && tos != r.tos {
 		if ecnsock.SetTOS(r.out, tos) == nil {

@@ -1,4 +1,4 @@
-package shaper
+package front
 
 import (
 	"time"
@@ -38,13 +38,16 @@ type bucket struct {
 }
 
 // refill adds the credit earned from last to now. Time that goes backwards
-// earns nothing and does not move last back.
+// earns nothing and re-anchors last to now (the time policy of package
+// aqm): after one reading far in the future, the next correct reading pulls
+// last back instead of leaving the bucket unable to earn until the clock
+// catches up.
 func (b *bucket) refill(now aqm.Time) {
-	if b.last == 0 {
+	if b.last == 0 || now < b.last {
 		b.last = now
 		return
 	}
-	if now <= b.last {
+	if now == b.last {
 		return
 	}
 	// now > last, so the difference is in [1, 2^64) even when the int64

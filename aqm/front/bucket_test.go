@@ -1,4 +1,4 @@
-package shaper
+package front
 
 import (
 	"math"
@@ -26,11 +26,11 @@ func newRef(rate uint64, burst int64) *refBucket {
 }
 
 func (r *refBucket) refill(now aqm.Time) {
-	if r.last == 0 {
+	if r.last == 0 || now < r.last { // backward: nothing earned, re-anchored
 		r.last = now
 		return
 	}
-	if now <= r.last {
+	if now == r.last {
 		return
 	}
 	el := new(big.Int).Sub(big.NewInt(int64(now)), big.NewInt(int64(r.last)))
