@@ -1,6 +1,7 @@
 package iphdr
 
 import (
+	"encoding/binary"
 	"testing"
 
 	"github.com/aqmkit/aqmkit/aqm"
@@ -31,20 +32,22 @@ var (
 )
 
 // The whole per-packet cost at a queue: parse and hash into Meta on
-// enqueue, then SetCE at dequeue. The ECN byte (and the IPv4 checksum) is
-// restored each time, so every SetCE does the full update.
+// enqueue, then SetCE at dequeue. The ECN byte and the IPv4 checksum word are
+// restored each time (the checksum with one 16-bit store, as SetCE writes
+// it, so that its next 16-bit load is forwarded from the store), so every SetCE does the full update.
 func BenchmarkParseHashSetCE(b *testing.B) {
 	h := NewHasherWithKey(1, 2)
 	for _, bp := range benchPackets() {
 		b.Run(bp.name, func(b *testing.B) {
 			p := bp.pkt
-			b1, c0, c1 := p[1], p[10], p[11]
+			b1, c := p[1], binary.BigEndian.Uint16(p[10:12])
 			b.ReportAllocs()
 			for b.Loop() {
 				m, _ := h.Meta(p)
 				sinkMeta = m
 				sinkErr = SetCE(p)
-				p[1], p[10], p[11] = b1, c0, c1
+				p[1] = b1
+				binary.BigEndian.PutUint16(p[10:12], c)
 			}
 		})
 	}
@@ -105,11 +108,12 @@ func BenchmarkSetCE(b *testing.B) {
 	for _, bp := range benchPackets()[:2] {
 		b.Run(bp.name, func(b *testing.B) {
 			p := bp.pkt
-			b1, c0, c1 := p[1], p[10], p[11]
+			b1, c := p[1], binary.BigEndian.Uint16(p[10:12])
 			b.ReportAllocs()
 			for b.Loop() {
 				sinkErr = SetCE(p)
-				p[1], p[10], p[11] = b1, c0, c1
+				p[1] = b1
+				binary.BigEndian.PutUint16(p[10:12], c)
 			}
 		})
 	}

@@ -1,6 +1,7 @@
 package iphdr
 
 import (
+	"encoding/binary"
 	"errors"
 
 	"github.com/aqmkit/aqmkit/aqm"
@@ -66,20 +67,35 @@ func DSCP(pkt []byte) (uint8, error) {
 // never does. Transport checksums do not cover the ECN field, so they stay
 // valid.
 func SetCE(pkt []byte) error {
+	if len(pkt) < 20 || pkt[0] != 0x45 || be16(pkt[2:4]) < 20 || int(be16(pkt[2:4])) > len(pkt) {
+		return setCESlow(pkt)
+	}
+	return setCE4(pkt)
+}
+
+// setCESlow is SetCE for every packet; SetCE inlines the check for IPv4
+// without options.
+func setCESlow(pkt []byte) error {
 	v6, _, _, err := check(pkt)
 	if err != nil {
 		return err
 	}
-	if v6 {
-		switch (pkt[1] >> 4) & 3 {
-		case 0:
-			return ErrNotECT
-		case 3:
-			return nil
-		}
-		pkt[1] |= 0x30
+	if !v6 {
+		return setCE4(pkt)
+	}
+	switch (pkt[1] >> 4) & 3 {
+	case 0:
+		return ErrNotECT
+	case 3:
 		return nil
 	}
+	pkt[1] |= 0x30
+	return nil
+}
+
+// setCE4 marks a checked IPv4 header.
+func setCE4(pkt []byte) error {
+	_ = pkt[11]
 	e := pkt[1] & 3
 	switch e {
 	case 0:
@@ -97,7 +113,7 @@ func SetCE(pkt []byte) error {
 	if s >= 0xffff {
 		s++
 	}
-	pkt[10], pkt[11] = byte(s>>8), byte(s)
+	binary.BigEndian.PutUint16(pkt[10:12], uint16(s))
 	pkt[1] |= 3
 	return nil
 }

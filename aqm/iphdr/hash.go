@@ -102,11 +102,10 @@ func round(v0, v1, v2, v3 uint64) (uint64, uint64, uint64, uint64) {
 	return v0, v1, bits.RotateLeft64(v2, 32), v3
 }
 
-// final absorbs the last block of a message of n bytes, n a multiple of 8
-// (so the block holds only the length byte), runs the three finalisation
-// rounds (the "3") and folds the 64-bit result to 32 bits.
-func final(v0, v1, v2, v3, n uint64) uint32 {
-	b := n << 56
+// final absorbs the last block b of the message (its last len%8 bytes,
+// with the length in the top byte), runs the three finalisation rounds
+// (the "3") and folds the 64-bit result to 32 bits.
+func final(v0, v1, v2, v3, b uint64) uint32 {
 	v3 ^= b
 	v0, v1, v2, v3 = round(v0, v1, v2, v3)
 	v0 ^= b
@@ -118,18 +117,20 @@ func final(v0, v1, v2, v3, n uint64) uint32 {
 	return uint32(r) ^ uint32(r>>32)
 }
 
-// Key layout. Every key is a whole number of 8-byte words, hashed as a
-// SipHash message of that many bytes:
+// Key layout. Each key is a short byte string hashed as one SipHash
+// message:
 //
-//	IPv4 flow:  src(4) dst(4) ports(4) proto(1) kind(1) 0(2)    16 bytes
-//	IPv6 flow:  src(16) dst(16) ports(4) proto(1) kind(1) 0(2)  40 bytes
-//	IPv4 host:  addr(4) kind(1) 0(3)                            8 bytes
-//	IPv6 host:  addr(16) kind(1) 0(7)                           24 bytes
-//	invalid:    0(7) kind(1) with kind 0                        8 bytes
+//	IPv4 flow:  src(4) dst(4) ports(4) proto(1) kind(1)    14 bytes
+//	IPv6 flow:  src(16) dst(16) ports(4) proto(1) kind(1)  38 bytes
+//	IPv4 host:  addr(4) kind(1)                            5 bytes
+//	IPv6 host:  addr(16) kind(1)                           17 bytes
+//	invalid:    the empty message
 //
 // Addresses and ports are in network byte order, as in the packet, so each
-// word is one little-endian load from the packet. kind tags what the key
-// is; with the message length it keeps the families and roles apart.
+// full word is one little-endian load from the packet, and the tail after
+// the last full word is a single word that also carries SipHash's length
+// byte: no key wastes a block on padding. kind tags what the key is; with
+// the length it keeps the families and roles apart.
 const (
 	kindFlow    = 1
 	kindSrcHost = 2
@@ -142,17 +143,14 @@ func le64(b []byte) uint64 { return binary.LittleEndian.Uint64(b) }
 func le32(b []byte) uint32 { return binary.LittleEndian.Uint32(b) }
 
 // flow4 hashes an IPv4 flow key; pkt holds at least 20 bytes and tail is
-// the key's last word (ports, proto and kind).
+// the key's last six bytes (ports, proto and kind) as a little-endian word.
 func (h Hasher) flow4(pkt []byte, tail uint64) uint32 {
 	v0, v1, v2, v3 := h.start()
 	m := le64(pkt[12:20])
 	v3 ^= m
 	v0, v1, v2, v3 = round(v0, v1, v2, v3)
 	v0 ^= m
-	v3 ^= tail
-	v0, v1, v2, v3 = round(v0, v1, v2, v3)
-	v0 ^= tail
-	return final(v0, v1, v2, v3, 16)
+	return final(v0, v1, v2, v3, tail|14<<56)
 }
 
 // flow6 hashes an IPv6 flow key; pkt holds at least 40 bytes.
@@ -164,21 +162,14 @@ func (h Hasher) flow6(pkt []byte, tail uint64) uint32 {
 		v0, v1, v2, v3 = round(v0, v1, v2, v3)
 		v0 ^= m
 	}
-	v3 ^= tail
-	v0, v1, v2, v3 = round(v0, v1, v2, v3)
-	v0 ^= tail
-	return final(v0, v1, v2, v3, 40)
+	return final(v0, v1, v2, v3, tail|38<<56)
 }
 
 // host4 hashes the IPv4 host key of addr (four packet bytes read
 // little-endian).
 func (h Hasher) host4(addr uint32, kind uint64) uint32 {
 	v0, v1, v2, v3 := h.start()
-	m := uint64(addr) | kind<<32
-	v3 ^= m
-	v0, v1, v2, v3 = round(v0, v1, v2, v3)
-	v0 ^= m
-	return final(v0, v1, v2, v3, 8)
+	return final(v0, v1, v2, v3, uint64(addr)|kind<<32|5<<56)
 }
 
 // host6 hashes the IPv6 host key of the address whose halves are a and b.
@@ -190,16 +181,12 @@ func (h Hasher) host6(a, b, kind uint64) uint32 {
 	v3 ^= b
 	v0, v1, v2, v3 = round(v0, v1, v2, v3)
 	v0 ^= b
-	v3 ^= kind
-	v0, v1, v2, v3 = round(v0, v1, v2, v3)
-	v0 ^= kind
-	return final(v0, v1, v2, v3, 24)
+	return final(v0, v1, v2, v3, kind|17<<56)
 }
 
-// invalid is the hash given to bytes that are not a valid IP packet: the
-// 8-byte key of zeros (kind 0).
+// invalid is the hash given to bytes that are not a valid IP packet: that
+// of the empty message.
 func (h Hasher) invalid() uint32 {
 	v0, v1, v2, v3 := h.start()
-	v0, v1, v2, v3 = round(v0, v1, v2, v3)
-	return final(v0, v1, v2, v3, 8)
+	return final(v0, v1, v2, v3, 0)
 }

@@ -66,14 +66,19 @@ type Flow struct {
 	Ports bool
 }
 
-// tuple is a parse's result, positions and values read in place.
+// tuple is a parse's result, values read in place. It has four fields so
+// that the compiler passes it in registers.
 type tuple struct {
 	tail  uint64 // the flow key's last word: ports | proto<<32 | kind<<40, without the role bits
 	l4off uint16
 	ds    uint8 // the DS byte (IPv4 TOS, IPv6 traffic class)
-	v6    bool
-	frag  bool
+	flags uint8 // tupleV6, tupleFrag
 }
+
+const (
+	tupleV6   = 1
+	tupleFrag = 2
+)
 
 func be16(b []byte) uint16 { return binary.BigEndian.Uint16(b) }
 
@@ -117,9 +122,66 @@ func check(pkt []byte) (v6 bool, hlen, end int, err error) {
 	return false, 0, 0, ErrNotIP
 }
 
-// parse reads the flow key of a packet. It never reads past end nor loops
-// more than MaxExtHeaders times.
+// parse reads the flow key of a packet. It never reads past the packet's
+// end nor walks more than MaxExtHeaders headers.
 func parse(pkt []byte) (t tuple, err error) {
+	if len(pkt) >= 20 && pkt[0] == 0x45 {
+		// The common case, IPv4 without options, inline: the general
+		// path below gives the same result.
+		end := int(be16(pkt[2:4]))
+		if end < 20 || end > len(pkt) {
+			return t, check4err(pkt)
+		}
+		t.ds = pkt[1]
+		nh := pkt[9]
+		if be16(pkt[6:8])&0x3fff != 0 {
+			t.flags = tupleFrag
+			t.tail = uint64(nh) << 32
+			return t, nil
+		}
+		if nh != protoAH {
+			t.l4off = 20
+			t.tail = uint64(nh) << 32
+			if p, ok := ports(pkt[:end], nh, 20); ok {
+				t.tail |= uint64(p) | kindPorts<<40
+			}
+			return t, nil
+		}
+	}
+	if len(pkt) >= 40 && pkt[0]>>4 == 6 {
+		// IPv6 without extension headers, inline likewise.
+		end := 40 + int(be16(pkt[4:6]))
+		nh := pkt[6]
+		if end > 40 && end <= len(pkt) && !isExt6(nh) {
+			t.flags = tupleV6
+			t.ds = pkt[0]<<4 | pkt[1]>>4
+			t.l4off = 40
+			t.tail = uint64(nh) << 32
+			if p, ok := ports(pkt[:end], nh, 40); ok {
+				t.tail |= uint64(p) | kindPorts<<40
+			}
+			return t, nil
+		}
+	}
+	return parseSlow(pkt)
+}
+
+// isExt6 reports whether the parser walks IPv6 Next Header value nh: the
+// extension headers Hop-by-Hop, Routing, Fragment and Destination Options,
+// and AH.
+func isExt6(nh uint8) bool {
+	return nh == protoHopOpts || nh == protoRouting || nh == protoFragment || nh == protoDstOpts || nh == protoAH
+}
+
+// check4err is the error check gives an IPv4 packet that failed the fast
+// path's test.
+func check4err(pkt []byte) error {
+	_, _, _, err := check(pkt)
+	return err
+}
+
+// parseSlow is parse for every packet.
+func parseSlow(pkt []byte) (t tuple, err error) {
 	v6, off, end, err := check(pkt)
 	if err != nil {
 		return t, err
@@ -127,14 +189,14 @@ func parse(pkt []byte) (t tuple, err error) {
 	b := pkt[:end]
 	var nh uint8
 	if v6 {
-		t.v6 = true
+		t.flags = tupleV6
 		t.ds = pkt[0]<<4 | pkt[1]>>4
 		nh = pkt[6]
 	} else {
 		t.ds = pkt[1]
 		nh = pkt[9]
 		if be16(pkt[6:8])&0x3fff != 0 {
-			t.frag = true
+			t.flags = tupleFrag
 			t.tail = uint64(nh) << 32
 			return t, nil
 		}
@@ -142,7 +204,7 @@ func parse(pkt []byte) (t tuple, err error) {
 	var ah uint32 // the SPI of the last AH header walked
 	seenAH := false
 	for n := 0; ; n++ {
-		walkable := nh == protoAH || v6 && (nh == protoHopOpts || nh == protoRouting || nh == protoDstOpts || nh == protoFragment)
+		walkable := nh == protoAH || v6 && isExt6(nh)
 		if !walkable {
 			goto transport
 		}
@@ -161,7 +223,7 @@ func parse(pkt []byte) (t tuple, err error) {
 			if off+8 > end {
 				goto stop
 			}
-			t.frag = true
+			t.flags |= tupleFrag
 			t.tail = uint64(b[off]) << 32
 			return t, nil
 		default: // Hop-by-Hop, Routing, Destination Options
@@ -264,10 +326,10 @@ func (h Hasher) Flow(pkt []byte) (Flow, error) {
 		L4Offset: t.l4off,
 		DSCP:     t.ds >> 2,
 		ECN:      aqm.ECN(t.ds & 3),
-		Fragment: t.frag,
+		Fragment: t.flags&tupleFrag != 0,
 		Ports:    t.tail&(kindPorts<<40) != 0,
 	}
-	if t.v6 {
+	if t.flags&tupleV6 != 0 {
 		f.Version = 6
 		f.FlowHash = h.flow6(pkt, t.tail|(kindFlow|kindIPv6)<<40)
 		f.SrcHostHash = h.host6(le64(pkt[8:16]), le64(pkt[16:24]), kindSrcHost|kindIPv6)
@@ -302,16 +364,17 @@ func (h Hasher) Meta(pkt []byte) (aqm.Meta, error) {
 		return m, err
 	}
 	m.ECN = aqm.ECN(t.ds & 3)
+	v6 := t.flags&tupleV6 != 0
 	switch {
-	case h.mode == HashSrcHost && t.v6:
+	case h.mode == HashSrcHost && v6:
 		m.Hash = h.host6(le64(pkt[8:16]), le64(pkt[16:24]), kindSrcHost|kindIPv6)
 	case h.mode == HashSrcHost:
 		m.Hash = h.host4(le32(pkt[12:16]), kindSrcHost)
-	case h.mode == HashDstHost && t.v6:
+	case h.mode == HashDstHost && v6:
 		m.Hash = h.host6(le64(pkt[24:32]), le64(pkt[32:40]), kindDstHost|kindIPv6)
 	case h.mode == HashDstHost:
 		m.Hash = h.host4(le32(pkt[16:20]), kindDstHost)
-	case t.v6:
+	case v6:
 		m.Hash = h.flow6(pkt, t.tail|(kindFlow|kindIPv6)<<40)
 	default:
 		m.Hash = h.flow4(pkt, t.tail|kindFlow<<40)

@@ -85,7 +85,7 @@ type refResult struct {
 // refParse parses pkt the slow way.
 func refParse(pkt []byte) refResult {
 	var r refResult
-	r.invalKey = make([]byte, 8)
+	r.invalKey = []byte{}
 	if len(pkt) == 0 {
 		r.err = ErrTruncated
 		return r
@@ -207,17 +207,14 @@ func refParse(pkt []byte) refResult {
 		words = []byte{0, 0, 0, 0}
 	}
 	r.flowKey = append(r.flowKey, words...)
-	r.flowKey = append(r.flowKey, nh, kind, 0, 0)
+	r.flowKey = append(r.flowKey, nh, kind)
 
-	hostPad := 3 // a host key is padded to a multiple of 8 bytes
 	family := byte(0)
 	if r.version == 6 {
-		hostPad, family = 7, 4
+		family = 4
 	}
 	r.srcKey = append(src.AsSlice(), 2|family)
-	r.srcKey = append(r.srcKey, make([]byte, hostPad)...)
 	r.dstKey = append(dst.AsSlice(), 3|family)
-	r.dstKey = append(r.dstKey, make([]byte, hostPad)...)
 	return r
 }
 
