@@ -5,6 +5,7 @@ import (
 	"testing"
 
 	"github.com/aqmkit/aqmkit/aqm"
+	"github.com/stretchr/testify/require"
 )
 
 // benchPackets are the packets of the benchmarks: a 1500-byte TCP segment
@@ -114,6 +115,87 @@ func BenchmarkSetCE(b *testing.B) {
 				sinkErr = SetCE(p)
 				p[1] = b1
 				binary.BigEndian.PutUint16(p[10:12], c)
+			}
+		})
+	}
+}
+
+// flow4SipHash24 is flow4 with SipHash-2-4's round counts, for
+// BenchmarkSipHashVariants only.
+func (h Hasher) flow4SipHash24(pkt []byte, tail uint64) uint32 {
+	v0, v1, v2, v3 := h.start()
+	m := le64(pkt[12:20])
+	v3 ^= m
+	v0, v1, v2, v3 = round(v0, v1, v2, v3)
+	v0, v1, v2, v3 = round(v0, v1, v2, v3)
+	v0 ^= m
+	b := tail | 14<<56
+	v3 ^= b
+	v0, v1, v2, v3 = round(v0, v1, v2, v3)
+	v0, v1, v2, v3 = round(v0, v1, v2, v3)
+	v0 ^= b
+	v2 ^= 0xff
+	v0, v1, v2, v3 = round(v0, v1, v2, v3)
+	v0, v1, v2, v3 = round(v0, v1, v2, v3)
+	v0, v1, v2, v3 = round(v0, v1, v2, v3)
+	v0, v1, v2, v3 = round(v0, v1, v2, v3)
+	r := v0 ^ v1 ^ v2 ^ v3
+	return uint32(r) ^ uint32(r>>32)
+}
+
+// flow6SipHash24 is flow6 with SipHash-2-4's round counts.
+func (h Hasher) flow6SipHash24(pkt []byte, tail uint64) uint32 {
+	v0, v1, v2, v3 := h.start()
+	for i := 8; i < 40; i += 8 {
+		m := le64(pkt[i : i+8])
+		v3 ^= m
+		v0, v1, v2, v3 = round(v0, v1, v2, v3)
+		v0, v1, v2, v3 = round(v0, v1, v2, v3)
+		v0 ^= m
+	}
+	b := tail | 38<<56
+	v3 ^= b
+	v0, v1, v2, v3 = round(v0, v1, v2, v3)
+	v0, v1, v2, v3 = round(v0, v1, v2, v3)
+	v0 ^= b
+	v2 ^= 0xff
+	v0, v1, v2, v3 = round(v0, v1, v2, v3)
+	v0, v1, v2, v3 = round(v0, v1, v2, v3)
+	v0, v1, v2, v3 = round(v0, v1, v2, v3)
+	v0, v1, v2, v3 = round(v0, v1, v2, v3)
+	r := v0 ^ v1 ^ v2 ^ v3
+	return uint32(r) ^ uint32(r>>32)
+}
+
+// The 2-4 variants are correct SipHash-2-4 (checked against the reference),
+// so that BenchmarkSipHashVariants compares like with like.
+func TestSipHash24Variants(t *testing.T) {
+	h := NewHasherWithKey(paperK0, paperK1)
+	p := data(40)
+	tail := uint64(0x0000_0906_bb01_409c)
+	key4 := append(append([]byte{}, p[12:20]...), 0x9c, 0x40, 0x01, 0xbb, 6, 9)
+	r := refSipHash(2, 4, paperK0, paperK1, key4)
+	require.Equal(t, uint32(r)^uint32(r>>32), h.flow4SipHash24(p, tail))
+	key6 := append(append([]byte{}, p[8:40]...), 0x9c, 0x40, 0x01, 0xbb, 6, 9)
+	r = refSipHash(2, 4, paperK0, paperK1, key6)
+	require.Equal(t, uint32(r)^uint32(r>>32), h.flow6SipHash24(p, tail))
+}
+
+// SipHash-1-3 against SipHash-2-4 on the IPv4 and IPv6 flow keys.
+func BenchmarkSipHashVariants(b *testing.B) {
+	h := NewHasherWithKey(1, 2)
+	p := benchPackets()[1].pkt
+	for _, v := range []struct {
+		name string
+		fn   func([]byte, uint64) uint32
+	}{
+		{"1-3/ipv4", h.flow4}, {"2-4/ipv4", h.flow4SipHash24},
+		{"1-3/ipv6", h.flow6}, {"2-4/ipv6", h.flow6SipHash24},
+	} {
+		b.Run(v.name, func(b *testing.B) {
+			b.ReportAllocs()
+			for b.Loop() {
+				sinkU32 = v.fn(p, 0x0106_0000_0000)
 			}
 		})
 	}

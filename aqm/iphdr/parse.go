@@ -142,7 +142,9 @@ func parse(pkt []byte) (t tuple, err error) {
 		if nh != protoAH {
 			t.l4off = 20
 			t.tail = uint64(nh) << 32
-			if p, ok := ports(pkt[:end], nh, 20); ok {
+			if (nh == protoTCP || nh == protoUDP) && end >= 24 {
+				t.tail |= uint64(le32(pkt[20:24])) | kindPorts<<40
+			} else if p, ok := ports(pkt[:end], nh, 20); ok {
 				t.tail |= uint64(p) | kindPorts<<40
 			}
 			return t, nil
@@ -157,7 +159,9 @@ func parse(pkt []byte) (t tuple, err error) {
 			t.ds = pkt[0]<<4 | pkt[1]>>4
 			t.l4off = 40
 			t.tail = uint64(nh) << 32
-			if p, ok := ports(pkt[:end], nh, 40); ok {
+			if (nh == protoTCP || nh == protoUDP) && end >= 44 {
+				t.tail |= uint64(le32(pkt[40:44])) | kindPorts<<40
+			} else if p, ok := ports(pkt[:end], nh, 40); ok {
 				t.tail |= uint64(p) | kindPorts<<40
 			}
 			return t, nil
