@@ -190,3 +190,83 @@ func (h Hasher) invalid() uint32 {
 	v0, v1, v2, v3 := h.start()
 	return final(v0, v1, v2, v3, 0)
 }
+
+// final3 is final for three independent states (a, b, c) at once:
+// interleaving them lets the processor run the three dependency chains
+// side by side, so [Hasher.Flow] costs little more than one hash. The
+// states are scalars, not arrays, so that they stay in registers.
+func final3(a0, a1, a2, a3, b0, b1, b2, b3, c0, c1, c2, c3, ba, bb, bc uint64) (uint32, uint32, uint32) {
+	a3 ^= ba
+	b3 ^= bb
+	c3 ^= bc
+	a0, a1, a2, a3 = round(a0, a1, a2, a3)
+	b0, b1, b2, b3 = round(b0, b1, b2, b3)
+	c0, c1, c2, c3 = round(c0, c1, c2, c3)
+	a0 ^= ba
+	b0 ^= bb
+	c0 ^= bc
+	a2 ^= 0xff
+	b2 ^= 0xff
+	c2 ^= 0xff
+	a0, a1, a2, a3 = round(a0, a1, a2, a3)
+	b0, b1, b2, b3 = round(b0, b1, b2, b3)
+	c0, c1, c2, c3 = round(c0, c1, c2, c3)
+	a0, a1, a2, a3 = round(a0, a1, a2, a3)
+	b0, b1, b2, b3 = round(b0, b1, b2, b3)
+	c0, c1, c2, c3 = round(c0, c1, c2, c3)
+	a0, a1, a2, a3 = round(a0, a1, a2, a3)
+	b0, b1, b2, b3 = round(b0, b1, b2, b3)
+	c0, c1, c2, c3 = round(c0, c1, c2, c3)
+	ra, rb, rc := a0^a1^a2^a3, b0^b1^b2^b3, c0^c1^c2^c3
+	return uint32(ra) ^ uint32(ra>>32), uint32(rb) ^ uint32(rb>>32), uint32(rc) ^ uint32(rc>>32)
+}
+
+// all4 returns the flow, source-host and destination-host hashes of an
+// IPv4 packet (at least 20 bytes) whose flow key ends in tail.
+func (h Hasher) all4(pkt []byte, tail uint64) (flow, src, dst uint32) {
+	v0, v1, v2, v3 := h.start()
+	a0, a1, a2, a3 := v0, v1, v2, v3
+	m := le64(pkt[12:20])
+	a3 ^= m
+	a0, a1, a2, a3 = round(a0, a1, a2, a3)
+	a0 ^= m
+	return final3(a0, a1, a2, a3, v0, v1, v2, v3, v0, v1, v2, v3, tail|14<<56,
+		uint64(le32(pkt[12:16]))|kindSrcHost<<32|5<<56,
+		uint64(le32(pkt[16:20]))|kindDstHost<<32|5<<56)
+}
+
+// all6 is all4 for IPv6 (at least 40 bytes).
+func (h Hasher) all6(pkt []byte, tail uint64) (flow, src, dst uint32) {
+	_ = pkt[39]
+	s0, s1, d0, d1 := le64(pkt[8:16]), le64(pkt[16:24]), le64(pkt[24:32]), le64(pkt[32:40])
+	v0, v1, v2, v3 := h.start()
+	a0, a1, a2, a3 := v0, v1, v2, v3 // flow
+	b0, b1, b2, b3 := v0, v1, v2, v3 // source host
+	c0, c1, c2, c3 := v0, v1, v2, v3 // destination host
+	a3 ^= s0
+	b3 ^= s0
+	c3 ^= d0
+	a0, a1, a2, a3 = round(a0, a1, a2, a3)
+	b0, b1, b2, b3 = round(b0, b1, b2, b3)
+	c0, c1, c2, c3 = round(c0, c1, c2, c3)
+	a0 ^= s0
+	b0 ^= s0
+	c0 ^= d0
+	a3 ^= s1
+	b3 ^= s1
+	c3 ^= d1
+	a0, a1, a2, a3 = round(a0, a1, a2, a3)
+	b0, b1, b2, b3 = round(b0, b1, b2, b3)
+	c0, c1, c2, c3 = round(c0, c1, c2, c3)
+	a0 ^= s1
+	b0 ^= s1
+	c0 ^= d1
+	a3 ^= d0
+	a0, a1, a2, a3 = round(a0, a1, a2, a3)
+	a0 ^= d0
+	a3 ^= d1
+	a0, a1, a2, a3 = round(a0, a1, a2, a3)
+	a0 ^= d1
+	return final3(a0, a1, a2, a3, b0, b1, b2, b3, c0, c1, c2, c3,
+		tail|38<<56, (kindSrcHost|kindIPv6)|17<<56, (kindDstHost|kindIPv6)|17<<56)
+}

@@ -76,3 +76,24 @@ func TestNewHasherIsKeyed(t *testing.T) {
 	require.NotEqual(t, [2]uint64{a.k0, a.k1}, [2]uint64{b.k0, b.k1})
 	require.Equal(t, HashFlow, a.Mode())
 }
+
+// WithMode selects what Meta hashes without changing the key, and an
+// unknown mode falls back to the flow key.
+func TestModes(t *testing.T) {
+	h := NewHasherWithKey(7, 8)
+	p := v6(0, 0, 17, srcA6, dstB6, udp(1, 2, nil))
+	f, err := h.Flow(p)
+	require.NoError(t, err)
+	for mode, want := range map[Mode]uint32{HashFlow: f.FlowHash, HashSrcHost: f.SrcHostHash, HashDstHost: f.DstHostHash, Mode(9): f.FlowHash} {
+		hm := h.WithMode(mode)
+		require.Equal(t, mode, hm.Mode())
+		m, err := hm.Meta(p)
+		require.NoError(t, err)
+		require.Equal(t, want, m.Hash, "mode %v", mode)
+		g, err := hm.Flow(p)
+		require.NoError(t, err)
+		require.Equal(t, f, g, "Flow ignores the mode")
+	}
+	require.Equal(t, "flow src-host dst-host mode(9)",
+		HashFlow.String()+" "+HashSrcHost.String()+" "+HashDstHost.String()+" "+Mode(9).String())
+}

@@ -335,14 +335,10 @@ func (h Hasher) Flow(pkt []byte) (Flow, error) {
 	}
 	if t.flags&tupleV6 != 0 {
 		f.Version = 6
-		f.FlowHash = h.flow6(pkt, t.tail|(kindFlow|kindIPv6)<<40)
-		f.SrcHostHash = h.host6(le64(pkt[8:16]), le64(pkt[16:24]), kindSrcHost|kindIPv6)
-		f.DstHostHash = h.host6(le64(pkt[24:32]), le64(pkt[32:40]), kindDstHost|kindIPv6)
+		f.FlowHash, f.SrcHostHash, f.DstHostHash = h.all6(pkt, t.tail|(kindFlow|kindIPv6)<<40)
 	} else {
 		f.Version = 4
-		f.FlowHash = h.flow4(pkt, t.tail|kindFlow<<40)
-		f.SrcHostHash = h.host4(le32(pkt[12:16]), kindSrcHost)
-		f.DstHostHash = h.host4(le32(pkt[16:20]), kindDstHost)
+		f.FlowHash, f.SrcHostHash, f.DstHostHash = h.all4(pkt, t.tail|kindFlow<<40)
 	}
 	return f, nil
 }
