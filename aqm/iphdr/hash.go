@@ -150,19 +150,50 @@ func (h Hasher) flow4(pkt []byte, tail uint64) uint32 {
 	v3 ^= m
 	v0, v1, v2, v3 = round(v0, v1, v2, v3)
 	v0 ^= m
-	return final(v0, v1, v2, v3, tail|14<<56)
+	// final, written out: this is the default hash of every IPv4 packet.
+	b := tail | 14<<56
+	v3 ^= b
+	v0, v1, v2, v3 = round(v0, v1, v2, v3)
+	v0 ^= b
+	v2 ^= 0xff
+	v0, v1, v2, v3 = round(v0, v1, v2, v3)
+	v0, v1, v2, v3 = round(v0, v1, v2, v3)
+	v0, v1, v2, v3 = round(v0, v1, v2, v3)
+	r := v0 ^ v1 ^ v2 ^ v3
+	return uint32(r) ^ uint32(r>>32)
 }
 
 // flow6 hashes an IPv6 flow key; pkt holds at least 40 bytes.
 func (h Hasher) flow6(pkt []byte, tail uint64) uint32 {
+	_ = pkt[39]
 	v0, v1, v2, v3 := h.start()
-	for i := 8; i < 40; i += 8 {
-		m := le64(pkt[i : i+8])
-		v3 ^= m
-		v0, v1, v2, v3 = round(v0, v1, v2, v3)
-		v0 ^= m
-	}
-	return final(v0, v1, v2, v3, tail|38<<56)
+	m := le64(pkt[8:16])
+	v3 ^= m
+	v0, v1, v2, v3 = round(v0, v1, v2, v3)
+	v0 ^= m
+	m = le64(pkt[16:24])
+	v3 ^= m
+	v0, v1, v2, v3 = round(v0, v1, v2, v3)
+	v0 ^= m
+	m = le64(pkt[24:32])
+	v3 ^= m
+	v0, v1, v2, v3 = round(v0, v1, v2, v3)
+	v0 ^= m
+	m = le64(pkt[32:40])
+	v3 ^= m
+	v0, v1, v2, v3 = round(v0, v1, v2, v3)
+	v0 ^= m
+	// final, written out: this is the default hash of every IPv6 packet.
+	b := tail | 38<<56
+	v3 ^= b
+	v0, v1, v2, v3 = round(v0, v1, v2, v3)
+	v0 ^= b
+	v2 ^= 0xff
+	v0, v1, v2, v3 = round(v0, v1, v2, v3)
+	v0, v1, v2, v3 = round(v0, v1, v2, v3)
+	v0, v1, v2, v3 = round(v0, v1, v2, v3)
+	r := v0 ^ v1 ^ v2 ^ v3
+	return uint32(r) ^ uint32(r>>32)
 }
 
 // host4 hashes the IPv4 host key of addr (four packet bytes read
