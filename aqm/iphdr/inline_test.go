@@ -2,7 +2,6 @@ package iphdr
 
 import (
 	"os/exec"
-	"runtime"
 	"strings"
 	"testing"
 )
@@ -14,7 +13,10 @@ func TestInlining(t *testing.T) {
 	if testing.Short() {
 		t.Skip("builds the package; skipped with -short")
 	}
-	goCmd := runtime.GOROOT() + "/bin/go"
+	goCmd, err := exec.LookPath("go")
+	if err != nil {
+		t.Skip("no go command in PATH")
+	}
 	out, err := exec.Command(goCmd, "build", "-gcflags=-m", ".").CombinedOutput()
 	if err != nil {
 		t.Skipf("go build -gcflags=-m: %v\n%s", err, out)
