@@ -67,10 +67,13 @@ func DSCP(pkt []byte) (uint8, error) {
 // never does. Transport checksums do not cover the ECN field, so they stay
 // valid.
 func SetCE(pkt []byte) error {
-	if len(pkt) < 20 || pkt[0] != 0x45 || be16(pkt[2:4]) < 20 || int(be16(pkt[2:4])) > len(pkt) {
-		return setCESlow(pkt)
+	if len(pkt) >= 20 && pkt[0] == 0x45 && be16(pkt[2:4]) >= 20 && int(be16(pkt[2:4])) <= len(pkt) {
+		return setCE4(pkt)
 	}
-	return setCE4(pkt)
+	if len(pkt) >= 40 && pkt[0]>>4 == 6 && int(be16(pkt[4:6])) <= len(pkt)-40 {
+		return setCE6(pkt)
+	}
+	return setCESlow(pkt)
 }
 
 // setCESlow is SetCE for every packet; SetCE inlines the check for IPv4
@@ -83,10 +86,15 @@ func setCESlow(pkt []byte) error {
 	if !v6 {
 		return setCE4(pkt)
 	}
-	switch (pkt[1] >> 4) & 3 {
+	return setCE6(pkt)
+}
+
+// setCE6 marks a checked IPv6 header.
+func setCE6(pkt []byte) error {
+	switch pkt[1] & 0x30 {
 	case 0:
 		return ErrNotECT
-	case 3:
+	case 0x30:
 		return nil
 	}
 	pkt[1] |= 0x30

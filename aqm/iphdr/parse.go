@@ -357,6 +357,27 @@ func (h Hasher) Flow(pkt []byte) (Flow, error) {
 // shared by all invalid packets, and ECN is [aqm.NotECT], so such a packet
 // is dropped, never marked.
 func (h Hasher) Meta(pkt []byte) (aqm.Meta, error) {
+	// The most common packets, unfragmented IPv4 TCP or UDP without
+	// options and IPv6 TCP or UDP without extension headers, skip the
+	// general parse in the default mode; metaSlow gives the same result.
+	if len(pkt) >= 24 && pkt[0] == 0x45 && (pkt[9] == protoTCP || pkt[9] == protoUDP) && h.mode == HashFlow {
+		if end := int(be16(pkt[2:4])); end >= 24 && end <= len(pkt) && be16(pkt[6:8])&0x3fff == 0 {
+			tail := uint64(le32(pkt[20:24])) | uint64(pkt[9])<<32 | (kindFlow|kindPorts)<<40
+			return aqm.Meta{Size: size(pkt), Hash: h.flow4(pkt, tail), ECN: aqm.ECN(pkt[1] & 3)}, nil
+		}
+	}
+	if len(pkt) >= 44 && pkt[0]>>4 == 6 && (pkt[6] == protoTCP || pkt[6] == protoUDP) && h.mode == HashFlow {
+		// Likewise IPv6 TCP or UDP without extension headers.
+		if end := 40 + int(be16(pkt[4:6])); end >= 44 && end <= len(pkt) {
+			tail := uint64(le32(pkt[40:44])) | uint64(pkt[6])<<32 | (kindFlow|kindIPv6|kindPorts)<<40
+			return aqm.Meta{Size: size(pkt), Hash: h.flow6(pkt, tail), ECN: aqm.ECN(pkt[1]>>4) & aqm.ECNMask}, nil
+		}
+	}
+	return h.metaSlow(pkt)
+}
+
+// metaSlow is Meta for every packet.
+func (h Hasher) metaSlow(pkt []byte) (aqm.Meta, error) {
 	t, err := parse(pkt)
 	m := aqm.Meta{Size: size(pkt)}
 	if err != nil {
@@ -366,18 +387,20 @@ func (h Hasher) Meta(pkt []byte) (aqm.Meta, error) {
 	m.ECN = aqm.ECN(t.ds & 3)
 	v6 := t.flags&tupleV6 != 0
 	switch {
+	case h.mode > HashDstHost || h.mode == HashFlow:
+		if v6 {
+			m.Hash = h.flow6(pkt, t.tail|(kindFlow|kindIPv6)<<40)
+		} else {
+			m.Hash = h.flow4(pkt, t.tail|kindFlow<<40)
+		}
 	case h.mode == HashSrcHost && v6:
 		m.Hash = h.host6(le64(pkt[8:16]), le64(pkt[16:24]), kindSrcHost|kindIPv6)
 	case h.mode == HashSrcHost:
 		m.Hash = h.host4(le32(pkt[12:16]), kindSrcHost)
-	case h.mode == HashDstHost && v6:
-		m.Hash = h.host6(le64(pkt[24:32]), le64(pkt[32:40]), kindDstHost|kindIPv6)
-	case h.mode == HashDstHost:
-		m.Hash = h.host4(le32(pkt[16:20]), kindDstHost)
 	case v6:
-		m.Hash = h.flow6(pkt, t.tail|(kindFlow|kindIPv6)<<40)
+		m.Hash = h.host6(le64(pkt[24:32]), le64(pkt[32:40]), kindDstHost|kindIPv6)
 	default:
-		m.Hash = h.flow4(pkt, t.tail|kindFlow<<40)
+		m.Hash = h.host4(le32(pkt[16:20]), kindDstHost)
 	}
 	return m, nil
 }
