@@ -208,33 +208,34 @@ func parseSlow(pkt []byte) (t tuple, err error) {
 	var ah uint32 // the SPI of the last AH header walked
 	seenAH := false
 	for n := 0; ; n++ {
-		walkable := nh == protoAH || v6 && isExt6(nh)
-		if !walkable {
-			goto transport
-		}
-		if n == MaxExtHeaders {
-			goto stop
-		}
 		var size int
 		switch nh {
+		case protoHopOpts, protoRouting, protoDstOpts:
+			if !v6 {
+				goto transport
+			}
+			if n == MaxExtHeaders || off+2 > end {
+				goto stop
+			}
+			size = (int(b[off+1]) + 1) * 8
 		case protoAH:
-			if off+8 > end {
+			if n == MaxExtHeaders || off+8 > end {
 				goto stop
 			}
 			ah, seenAH = le32(b[off+4:off+8]), true
 			size = (int(b[off+1]) + 2) * 4
 		case protoFragment:
-			if off+8 > end {
+			if !v6 {
+				goto transport
+			}
+			if n == MaxExtHeaders || off+8 > end {
 				goto stop
 			}
 			t.flags |= tupleFrag
 			t.tail = uint64(b[off]) << 32
 			return t, nil
-		default: // Hop-by-Hop, Routing, Destination Options
-			if off+2 > end {
-				goto stop
-			}
-			size = (int(b[off+1]) + 1) * 8
+		default:
+			goto transport
 		}
 		if off+size > end {
 			goto stop
