@@ -252,7 +252,9 @@ stop:
 transport:
 	t.l4off = uint16(off)
 	t.tail = uint64(nh) << 32
-	if p, ok := ports(b, nh, off); ok {
+	if (nh == protoTCP || nh == protoUDP) && off+4 <= end {
+		t.tail |= uint64(le32(b[off:off+4])) | kindPorts<<40
+	} else if p, ok := ports(b, nh, off); ok {
 		t.tail |= uint64(p) | kindPorts<<40
 	} else if seenAH {
 		t.tail |= uint64(ah) | kindPorts<<40
