@@ -223,9 +223,10 @@ func (h Hasher) invalid() uint32 {
 }
 
 // final3 is final for three independent states (a, b, c) at once:
-// interleaving them lets the processor run the three dependency chains
-// side by side, so [Hasher.Flow] costs little more than one hash. The
-// states are scalars, not arrays, so that they stay in registers.
+// interleaving them lets the processor overlap the three dependency
+// chains. The states are scalars, not arrays, so that most of them stay in
+// registers. Measured against three hashes in turn, and against two
+// interleaved plus one, this was the fastest of the three.
 func final3(a0, a1, a2, a3, b0, b1, b2, b3, c0, c1, c2, c3, ba, bb, bc uint64) (uint32, uint32, uint32) {
 	a3 ^= ba
 	b3 ^= bb
