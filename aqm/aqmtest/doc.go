@@ -35,7 +35,27 @@
 //   - determinism: two queues with the same seed decide the same on the same
 //     trace;
 //   - zero allocations per Enqueue and Dequeue in steady state, idle,
-//     standing and overloaded.
+//     standing and overloaded;
+//   - bursts (check Burst): two queues of the same seed play random traces
+//     cut into bursts of 0 to 300 packets at one instant each, one through
+//     [aqm.EnqueueBatch] and [aqm.DequeueBatch] (the queue's own burst path
+//     when it implements [aqm.BatchQueue]), one through [aqm.EnqueueLoop]
+//     and [aqm.DequeueLoop]; after every burst they must agree on every
+//     verdict and accepted count, every dequeued packet (payload, size,
+//     hash, ECN, Enqueued), the sequence of DropFunc calls, Len, Backlog,
+//     Stats and, if the queue has a Detail method, its Detail. Verdict
+//     slices shorter and longer than the burst are used too. A queue
+//     without a burst path passes trivially, and Run logs that it has none;
+//   - the time policy of package aqm (check ClockGlitch): light traffic
+//     (one 1000-byte Not-ECT packet every 10 ms, dequeued 1 ms later) runs
+//     on a queue that sees wrong readings (a Dequeue, or an Enqueue, at
+//     now+2^62 and at math.MaxInt64, and alternating math.MinInt64+1 and
+//     math.MaxInt64 readings) and on a control queue of the same seed that
+//     does not; after [Factory.GlitchRecovery] (default one second) of
+//     correct time, every packet of the next second must fare as on the
+//     control queue (refused, delivered or not), no aqm.Time in the queue's
+//     Detail may lie more than a day ahead of the clock, and every packet,
+//     including those taken at the wrong readings, must leave exactly once.
 //
 // Random traces are decoded from bytes by [Decode], the same decoder that
 // [Fuzz] uses, so a failing gopter case and a fuzz crasher replay the same
@@ -55,6 +75,14 @@
 //   - Marks are checked as bounds, not equalities: a queue may count a "mark"
 //     of a packet that already carried CE (Linux does), which no observer can
 //     see in the packet.
+//   - The ClockGlitch check compares packet by packet, because light
+//     traffic is far below every target and a recovered queue makes no
+//     random decision on it. If the control queue itself drops some of the
+//     light traffic (a configuration whose thresholds it reaches), only the
+//     number delivered is compared, within 5 %.
+//   - The Burst check compares two queues rather than a queue and a model:
+//     the loop of single calls is the definition of a burst, and the other
+//     checks hold the single calls to the contract.
 //   - Dequeue-time drops are allowed any number of times per call, but a
 //     drain must finish within one Dequeue per queued packet (plus slack), so
 //     a queue that keeps returning packets it does not hold is caught.

@@ -1,6 +1,10 @@
 package aqmtest
 
-import "github.com/aqmkit/aqmkit/aqm"
+import (
+	"time"
+
+	"github.com/aqmkit/aqmkit/aqm"
+)
 
 // Payload is the payload type the kit uses: a unique sequence number per
 // offered packet, so that every packet can be traced in and out.
@@ -24,4 +28,15 @@ type Factory struct {
 	// reordered across reconfigurations. The declared limits must hold for
 	// every configuration in the cycle.
 	Reconfigure func(q aqm.Queue[Payload], i int) error
+	// GlitchRecovery is how long the ClockGlitch check lets a queue recover
+	// after a wrong clock reading before its light traffic must fare as on
+	// a queue that never saw the glitch. Zero means
+	// [DefaultGlitchRecovery]; the time policy of package aqm asks for at
+	// most one of the queue's own periods or intervals.
+	GlitchRecovery time.Duration
+	// SkipClockGlitch turns the ClockGlitch check off (the check is logged
+	// as skipped). It exists so that a queue known to break the time policy
+	// can keep the rest of its conformance tests green while it is fixed;
+	// leave it false.
+	SkipClockGlitch bool
 }

@@ -43,6 +43,8 @@ type harness struct {
 	marksSeen, ceAccepted             uint64
 	maxSize                           uint32
 
+	lastDeq aqm.Packet[Payload] // the packet the last successful Dequeue returned
+
 	inCall bool
 	op     int
 	errs   []error
@@ -225,6 +227,7 @@ func (h *harness) dequeue() bool {
 		return true
 	}
 	h.checkSame(in, p, "dequeued")
+	h.lastDeq = p
 	if p.ECN == aqm.CE && in.p.ECN != aqm.CE {
 		h.marksSeen++
 	}

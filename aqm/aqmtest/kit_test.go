@@ -1,8 +1,10 @@
 package aqmtest
 
 import (
+	"math"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/aqmkit/aqmkit/aqm"
 	"github.com/stretchr/testify/require"
@@ -14,7 +16,17 @@ type broken struct {
 	fault  string
 	repeat *aqm.Packet[Payload]
 	n      int
+
+	// For "parks-idle-start": when the queue last went empty, and what the
+	// wrapper refused on its own.
+	idleStart aqm.Time
+	early     aqm.Count
+	maxSize   uint32
 }
+
+// singleOnly hides every method of a queue but those of aqm.Queue, so that
+// a broken single-call path is not bypassed by the FIFO's burst path.
+type singleOnly struct{ aqm.Queue[Payload] }
 
 var allocSink []byte
 
@@ -27,6 +39,14 @@ func (b *broken) Enqueue(p aqm.Packet[Payload], now aqm.Time) aqm.Verdict {
 			return v
 		}
 		return aqm.Marked
+	case "parks-idle-start":
+		// RED's old defect: an idle start recorded at a far-future reading
+		// stays ahead of the clock, and arrivals "before" it are refused.
+		if now < b.idleStart {
+			b.maxSize = max(b.maxSize, p.Size)
+			b.early.Add(p.Size)
+			return aqm.DroppedEarly
+		}
 	}
 	return b.FIFO.Enqueue(p, now)
 }
@@ -72,6 +92,12 @@ func (b *broken) Dequeue(now aqm.Time) (aqm.Packet[Payload], bool) {
 		p, ok := b.FIFO.Dequeue(now)
 		p.Enqueued = now
 		return p, ok
+	case "parks-idle-start":
+		p, ok := b.FIFO.Dequeue(now)
+		if b.FIFO.Len() == 0 && now > b.idleStart {
+			b.idleStart = now // never moves back: the defect
+		}
+		return p, ok
 	}
 	return b.FIFO.Dequeue(now)
 }
@@ -81,6 +107,8 @@ func (b *broken) Stats() aqm.Stats {
 	if b.fault == "miscounts" && s.Dequeued.Packets > 10 {
 		s.Dequeued.Packets--
 	}
+	s.DroppedEarly = s.DroppedEarly.Plus(b.early)
+	s.MaxSize = max(s.MaxSize, b.maxSize)
 	return s
 }
 
@@ -88,7 +116,7 @@ func brokenFactory(fault string, cfg aqm.FIFOConfig, declared int) Factory {
 	return Factory{
 		New: func(_ uint64, onDrop aqm.DropFunc[Payload]) (aqm.Queue[Payload], error) {
 			q, err := aqm.NewFIFO(cfg, onDrop)
-			return &broken{FIFO: q, fault: fault}, err
+			return singleOnly{&broken{FIFO: q, fault: fault}}, err
 		},
 		LimitPackets: declared,
 	}
@@ -150,7 +178,7 @@ func TestKitCatchesBrokenQueues(t *testing.T) {
 func TestKitCatchesLossyReconfigure(t *testing.T) {
 	f := brokenFactory("none", aqm.FIFOConfig{LimitPackets: 64}, 64)
 	f.Reconfigure = func(q aqm.Queue[Payload], i int) error {
-		b := q.(*broken)
+		b := q.(singleOnly).Queue.(*broken)
 		fresh, err := aqm.NewFIFO[Payload](aqm.FIFOConfig{LimitPackets: 64}, nil)
 		b.FIFO = fresh // everything queued is lost
 		return err
@@ -216,4 +244,197 @@ func TestTraceBudget(t *testing.T) {
 	require.NoError(t, h.play(ops))
 	require.Equal(t, Payload(1000), h.seq, "1000 packet operations, then the drain")
 	require.Equal(t, 0, h.q.Len())
+}
+
+// burstBroken is a FIFO with a burst path of its own (a loop over the
+// FIFO's single calls) that breaks the burst contract in one chosen way.
+type burstBroken struct {
+	*aqm.FIFO[Payload]
+	fault  string
+	onDrop aqm.DropFunc[Payload]
+	mute   bool
+	lost   uint64 // bytes the burst path forgot to count
+}
+
+var _ aqm.BatchQueue[Payload] = (*burstBroken)(nil)
+
+func (b *burstBroken) EnqueueBatch(ps []aqm.Packet[Payload], vs []aqm.Verdict, now aqm.Time) int {
+	n := min(len(ps), len(vs))
+	if b.fault == "ignores-verdict-len" {
+		n = len(ps)
+	}
+	accepted := 0
+	for i := range n {
+		t := now
+		if b.fault == "stamps" && i > 0 {
+			t = now + 1 // a later instant for all but the first packet
+		}
+		b.mute = b.fault == "skips-drop" && i == n-1
+		v := b.FIFO.Enqueue(ps[i], t)
+		b.mute = false
+		if i < len(vs) {
+			vs[i] = v
+		}
+		if v.Accepted() {
+			accepted++
+			if b.fault == "miscounts" && i == 1 {
+				b.lost += uint64(ps[i].Size)
+			}
+		}
+	}
+	return accepted
+}
+
+func (b *burstBroken) DequeueBatch(buf []aqm.Packet[Payload], now aqm.Time) int {
+	want := len(buf)
+	if b.fault == "short" && want > 4 {
+		want--
+	}
+	n := aqm.DequeueLoop[Payload](b.FIFO, buf[:want], now)
+	if b.fault == "reorders" && n >= 3 {
+		buf[1], buf[2] = buf[2], buf[1]
+	}
+	return n
+}
+
+func (b *burstBroken) Stats() aqm.Stats {
+	s := b.FIFO.Stats()
+	s.Enqueued.Bytes -= b.lost
+	return s
+}
+
+func burstFactory(fault string) Factory {
+	return Factory{
+		New: func(_ uint64, onDrop aqm.DropFunc[Payload]) (aqm.Queue[Payload], error) {
+			b := &burstBroken{fault: fault, onDrop: onDrop}
+			q, err := aqm.NewFIFO(aqm.FIFOConfig{LimitPackets: 64, LimitBytes: 60000, HeadDrop: true}, func(p aqm.Packet[Payload], v aqm.Verdict) {
+				if !b.mute && b.onDrop != nil {
+					b.onDrop(p, v)
+				}
+			})
+			b.FIFO = q
+			return b, err
+		},
+		LimitPackets: 64,
+		LimitBytes:   60000,
+	}
+}
+
+// TestKitCatchesBrokenBursts protects the Burst check: a burst path that
+// reorders, skips a DropFunc call, miscounts Stats, stamps another time,
+// offers packets it has no verdict slot for, or stops a dequeue burst early
+// is caught, and a correct one passes.
+func TestKitCatchesBrokenBursts(t *testing.T) {
+	require.True(t, HasBurstPath(burstFactory("none")))
+	require.NoError(t, checkBurst(burstFactory("none")))
+	cases := []struct{ fault, says string }{
+		{"reorders", "DequeueBatch packet 1 is"},
+		{"skips-drop", "DropFunc call"},
+		{"miscounts", "Stats after the burst path differ"},
+		{"stamps", "enq="},
+		{"ignores-verdict-len", "accepted"},
+		{"short", "DequeueBatch of"},
+	}
+	for _, c := range cases {
+		t.Run(c.fault, func(t *testing.T) {
+			err := checkBurst(burstFactory(c.fault))
+			require.Error(t, err, "fault %q not caught", c.fault)
+			require.ErrorContains(t, err, c.says)
+			// The fuzz driver drives bursts too.
+			caught := false
+			for s := range uint64(20) {
+				if fuzzOne(burstFactory(c.fault), randomBytes(s, 4*200), s) != nil {
+					caught = true
+					break
+				}
+			}
+			require.True(t, caught, "fuzz driver never caught fault %q", c.fault)
+		})
+	}
+}
+
+// TestKitCatchesClockGlitch protects the ClockGlitch check: a queue that
+// parks its idle start at a far-future reading and refuses arrivals until
+// the clock passes it (RED's old defect) is caught; the opt-out turns the
+// check off; a correct FIFO passes (TestKitPassesCorrectFIFO).
+func TestKitCatchesClockGlitch(t *testing.T) {
+	f := brokenFactory("parks-idle-start", aqm.FIFOConfig{LimitPackets: 64}, 64)
+	err := checkClockGlitch(f)
+	require.Error(t, err)
+	require.ErrorContains(t, err, "after Dequeue at now+2^62: light traffic fared differently from the control queue in 100 of 100 packets")
+	require.ErrorContains(t, err, "refused (dropped-early), on the control queue delivered")
+	require.ErrorContains(t, err, "after alternating MinInt64+1 and MaxInt64")
+	f.SkipClockGlitch = true
+	require.NoError(t, checkClockGlitch(f))
+}
+
+// TestKitGlitchCatchesLoss protects conservation in the ClockGlitch check:
+// a queue that loses the packets it took at a far-future reading is caught.
+func TestKitGlitchCatchesLoss(t *testing.T) {
+	f := brokenFactory("none", aqm.FIFOConfig{LimitPackets: 64}, 64)
+	inner := f.New
+	f.New = func(seed uint64, onDrop aqm.DropFunc[Payload]) (aqm.Queue[Payload], error) {
+		q, err := inner(seed, onDrop)
+		return &losesFuture{Queue: q}, err
+	}
+	err := checkClockGlitch(f)
+	require.Error(t, err)
+	require.ErrorContains(t, err, "after Enqueue at now+2^62: glitched queue")
+	require.ErrorContains(t, err, "Len/Backlog = 0/0, want 1/1000")
+}
+
+// losesFuture forgets every packet enqueued after 2^62 ns when it next
+// dequeues at a normal time (while still counting it as dequeued).
+type losesFuture struct {
+	aqm.Queue[Payload]
+}
+
+func (l *losesFuture) Dequeue(now aqm.Time) (aqm.Packet[Payload], bool) {
+	for {
+		p, ok := l.Queue.Dequeue(now)
+		if !ok || p.Enqueued < hugeTime || now >= hugeTime {
+			return p, ok
+		}
+	}
+}
+
+// parksSchedule is a correct FIFO whose Detail reports a periodic update
+// that is scheduled a second after the latest reading and never pulled
+// back: after a far-future reading it stays parked there.
+type parksSchedule struct {
+	aqm.Queue[Payload]
+	next aqm.Time
+}
+
+type parkedDetail struct {
+	Inner struct{ NextUpdate aqm.Time }
+}
+
+func (p *parksSchedule) Dequeue(now aqm.Time) (aqm.Packet[Payload], bool) {
+	if t := now + aqm.Time(time.Second); now < math.MaxInt64-aqm.Time(time.Second) && t > p.next {
+		p.next = t
+	}
+	return p.Queue.Dequeue(now)
+}
+
+func (p *parksSchedule) Detail() parkedDetail {
+	var d parkedDetail
+	d.Inner.NextUpdate = p.next
+	return d
+}
+
+// TestKitCatchesParkedSchedule protects the ClockGlitch check's look into
+// Detail: an instant left parked in the far future is named even when the
+// light traffic does not show it.
+func TestKitCatchesParkedSchedule(t *testing.T) {
+	f := brokenFactory("none", aqm.FIFOConfig{LimitPackets: 64}, 64)
+	inner := f.New
+	f.New = func(seed uint64, onDrop aqm.DropFunc[Payload]) (aqm.Queue[Payload], error) {
+		q, err := inner(seed, onDrop)
+		return &parksSchedule{Queue: q}, err
+	}
+	err := checkClockGlitch(f)
+	require.Error(t, err)
+	require.ErrorContains(t, err, "after Dequeue at now+2^62: after 1s of recovery, Detail still holds instants more than 24h0m0s ahead of the clock: Detail.Inner.NextUpdate=")
+	require.NotContains(t, err.Error(), "fared differently")
 }

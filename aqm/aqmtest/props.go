@@ -57,7 +57,11 @@ func checkProperties(f Factory, seed int64, runs int) error {
 }
 
 // Fuzz installs a fuzz target on f that decodes each input with [Decode],
-// plays it on a fresh queue from fac and fails on any contract violation.
+// plays it on a fresh queue from fac and fails on any contract violation,
+// then plays it again as bursts (runs of ops at one instant joined into one
+// call of up to 300 packets) on two queues of the same seed, one through
+// the burst path and one through loops of single calls, and fails on any
+// difference between them.
 // A package's whole fuzz target is:
 //
 //	func FuzzQueue(f *testing.F) { aqmtest.Fuzz(f, factory) }
@@ -69,8 +73,20 @@ func Fuzz(f *testing.F, fac Factory) {
 	f.Add([]byte{6, 255, 0, 1, 7, 255, 200, 2}, uint64(0))         // burst then drain
 	f.Add([]byte{0, 0, 255, 0xe0, 0, 0xff, 0xfc, 0xff}, uint64(1)) // size 0, huge jump, stray ECN
 	f.Fuzz(func(t *testing.T, data []byte, seed uint64) {
-		if err := runTraceBudget(fac, seed, Decode(data), randomTraceBudget); err != nil {
+		if err := fuzzOne(fac, data, seed); err != nil {
 			t.Fatal(err)
 		}
 	})
+}
+
+// fuzzOne is the body of the fuzz target.
+func fuzzOne(fac Factory, data []byte, seed uint64) error {
+	ops := Decode(data)
+	if err := runTraceBudget(fac, seed, ops, randomTraceBudget); err != nil {
+		return err
+	}
+	if err := runBurst(fac, seed, burstSteps(ops, randomTraceBudget)); err != nil {
+		return fmt.Errorf("burst path differs from the loop: %w", err)
+	}
+	return nil
 }
