@@ -2,19 +2,32 @@ package aqm
 
 import (
 	"errors"
-
-	"github.com/aqmkit/aqmkit/internal/ring"
+	"iter"
+	"time"
+	"unsafe"
 )
 
 // DefaultFIFOLimitPackets is the FIFO's packet limit when FIFOConfig leaves
-// it zero: 1000, Linux's default txqueuelen and pfifo limit.
+// it zero: 1000, Linux's default txqueuelen, which pfifo takes as its limit.
 const DefaultFIFOLimitPackets = 1000
 
-// FIFOConfig configures a drop-tail (or drop-head) FIFO.
+// MaxFIFOLimitPackets is the largest packet limit a FIFO accepts: 1<<24
+// packets, whose storage NewFIFO allocates at once (32 bytes per packet for
+// a word-sized payload, so 512 MiB at this limit).
+const MaxFIFOLimitPackets = 1 << 24
+
+// FIFOConfig configures a drop-tail (or drop-head) FIFO. The zero value is
+// Linux's default pfifo: 1000 packets, no byte limit, tail drop.
+//
+// A FIFO has no AQM: whatever its limits hold becomes standing queue under
+// unresponsive or long-lived traffic. A limit that holds more than a second
+// of queue at the link rate is felt as lag by every flow behind it;
+// [FIFOConfigForLink] sizes the limits for a given rate.
 type FIFOConfig struct {
 	// LimitPackets is the most packets the queue holds. Zero means
-	// [DefaultFIFOLimitPackets]. Storage for this many packets is allocated
-	// by NewFIFO, so it must be at most 1<<24.
+	// [DefaultFIFOLimitPackets]. Storage for this many packets (rounded up
+	// to a power of two) is allocated by NewFIFO, so it must be at most
+	// [MaxFIFOLimitPackets].
 	LimitPackets int
 	// LimitBytes is the most bytes the queue holds (the sum of Size). Zero
 	// means no byte limit: the packet limit alone applies (pfifo); set it for
@@ -25,70 +38,141 @@ type FIFOConfig struct {
 	HeadDrop bool
 }
 
-func (c *FIFOConfig) validate() error {
+// Validate reports every bad field of c, one [*ConfigError] each, joined;
+// each wraps [ErrInvalidConfig]. It does not change c. Zero fields are
+// valid: they mean their defaults.
+func (c FIFOConfig) Validate() error {
 	var errs []error
-	if c.LimitPackets < 0 || c.LimitPackets > 1<<24 {
+	if c.LimitPackets < 0 || c.LimitPackets > MaxFIFOLimitPackets {
 		errs = append(errs, &ConfigError{"aqm", "LimitPackets", c.LimitPackets, "must be in [0, 16777216]"})
 	}
 	if c.LimitBytes < 0 {
 		errs = append(errs, &ConfigError{"aqm", "LimitBytes", c.LimitBytes, "must not be negative"})
 	}
+	return errors.Join(errs...)
+}
+
+// withDefaults returns c with every zero field that has a default set to it.
+func (c FIFOConfig) withDefaults() FIFOConfig {
 	if c.LimitPackets == 0 {
 		c.LimitPackets = DefaultFIFOLimitPackets
 	}
-	return errors.Join(errs...)
+	return c
+}
+
+// FIFOConfigForLink returns a FIFO configuration for a link of the given
+// rate carrying flows of about the given round-trip time (zero means
+// [DefaultRTT]): a byte limit of rate.BufferBytes(rtt) and a packet limit
+// of rate.BufferPackets(rtt), so that full-size packets fill both at once
+// (smaller packets meet the packet limit first). Tail drop.
+func FIFOConfigForLink(rate Rate, rtt time.Duration) FIFOConfig {
+	return FIFOConfig{
+		LimitPackets: min(rate.BufferPackets(rtt), MaxFIFOLimitPackets),
+		LimitBytes:   rate.BufferBytes(rtt),
+	}
 }
 
 // FIFO is the drop-tail baseline the AQM literature compares against: Linux
 // pfifo (packet limit), bfifo (byte limit) and pfifo_head_drop (HeadDrop). It
 // never drops early and never marks. It is also the reference implementation
-// of the [Queue] contract.
+// of the [Queue] contract, and a [BatchQueue].
+//
+// Its memory is one preallocated ring of packets: LimitPackets rounded up
+// to a power of two, times the size of a [Packet] (32 bytes for a
+// word-sized payload); [FIFO.Detail] reports it.
 type FIFO[T any] struct {
-	ring         ring.Ring[Packet[T]] // capacity ≥ limitPackets, and ≥ Len after a shrinking Reconfigure
+	// The ring: buf[head&mask] is the oldest of n packets; len(buf) is a
+	// power of two, at least limitPackets (and at least n after a
+	// shrinking Reconfigure). Popped slots are cleared, so the garbage
+	// collector can reclaim what a payload pointed to.
+	buf  []Packet[T]
+	mask uint
+	head uint
+	n    int
+
 	backlog      int
 	limitPackets int
 	limitBytes   int // 0: none
 	headDrop     bool
 	onDrop       DropFunc[T]
 	stats        Stats
+	cfg          FIFOConfig // effective, defaults filled in
 }
 
-var _ Queue[int] = (*FIFO[int])(nil)
+var (
+	_ Queue[int]      = (*FIFO[int])(nil)
+	_ BatchQueue[int] = (*FIFO[int])(nil)
+)
 
 // NewFIFO returns an empty FIFO. onDrop receives the packets that HeadDrop
 // evicts; it may be nil. The error wraps [ErrInvalidConfig] for each bad
 // field.
 func NewFIFO[T any](cfg FIFOConfig, onDrop DropFunc[T]) (*FIFO[T], error) {
-	if err := cfg.validate(); err != nil {
+	if err := cfg.Validate(); err != nil {
 		return nil, err
 	}
+	cfg = cfg.withDefaults()
 	q := &FIFO[T]{onDrop: onDrop}
-	q.ring.Init(cfg.LimitPackets)
+	q.resize(cfg.LimitPackets)
 	q.apply(cfg)
 	return q, nil
 }
 
 func (q *FIFO[T]) apply(cfg FIFOConfig) {
+	q.cfg = cfg
 	q.limitPackets, q.limitBytes, q.headDrop = cfg.LimitPackets, cfg.LimitBytes, cfg.HeadDrop
+}
+
+// resize gives the ring the smallest power-of-two storage that holds
+// max(capacity, n) packets, keeping the queued packets in order. It
+// allocates only when that size differs from the current one.
+func (q *FIFO[T]) resize(capacity int) {
+	size := 1
+	for size < max(capacity, q.n) {
+		size <<= 1
+	}
+	if size == len(q.buf) {
+		return
+	}
+	buf := make([]Packet[T], size)
+	for i := range q.n {
+		buf[i] = q.buf[(q.head+uint(i))&q.mask]
+	}
+	q.buf, q.mask, q.head = buf, uint(size-1), 0
 }
 
 // Reconfigure validates cfg and applies it to the queue as it stands: no
 // queued packet is dropped, moved or reordered. If the new limits are below
 // what is queued now, the packets stay; later arrivals are refused (or, with
 // HeadDrop, evict the oldest packets as usual) until the queue is within
-// the limits. It allocates when the packet limit grows; call it off the hot
-// path. On error the queue is unchanged.
+// the limits. It allocates when the storage the packet limit needs changes;
+// call it off the hot path. On error the queue is unchanged.
 func (q *FIFO[T]) Reconfigure(cfg FIFOConfig) error {
-	if err := cfg.validate(); err != nil {
+	if err := cfg.Validate(); err != nil {
 		return err
 	}
-	q.ring.Resize(cfg.LimitPackets) // keeps every queued packet, in order
+	cfg = cfg.withDefaults()
+	q.resize(cfg.LimitPackets)
 	q.apply(cfg)
 	return nil
 }
 
+// Config returns the configuration in effect, with every default filled in.
+func (q *FIFO[T]) Config() FIFOConfig { return q.cfg }
+
 func (q *FIFO[T]) full(size int) bool {
-	return q.ring.Len() >= q.limitPackets || (q.limitBytes > 0 && q.backlog+size > q.limitBytes)
+	return q.n >= q.limitPackets || (q.limitBytes > 0 && q.backlog+size > q.limitBytes)
+}
+
+// popFront removes the oldest packet; the queue must not be empty.
+func (q *FIFO[T]) popFront() Packet[T] {
+	i := q.head & q.mask
+	p := q.buf[i]
+	q.buf[i] = Packet[T]{}
+	q.head++
+	q.n--
+	q.backlog -= int(p.Size)
+	return p
 }
 
 // makeRoom is Enqueue's cold path when the queue is full for a packet of
@@ -99,11 +183,10 @@ func (q *FIFO[T]) makeRoom(size int) bool {
 		return false
 	}
 	for q.full(size) {
-		if !q.headDrop || q.ring.Len() == 0 {
+		if !q.headDrop || q.n == 0 {
 			return false
 		}
-		old, _ := q.ring.PopFront()
-		q.backlog -= int(old.Size)
+		old := q.popFront()
 		q.stats.CountDrop(DroppedOverlimit, old.Size, true)
 		if q.onDrop != nil {
 			q.onDrop(old, DroppedOverlimit)
@@ -125,24 +208,103 @@ func (q *FIFO[T]) Enqueue(p Packet[T], now Time) Verdict {
 	}
 	p.ECN &= ECNMask
 	p.Enqueued = now
-	q.ring.PushBack(p) // room: Len < limitPackets ≤ Cap
+	q.buf[(q.head+uint(q.n))&q.mask] = p // room: n < limitPackets ≤ len(buf)
+	q.n++
 	q.backlog += size
 	q.stats.Enqueued.Add(p.Size)
 	return Enqueued
 }
 
+// EnqueueBatch is [FIFO.Enqueue] for each of ps[:n], n = min(len(ps),
+// len(vs)), at now; see [BatchQueue]. Arrivals that fit are stored
+// directly; a full queue hands the packet to Enqueue.
+func (q *FIFO[T]) EnqueueBatch(ps []Packet[T], vs []Verdict, now Time) int {
+	n := min(len(ps), len(vs))
+	ps, vs = ps[:n], vs[:n]
+	buf, mask := q.buf, q.mask
+	tail, count, backlog := q.head+uint(q.n), q.n, q.backlog
+	limP, limB := q.limitPackets, q.limitBytes
+	if limB == 0 {
+		limB = int(^uint(0) >> 1) // no byte limit: backlog+size never exceeds it
+	}
+	maxSize := q.stats.MaxSize
+	var bytes uint64
+	start, accepted := count, 0
+	for i := range ps {
+		p := ps[i]
+		size := int(p.Size)
+		if count >= limP || backlog+size > limB {
+			// Cold: full. Hand the packet to Enqueue with the state flushed.
+			q.n, q.backlog, q.stats.MaxSize = count, backlog, maxSize
+			q.stats.Enqueued.Packets += uint64(count - start)
+			q.stats.Enqueued.Bytes += bytes
+			v := q.Enqueue(p, now)
+			vs[i] = v
+			if v.Accepted() {
+				accepted++
+			}
+			buf, mask = q.buf, q.mask
+			tail, count, backlog, maxSize = q.head+uint(q.n), q.n, q.backlog, q.stats.MaxSize
+			start, bytes = count, 0
+			continue
+		}
+		maxSize = max(maxSize, p.Size)
+		p.ECN &= ECNMask
+		p.Enqueued = now
+		buf[tail&mask] = p
+		tail++
+		count++
+		backlog += size
+		bytes += uint64(size)
+		vs[i] = Enqueued
+		accepted++
+	}
+	q.n, q.backlog, q.stats.MaxSize = count, backlog, maxSize
+	q.stats.Enqueued.Packets += uint64(count - start)
+	q.stats.Enqueued.Bytes += bytes
+	return accepted
+}
+
 // Dequeue returns the oldest packet.
 func (q *FIFO[T]) Dequeue(now Time) (p Packet[T], ok bool) {
-	if p, ok = q.ring.PopFront(); !ok {
+	if q.n == 0 {
 		return p, false
 	}
-	q.backlog -= int(p.Size)
+	p = q.popFront()
 	q.stats.Dequeued.Add(p.Size)
 	return p, true
 }
 
+// DequeueBatch is [FIFO.Dequeue] up to len(buf) times at now; see
+// [BatchQueue]. Packets are copied out of the ring in at most two runs.
+func (q *FIFO[T]) DequeueBatch(buf []Packet[T], now Time) int {
+	k := min(len(buf), q.n)
+	if k == 0 {
+		return 0
+	}
+	out := buf[:k]
+	h := int(q.head & q.mask)
+	first := min(k, len(q.buf)-h)
+	copy(out, q.buf[h:h+first])
+	clear(q.buf[h : h+first])
+	if first < k {
+		copy(out[first:], q.buf[:k-first])
+		clear(q.buf[:k-first])
+	}
+	var bytes int
+	for i := range out {
+		bytes += int(out[i].Size)
+	}
+	q.head += uint(k)
+	q.n -= k
+	q.backlog -= bytes
+	q.stats.Dequeued.Packets += uint64(k)
+	q.stats.Dequeued.Bytes += uint64(bytes)
+	return k
+}
+
 // Len returns the number of queued packets.
-func (q *FIFO[T]) Len() int { return q.ring.Len() }
+func (q *FIFO[T]) Len() int { return q.n }
 
 // Backlog returns the number of queued bytes.
 func (q *FIFO[T]) Backlog() int { return q.backlog }
@@ -150,6 +312,26 @@ func (q *FIFO[T]) Backlog() int { return q.backlog }
 // Stats returns a snapshot of the counters.
 func (q *FIFO[T]) Stats() Stats {
 	s := q.stats
-	s.Len, s.Backlog = q.ring.Len(), q.backlog
+	s.Len, s.Backlog = q.n, q.backlog
 	return s
+}
+
+// FIFODetail is the FIFO-specific state of a [FIFO].
+type FIFODetail struct {
+	// MemoryBytes is the memory the FIFO's packet ring takes: its slots
+	// (LimitPackets rounded up to a power of two) times the size of one
+	// packet.
+	MemoryBytes int
+}
+
+// Detail returns a snapshot of the FIFO-specific state.
+func (q *FIFO[T]) Detail() FIFODetail {
+	return FIFODetail{MemoryBytes: len(q.buf) * int(unsafe.Sizeof(Packet[T]{}))}
+}
+
+// Metrics lists d's values: memory_bytes, a gauge.
+func (d FIFODetail) Metrics() iter.Seq[Metric] {
+	return func(yield func(Metric) bool) {
+		yield(Metric{"memory_bytes", Gauge, float64(d.MemoryBytes)})
+	}
 }
