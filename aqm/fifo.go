@@ -221,48 +221,57 @@ func (q *FIFO[T]) Enqueue(p Packet[T], now Time) Verdict {
 func (q *FIFO[T]) EnqueueBatch(ps []Packet[T], vs []Verdict, now Time) int {
 	n := min(len(ps), len(vs))
 	ps, vs = ps[:n], vs[:n]
-	buf, mask := q.buf, q.mask
-	tail, count, backlog := q.head+uint(q.n), q.n, q.backlog
 	limP, limB := q.limitPackets, q.limitBytes
 	if limB == 0 {
 		limB = int(^uint(0) >> 1) // no byte limit: backlog+size never exceeds it
 	}
+	// The fast path keeps the ring's tail, length and backlog in locals and
+	// writes them back at the end or before handing a packet to Enqueue.
+	// Accepted packets and bytes are the growth of count and backlog.
+	buf := q.buf
+	tail, count, backlog := q.head+uint(q.n), q.n, q.backlog
+	count0, backlog0 := count, backlog
 	maxSize := q.stats.MaxSize
-	var bytes uint64
-	start, accepted := count, 0
+	extra := 0 // packets accepted before the last cold-path call, and by it
 	for i := range ps {
 		p := ps[i]
 		size := int(p.Size)
 		if count >= limP || backlog+size > limB {
-			// Cold: full. Hand the packet to Enqueue with the state flushed.
-			q.n, q.backlog, q.stats.MaxSize = count, backlog, maxSize
-			q.stats.Enqueued.Packets += uint64(count - start)
-			q.stats.Enqueued.Bytes += bytes
-			v := q.Enqueue(p, now)
-			vs[i] = v
-			if v.Accepted() {
-				accepted++
-			}
-			buf, mask = q.buf, q.mask
+			extra += count - count0
+			extra += q.enqueueCold(p, &vs[i], now, count, backlog, count0, backlog0, maxSize)
+			buf = q.buf
 			tail, count, backlog, maxSize = q.head+uint(q.n), q.n, q.backlog, q.stats.MaxSize
-			start, bytes = count, 0
+			count0, backlog0 = count, backlog
 			continue
 		}
 		maxSize = max(maxSize, p.Size)
 		p.ECN &= ECNMask
 		p.Enqueued = now
-		buf[tail&mask] = p
+		buf[tail&uint(len(buf)-1)] = p
 		tail++
 		count++
 		backlog += size
-		bytes += uint64(size)
 		vs[i] = Enqueued
-		accepted++
 	}
 	q.n, q.backlog, q.stats.MaxSize = count, backlog, maxSize
-	q.stats.Enqueued.Packets += uint64(count - start)
-	q.stats.Enqueued.Bytes += bytes
-	return accepted
+	q.stats.Enqueued.Packets += uint64(count - count0)
+	q.stats.Enqueued.Bytes += uint64(backlog - backlog0)
+	return extra + count - count0
+}
+
+// enqueueCold is EnqueueBatch's cold path: it writes back the burst's
+// state so far (count and backlog, which were count0 and backlog0 when
+// the counters were last brought up to date), enqueues p with Enqueue,
+// stores its verdict in *v and returns 1 if p was accepted.
+func (q *FIFO[T]) enqueueCold(p Packet[T], v *Verdict, now Time, count, backlog, count0, backlog0 int, maxSize uint32) int {
+	q.n, q.backlog, q.stats.MaxSize = count, backlog, maxSize
+	q.stats.Enqueued.Packets += uint64(count - count0)
+	q.stats.Enqueued.Bytes += uint64(backlog - backlog0)
+	*v = q.Enqueue(p, now)
+	if v.Accepted() {
+		return 1
+	}
+	return 0
 }
 
 // Dequeue returns the oldest packet.
@@ -276,24 +285,30 @@ func (q *FIFO[T]) Dequeue(now Time) (p Packet[T], ok bool) {
 }
 
 // DequeueBatch is [FIFO.Dequeue] up to len(buf) times at now; see
-// [BatchQueue]. Packets are copied out of the ring in at most two runs.
+// [BatchQueue].
 func (q *FIFO[T]) DequeueBatch(buf []Packet[T], now Time) int {
 	k := min(len(buf), q.n)
-	if k == 0 {
-		return 0
-	}
 	out := buf[:k]
-	h := int(q.head & q.mask)
-	first := min(k, len(q.buf)-h)
-	copy(out, q.buf[h:h+first])
-	clear(q.buf[h : h+first])
-	if first < k {
-		copy(out[first:], q.buf[:k-first])
-		clear(q.buf[:k-first])
-	}
+	ring := q.buf
+	h := q.head & uint(len(ring)-1)
 	var bytes int
-	for i := range out {
-		bytes += int(out[i].Size)
+	if k <= 4 || int(h)+k > len(ring) {
+		// Few packets, or a run that wraps: one pass, slot by slot.
+		for i := range out {
+			slot := &ring[h]
+			out[i] = *slot
+			*slot = Packet[T]{}
+			bytes += int(out[i].Size)
+			h = (h + 1) & uint(len(ring)-1)
+		}
+	} else {
+		// One contiguous run: bulk copy and clear, then sum the sizes.
+		run := ring[h : int(h)+k]
+		copy(out, run)
+		clear(run)
+		for i := range out {
+			bytes += int(out[i].Size)
+		}
 	}
 	q.head += uint(k)
 	q.n -= k
