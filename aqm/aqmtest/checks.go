@@ -278,6 +278,34 @@ func checkAllocs(f Factory) error {
 			errs = append(errs, fmt.Errorf("%s: %.2f allocations per Enqueue+Dequeue, want 0", ph.name, a))
 		}
 	}
+	if _, ok := q.(aqm.BatchQueue[Payload]); !ok {
+		return errors.Join(errs...)
+	}
+	// The burst path, standing and overloaded: bursts of 32 arrivals from
+	// 16 flows and all four codepoints, and bursts of 24 or 40 departures.
+	ps := make([]aqm.Packet[Payload], 32)
+	vs := make([]aqm.Verdict, 32)
+	out := make([]aqm.Packet[Payload], 40)
+	for _, ph := range []struct {
+		name string
+		deq  int
+	}{{"burst standing", 40}, {"burst overload", 24}} {
+		step := func() {
+			now += aqm.Time(100 * time.Microsecond)
+			for i := range ps {
+				seq++
+				ps[i] = aqm.Packet[Payload]{Payload: seq, Meta: aqm.Meta{Size: 1500, Hash: uint32(seq % 16), ECN: aqm.ECN(seq % 4)}}
+			}
+			aqm.EnqueueBatch(q, ps, vs, now)
+			aqm.DequeueBatch(q, out[:ph.deq], now)
+		}
+		for range 500 {
+			step()
+		}
+		if a := testing.AllocsPerRun(200, step); a != 0 {
+			errs = append(errs, fmt.Errorf("%s: %.2f allocations per EnqueueBatch+DequeueBatch, want 0", ph.name, a))
+		}
+	}
 	return errors.Join(errs...)
 }
 

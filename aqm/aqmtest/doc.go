@@ -35,7 +35,8 @@
 //   - determinism: two queues with the same seed decide the same on the same
 //     trace;
 //   - zero allocations per Enqueue and Dequeue in steady state, idle,
-//     standing and overloaded;
+//     standing and overloaded, and per EnqueueBatch and DequeueBatch
+//     (standing and overloaded) when the queue has a burst path;
 //   - bursts (check Burst): two queues of the same seed play random traces
 //     cut into bursts of 0 to 300 packets at one instant each, one through
 //     [aqm.EnqueueBatch] and [aqm.DequeueBatch] (the queue's own burst path

@@ -438,3 +438,28 @@ func TestKitCatchesParkedSchedule(t *testing.T) {
 	require.ErrorContains(t, err, "after Dequeue at now+2^62: after 1s of recovery, Detail still holds instants more than 24h0m0s ahead of the clock: Detail.Inner.NextUpdate=")
 	require.NotContains(t, err.Error(), "fared differently")
 }
+
+// allocBurst is a FIFO whose burst path allocates.
+type allocBurst struct{ *aqm.FIFO[Payload] }
+
+func (a allocBurst) EnqueueBatch(ps []aqm.Packet[Payload], vs []aqm.Verdict, now aqm.Time) int {
+	allocSink = make([]byte, 64+len(allocSink)%3)
+	return a.FIFO.EnqueueBatch(ps, vs, now)
+}
+
+// TestKitCatchesAllocatingBurst protects the ZeroAllocs check's burst
+// phase: a burst path that allocates is caught, while its single calls do
+// not allocate.
+func TestKitCatchesAllocatingBurst(t *testing.T) {
+	if raceEnabled {
+		t.Skip("allocation counts are not meaningful under the race detector")
+	}
+	f := Factory{New: func(_ uint64, onDrop aqm.DropFunc[Payload]) (aqm.Queue[Payload], error) {
+		q, err := aqm.NewFIFO(aqm.FIFOConfig{LimitPackets: 64}, onDrop)
+		return allocBurst{q}, err
+	}}
+	err := checkAllocs(f)
+	require.Error(t, err)
+	require.ErrorContains(t, err, "burst standing: 1.00 allocations per EnqueueBatch+DequeueBatch")
+	require.NotContains(t, err.Error(), "per Enqueue+Dequeue")
+}
