@@ -55,8 +55,11 @@
 //     does not; after [Factory.GlitchRecovery] (default one second) of
 //     correct time, every packet of the next second must fare as on the
 //     control queue (refused, delivered or not), no aqm.Time in the queue's
-//     Detail may lie more than a day ahead of the clock, and every packet,
-//     including those taken at the wrong readings, must leave exactly once.
+//     Detail may lie more than a day ahead of the clock, two seconds of
+//     overload (twice the drain rate) must then find the queue's control
+//     loop working (its mean length within 1.5 times the control queue's
+//     plus 8 packets), and every packet, including those taken at the
+//     wrong readings, must leave exactly once.
 //
 // Random traces are decoded from bytes by [Decode], the same decoder that
 // [Fuzz] uses, so a failing gopter case and a fuzz crasher replay the same

@@ -32,6 +32,11 @@ const (
 	// period a queue schedules, far shorter than a parked far-future
 	// reading (2^62 ns is 146 years).
 	maxAhead = 24 * time.Hour
+	// overloadTime is the last phase: twice the drain rate, during which
+	// the glitched queue must keep its queue about as short as the
+	// control queue does (within 1.5 times plus 8 packets, on average), so
+	// that an AQM whose control loop a glitch stopped is caught.
+	overloadTime = 2 * time.Second
 )
 
 // glitch is one wrong-reading scenario: it applies the wrong readings to a
@@ -96,6 +101,17 @@ func lightStep(h *harness, t aqm.Time) lightFate {
 	return fate
 }
 
+// overloadStep offers two 1500-byte Not-ECT packets of four flows at t and
+// dequeues one (twice the drain rate: 12 Mbit/s against 24) and returns
+// the queue length after.
+func overloadStep(h *harness, t aqm.Time) int {
+	h.now = t
+	h.enqueue(1500, uint32(h.seq%4), aqm.NotECT)
+	h.enqueue(1500, uint32(h.seq%4), aqm.NotECT)
+	h.dequeue()
+	return h.q.Len()
+}
+
 // runGlitch plays light traffic on a glitched queue and a control queue of
 // the same seed and compares the fate of every packet after the recovery
 // window, then drains both, checking conservation.
@@ -114,6 +130,7 @@ func runGlitch(f Factory, g glitch) error {
 	}
 	var diffs, parked []string
 	ndiff, gDelivered, cDelivered := 0, 0, 0
+	var gLen, cLen int // summed over the overload phase
 	err = func() (err error) {
 		defer func() {
 			if r := recover(); r != nil {
@@ -149,6 +166,11 @@ func runGlitch(f Factory, g glitch) error {
 				}
 			}
 		}
+		gh.op, ch.op = 4, 4
+		for end := t + aqm.Time(overloadTime); t < end; t += aqm.Time(time.Millisecond) {
+			gLen += overloadStep(gh, t)
+			cLen += overloadStep(ch, t)
+		}
 		gh.drain()
 		ch.drain()
 		return nil
@@ -165,12 +187,17 @@ func runGlitch(f Factory, g glitch) error {
 		errs = append(errs, fmt.Errorf("light traffic fared differently from the control queue in %d of %d packets after %v of recovery, e.g. %s",
 			ndiff, int(lightMeasure/lightGap), recovery, strings.Join(diffs, "; ")))
 	}
+	steps := int(overloadTime / time.Millisecond)
+	if gMean, cMean := float64(gLen)/float64(steps), float64(cLen)/float64(steps); gMean > 1.5*cMean+8 {
+		errs = append(errs, fmt.Errorf("under overload after the recovery and measurement, the queue held %.1f packets on average, the control queue %.1f: its AQM did not recover",
+			gMean, cMean))
+	}
 	if len(parked) > 0 {
 		errs = append(errs, fmt.Errorf("after %v of recovery, Detail still holds instants more than %v ahead of the clock: %s",
 			recovery, maxAhead, strings.Join(parked, ", ")))
 	}
 	if e := gh.err(); e != nil {
-		errs = append(errs, fmt.Errorf("glitched queue (op 1 glitch, 2 recovery, 3 measurement, -1 drain): %w", e))
+		errs = append(errs, fmt.Errorf("glitched queue (op 1 glitch, 2 recovery, 3 measurement, 4 overload, -1 drain): %w", e))
 	}
 	if e := ch.err(); e != nil {
 		errs = append(errs, fmt.Errorf("control queue: %w", e))

@@ -22,6 +22,12 @@ type broken struct {
 	idleStart aqm.Time
 	early     aqm.Count
 	maxSize   uint32
+
+	// For "parks-update": a toy AQM that refuses arrivals while its last
+	// periodic update (every 10 ms) found more than 5 packets queued; the
+	// next update is never pulled back from a far-future reading.
+	nextUpdate aqm.Time
+	active     bool
 }
 
 // singleOnly hides every method of a queue but those of aqm.Queue, so that
@@ -39,6 +45,16 @@ func (b *broken) Enqueue(p aqm.Packet[Payload], now aqm.Time) aqm.Verdict {
 			return v
 		}
 		return aqm.Marked
+	case "parks-update":
+		if now >= b.nextUpdate && now < math.MaxInt64-aqm.Time(time.Hour) {
+			b.nextUpdate = now + aqm.Time(10*time.Millisecond)
+			b.active = b.FIFO.Len() > 5
+		}
+		if b.active {
+			b.maxSize = max(b.maxSize, p.Size)
+			b.early.Add(p.Size)
+			return aqm.DroppedEarly
+		}
 	case "parks-idle-start":
 		// RED's old defect: an idle start recorded at a far-future reading
 		// stays ahead of the clock, and arrivals "before" it are refused.
@@ -366,6 +382,21 @@ func TestKitCatchesClockGlitch(t *testing.T) {
 	require.ErrorContains(t, err, "after alternating MinInt64+1 and MaxInt64")
 	f.SkipClockGlitch = true
 	require.NoError(t, checkClockGlitch(f))
+}
+
+// TestKitCatchesStoppedControlLoop protects the ClockGlitch check's
+// overload phase: a queue whose periodic update a far-future reading parks
+// (and which shows nothing in light traffic or in a Detail) is caught,
+// while the same toy AQM without a glitch passes.
+func TestKitCatchesStoppedControlLoop(t *testing.T) {
+	f := brokenFactory("parks-update", aqm.FIFOConfig{LimitPackets: 64}, 64)
+	err := runGlitch(f, glitch{"nothing", func(*harness, aqm.Time) {}})
+	require.NoError(t, err, "the toy AQM is fine when the clock is")
+	err = checkClockGlitch(f)
+	require.Error(t, err)
+	require.ErrorContains(t, err, "after Enqueue at now+2^62: under overload after the recovery and measurement, the queue held 62.0 packets on average, the control queue 5.0")
+	require.ErrorContains(t, err, "its AQM did not recover")
+	require.NotContains(t, err.Error(), "fared differently")
 }
 
 // TestKitGlitchCatchesLoss protects conservation in the ClockGlitch check:
