@@ -24,13 +24,15 @@ func propertyRuns() int {
 }
 
 // checkProperties runs the conformance checks on gopter-generated traces:
-// random bytes decoded by Decode, so failures shrink to short traces.
+// random bytes decoded by Decode, so failures shrink to short traces. Each
+// trace is played as the fuzz target plays it: once op by op, and once as
+// bursts on two queues (burst path against loop).
 func checkProperties(f Factory, seed int64, runs int) error {
 	params := gopter.DefaultTestParametersWithSeed(seed)
 	params.MinSuccessfulTests = runs
 	params.MaxSize = 1200 // bytes: up to 300 ops
 	p := prop.ForAll(func(data []byte, qseed uint64) string {
-		if err := runTraceBudget(f, qseed, Decode(data), randomTraceBudget); err != nil {
+		if err := fuzzOne(f, data, qseed); err != nil {
 			return err.Error()
 		}
 		return ""
