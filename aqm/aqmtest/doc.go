@@ -47,19 +47,21 @@
 //     Stats and, if the queue has a Detail method, its Detail. Verdict
 //     slices shorter and longer than the burst are used too. A queue
 //     without a burst path passes trivially, and Run logs that it has none;
-//   - the time policy of package aqm (check ClockGlitch): light traffic
-//     (one 1000-byte Not-ECT packet every 10 ms, dequeued 1 ms later) runs
-//     on a queue that sees wrong readings (a Dequeue, or an Enqueue, at
-//     now+2^62 and at math.MaxInt64, and alternating math.MinInt64+1 and
-//     math.MaxInt64 readings) and on a control queue of the same seed that
-//     does not; after [Factory.GlitchRecovery] (default one second) of
-//     correct time, every packet of the next second must fare as on the
-//     control queue (refused, delivered or not), no aqm.Time in the queue's
-//     Detail may lie more than a day ahead of the clock, two seconds of
+//   - the time policy of package aqm (check ClockGlitch): two queues of the
+//     same seed get light traffic (one 1000-byte Not-ECT packet every
+//     10 ms, dequeued 1 ms later), then a second of overload, so that their
+//     averages and probabilities are high; then one of them sees wrong
+//     readings while it still holds the standing queue (a Dequeue that
+//     empties it, or an Enqueue, at now+2^62 and at math.MaxInt64, and
+//     alternating math.MinInt64+1 and math.MaxInt64 readings), and both
+//     get light traffic again. After [Factory.GlitchRecovery] (default one
+//     second) of correct time, every packet of the next second must fare
+//     as on the control queue (refused, delivered or not); two seconds of
 //     overload (twice the drain rate) must then find the queue's control
 //     loop working (its mean length within 1.5 times the control queue's
-//     plus 8 packets), and every packet, including those taken at the
-//     wrong readings, must leave exactly once.
+//     plus 8 packets); no aqm.Time in the queue's Detail may then lie more
+//     than a day ahead of the clock; and every packet, including those
+//     taken at the wrong readings, must leave exactly once.
 //
 // Random traces are decoded from bytes by [Decode], the same decoder that
 // [Fuzz] uses, so a failing gopter case and a fuzz crasher replay the same
