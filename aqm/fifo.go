@@ -216,62 +216,68 @@ func (q *FIFO[T]) Enqueue(p Packet[T], now Time) Verdict {
 }
 
 // EnqueueBatch is [FIFO.Enqueue] for each of ps[:n], n = min(len(ps),
-// len(vs)), at now; see [BatchQueue]. Arrivals that fit are stored
-// directly; a full queue hands the packet to Enqueue.
+// len(vs)), at now; see [BatchQueue]. Runs of arrivals that fit are stored
+// directly; an arrival that meets a full queue is handed to Enqueue.
 func (q *FIFO[T]) EnqueueBatch(ps []Packet[T], vs []Verdict, now Time) int {
 	n := min(len(ps), len(vs))
 	ps, vs = ps[:n], vs[:n]
-	limP, limB := q.limitPackets, q.limitBytes
-	if limB == 0 {
-		limB = int(^uint(0) >> 1) // no byte limit: backlog+size never exceeds it
-	}
-	// The fast path keeps the ring's tail, length and backlog in locals and
-	// writes them back at the end or before handing a packet to Enqueue.
-	// Accepted packets and bytes are the growth of count and backlog.
-	buf := q.buf
-	tail, count, backlog := q.head+uint(q.n), q.n, q.backlog
-	count0, backlog0 := count, backlog
-	maxSize := q.stats.MaxSize
-	extra := 0 // packets accepted before the last cold-path call, and by it
-	for i := range ps {
-		p := ps[i]
-		size := int(p.Size)
-		if count >= limP || backlog+size > limB {
-			extra += count - count0
-			extra += q.enqueueCold(p, &vs[i], now, count, backlog, count0, backlog0, maxSize)
-			buf = q.buf
-			tail, count, backlog, maxSize = q.head+uint(q.n), q.n, q.backlog, q.stats.MaxSize
-			count0, backlog0 = count, backlog
-			continue
+	accepted := 0
+	for i := 0; i < n; i++ {
+		k := q.enqueueRun(ps[i:], vs[i:], now)
+		accepted += k
+		if i += k; i == n {
+			break
 		}
-		maxSize = max(maxSize, p.Size)
-		p.ECN &= ECNMask
-		p.Enqueued = now
-		buf[tail&uint(len(buf)-1)] = p
-		tail++
-		count++
-		backlog += size
-		vs[i] = Enqueued
+		v := q.Enqueue(ps[i], now) // the queue is full for ps[i]
+		vs[i] = v
+		if v.Accepted() {
+			accepted++
+		}
 	}
-	q.n, q.backlog, q.stats.MaxSize = count, backlog, maxSize
-	q.stats.Enqueued.Packets += uint64(count - count0)
-	q.stats.Enqueued.Bytes += uint64(backlog - backlog0)
-	return extra + count - count0
+	return accepted
 }
 
-// enqueueCold is EnqueueBatch's cold path: it writes back the burst's
-// state so far (count and backlog, which were count0 and backlog0 when
-// the counters were last brought up to date), enqueues p with Enqueue,
-// stores its verdict in *v and returns 1 if p was accepted.
-func (q *FIFO[T]) enqueueCold(p Packet[T], v *Verdict, now Time, count, backlog, count0, backlog0 int, maxSize uint32) int {
-	q.n, q.backlog, q.stats.MaxSize = count, backlog, maxSize
-	q.stats.Enqueued.Packets += uint64(count - count0)
-	q.stats.Enqueued.Bytes += uint64(backlog - backlog0)
-	*v = q.Enqueue(p, now)
-	if v.Accepted() {
-		return 1
+// enqueueRun stores the longest prefix of ps that fits in the queue as it
+// stands, stamped and with the ECN field masked, sets the verdicts of
+// that prefix, and returns its length. vs must be at least as long as ps.
+func (q *FIFO[T]) enqueueRun(ps []Packet[T], vs []Verdict, now Time) int {
+	buf := q.buf
+	mask := uint(len(buf) - 1)
+	tail := q.head + uint(q.n)
+	// At most lim packets fit, and at most byteRoom bytes; both may be
+	// negative after a Reconfigure that shrank the limits.
+	lim := min(len(ps), q.limitPackets-q.n)
+	byteRoom := int(^uint(0) >> 1)
+	if q.limitBytes > 0 {
+		byteRoom = q.limitBytes - q.backlog
 	}
-	return 0
+	byteRoom0 := byteRoom
+	maxSize := q.stats.MaxSize
+	vs = vs[:len(ps)]
+	i := 0
+	for ; i < lim; i++ {
+		size := ps[i].Size
+		if int(size) > byteRoom {
+			break
+		}
+		byteRoom -= int(size)
+		maxSize = max(maxSize, size)
+		slot := &buf[(tail+uint(i))&mask]
+		*slot = ps[i]
+		slot.ECN &= ECNMask
+		slot.Enqueued = now
+		vs[i] = Enqueued
+	}
+	if i <= 0 {
+		return 0
+	}
+	bytes := byteRoom0 - byteRoom
+	q.n += i
+	q.backlog += bytes
+	q.stats.MaxSize = maxSize
+	q.stats.Enqueued.Packets += uint64(i)
+	q.stats.Enqueued.Bytes += uint64(bytes)
+	return i
 }
 
 // Dequeue returns the oldest packet.
