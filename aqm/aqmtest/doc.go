@@ -65,7 +65,8 @@
 //
 // Random traces are decoded from bytes by [Decode], the same decoder that
 // [Fuzz] uses, so a failing gopter case and a fuzz crasher replay the same
-// way. The gopter seed is fixed (so CI is deterministic) unless the
+// way. Both play every trace twice: op by op on one queue under all the
+// checks above, and as bursts on two queues, burst path against loop. The gopter seed is fixed (so CI is deterministic) unless the
 // environment variable AQMTEST_SEED sets another; every run logs the seed it
 // used.
 //
@@ -86,6 +87,10 @@
 //     random decision on it. If the control queue itself drops some of the
 //     light traffic (a configuration whose thresholds it reaches), only the
 //     number delivered is compared, within 5 %.
+//   - The overload phase of the ClockGlitch check compares mean queue
+//     lengths with a margin, not decisions, because the glitch may have
+//     shifted a queue's random stream; a control loop that a wrong reading
+//     stopped lets the queue run to its limit, far outside the margin.
 //   - The Burst check compares two queues rather than a queue and a model:
 //     the loop of single calls is the definition of a burst, and the other
 //     checks hold the single calls to the contract.
