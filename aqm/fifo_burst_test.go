@@ -110,6 +110,10 @@ var fifoModes = []aqm.FIFOConfig{
 // sizes, ECN bits, time steps and reconfigurations (which the kit's Burst
 // check does not do): verdicts, packets, drops, Stats after every step.
 func TestFIFOBurstMatchesLoop(t *testing.T) {
+	steps := 2000
+	if testing.Short() {
+		steps = 500
+	}
 	for mi, cfg := range fifoModes {
 		r := rand.New(rand.NewPCG(uint64(mi), 9))
 		var dropsB, dropsL []string
@@ -121,7 +125,7 @@ func TestFIFOBurstMatchesLoop(t *testing.T) {
 		ps := make([]aqm.Packet[int], 300)
 		vb, vl := make([]aqm.Verdict, 302), make([]aqm.Verdict, 302)
 		ob, ol := make([]aqm.Packet[int], 300), make([]aqm.Packet[int], 300)
-		for step := range 2000 {
+		for step := range steps {
 			now += aqm.Time(r.IntN(2000)) * aqm.Time(time.Microsecond)
 			n := r.IntN(301)
 			switch r.IntN(9) {
