@@ -220,6 +220,14 @@ func (q *FIFO[T]) Enqueue(p Packet[T], now Time) Verdict {
 // directly; an arrival that meets a full queue is handed to Enqueue.
 func (q *FIFO[T]) EnqueueBatch(ps []Packet[T], vs []Verdict, now Time) int {
 	n := min(len(ps), len(vs))
+	if n == 1 { // a burst of one is a single call: skip the setup
+		v := q.Enqueue(ps[0], now)
+		vs[0] = v
+		if v.Accepted() {
+			return 1
+		}
+		return 0
+	}
 	ps, vs = ps[:n], vs[:n]
 	accepted := 0
 	for i := 0; i < n; i++ {
@@ -294,6 +302,11 @@ func (q *FIFO[T]) Dequeue(now Time) (p Packet[T], ok bool) {
 // [BatchQueue].
 func (q *FIFO[T]) DequeueBatch(buf []Packet[T], now Time) int {
 	k := min(len(buf), q.n)
+	if k == 1 { // a burst of one is a single call: skip the setup
+		buf[0] = q.popFront()
+		q.stats.Dequeued.Add(buf[0].Size)
+		return 1
+	}
 	out := buf[:k]
 	ring := q.buf
 	h := q.head & uint(len(ring)-1)
