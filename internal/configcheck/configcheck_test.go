@@ -10,7 +10,7 @@ import (
 	"time"
 
 	"github.com/aqmkit/aqmkit/aqm"
-	"github.com/aqmkit/aqmkit/aqm/shaper"
+	"github.com/aqmkit/aqmkit/aqm/front"
 	"github.com/aqmkit/aqmkit/clock"
 	"github.com/aqmkit/aqmkit/codel"
 	"github.com/aqmkit/aqmkit/dualq"
@@ -28,7 +28,8 @@ var configTypes = []reflect.Type{
 	reflect.TypeFor[dualq.Config](),
 	reflect.TypeFor[fq.CoDelConfig](),
 	reflect.TypeFor[fq.SFQConfig](),
-	reflect.TypeFor[shaper.Config](),
+	reflect.TypeFor[front.Config](),
+	reflect.TypeFor[front.ShardedConfig](),
 }
 
 // randomValue fills v (settable) with a value that is often zero, often
@@ -154,16 +155,16 @@ var queueCases = []queueCase{
 		func(c any) (any, error) { return fq.NewCoDel[int](c.(fq.CoDelConfig), nil) }},
 	{"fq.SFQ", reflect.TypeFor[fq.SFQConfig](), func(s uint64) (any, error) { return fq.NewSFQ[int](fq.SFQConfig{Seed: s}, nil) },
 		func(c any) (any, error) { return fq.NewSFQ[int](c.(fq.SFQConfig), nil) }},
-	{"shaper.Shaper", reflect.TypeFor[shaper.Config](), func(uint64) (any, error) { return newShaper(shaper.Config{}) },
-		func(c any) (any, error) { return newShaper(c.(shaper.Config)) }},
+	{"front.Front", reflect.TypeFor[front.Config](), func(uint64) (any, error) { return newFront(front.Config{}) },
+		func(c any) (any, error) { return newFront(c.(front.Config)) }},
 }
 
-func newShaper(cfg shaper.Config) (any, error) {
+func newFront(cfg front.Config) (any, error) {
 	q, err := aqm.NewFIFO[int](aqm.FIFOConfig{}, nil)
 	if err != nil {
 		return nil, err
 	}
-	return shaper.New[int](q, clock.NewManual(clock.Epoch), cfg)
+	return front.New[int](q, clock.NewManual(clock.Epoch), cfg)
 }
 
 // TestEveryQueueReportsConfig protects Config(): every queue type has it,
