@@ -144,6 +144,9 @@ func HasBurstPath(f Factory) bool {
 // calls, Len, Backlog, Stats and (if the queue has one) Detail, after every
 // burst.
 func runBurst(f Factory, seed uint64, steps []burstStep) (err error) {
+	if seed == 0 {
+		seed = 1 // a zero seed asks aqmkit's queues for a secret random one: the two would differ
+	}
 	b, err := newSidecar(f, seed)
 	if err != nil {
 		return err

@@ -12,9 +12,11 @@ type Payload = uint64
 
 // Factory describes a queue under test.
 type Factory struct {
-	// New builds a fresh, empty queue. Two queues built with the same seed
-	// must make the same decisions on the same operations; onDrop must be
-	// installed as the queue's DropFunc.
+	// New builds a fresh, empty queue. Two queues built with the same
+	// non-zero seed must make the same decisions on the same operations
+	// (the kit never asks two queues with seed 0 to agree: a zero Seed
+	// draws a secret one in aqmkit's queues); onDrop must be installed as
+	// the queue's DropFunc.
 	New func(seed uint64, onDrop aqm.DropFunc[Payload]) (aqm.Queue[Payload], error)
 	// LimitPackets and LimitBytes are the hard limits the queue was built
 	// with. The kit checks that Len and Backlog never exceed them, and that a

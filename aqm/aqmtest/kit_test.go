@@ -494,3 +494,20 @@ func TestKitCatchesAllocatingBurst(t *testing.T) {
 	require.ErrorContains(t, err, "burst standing: 1.00 allocations per EnqueueBatch+DequeueBatch")
 	require.NotContains(t, err.Error(), "per Enqueue+Dequeue")
 }
+
+// TestBurstNeverUsesSeedZero protects the Burst check on queues whose zero
+// Seed draws a secret one: the two queues it compares must share a seed
+// that means the same stream, so seed 0 is never passed for them.
+func TestBurstNeverUsesSeedZero(t *testing.T) {
+	var seeds []uint64
+	f := brokenFactory("none", aqm.FIFOConfig{LimitPackets: 64}, 64)
+	inner := f.New
+	f.New = func(seed uint64, onDrop aqm.DropFunc[Payload]) (aqm.Queue[Payload], error) {
+		seeds = append(seeds, seed)
+		return inner(seed, onDrop)
+	}
+	require.NoError(t, fuzzOne(f, randomBytes(3, 64), 0))
+	require.Len(t, seeds, 3, "one queue for the op-by-op run, two for the burst comparison")
+	require.NotZero(t, seeds[1])
+	require.Equal(t, seeds[1], seeds[2])
+}
