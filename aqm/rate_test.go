@@ -106,5 +106,5 @@ func TestRateBuffer(t *testing.T) {
 	require.Equal(t, aqm.MaxBufferBytes, (10 * aqm.Gbit).BufferBytes(time.Second))
 	require.Equal(t, aqm.MaxBufferBytes, aqm.Rate(0).BufferBytes(time.Second))
 	require.Equal(t, 265, (8 * aqm.Mbit).BufferPackets(0))
-	require.LessOrEqual(t, (8 * aqm.Mbit).TxTime(int64((8*aqm.Mbit).BufferBytes(0))), 400*time.Millisecond)
+	require.LessOrEqual(t, (8 * aqm.Mbit).TxTime(int64((8 * aqm.Mbit).BufferBytes(0))), 400*time.Millisecond)
 }

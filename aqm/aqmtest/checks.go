@@ -37,8 +37,8 @@ var checks = []check{
 }
 
 // Run checks the queues that f builds against the aqm.Queue contract, one
-// subtest per check (see the package documentation), then runs the gopter
-// properties.
+// subtest per check (see the package documentation), then plays seeded random
+// traces through all of them.
 func Run(t *testing.T, f Factory) {
 	t.Helper()
 	if f.New == nil {
@@ -61,9 +61,9 @@ func Run(t *testing.T, f Factory) {
 	}
 	t.Run("Properties", func(t *testing.T) {
 		seed := propertySeed()
-		t.Logf("gopter seed %d (replay with AQMTEST_SEED=%d)", seed, seed)
+		t.Logf("property seed %d (replay with AQMTEST_SEED=%d)", seed, seed)
 		if err := checkProperties(f, seed, propertyRuns()); err != nil {
-			t.Errorf("gopter seed %d: %v", seed, err)
+			t.Errorf("property seed %d: %v", seed, err)
 		}
 	})
 }

@@ -13,7 +13,7 @@
 //
 //	func FuzzQueue(f *testing.F) { aqmtest.Fuzz(f, factory) }
 //
-// What Run checks, on fixed traces, on odd input and on gopter-generated
+// What Run checks, on fixed traces, on odd input and on seeded random
 // random traces:
 //
 //   - conservation: every accepted packet leaves exactly once, by Dequeue or
@@ -64,9 +64,10 @@
 //     taken at the wrong readings, must leave exactly once.
 //
 // Random traces are decoded from bytes by [Decode], the same decoder that
-// [Fuzz] uses, so a failing gopter case and a fuzz crasher replay the same
+// [Fuzz] uses, so a failing random trace and a fuzz crasher replay the same
 // way. Both play every trace twice: op by op on one queue under all the
-// checks above, and as bursts on two queues, burst path against loop. The gopter seed is fixed (so CI is deterministic) unless the
+// checks above, and as bursts on two queues, burst path against loop. The seed of the random traces is fixed (so CI
+// is deterministic) unless the
 // environment variable AQMTEST_SEED sets another; every run logs the seed it
 // used.
 //

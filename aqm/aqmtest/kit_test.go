@@ -28,6 +28,10 @@ type broken struct {
 	// next update is never pulled back from a far-future reading.
 	nextUpdate aqm.Time
 	active     bool
+
+	// For "reorders": packets taken out and put back at the tail, which the
+	// FIFO counted as dequeued and enqueued once more.
+	requeued aqm.Count
 }
 
 // singleOnly hides every method of a queue but those of aqm.Queue, so that
@@ -92,6 +96,7 @@ func (b *broken) Dequeue(now aqm.Time) (aqm.Packet[Payload], bool) {
 			first, _ := b.FIFO.Dequeue(now)
 			second, _ := b.FIFO.Dequeue(now)
 			b.FIFO.Enqueue(first, first.Enqueued) // back at the tail: out of order
+			b.requeued.Add(first.Size)            // kept out of Stats: only the order is wrong
 			return second, true
 		}
 	case "false-empty":
@@ -123,6 +128,10 @@ func (b *broken) Stats() aqm.Stats {
 	if b.fault == "miscounts" && s.Dequeued.Packets > 10 {
 		s.Dequeued.Packets--
 	}
+	s.Enqueued.Packets -= b.requeued.Packets
+	s.Enqueued.Bytes -= b.requeued.Bytes
+	s.Dequeued.Packets -= b.requeued.Packets
+	s.Dequeued.Bytes -= b.requeued.Bytes
 	s.DroppedEarly = s.DroppedEarly.Plus(b.early)
 	s.MaxSize = max(s.MaxSize, b.maxSize)
 	return s

@@ -4,17 +4,16 @@ import (
 	"fmt"
 	"testing"
 
-	"github.com/aqmkit/aqmkit/internal/proptest"
-	"github.com/leanovate/gopter"
-	"github.com/leanovate/gopter/gen"
-	"github.com/leanovate/gopter/prop"
+	"math/rand/v2"
+
+	"github.com/aqmkit/aqmkit/internal/seedenv"
 )
 
-// defaultSeed is the gopter seed used unless AQMTEST_SEED says otherwise, so
+// defaultSeed is the property seed used unless AQMTEST_SEED says otherwise, so
 // that CI runs are reproducible.
 const defaultSeed = 20261130
 
-func propertySeed() int64 { return proptest.Seed(defaultSeed) }
+func propertySeed() int64 { return seedenv.Seed(defaultSeed) }
 
 func propertyRuns() int {
 	if testing.Short() {
@@ -23,39 +22,47 @@ func propertyRuns() int {
 	return 150
 }
 
-// checkProperties runs the conformance checks on gopter-generated traces:
-// random bytes decoded by Decode, so failures shrink to short traces. Each
-// trace is played as the fuzz target plays it: once op by op, and once as
-// bursts on two queues (burst path against loop).
+// checkProperties runs the conformance checks on random traces: seeded
+// random bytes decoded by Decode, each played as the fuzz target plays it
+// (once op by op, and once as bursts on two queues, burst path against
+// loop). A failing trace is shrunk before it is reported: chunks of ops are
+// cut out while the trace still fails, so the report is short.
 func checkProperties(f Factory, seed int64, runs int) error {
-	params := gopter.DefaultTestParametersWithSeed(seed)
-	params.MinSuccessfulTests = runs
-	params.MaxSize = 1200 // bytes: up to 300 ops
-	p := prop.ForAll(func(data []byte, qseed uint64) string {
+	r := rand.New(rand.NewPCG(uint64(seed), 0x9e3779b97f4a7c15))
+	for i := range runs {
+		data := make([]byte, r.IntN(1201)) // up to 300 ops
+		for j := range data {
+			data[j] = byte(r.Uint32())
+		}
+		qseed := r.Uint64()
 		if err := fuzzOne(f, data, qseed); err != nil {
-			return err.Error()
-		}
-		return ""
-	}, gen.SliceOf(gen.UInt8()), gen.UInt64())
-	res := p.Check(params)
-	if res.Passed() {
-		return nil
-	}
-	msg := fmt.Sprintf("property falsified after %d passed traces", res.Succeeded)
-	for _, a := range res.Args {
-		if b, ok := a.Arg.([]byte); ok {
-			msg += fmt.Sprintf("\n  trace (%d ops, shrunk): %v", len(b)/4, Decode(b))
-		} else {
-			msg += fmt.Sprintf("\n  %s = %v", a.Label, a.Arg)
+			data = shrinkTrace(f, data, qseed)
+			return fmt.Errorf("property falsified after %d passed traces\n  trace (%d ops, shrunk): %v\n  queue seed %d\n  error: %v",
+				i, len(data)/4, Decode(data), qseed, fuzzOne(f, data, qseed))
 		}
 	}
-	if res.Error != nil {
-		msg += "\n  error: " + res.Error.Error()
+	return nil
+}
+
+// shrinkTrace cuts chunks of whole ops (four bytes each) out of a failing
+// trace while it still fails, halving the chunk size down to one op, within
+// a bounded number of replays.
+func shrinkTrace(f Factory, data []byte, qseed uint64) []byte {
+	data = data[:len(data)/4*4]
+	budget := 2000
+	for chunk := len(data) / 8 * 4; chunk >= 4 && budget > 0; chunk /= 2 {
+		chunk = chunk / 4 * 4
+		for at := 0; at+chunk <= len(data) && budget > 0; {
+			cand := append(append([]byte(nil), data[:at]...), data[at+chunk:]...)
+			budget--
+			if fuzzOne(f, cand, qseed) != nil {
+				data = cand
+				continue
+			}
+			at += chunk
+		}
 	}
-	for _, l := range res.Labels {
-		msg += "\n  " + l
-	}
-	return fmt.Errorf("%s", msg)
+	return data
 }
 
 // Fuzz installs a fuzz target on f that decodes each input with [Decode],

@@ -4,30 +4,15 @@
 package proptest
 
 import (
-	"os"
-	"strconv"
 	"testing"
-	"time"
 
+	"github.com/aqmkit/aqmkit/internal/seedenv"
 	"github.com/leanovate/gopter"
 )
 
 // Seed returns the seed that AQMTEST_SEED names: def when it is unset or not
 // a number, a fresh one when it is "random".
-func Seed(def int64) int64 {
-	switch v := os.Getenv("AQMTEST_SEED"); v {
-	case "":
-		return def
-	case "random":
-		return time.Now().UnixNano()
-	default:
-		s, err := strconv.ParseInt(v, 10, 64)
-		if err != nil {
-			return def
-		}
-		return s
-	}
-}
+func Seed(def int64) int64 { return seedenv.Seed(def) }
 
 // Parameters returns gopter parameters for a package's properties: seed (or
 // the one AQMTEST_SEED names), logged so that a failure replays, and full
