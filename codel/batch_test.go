@@ -1,0 +1,144 @@
+package codel
+
+import (
+	"math"
+	"testing"
+	"time"
+
+	"github.com/aqmkit/aqmkit/aqm"
+	"github.com/aqmkit/aqmkit/internal/rng"
+	"github.com/stretchr/testify/require"
+)
+
+type dropRec struct {
+	id  uint64
+	why aqm.Verdict
+	ecn aqm.ECN
+}
+
+// TestBatchMatchesLoop protects the burst path's contract: on random traces
+// (bursts of 0 to 300 packets, random sizes and ECN codepoints, time steps
+// from zero to seconds, occasional extreme readings) EnqueueBatch and
+// DequeueBatch give exactly the verdicts, packets, order, DropFunc calls,
+// Stats and Detail of the loop of single calls.
+func TestBatchMatchesLoop(t *testing.T) {
+	traces := 40
+	if testing.Short() {
+		traces = 10
+	}
+	cfgs := []Config{
+		{},
+		{DisableECN: true},
+		{LimitPackets: 50, LimitBytes: 30000, Target: time.Millisecond, Interval: 10 * time.Millisecond},
+		{CEThreshold: 500 * time.Microsecond, LinuxCount: true, StrictDeadline: true},
+		{Target: 1, Interval: 2, MTUBytes: 1, LimitPackets: 4000},
+	}
+	for seed := range uint64(traces) {
+		cfg := cfgs[seed%uint64(len(cfgs))]
+		src := rng.New(seed + 1)
+		var dropsA, dropsB []dropRec
+		a, err := New(cfg, func(p aqm.Packet[uint64], why aqm.Verdict) { dropsA = append(dropsA, dropRec{p.Payload, why, p.ECN}) })
+		require.NoError(t, err)
+		b, err := New(cfg, func(p aqm.Packet[uint64], why aqm.Verdict) { dropsB = append(dropsB, dropRec{p.Payload, why, p.ECN}) })
+		require.NoError(t, err)
+		now := t0
+		id := uint64(0)
+		ps := make([]aqm.Packet[uint64], 300)
+		vsA, vsB := make([]aqm.Verdict, 300), make([]aqm.Verdict, 300)
+		bufA, bufB := make([]aqm.Packet[uint64], 300), make([]aqm.Packet[uint64], 300)
+		for op := range 400 {
+			switch r := src.Uint64() % 100; {
+			case r < 2:
+				now = aqm.Time(math.MaxInt64 - int64(src.Uint64()%2))
+			case r < 4:
+				now = aqm.Time(math.MinInt64 + int64(src.Uint64()%2))
+			case r < 8:
+				now = t0 + aqm.Time(op)*aqm.Time(10*time.Millisecond)
+			case r < 30:
+				// same instant
+			default:
+				now = aqm.Time(int64(now) + int64(src.Uint64()%uint64(20*time.Millisecond)))
+			}
+			n := int(src.Uint64() % 301)
+			if src.Uint64()%2 == 0 {
+				for i := range n {
+					id++
+					ps[i] = aqm.Packet[uint64]{Payload: id, Meta: aqm.Meta{Size: uint32(src.Uint64() % 1600), ECN: aqm.ECN(src.Uint64() % 4)}}
+				}
+				m := min(n, len(vsA)-int(src.Uint64()%3)) // len(vs) may be shorter
+				accA := a.EnqueueBatch(ps[:n], vsA[:m], now)
+				accB := aqm.EnqueueLoop[uint64](b, ps[:n], vsB[:m], now)
+				require.Equal(t, accB, accA, "seed %d op %d: accepted", seed, op)
+				require.Equal(t, vsB[:m], vsA[:m], "seed %d op %d: verdicts", seed, op)
+			} else {
+				dropsA, dropsB = dropsA[:0], dropsB[:0]
+				gotA := a.DequeueBatch(bufA[:n], now)
+				gotB := aqm.DequeueLoop[uint64](b, bufB[:n], now)
+				require.Equal(t, gotB, gotA, "seed %d op %d: dequeued", seed, op)
+				require.Equal(t, bufB[:gotB], bufA[:gotA], "seed %d op %d: packets", seed, op)
+				require.Equal(t, dropsB, dropsA, "seed %d op %d: drops", seed, op)
+			}
+			require.Equal(t, b.Stats(), a.Stats(), "seed %d op %d: stats", seed, op)
+			require.Equal(t, b.Detail(), a.Detail(), "seed %d op %d: detail", seed, op)
+		}
+	}
+}
+
+// TestBatchAllocs protects the burst path's zero allocations.
+func TestBatchAllocs(t *testing.T) {
+	q, err := New[uint64](Config{LimitPackets: 4096}, func(aqm.Packet[uint64], aqm.Verdict) {})
+	require.NoError(t, err)
+	ps := make([]aqm.Packet[uint64], 32)
+	vs := make([]aqm.Verdict, 32)
+	buf := make([]aqm.Packet[uint64], 32)
+	for i := range ps {
+		ps[i] = pkt(uint64(i), 1000, aqm.ECN(i%4))
+	}
+	now := t0
+	for _, step := range []time.Duration{10 * time.Microsecond, time.Millisecond} {
+		require.Zero(t, testing.AllocsPerRun(1000, func() {
+			now += aqm.Time(32 * step)
+			sinkInt = q.EnqueueBatch(ps, vs, now)
+			sinkInt = q.DequeueBatch(buf[:min(32, max(q.Len()-100, 0))], now)
+		}))
+	}
+	require.NotZero(t, q.Stats().DroppedEarly.Packets+q.Stats().Marked.Packets)
+}
+
+var sinkInt int
+
+// TestDetailMetrics protects Detail.Metrics: unique lower_snake names and
+// values equal to the Detail's fields, and MemoryBytes equal to the ring's
+// preallocation (a power of two of 32-byte packets).
+func TestDetailMetrics(t *testing.T) {
+	q, err := New[uint64](Config{LimitPackets: 1000, DisableECN: true}, nil)
+	require.NoError(t, err)
+	for range 300 {
+		q.Enqueue(pkt(1, 1000, aqm.NotECT), t0)
+	}
+	for k := 1; k <= 200; k++ {
+		q.Dequeue(t0 + aqm.Time(k)*aqm.Time(time.Millisecond))
+	}
+	d := q.Detail()
+	require.True(t, d.Dropping)
+	require.Equal(t, 1024*32, d.MemoryBytes)
+	got := map[string]float64{}
+	for m := range d.Metrics() {
+		require.NotContains(t, got, m.Name, "duplicate metric")
+		require.Regexp(t, `^[a-z]+(_[a-z]+)*$`, m.Name)
+		got[m.Name] = m.Value
+	}
+	require.Equal(t, map[string]float64{
+		"count": float64(d.Count), "lastcount": float64(d.LastCount), "dropping": 1,
+		"ldelay_ns": float64(d.LastSojourn), "drop_next_ns": float64(d.DropNext),
+		"first_above_ns": float64(d.FirstAbove), "ecn_mark_packets": 0, "ce_mark_packets": 0,
+		"drop_cap_hits": 0, "memory_bytes": 1024 * 32,
+	}, got)
+	require.NotZero(t, got["count"])
+	n := 0
+	for range d.Metrics() {
+		n++
+		break // stopping early must not panic
+	}
+	require.Equal(t, 1, n)
+}
