@@ -187,11 +187,14 @@ func (c *controller) update(pp *params, cur int64) {
 }
 
 // catchUp applies every update due at or before now (the caller checked
-// that one is). The queue's contents are those since the last packet
+// that one is, or that the next update lies more than one TUpdate ahead). The queue's contents are those since the last packet
 // operation, so the delay each missed update would have seen is known
 // exactly: the updates are those a timer would have run.
 func (c *controller) catchUp(pp *params, now aqm.Time, empty bool, head aqm.Time, backlog int) {
-	if c.next == minTime {
+	if c.next == minTime || now < c.next {
+		// The first call, or the next update lies more than one TUpdate
+		// ahead (the caller checked): it was scheduled at a reading far in
+		// the future. Either way the schedule starts from now.
 		c.next = satAdd(now, pp.tupdate)
 		return
 	}
@@ -282,6 +285,11 @@ func (c *controller) dropEarly(pp *params, size uint32, backlog int) bool {
 // packet of size bytes leaving a backlog of backlog bytes (this packet
 // included) at now.
 func (c *controller) onDequeue(pp *params, now aqm.Time, size uint32, backlog int) {
+	if c.measuring && now < c.dqStart {
+		// The cycle started at a reading in the future: its duration is
+		// unknown. Start it again from now.
+		c.measuring = false
+	}
 	if !c.measuring {
 		if int64(backlog) < pp.dqThresh {
 			return

@@ -118,6 +118,13 @@
 //   - Delays saturate at [MaxDelay] (2^36 ns ≈ 68.7 s) and gains at
 //     [MaxGain] to keep the fixed point exact.
 //   - Drops happen only at enqueue; the DropFunc is never called by PIE.
+//   - A next update more than one TUpdate ahead of now (left by a clock
+//     reading far in the future, or by time going back past the last
+//     update) is rescheduled one TUpdate from now, and a departure-rate
+//     cycle that started after now starts again; the RFC's timer and Linux
+//     have no such case.
+//   - The random stream is seeded from crypto/rand unless Config.Seed is
+//     set; Linux uses the kernel's random numbers, the RFC leaves it open.
 //
 // # Time
 //
@@ -127,9 +134,30 @@
 // opposite ends of the int64 range saturate instead of overflowing.
 // [Queue.Detail] shows the state as of the last call.
 //
+// The stored instants follow the time policy of package aqm. The next
+// update is never more than TUpdate ahead of the last reading; one that is
+// further ahead of now can only come from a bad reading, and is
+// rescheduled one TUpdate from now (no update runs then). After a reading
+// far in the future, which runs the updates due until then and typically
+// saturates the probability, the first normal reading pulls the schedule
+// back and the next update, one TUpdate later, sees the true delay: with
+// the huge previous delay in its proportional term it brings the
+// probability back to zero at once. A departure-rate cycle that started
+// after now starts again at now. A forward jump is elapsed time: the
+// updates due during it are caught up in bounded, closed form.
+//
+// # Bursts
+//
+// [Queue.EnqueueBatch] and [Queue.DequeueBatch] move many packets per call
+// with the outcome of the loop of single calls ([aqm.BatchQueue]). Updates
+// due run once per burst; while PIE cannot drop early (burst allowance
+// left, or the safeguard of a low delay and probability) arrivals take a
+// tight loop that checks only the limits, and without the rate estimator
+// departures take one too.
+//
 // # Concurrency
 //
 // A Queue is not safe for concurrent use; its randomness comes from its own
-// PCG stream seeded by [Config.Seed], so the same seed and the same calls
-// give the same decisions.
+// PCG stream seeded by [Config.Seed] (from crypto/rand when zero), so with
+// a fixed seed the same calls give the same decisions.
 package pie

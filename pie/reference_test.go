@@ -52,6 +52,7 @@ func newRef(cfg Config) *refPIE {
 	if err := cfg.Validate(); err != nil {
 		panic(err)
 	}
+	cfg = cfg.withDefaults()
 	r := &refPIE{
 		cfg:        cfg,
 		alpha:      math.Round(cfg.Alpha*(1<<20)) / (1 << 20),
@@ -134,6 +135,13 @@ func (r *refPIE) timer(now int64) {
 		r.next = now + int64(r.cfg.TUpdate)
 		return
 	}
+	if r.next-now > int64(r.cfg.TUpdate) {
+		// aqm's time policy: a schedule further ahead than one period
+		// (after time went backwards past the last update) restarts from
+		// now.
+		r.next = now + int64(r.cfg.TUpdate)
+		return
+	}
 	for now >= r.next {
 		r.calculateDropProb(r.next)
 		r.next += int64(r.cfg.TUpdate)
@@ -202,6 +210,11 @@ func (r *refPIE) deque(now int64) (refPkt, bool) {
 	pkt := r.queue[0]
 	if r.cfg.RateEstimator {
 		thr := r.cfg.DequeueThresholdBytes
+		if r.inMeasurement && now < r.measStart {
+			// aqm's time policy: a cycle that started after now (a
+			// reading in the future) starts again.
+			r.inMeasurement = false
+		}
 		if !r.inMeasurement && r.bytes >= thr {
 			r.inMeasurement = true
 			r.measStart = now
