@@ -60,7 +60,7 @@ func (q *Queue[T]) due(now aqm.Time) bool {
 // advance runs the periodic updates due at now. The common case, none due,
 // inlines into Enqueue and Dequeue.
 func (q *Queue[T]) advance(now aqm.Time) {
-	if q.due(now) {
+	if uint64(q.ctl.next-now-1) >= uint64(q.pp.tupdate) { // due(now)
 		q.catchUp(now)
 	}
 }
