@@ -142,3 +142,53 @@ func TestDetailMetrics(t *testing.T) {
 	}
 	require.Equal(t, 1, n)
 }
+
+// FuzzBatch protects the burst path on fuzzer-chosen operation streams,
+// huge time steps included: EnqueueBatch and DequeueBatch give exactly
+// what the loop of single calls gives on a twin queue (verdicts, packets,
+// drops, Stats, Detail), and never panic.
+func FuzzBatch(f *testing.F) {
+	f.Add(uint8(0), []byte{1, 200, 15, 3, 10, 5, 2, 0, 15, 3, 255, 40, 2, 1, 9})
+	f.Add(uint8(3), []byte("\x01\xff\x0f\x03\x7f\x3e\x02\x00\x0f\x03\x80\x3e\x02\x00\x0f"))
+	f.Fuzz(func(t *testing.T, knob uint8, ops []byte) {
+		cfg := Config{
+			LimitPackets: 1 + int(knob%64), LimitBytes: int(knob/64) * 20000,
+			Target: time.Microsecond, Interval: 20 * time.Microsecond,
+			DisableECN: knob&1 == 1, CEThreshold: time.Duration(knob&2) * time.Microsecond,
+		}
+		var dq, dr []dropRec
+		q, err := New(cfg, func(p aqm.Packet[uint64], why aqm.Verdict) { dq = append(dq, dropRec{p.Payload, why, p.ECN}) })
+		require.NoError(t, err)
+		r, err := New(cfg, func(p aqm.Packet[uint64], why aqm.Verdict) { dr = append(dr, dropRec{p.Payload, why, p.ECN}) })
+		require.NoError(t, err)
+		var ps [16]aqm.Packet[uint64]
+		var vq, vr [16]aqm.Verdict
+		var bq, br [16]aqm.Packet[uint64]
+		now := t0
+		for i := 0; i+2 < len(ops); i += 3 {
+			op, a, b := ops[i], ops[i+1], ops[i+2]
+			switch op % 3 {
+			case 0:
+				n := int(b % 16)
+				for j := range n {
+					ps[j] = pkt(uint64(i+j), uint32(a+byte(j*37))*8, aqm.ECN(j))
+				}
+				if q.EnqueueBatch(ps[:n], vq[:n], now) != aqm.EnqueueLoop[uint64](r, ps[:n], vr[:n], now) || vq != vr {
+					t.Fatalf("op %d: EnqueueBatch differs from the loop", i)
+				}
+			case 1:
+				n := int(b % 16)
+				dq, dr = dq[:0], dr[:0]
+				if q.DequeueBatch(bq[:n], now) != aqm.DequeueLoop[uint64](r, br[:n], now) || bq != br {
+					t.Fatalf("op %d: DequeueBatch differs from the loop", i)
+				}
+				require.Equal(t, dr, dq, "op %d: drops", i)
+			case 2:
+				now += aqm.Time(int64(int8(a)) << (b % 63))
+			}
+			if q.Stats() != r.Stats() || q.Detail() != r.Detail() {
+				t.Fatalf("op %d: burst path and loop diverge: %+v / %+v", i, q.Detail(), r.Detail())
+			}
+		}
+	})
+}
