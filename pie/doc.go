@@ -46,7 +46,7 @@
 //	Beta                   1.25      Hz      beta, §4.2
 //	MaxBurst               150 ms    time    MAX_BURST, §4.4
 //	LimitPackets           1000      packets Linux sch_pie limit
-//	LimitBytes             none      bytes   —
+//	LimitBytes             none      bytes   —  (ConfigForLink sizes both)
 //	MeanPacketBytes        1500      bytes   MEAN_PKTSIZE, §4.1
 //	ECNThreshold           0.1       prob.   mark_ecnth, §5.1
 //	DequeueThresholdBytes  16384     bytes   DQ_THRESHOLD, §5.2
@@ -55,6 +55,7 @@
 //	ByteMode               off       —       Linux "bytemode"
 //	HighDelayBoost         off       —       Linux sch_pie, not in the RFC
 //	DisableECN             false     —       ECN on (Linux and ns-3: off)
+//	Seed                   random    —       crypto/rand; fix it for tests
 //
 // # Differences from RFC 8033, Linux sch_pie, ns-3 PieQueueDisc and DPDK rte_pie
 //
