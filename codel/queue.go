@@ -4,7 +4,6 @@ import (
 	"iter"
 	"math"
 	"math/bits"
-	"time"
 	"unsafe"
 
 	"github.com/aqmkit/aqmkit/aqm"
@@ -188,51 +187,49 @@ func (q *Queue[T]) EnqueueBatch(ps []aqm.Packet[T], vs []aqm.Verdict, now aqm.Ti
 func (q *Queue[T]) DequeueBatch(buf []aqm.Packet[T], now aqm.Time) int {
 	i := 0
 	for i < len(buf) {
-		p, ok := q.ring.PopFront()
-		if !ok {
-			q.c.Empty()
-			return i
-		}
-		if sj := p.Enqueued.Since(now); !q.c.DeliverIfBelowTarget(&q.p, sj) {
-			if p, ok = q.dequeueFrom(p, now); !ok {
+		if q.c.flags&(flagDropping|flagEntered) != 0 || q.p.ceThreshold != 0 {
+			p, ok := q.Dequeue(now)
+			if !ok {
 				return i
 			}
 			buf[i] = p
 			i++
 			continue
 		}
-		// Deliver p and every following packet below target: while
-		// DeliverIfBelowTarget holds, it only records the sojourn time,
-		// so the run needs it set once, for its last packet.
-		backlog := q.backlog - int(p.Size)
-		pk, by := uint64(1), uint64(p.Size)
-		buf[i] = p
-		i++
-		last := time.Duration(-1)
+		// A run of packets below target: DeliverIfBelowTarget holds for
+		// each, and it only records the sojourn time and forgets the
+		// above-target deadline, so the run does that once, for its last
+		// packet. A packet at or above target ends the run and goes
+		// through Dequeue's logic.
 		target := q.p.target
-		for i < len(buf) {
-			f := q.ring.Front()
-			if f == nil {
+		k := min(len(buf), i+q.ring.Len())
+		start := i
+		var by uint64
+		for ; i < k; i++ {
+			if int64(q.ring.Front().Enqueued.Since(now)) >= target { // not nil: i < k
 				break
 			}
-			sj := f.Enqueued.Since(now)
-			if int64(sj) >= target {
-				break
-			}
-			p, _ = q.ring.PopFront()
-			backlog -= int(p.Size)
-			pk++
+			p, _ := q.ring.PopFront()
+			buf[i] = p
 			by += uint64(p.Size)
+		}
+		if i > start {
+			q.c.DeliverIfBelowTarget(&q.p, buf[i-1].Enqueued.Since(now))
+			q.backlog -= int(by)
+			q.stats.Dequeued.Packets += uint64(i - start)
+			q.stats.Dequeued.Bytes += by
+		}
+		if i < k {
+			p, ok := q.Dequeue(now) // the head is at or above target
+			if !ok {
+				return i
+			}
 			buf[i] = p
 			i++
-			last = sj
+		} else if i < len(buf) { // the queue is empty
+			q.c.Empty()
+			return i
 		}
-		if last >= 0 {
-			q.c.DeliverIfBelowTarget(&q.p, last)
-		}
-		q.backlog = backlog
-		q.stats.Dequeued.Packets += pk
-		q.stats.Dequeued.Bytes += by
 	}
 	return i
 }
