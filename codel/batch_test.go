@@ -22,9 +22,9 @@ type dropRec struct {
 // DequeueBatch give exactly the verdicts, packets, order, DropFunc calls,
 // Stats and Detail of the loop of single calls.
 func TestBatchMatchesLoop(t *testing.T) {
-	traces := 40
+	traces := 70
 	if testing.Short() {
-		traces = 10
+		traces = 21
 	}
 	cfgs := []Config{
 		{},
@@ -32,10 +32,15 @@ func TestBatchMatchesLoop(t *testing.T) {
 		{LimitPackets: 50, LimitBytes: 30000, Target: time.Millisecond, Interval: 10 * time.Millisecond},
 		{CEThreshold: 500 * time.Microsecond, LinuxCount: true, StrictDeadline: true},
 		{Target: 1, Interval: 2, MTUBytes: 1, LimitPackets: 4000},
+		{StrictDeadline: true, MTUBytes: 2000, Target: 2 * time.Millisecond, Interval: 10 * time.Millisecond},
+		{MTUBytes: 3000, Target: 2 * time.Millisecond, Interval: 10 * time.Millisecond, DisableECN: true},
 	}
 	for seed := range uint64(traces) {
 		cfg := cfgs[seed%uint64(len(cfgs))]
 		src := rng.New(seed + 1)
+		// On a grid (whole milliseconds, 1000-byte packets) deadlines fall
+		// exactly on readings and backlogs exactly on the MTU guard.
+		grid := seed%3 == 2
 		var dropsA, dropsB []dropRec
 		a, err := New(cfg, func(p aqm.Packet[uint64], why aqm.Verdict) { dropsA = append(dropsA, dropRec{p.Payload, why, p.ECN}) })
 		require.NoError(t, err)
@@ -59,11 +64,21 @@ func TestBatchMatchesLoop(t *testing.T) {
 			default:
 				now = aqm.Time(int64(now) + int64(src.Uint64()%uint64(20*time.Millisecond)))
 			}
+			if grid {
+				now -= now % aqm.Time(time.Millisecond)
+			}
 			n := int(src.Uint64() % 301)
+			if grid && src.Uint64()%2 == 0 {
+				n %= 5 // short bursts end at the boundaries too
+			}
 			if src.Uint64()%2 == 0 {
 				for i := range n {
 					id++
-					ps[i] = aqm.Packet[uint64]{Payload: id, Meta: aqm.Meta{Size: uint32(src.Uint64() % 1600), ECN: aqm.ECN(src.Uint64() % 4)}}
+					size := uint32(src.Uint64() % 1600)
+					if grid {
+						size = 1000
+					}
+					ps[i] = aqm.Packet[uint64]{Payload: id, Meta: aqm.Meta{Size: size, ECN: aqm.ECN(src.Uint64() % 4)}}
 				}
 				m := min(n, len(vsA)-int(src.Uint64()%3)) // len(vs) may be shorter
 				accA := a.EnqueueBatch(ps[:n], vsA[:m], now)
@@ -191,4 +206,43 @@ func FuzzBatch(f *testing.F) {
 			}
 		}
 	})
+}
+
+// TestBatchNotDueBoundaries protects the edge of the burst path's run
+// while dropping: a packet that leaves exactly MTUBytes behind it ends the
+// dropping state (RFC 8289's guard is "≤ MTU"), so the run must stop there
+// exactly as the loop does, for bursts ending before, at and after it.
+func TestBatchNotDueBoundaries(t *testing.T) {
+	for _, strict := range []bool{false, true} {
+		for k := 1; k <= 12; k++ {
+			cfg := Config{DisableECN: true, MTUBytes: 3000, StrictDeadline: strict}
+			var now aqm.Time
+			mk := func() *Queue[uint64] {
+				q, err := New[uint64](cfg, nil)
+				require.NoError(t, err)
+				for i := range 300 {
+					q.Enqueue(pkt(uint64(i), 1000, aqm.NotECT), t0)
+				}
+				// Into the dropping state (the first drop comes at 105 ms),
+				// then drain to 13 packets with the next drop not yet due.
+				q.Dequeue(t0 + aqm.Time(5*time.Millisecond)) // deadline at 105 ms
+				now = t0 + aqm.Time(110*time.Millisecond)
+				q.Dequeue(now)
+				for q.Len() > 13 {
+					q.Dequeue(now)
+				}
+				return q
+			}
+			a, b := mk(), mk()
+			d := a.Detail()
+			require.True(t, d.Dropping)
+			require.Less(t, now, d.DropNext)
+			require.Equal(t, b.Detail(), d)
+			bufA, bufB := make([]aqm.Packet[uint64], k), make([]aqm.Packet[uint64], k)
+			require.Equal(t, aqm.DequeueLoop[uint64](b, bufB, now), a.DequeueBatch(bufA, now), "k %d", k)
+			require.Equal(t, bufB, bufA, "k %d", k)
+			require.Equal(t, b.Detail(), a.Detail(), "strict %v k %d", strict, k)
+			require.Equal(t, b.Stats(), a.Stats(), "k %d", k)
+		}
+	}
 }

@@ -181,55 +181,96 @@ func (q *Queue[T]) EnqueueBatch(ps []aqm.Packet[T], vs []aqm.Verdict, now aqm.Ti
 
 // DequeueBatch removes up to len(buf) packets at now into buf[:n], as n
 // calls of Dequeue would, and returns n; n < len(buf) only when the queue
-// is empty ([aqm.BatchQueue]). Packets below target while CoDel is not
-// dropping leave in a tight loop; any other packet goes through Dequeue's
-// logic.
+// is empty ([aqm.BatchQueue]). Two common cases leave in tight loops:
+// packets below target while CoDel is not dropping, and packets above
+// target while CoDel is dropping but its next drop is not yet due. Any
+// other packet goes through Dequeue's logic.
 func (q *Queue[T]) DequeueBatch(buf []aqm.Packet[T], now aqm.Time) int {
 	i := 0
 	for i < len(buf) {
-		if q.c.flags&(flagDropping|flagEntered) != 0 || q.p.ceThreshold != 0 {
-			p, ok := q.Dequeue(now)
-			if !ok {
-				return i
-			}
-			buf[i] = p
-			i++
+		c := &q.c
+		var j int
+		switch {
+		case q.p.ceThreshold != 0 || c.flags&(flagPending|flagEntered) != 0:
+			j = i // no run: the single path
+		case c.flags&flagDropping == 0:
+			j = q.runBelowTarget(buf, i, now)
+		case c.flags&flagAbove != 0 && now < c.dropNext && subSat(c.dropNext, now) <= q.p.interval &&
+			(now > c.firstAbove || now == c.firstAbove && !q.p.strict):
+			j = q.runNotDue(buf, i, now)
+		default:
+			j = i
+		}
+		if j > i {
+			i = j
 			continue
 		}
-		// A run of packets below target: DeliverIfBelowTarget holds for
-		// each, and it only records the sojourn time and forgets the
-		// above-target deadline, so the run does that once, for its last
-		// packet. A packet at or above target ends the run and goes
-		// through Dequeue's logic.
-		target := q.p.target
-		k := min(len(buf), i+q.ring.Len())
-		start := i
-		var by uint64
-		for ; i < k; i++ {
-			if int64(q.ring.Front().Enqueued.Since(now)) >= target { // not nil: i < k
-				break
-			}
-			p, _ := q.ring.PopFront()
-			buf[i] = p
-			by += uint64(p.Size)
-		}
-		if i > start {
-			q.c.DeliverIfBelowTarget(&q.p, buf[i-1].Enqueued.Since(now))
-			q.backlog -= int(by)
-			q.stats.Dequeued.Packets += uint64(i - start)
-			q.stats.Dequeued.Bytes += by
-		}
-		if i < k {
-			p, ok := q.Dequeue(now) // the head is at or above target
-			if !ok {
-				return i
-			}
-			buf[i] = p
-			i++
-		} else if i < len(buf) { // the queue is empty
-			q.c.Empty()
+		p, ok := q.Dequeue(now) // the head ends the run, or the queue is empty
+		if !ok {
 			return i
 		}
+		buf[i] = p
+		i++
+	}
+	return i
+}
+
+// runBelowTarget delivers packets into buf[i:] while their sojourn time is
+// below target, for a controller that is not dropping (and no CE
+// threshold), and returns the index after the last one. Examine would
+// deliver each, record its sojourn time and forget the above-target
+// deadline; the run records the last sojourn time once.
+func (q *Queue[T]) runBelowTarget(buf []aqm.Packet[T], i int, now aqm.Time) int {
+	target := q.p.target
+	k := min(len(buf), i+q.ring.Len())
+	start := i
+	var by uint64
+	for ; i < k; i++ {
+		if int64(q.ring.Front().Enqueued.Since(now)) >= target { // not nil: i < k
+			break
+		}
+		p, _ := q.ring.PopFront()
+		buf[i] = p
+		by += uint64(p.Size)
+	}
+	if i > start {
+		q.c.DeliverIfBelowTarget(&q.p, buf[i-1].Enqueued.Since(now))
+		q.backlog -= int(by)
+		q.stats.Dequeued.Packets += uint64(i - start)
+		q.stats.Dequeued.Bytes += by
+	}
+	return i
+}
+
+// runNotDue delivers packets into buf[i:] for a controller in the dropping
+// state whose next drop is not due (the caller checked: no signal pending,
+// the above-target deadline passed, now before a sane drop_next, no CE
+// threshold) while each packet is at or above target with more than an MTU
+// left behind it, and returns the index after the last one. For each,
+// Examine would find it still OK to drop, not yet at drop_next, and
+// deliver it unchanged, recording its sojourn time; the run records the
+// last sojourn time once.
+func (q *Queue[T]) runNotDue(buf []aqm.Packet[T], i int, now aqm.Time) int {
+	target, mtu := q.p.target, q.p.mtu
+	k := min(len(buf), i+q.ring.Len())
+	start := i
+	backlog := q.backlog
+	var by uint64
+	for ; i < k; i++ {
+		f := q.ring.Front() // not nil: i < k
+		if int64(f.Enqueued.Since(now)) < target || int64(backlog)-int64(f.Size) <= mtu {
+			break
+		}
+		p, _ := q.ring.PopFront()
+		buf[i] = p
+		backlog -= int(p.Size)
+		by += uint64(p.Size)
+	}
+	if i > start {
+		q.c.ldelay = uint32(min(int64(buf[i-1].Enqueued.Since(now)), math.MaxUint32))
+		q.backlog = backlog
+		q.stats.Dequeued.Packets += uint64(i - start)
+		q.stats.Dequeued.Bytes += by
 	}
 	return i
 }
