@@ -151,10 +151,10 @@
 //
 // [Queue.EnqueueBatch] and [Queue.DequeueBatch] move many packets per call
 // with the outcome of the loop of single calls ([aqm.BatchQueue]). Updates
-// due run once per burst; while PIE cannot drop early (burst allowance
-// left, or the safeguard of a low delay and probability) arrivals take a
-// tight loop that checks only the limits, and without the rate estimator
-// departures take one too.
+// due run once per burst. Arrivals take a tight loop that checks the
+// limits and, when PIE may drop early, draws the random number inline;
+// only a positive decision, derandomization or byte mode call the single
+// path. Without the rate estimator departures take a tight loop too.
 //
 // # Concurrency
 //

@@ -98,30 +98,38 @@ func (q *Queue[T]) enqueue(p aqm.Packet[T], now aqm.Time) aqm.Verdict {
 		q.stats.CountDrop(aqm.DroppedOverlimit, p.Size, false)
 		return aqm.DroppedOverlimit
 	}
-	v := aqm.Enqueued
 	if q.ctl.burst == 0 && q.ctl.dropEarly(pp, p.Size, q.backlog) {
-		// Every positive decision, mark or drop, restarts the
-		// derandomization (a mark that left accu in place would mark
-		// every later packet).
-		q.ctl.accu = 0
-		capable := p.ECN != aqm.NotECT
-		switch {
-		case pp.ecn && capable && q.ctl.p < pp.ecnTh:
-			p.ECN = aqm.CE
-			q.stats.Marked.Add(p.Size)
-			v = aqm.Marked
-		case pp.ecn && capable:
-			q.stats.CountDrop(aqm.DroppedOverload, p.Size, false)
-			return aqm.DroppedOverload
-		default:
-			q.stats.CountDrop(aqm.DroppedEarly, p.Size, false)
-			return aqm.DroppedEarly
-		}
+		return q.signal(p)
 	}
 	q.ring.PushBack(p) // room: the limits were checked above
 	q.backlog += size
 	q.stats.Enqueued.Add(p.Size)
-	return v
+	return aqm.Enqueued
+}
+
+// signal applies a positive early decision to p, which fits the limits:
+// it marks p and queues it, or refuses it.
+func (q *Queue[T]) signal(p aqm.Packet[T]) aqm.Verdict {
+	// Every positive decision, mark or drop, restarts the derandomization
+	// (a mark that left accu in place would mark every later packet).
+	q.ctl.accu = 0
+	pp := &q.pp
+	capable := p.ECN != aqm.NotECT
+	switch {
+	case pp.ecn && capable && q.ctl.p < pp.ecnTh:
+		p.ECN = aqm.CE
+		q.stats.Marked.Add(p.Size)
+		q.ring.PushBack(p) // room: the caller checked the limits
+		q.backlog += int(p.Size)
+		q.stats.Enqueued.Add(p.Size)
+		return aqm.Marked
+	case pp.ecn && capable:
+		q.stats.CountDrop(aqm.DroppedOverload, p.Size, false)
+		return aqm.DroppedOverload
+	default:
+		q.stats.CountDrop(aqm.DroppedEarly, p.Size, false)
+		return aqm.DroppedEarly
+	}
 }
 
 // Dequeue returns the oldest packet at time now, after applying the updates
@@ -157,10 +165,11 @@ func (q *Queue[T]) EnqueueBatch(ps []aqm.Packet[T], vs []aqm.Verdict, now aqm.Ti
 	ps, vs = ps[:n], vs[:n]
 	q.advance(now)
 	c, pp := &q.ctl, &q.pp
-	if again := q.due(now); again || c.burst == 0 && (2*c.old >= pp.target || c.p >= safeProb) {
-		// Early drops are possible, or an update is still due after the
-		// updates (now is at the end of the time range, where every call
-		// runs one): each packet takes the single path.
+	quiet := c.burst != 0 || (2*c.old < pp.target && c.p < safeProb)
+	if again := q.due(now); again || !quiet && (pp.derand || pp.byteMode) {
+		// An update is still due after the updates (now is at the end of
+		// the time range, where every call runs one), or early decisions
+		// with derandomization or byte mode: the single path.
 		acc := 0
 		for i := range ps {
 			if again && i > 0 {
@@ -174,17 +183,23 @@ func (q *Queue[T]) EnqueueBatch(ps []aqm.Packet[T], vs []aqm.Verdict, now aqm.Ti
 		}
 		return acc
 	}
-	// No early drop in this burst: dropEarly's first test holds for every
-	// packet (burst, old and p change only in updates), so it would not
-	// touch accu or the random stream. Only the limits refuse packets.
+	// burst, old and p change only in updates, so the first test of
+	// dropEarly gives the same answer for the whole burst. When it holds
+	// (quiet), no packet sees an early decision, accu and the random
+	// stream stay untouched, and only the limits refuse packets. When it
+	// does not, each packet above the two-packet safeguard draws one
+	// number against p, as dropEarly does without derandomization and
+	// byte mode; a hit goes to signal.
 	room := pp.limitPackets - q.ring.Len() // may be negative after Reconfigure
 	limitBytes := int64(pp.limitBytes)
 	if limitBytes == 0 {
 		limitBytes = 1<<63 - 1
 	}
+	safe, prob := int64(pp.safeBytes), c.p
 	backlog := int64(q.backlog)
 	maxSize := q.stats.MaxSize
 	var pk, by uint64
+	acc := 0
 	for i := range ps {
 		p := ps[i]
 		p.ECN &= aqm.ECNMask
@@ -195,6 +210,17 @@ func (q *Queue[T]) EnqueueBatch(ps []aqm.Packet[T], vs []aqm.Verdict, now aqm.Ti
 			c.accu = 0
 			q.stats.CountDrop(aqm.DroppedOverlimit, size, false)
 			vs[i] = aqm.DroppedOverlimit
+			continue
+		}
+		if !quiet && backlog > safe && int64(c.rng.Uint64()>>(64-probShift)) < prob {
+			q.backlog = int(backlog)
+			v := q.signal(p)
+			backlog = int64(q.backlog)
+			room = pp.limitPackets - q.ring.Len()
+			if v.Accepted() {
+				acc++
+			}
+			vs[i] = v
 			continue
 		}
 		q.ring.PushBack(p) // room: checked above
@@ -208,7 +234,7 @@ func (q *Queue[T]) EnqueueBatch(ps []aqm.Packet[T], vs []aqm.Verdict, now aqm.Ti
 	q.stats.MaxSize = maxSize
 	q.stats.Enqueued.Packets += pk
 	q.stats.Enqueued.Bytes += by
-	return int(pk)
+	return acc + int(pk)
 }
 
 // DequeueBatch removes up to len(buf) packets at now into buf[:n], as n
