@@ -186,6 +186,14 @@ func (q *Queue[T]) EnqueueBatch(ps []aqm.Packet[T], vs []aqm.Verdict, now aqm.Ti
 // target while CoDel is dropping but its next drop is not yet due. Any
 // other packet goes through Dequeue's logic.
 func (q *Queue[T]) DequeueBatch(buf []aqm.Packet[T], now aqm.Time) int {
+	if len(buf) == 1 { // no run to share the set-up with
+		p, ok := q.Dequeue(now)
+		if !ok {
+			return 0
+		}
+		buf[0] = p
+		return 1
+	}
 	i := 0
 	for i < len(buf) {
 		c := &q.c
