@@ -70,10 +70,12 @@
 //     are replayed one by one up to 4096 and end in closed forms: an idle
 //     queue reaches p = 0 within 1650 updates and then stays at the reset
 //     state; a saturated queue (p = 1, delay ≥ target) stays saturated; a
-//     constant delay with a zero step stays put. Only a drift that none of
-//     these cover (a rate-estimator delay a hair under target, or tiny gains)
-//     and lasts more than 4096 updates without a packet operation is cut
-//     short: the rest collapses into the last due update. Linux uses a timer
+//     constant delay with a zero step stays put; a constant delay with a
+//     non-zero step moves p by that step at every update of an auto-tuning
+//     band, which is applied per band at once, exactly. Only a drift that
+//     none of these cover (the age of the head packet, growing, with tiny
+//     gains) and lasts more than 4096 updates without a packet operation
+//     is cut short: the rest collapses into the last due update. Linux uses a timer
 //     whose first run comes after 500 ms and whose 15 ms becomes 16 ms at
 //     HZ=250; the first update here comes TUpdate after the first call.
 //   - The burst allowance's reset test (p = 0 and both delay samples under
@@ -114,7 +116,10 @@
 //     departures, so the estimate runs about 8% low and the held delay about
 //     8% above target. DPDK's estimator multiplies a packet count by a time
 //     per 16 KiB; here it is bytes, as the RFC says. The estimator is not
-//     reset with the burst allowance (Linux resets it).
+//     reset with the burst allowance (Linux resets it). A cycle that lasts
+//     [MaxDelay] or longer (a stalled link, or a clock reading far off)
+//     gives no sample, and the samples of cycles that ended at a reading
+//     more than TUpdate ahead of a later one are discarded (see Time).
 //   - No active/inactive state (§5.3): PIE is always on, as in Linux.
 //   - Delays saturate at [MaxDelay] (2^36 ns ≈ 68.7 s) and gains at
 //     [MaxGain] to keep the fixed point exact.
@@ -144,7 +149,10 @@
 // back and the next update, one TUpdate later, sees the true delay: with
 // the huge previous delay in its proportional term it brings the
 // probability back to zero at once. A departure-rate cycle that started
-// after now starts again at now. A forward jump is elapsed time: the
+// after now starts again at now; the rate samples of cycles that ended at
+// a reading more than TUpdate ahead of now are discarded (the average goes
+// back to its value before them), and a cycle of [MaxDelay] or longer, as
+// one that starts at a reading far in the past, gives no sample. A forward jump is elapsed time: the
 // updates due during it are caught up in bounded, closed form.
 //
 // # Bursts

@@ -391,7 +391,7 @@ func (q *Queue[T]) Reconfigure(cfg Config) error {
 	pp := cfg.derive()
 	q.ring.Resize(cfg.LimitPackets) // keeps every queued packet, in order
 	if pp.rate != q.pp.rate || pp.dqThresh != q.pp.dqThresh {
-		q.ctl.measuring, q.ctl.dqCount, q.ctl.avgDq = false, 0, 0
+		q.ctl.measuring, q.ctl.dqCount, q.ctl.avgDq, q.ctl.dqEnd = false, 0, 0, minTime
 	}
 	q.ctl.burst = min(q.ctl.burst, pp.maxBurst)
 	switch cfg.Seed {

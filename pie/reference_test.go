@@ -35,6 +35,8 @@ type refPIE struct {
 
 	inMeasurement bool
 	measStart     int64
+	dqEnd         int64   // the instant the last cycle ended
+	dqPrev        float64 // avgDqTime before the first cycle that ended at dqEnd
 	dqCount       int
 	avgDqTime     float64 // ns to dequeue DQ_THRESHOLD bytes
 
@@ -62,6 +64,7 @@ func newRef(cfg Config) *refPIE {
 		maxBurstNs: float64(cfg.MaxBurst),
 		mean:       float64(cfg.MeanPacketBytes),
 		rng:        rng.New(cfg.Seed),
+		dqEnd:      math.MinInt64,
 	}
 	if cfg.DisableBurstAllowance {
 		r.maxBurstNs = 0
@@ -129,7 +132,19 @@ func (r *refPIE) calculateDropProb(t int64) {
 	r.qdelayOld = cur
 }
 
+// forgetFuture is aqm's time policy for the rate samples: the samples of
+// cycles that ended at a reading more than T_UPDATE ahead of now are
+// discarded, back to the average before the first of them.
+func (r *refPIE) forgetFuture(now int64) {
+	if r.cfg.RateEstimator && r.dqEnd-now > int64(r.cfg.TUpdate) {
+		r.avgDqTime, r.dqEnd = r.dqPrev, now
+	}
+}
+
 func (r *refPIE) timer(now int64) {
+	if !r.started || now >= r.next || r.next-now > int64(r.cfg.TUpdate) {
+		r.forgetFuture(now)
+	}
 	if !r.started {
 		r.started = true
 		r.next = now + int64(r.cfg.TUpdate)
@@ -210,6 +225,7 @@ func (r *refPIE) deque(now int64) (refPkt, bool) {
 	pkt := r.queue[0]
 	if r.cfg.RateEstimator {
 		thr := r.cfg.DequeueThresholdBytes
+		r.forgetFuture(now)
 		if r.inMeasurement && now < r.measStart {
 			// aqm's time policy: a cycle that started after now (a
 			// reading in the future) starts again.
@@ -223,13 +239,18 @@ func (r *refPIE) deque(now int64) (refPkt, bool) {
 		if r.inMeasurement {
 			r.dqCount += pkt.size
 			if r.dqCount >= thr {
-				dqInt := float64(min(max(now-r.measStart, 0), int64(MaxDelay)))
-				if r.avgDqTime == 0 {
-					r.avgDqTime = dqInt
-				} else {
-					r.avgDqTime = 0.25*dqInt + 0.75*r.avgDqTime
-				}
 				r.inMeasurement = false
+				// aqmkit: a cycle of MaxDelay or more gives no sample.
+				if dqInt := float64(max(now-r.measStart, 0)); dqInt < float64(MaxDelay) {
+					if now != r.dqEnd {
+						r.dqEnd, r.dqPrev = now, r.avgDqTime
+					}
+					if r.avgDqTime == 0 {
+						r.avgDqTime = dqInt
+					} else {
+						r.avgDqTime = 0.25*dqInt + 0.75*r.avgDqTime
+					}
+				}
 			}
 		}
 	}

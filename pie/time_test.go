@@ -137,3 +137,51 @@ func TestTimeGlitchRateCycle(t *testing.T) {
 	require.Equal(t, 10*time.Millisecond, want)
 	require.Equal(t, want, run(true))
 }
+
+// TestTimeGlitchRateSamples protects the departure-rate average from
+// cycles timed against wrong readings: a drain at a reading far in the
+// future (a saturated cycle, then cycles of zero length at the same
+// reading) and a cycle that starts at a reading far in the past and ends
+// at normal time leave the average as it was, so the delay estimate stays
+// that of the link. Without these rules the average became seconds per 16
+// KiB and the queue stood about twice as long under overload afterwards.
+func TestTimeGlitchRateSamples(t *testing.T) {
+	t0 := aqm.Time(time.Second)
+	for name, glitch := range map[string]func(q *Queue[int], at aqm.Time){
+		"far-future drain": func(q *Queue[int], at aqm.Time) {
+			for q.Len() > 0 {
+				q.Dequeue(at + aqm.Time(1)<<62)
+			}
+		},
+		"far-past start": func(q *Queue[int], at aqm.Time) {
+			for range 3 {
+				q.Dequeue(math.MinInt64 + 1)
+			}
+			for range 12 {
+				q.Dequeue(at)
+			}
+		},
+	} {
+		q, err := New[int](Config{Seed: 1, RateEstimator: true, LimitPackets: 200}, nil)
+		require.NoError(t, err)
+		at := t0
+		// One 1500-byte packet per millisecond over a standing queue of
+		// 60: cycles of 16 KiB take 11 ms.
+		for range 60 {
+			q.Enqueue(aqm.Packet[int]{Meta: aqm.Meta{Size: 1500}}, at)
+		}
+		for range 300 {
+			at = at.Add(time.Millisecond)
+			q.Enqueue(aqm.Packet[int]{Meta: aqm.Meta{Size: 1500}}, at)
+			q.Dequeue(at)
+		}
+		before := q.Detail().AvgDequeueTime
+		require.InDelta(t, float64(11*time.Millisecond), float64(before), float64(time.Millisecond))
+		glitch(q, at)
+		// The first correct reading after the glitch.
+		q.Enqueue(aqm.Packet[int]{Meta: aqm.Meta{Size: 1500}}, at.Add(time.Millisecond))
+		after := q.Detail().AvgDequeueTime
+		require.LessOrEqual(t, after, before, name)
+		require.Greater(t, after, before/2, name)
+	}
+}
