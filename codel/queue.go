@@ -145,6 +145,14 @@ func (q *Queue[T]) dequeueFrom(p aqm.Packet[T], now aqm.Time) (aqm.Packet[T], bo
 // number accepted ([aqm.BatchQueue]).
 func (q *Queue[T]) EnqueueBatch(ps []aqm.Packet[T], vs []aqm.Verdict, now aqm.Time) int {
 	n := min(len(ps), len(vs))
+	if n == 1 { // no run to share the set-up with
+		v := q.Enqueue(ps[0], now)
+		vs[0] = v
+		if v.Accepted() {
+			return 1
+		}
+		return 0
+	}
 	ps, vs = ps[:n], vs[:n]
 	room := q.limitPackets - q.ring.Len() // may be negative after Reconfigure
 	limitBytes := int64(q.limitBytes)

@@ -159,8 +159,16 @@ func (q *Queue[T]) dequeue(now aqm.Time) (p aqm.Packet[T], ok bool) {
 // safeguard of a low delay and probability) packets take a tight loop.
 func (q *Queue[T]) EnqueueBatch(ps []aqm.Packet[T], vs []aqm.Verdict, now aqm.Time) int {
 	n := min(len(ps), len(vs))
-	if n == 0 {
+	switch n {
+	case 0:
 		return 0 // the loop makes no call
+	case 1: // no run to share the set-up with
+		v := q.Enqueue(ps[0], now)
+		vs[0] = v
+		if v.Accepted() {
+			return 1
+		}
+		return 0
 	}
 	ps, vs = ps[:n], vs[:n]
 	q.advance(now)
@@ -242,8 +250,16 @@ func (q *Queue[T]) EnqueueBatch(ps []aqm.Packet[T], vs []aqm.Verdict, now aqm.Ti
 // is empty ([aqm.BatchQueue]). The updates due run once, for the whole
 // burst.
 func (q *Queue[T]) DequeueBatch(buf []aqm.Packet[T], now aqm.Time) int {
-	if len(buf) == 0 {
+	switch len(buf) {
+	case 0:
 		return 0 // the loop makes no call
+	case 1: // no run to share the set-up with
+		p, ok := q.Dequeue(now)
+		if !ok {
+			return 0
+		}
+		buf[0] = p
+		return 1
 	}
 	q.advance(now)
 	if again := q.due(now); again || q.pp.rate {
