@@ -13,7 +13,8 @@ import (
 // Queue is a CoDel queue (RFC 8289): a FIFO with a packet limit (and an
 // optional byte limit) that drops or marks at dequeue time when the minimum
 // sojourn time stays above Target for an Interval. It implements
-// [aqm.Queue]. It is not safe for concurrent use.
+// [aqm.Queue] and its burst path [aqm.BatchQueue]. It is not safe for
+// concurrent use.
 type Queue[T any] struct {
 	ring         ring.Ring[aqm.Packet[T]]
 	backlog      int

@@ -11,10 +11,11 @@ import (
 	"github.com/aqmkit/aqmkit/internal/rng"
 )
 
-// Queue is a FIFO managed by PIE. It implements [aqm.Queue]. PIE decides at
-// enqueue: a packet is accepted, marked or refused, and every accepted
-// packet leaves through Dequeue, so the DropFunc is never called by the
-// algorithm itself. It is not safe for concurrent use.
+// Queue is a FIFO managed by PIE. It implements [aqm.Queue] and its burst
+// path [aqm.BatchQueue]. PIE decides at enqueue: a packet is accepted,
+// marked or refused, and every accepted packet leaves through Dequeue, so
+// the DropFunc is never called by the algorithm itself. It is not safe for
+// concurrent use.
 type Queue[T any] struct {
 	ring    ring.Ring[aqm.Packet[T]]
 	backlog int
