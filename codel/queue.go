@@ -59,9 +59,11 @@ func (q *Queue[T]) apply(cfg Config) {
 func (q *Queue[T]) Config() Config { return q.cfg }
 
 // Reconfigure validates cfg and applies it without losing, duplicating or
-// reordering queued packets; the CoDel state carries over. A limit below
-// the current occupancy keeps the queued packets and refuses arrivals until
-// the queue has drained below it. It allocates if LimitPackets grows.
+// reordering queued packets; the CoDel state carries over (a deadline or
+// drop time more than the new Interval ahead is taken again from now when
+// the next packet is examined). A limit below the current occupancy keeps
+// the queued packets and refuses arrivals until the queue has drained
+// below it. It allocates if LimitPackets grows.
 func (q *Queue[T]) Reconfigure(cfg Config) error {
 	if err := cfg.Validate(); err != nil {
 		return err
