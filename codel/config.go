@@ -41,9 +41,12 @@ const (
 
 // Config configures a CoDel [Queue]. The zero value is RFC 8289 CoDel with
 // ECN marking, a 1000-packet limit and a one-MTU guard of 1514 bytes.
+// [ConfigForLink] gives one sized for a link's rate. CoDel makes no random
+// decisions, so it has no seed: the same calls give the same decisions.
 type Config struct {
 	// Target is the acceptable minimum sojourn time. Zero means
-	// [DefaultTarget]. It must be below Interval.
+	// [DefaultTarget]. It must be below Interval (and so below
+	// [MaxInterval]).
 	Target time.Duration
 	// Interval is the window the minimum sojourn time must stay above
 	// Target before CoDel drops, and the base of the control law
@@ -57,9 +60,18 @@ type Config struct {
 	MTUBytes int
 	// LimitPackets is the most packets queued; arrivals beyond it are
 	// refused ([aqm.DroppedOverlimit]) and do not touch CoDel's state. Zero
-	// means [DefaultLimitPackets]; at most [MaxLimitPackets].
+	// means [DefaultLimitPackets]; at most [MaxLimitPackets]. New allocates
+	// storage for this many packets (rounded up to a power of two; see
+	// [Detail].MemoryBytes).
+	//
+	// CoDel keeps the delay of responsive traffic near Target, but against
+	// unresponsive traffic only the limits bound the queue: a limit that
+	// holds more than a second of traffic at the link rate lets such
+	// traffic build a second of delay, which defeats the purpose of the
+	// AQM. [ConfigForLink] sizes the limits for a link's rate.
 	LimitPackets int
-	// LimitBytes is the most bytes queued. Zero means no byte limit.
+	// LimitBytes is the most bytes queued. Zero means no byte limit. See
+	// LimitPackets on sizing, and [ConfigForLink].
 	LimitBytes int
 	// DisableECN makes CoDel drop ECN-capable packets too. By default it
 	// sets CE on ECN-capable packets instead of dropping them (RFC 8289
@@ -88,23 +100,36 @@ type Config struct {
 	LinuxCount bool
 }
 
-// Validate applies the defaults to the zero fields and reports every field
-// that is out of range, one [aqm.ConfigError] each, joined.
-func (c *Config) Validate() error {
-	errs := c.validate("codel")
-	return errors.Join(errs...)
+// Validate reports every field of c that is out of range, one
+// [*aqm.ConfigError] each, joined with [errors.Join]; each wraps
+// [aqm.ErrInvalidConfig]. It does not change c: zero fields stand for their
+// defaults, which [Queue.Config] reports.
+func (c Config) Validate() error {
+	return errors.Join(c.ValidateAs("codel")...)
 }
 
-func (c *Config) validate(pkg string) []error {
+// ValidateAs is [Config.Validate] for a queue that embeds CoDel under its
+// own name, such as package fq's FQ-CoDel: it returns one
+// [*aqm.ConfigError] per bad field, each with Pkg set to pkg, in field
+// order, or nil. A field that is out of range on its own is reported even
+// if it also breaks a rule that relates it to another field (Target must
+// be less than Interval); that relation is checked only when both fields
+// are in range. It does not change c.
+func (c Config) ValidateAs(pkg string) []error {
 	var errs []error
 	bad := func(field string, v any, rule string) {
 		errs = append(errs, &aqm.ConfigError{Pkg: pkg, Field: field, Value: v, Rule: rule})
 	}
-	if c.Target < 0 {
-		bad("Target", c.Target, "must not be negative")
+	targetOK := c.Target >= 0 && c.Target < MaxInterval
+	if !targetOK {
+		bad("Target", c.Target, "must be in [0, "+MaxInterval.String()+")")
 	}
-	if c.Interval < 0 || c.Interval > MaxInterval {
+	intervalOK := c.Interval >= 0 && c.Interval <= MaxInterval
+	if !intervalOK {
 		bad("Interval", c.Interval, "must be in [0, "+MaxInterval.String()+"]")
+	}
+	if d := c.withDefaults(); targetOK && intervalOK && d.Target >= d.Interval {
+		bad("Target", d.Target, "must be less than Interval ("+d.Interval.String()+")")
 	}
 	if c.MTUBytes < 0 || c.MTUBytes > MaxMTUBytes {
 		bad("MTUBytes", c.MTUBytes, "must be in [0, 1048576]")
@@ -118,6 +143,12 @@ func (c *Config) validate(pkg string) []error {
 	if c.CEThreshold < 0 {
 		bad("CEThreshold", c.CEThreshold, "must not be negative")
 	}
+	return errs
+}
+
+// withDefaults returns c with every zero field that has a default set to
+// it.
+func (c Config) withDefaults() Config {
 	if c.Target == 0 {
 		c.Target = DefaultTarget
 	}
@@ -130,10 +161,22 @@ func (c *Config) validate(pkg string) []error {
 	if c.LimitPackets == 0 {
 		c.LimitPackets = DefaultLimitPackets
 	}
-	if c.Target > 0 && c.Interval > 0 && c.Interval <= MaxInterval && c.Target >= c.Interval {
-		bad("Target", c.Target, "must be less than Interval ("+c.Interval.String()+")")
+	return c
+}
+
+// ConfigForLink returns a Config for a link that drains at rate, for flows
+// whose round-trip time is about rtt (zero means [aqm.DefaultRTT]): the
+// byte limit is rate.BufferBytes(rtt), four round trips at the rate between
+// 64 KiB and 32 MiB (see [aqm.Rate.BufferBytes]), and the packet limit is
+// that many full-size packets, but at least [DefaultLimitPackets] so that
+// small packets are not refused first. Everything else keeps its default.
+// A zero rate means an unknown or unlimited rate and gets the largest
+// buffer.
+func ConfigForLink(rate aqm.Rate, rtt time.Duration) Config {
+	return Config{
+		LimitBytes:   rate.BufferBytes(rtt),
+		LimitPackets: max(rate.BufferPackets(rtt), DefaultLimitPackets),
 	}
-	return errs
 }
 
 // Params are the derived constants a [Controller] runs on, shared by every
@@ -153,10 +196,10 @@ type Params struct {
 // controller fields of c (Target, Interval, MTUBytes, DisableECN,
 // CEThreshold, CEThresholdECT1Only, StrictDeadline, LinuxCount); the limits
 // are ignored. It is meant for queues that embed a [Controller], such as
-// package fq's FQ-CoDel. Call [Config.Validate] (or check the same rules)
+// package fq's FQ-CoDel. Call [Config.Validate] or [Config.ValidateAs]
 // first: out-of-range values are clamped here, not reported.
 func (c Config) ControllerParams() Params {
-	_ = c.validate("codel")
+	c = c.withDefaults()
 	iv := min(max(c.Interval, 2), MaxInterval)
 	tg := min(max(c.Target, 1), iv-1)
 	return Params{

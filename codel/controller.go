@@ -139,7 +139,10 @@ func (c *Controller) okToDrop(p *Params, now aqm.Time, sj int64, backlog int) bo
 		c.flags &^= flagAbove
 		return false
 	}
-	if c.flags&flagAbove == 0 {
+	if c.flags&flagAbove == 0 || subSat(c.firstAbove, now) > p.interval {
+		// Start the window, or restart it if the deadline lies further
+		// ahead than one Interval: it was set at a reading far in the
+		// future, and waiting for it would disable CoDel.
 		c.firstAbove = addSat(now, p.interval)
 		c.flags |= flagAbove
 		return false
@@ -197,6 +200,11 @@ func (c *Controller) Examine(p *Params, now aqm.Time, sojourn time.Duration, bac
 		c.flags &^= flagDropping
 		return c.shallow(p, sj, ecn)
 	}
+	if subSat(c.dropNext, now) > p.interval {
+		// No control-law step exceeds Interval: the schedule was taken
+		// from a reading far in the future. Take it from now.
+		c.dropNext = c.law(p, now)
+	}
 	if now < c.dropNext {
 		return c.shallow(p, sj, ecn)
 	}
@@ -237,11 +245,14 @@ func (c *Controller) deliverBelowTarget(p *Params, sj int64) bool {
 // enter switches to the dropping state with the RFC/Linux re-entry rule: if
 // the last episode ended recently (the next drop was due less than 16
 // intervals ago) and signalled more than once, resume at the count it
-// reached beyond its starting point; otherwise start at 1.
+// reached beyond its starting point; otherwise start at 1. A last schedule
+// more than one Interval ahead of now came from a reading far in the
+// future and does not count as recent.
 func (c *Controller) enter(p *Params, now aqm.Time) {
 	delta := c.count - c.lastCount
 	n := uint32(1)
-	if delta > 1 && delta <= maxCount && c.flags&flagScheduled != 0 && subSat(now, c.dropNext) < 16*p.interval {
+	if delta > 1 && delta <= maxCount && c.flags&flagScheduled != 0 &&
+		subSat(now, c.dropNext) < 16*p.interval && subSat(c.dropNext, now) <= p.interval {
 		n = delta
 	}
 	c.count = 0 // setCount reseeds: n is not count+1 of anything cached

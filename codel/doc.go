@@ -46,7 +46,7 @@
 //	Interval             100 ms      time     RFC 8289 §4.3
 //	MTUBytes             1514        bytes    RFC 8289 §5 MAXPACKET; Linux mtu
 //	LimitPackets         1000        packets  Linux sch_codel limit
-//	LimitBytes           none        bytes    —
+//	LimitBytes           none        bytes    —  (ConfigForLink sizes both)
 //	DisableECN           false (ECN on)       RFC 8289 §5; Linux ecn
 //	CEThreshold          off         time     Linux ce_threshold
 //	CEThresholdECT1Only  false       —        Linux ce_threshold_selector 1/1
@@ -95,6 +95,9 @@
 //     Older Linux and FreeBSD compare with the largest packet seen instead.
 //   - Arrivals at a full queue are refused and do not touch the CoDel state,
 //     as in Linux; ns-3's limit is in bytes only, here both are available.
+//   - A deadline or drop schedule more than one Interval ahead of now (left
+//     by a clock reading far in the future) is taken again from now; the
+//     RFC and Linux keep it and stay silent until time reaches it.
 //   - DPDK has no CoDel; there is nothing to differ from.
 //
 // # Time
@@ -104,6 +107,24 @@
 // changes happen in Dequeue, so after an idle period the state is as it was
 // left: a late dequeue catches up in closed form (bounded by
 // MaxDropsPerDequeue).
+//
+// Time that goes backwards counts as no time: a packet dequeued before its
+// arrival time has a sojourn time of zero. The two stored instants follow
+// the time policy of package aqm: the above-target deadline lies at most
+// one Interval ahead of the reading that set it, and the next drop at most
+// one Interval (the largest control-law step) ahead of the last one, so an
+// instant further ahead of now than Interval can only come from a reading
+// far in the future. Such a deadline is restarted one Interval from now and
+// such a drop schedule is taken again from now, so after a bad reading
+// CoDel resumes within one Interval, as a fresh queue would; such a
+// schedule also does not count as a recent episode for the re-entry rule.
+//
+// # Bursts
+//
+// [Queue.EnqueueBatch] and [Queue.DequeueBatch] move many packets per call
+// with the outcome of the loop of single calls ([aqm.BatchQueue]). Packets
+// that leave below target while CoDel is not dropping take a tight loop;
+// every other packet goes through Dequeue's logic.
 //
 // # Concurrency
 //

@@ -55,3 +55,20 @@ func ExampleQueue_Dequeue() {
 	// CE at 105ms
 	// marks: 1 drops: 0
 }
+
+// ConfigForLink sizes a queue for an 8 Mb/s uplink with 100 ms round
+// trips: 400 kB, at most 400 ms of queue even for traffic that ignores
+// CoDel's drops.
+func ExampleConfigForLink() {
+	cfg := codel.ConfigForLink(8*aqm.Mbit, 100*time.Millisecond)
+	q, err := codel.New[int](cfg, nil)
+	if err != nil {
+		panic(err)
+	}
+	c := q.Config()
+	fmt.Println(c.LimitBytes, c.LimitPackets, c.Target, c.Interval)
+	fmt.Println((8 * aqm.Mbit).TxTime(int64(c.LimitBytes)))
+	// Output:
+	// 400000 1000 5ms 100ms
+	// 400ms
+}

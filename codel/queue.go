@@ -1,6 +1,11 @@
 package codel
 
 import (
+	"iter"
+	"math"
+	"math/bits"
+	"unsafe"
+
 	"github.com/aqmkit/aqmkit/aqm"
 	"github.com/aqmkit/aqmkit/internal/ring"
 )
@@ -8,7 +13,8 @@ import (
 // Queue is a CoDel queue (RFC 8289): a FIFO with a packet limit (and an
 // optional byte limit) that drops or marks at dequeue time when the minimum
 // sojourn time stays above Target for an Interval. It implements
-// [aqm.Queue]. It is not safe for concurrent use.
+// [aqm.Queue] and its burst path [aqm.BatchQueue]. It is not safe for
+// concurrent use.
 type Queue[T any] struct {
 	ring         ring.Ring[aqm.Packet[T]]
 	backlog      int
@@ -17,41 +23,52 @@ type Queue[T any] struct {
 	p            Params
 	c            Controller
 	onDrop       aqm.DropFunc[T]
+	cfg          Config // effective: defaults filled in
 	stats        aqm.Stats
 	ecnMarks     uint64
 	ceMarks      uint64
 	capHits      uint64
 }
 
-var _ aqm.Queue[int] = (*Queue[int])(nil)
+var _ aqm.BatchQueue[int] = (*Queue[int])(nil)
 
 // New returns an empty CoDel queue. onDrop receives the packets CoDel drops
-// at dequeue time; it may be nil. The error wraps [aqm.ErrInvalidConfig] for
-// each bad field.
+// at dequeue time; it may be nil. The error joins one [*aqm.ConfigError]
+// per bad field, each wrapping [aqm.ErrInvalidConfig].
 func New[T any](cfg Config, onDrop aqm.DropFunc[T]) (*Queue[T], error) {
 	if err := cfg.Validate(); err != nil {
 		return nil, err
 	}
+	cfg = cfg.withDefaults()
 	q := &Queue[T]{onDrop: onDrop}
 	q.apply(cfg)
 	q.ring.Init(cfg.LimitPackets)
 	return q, nil
 }
 
+// apply installs cfg, which has its defaults filled in.
 func (q *Queue[T]) apply(cfg Config) {
+	q.cfg = cfg
 	q.p = cfg.ControllerParams()
 	q.limitPackets = cfg.LimitPackets
 	q.limitBytes = cfg.LimitBytes
 }
 
+// Config returns the effective configuration: the one given to New or
+// Reconfigure with every default filled in.
+func (q *Queue[T]) Config() Config { return q.cfg }
+
 // Reconfigure validates cfg and applies it without losing, duplicating or
-// reordering queued packets; the CoDel state carries over. A limit below
-// the current occupancy keeps the queued packets and refuses arrivals until
-// the queue has drained below it. It allocates if LimitPackets grows.
+// reordering queued packets; the CoDel state carries over (a deadline or
+// drop time more than the new Interval ahead is taken again from now when
+// the next packet is examined). A limit below the current occupancy keeps
+// the queued packets and refuses arrivals until the queue has drained
+// below it. It allocates if LimitPackets grows.
 func (q *Queue[T]) Reconfigure(cfg Config) error {
 	if err := cfg.Validate(); err != nil {
 		return err
 	}
+	cfg = cfg.withDefaults()
 	q.ring.Resize(cfg.LimitPackets) // keeps every queued packet, in order
 	q.apply(cfg)
 	return nil
@@ -80,12 +97,17 @@ func (q *Queue[T]) Enqueue(p aqm.Packet[T], now aqm.Time) aqm.Verdict {
 // at most [MaxDropsPerDequeue] per call. A returned packet whose ECN is CE was
 // marked by CoDel or by the CE threshold (or arrived CE).
 func (q *Queue[T]) Dequeue(now aqm.Time) (p aqm.Packet[T], ok bool) {
+	if p, ok = q.ring.PopFront(); !ok {
+		q.c.Empty()
+		return p, false
+	}
+	return q.dequeueFrom(p, now)
+}
+
+// dequeueFrom is Dequeue after its first pop: p has just left the ring.
+func (q *Queue[T]) dequeueFrom(p aqm.Packet[T], now aqm.Time) (aqm.Packet[T], bool) {
 	drops := 0
 	for {
-		if p, ok = q.ring.PopFront(); !ok {
-			q.c.Empty()
-			return p, false
-		}
 		q.backlog -= int(p.Size)
 		act := Deliver
 		if drops >= MaxDropsPerDequeue {
@@ -101,6 +123,11 @@ func (q *Queue[T]) Dequeue(now aqm.Time) (p aqm.Packet[T], ok bool) {
 			if q.onDrop != nil {
 				q.onDrop(p, aqm.DroppedEarly)
 			}
+			var ok bool
+			if p, ok = q.ring.PopFront(); !ok {
+				q.c.Empty()
+				return p, false
+			}
 			continue
 		case Mark:
 			p.ECN = aqm.CE
@@ -114,6 +141,157 @@ func (q *Queue[T]) Dequeue(now aqm.Time) (p aqm.Packet[T], ok bool) {
 		q.stats.Dequeued.Add(p.Size)
 		return p, true
 	}
+}
+
+// EnqueueBatch offers ps[i] for i < n = min(len(ps), len(vs)) at now, as n
+// calls of Enqueue would, writes each verdict into vs[i] and returns the
+// number accepted ([aqm.BatchQueue]).
+func (q *Queue[T]) EnqueueBatch(ps []aqm.Packet[T], vs []aqm.Verdict, now aqm.Time) int {
+	n := min(len(ps), len(vs))
+	if n == 1 { // no run to share the set-up with
+		v := q.Enqueue(ps[0], now)
+		vs[0] = v
+		if v.Accepted() {
+			return 1
+		}
+		return 0
+	}
+	ps, vs = ps[:n], vs[:n]
+	room := q.limitPackets - q.ring.Len() // may be negative after Reconfigure
+	limitBytes := int64(q.limitBytes)
+	if limitBytes == 0 {
+		limitBytes = math.MaxInt64
+	}
+	backlog := int64(q.backlog)
+	maxSize := q.stats.MaxSize
+	var pk, by uint64
+	for i := range ps {
+		p := ps[i]
+		p.ECN &= aqm.ECNMask
+		p.Enqueued = now
+		size := p.Size
+		maxSize = max(maxSize, size)
+		if room <= 0 || backlog+int64(size) > limitBytes {
+			q.stats.CountDrop(aqm.DroppedOverlimit, size, false)
+			vs[i] = aqm.DroppedOverlimit
+			continue
+		}
+		q.ring.PushBack(p) // room: checked above
+		room--
+		backlog += int64(size)
+		pk++
+		by += uint64(size)
+		vs[i] = aqm.Enqueued
+	}
+	q.backlog = int(backlog)
+	q.stats.MaxSize = maxSize
+	q.stats.Enqueued.Packets += pk
+	q.stats.Enqueued.Bytes += by
+	return int(pk)
+}
+
+// DequeueBatch removes up to len(buf) packets at now into buf[:n], as n
+// calls of Dequeue would, and returns n; n < len(buf) only when the queue
+// is empty ([aqm.BatchQueue]). Two common cases leave in tight loops:
+// packets below target while CoDel is not dropping, and packets above
+// target while CoDel is dropping but its next drop is not yet due. Any
+// other packet goes through Dequeue's logic.
+func (q *Queue[T]) DequeueBatch(buf []aqm.Packet[T], now aqm.Time) int {
+	if len(buf) == 1 { // no run to share the set-up with
+		p, ok := q.Dequeue(now)
+		if !ok {
+			return 0
+		}
+		buf[0] = p
+		return 1
+	}
+	i := 0
+	for i < len(buf) {
+		c := &q.c
+		var j int
+		switch {
+		case q.p.ceThreshold != 0 || c.flags&(flagPending|flagEntered) != 0:
+			j = i // no run: the single path
+		case c.flags&flagDropping == 0:
+			j = q.runBelowTarget(buf, i, now)
+		case c.flags&flagAbove != 0 && now < c.dropNext && subSat(c.dropNext, now) <= q.p.interval &&
+			(now > c.firstAbove || now == c.firstAbove && !q.p.strict):
+			j = q.runNotDue(buf, i, now)
+		default:
+			j = i
+		}
+		if j > i {
+			i = j
+			continue
+		}
+		p, ok := q.Dequeue(now) // the head ends the run, or the queue is empty
+		if !ok {
+			return i
+		}
+		buf[i] = p
+		i++
+	}
+	return i
+}
+
+// runBelowTarget delivers packets into buf[i:] while their sojourn time is
+// below target, for a controller that is not dropping (and no CE
+// threshold), and returns the index after the last one. Examine would
+// deliver each, record its sojourn time and forget the above-target
+// deadline; the run records the last sojourn time once.
+func (q *Queue[T]) runBelowTarget(buf []aqm.Packet[T], i int, now aqm.Time) int {
+	target := q.p.target
+	k := min(len(buf), i+q.ring.Len())
+	start := i
+	var by uint64
+	for ; i < k; i++ {
+		if int64(q.ring.Front().Enqueued.Since(now)) >= target { // not nil: i < k
+			break
+		}
+		p, _ := q.ring.PopFront()
+		buf[i] = p
+		by += uint64(p.Size)
+	}
+	if i > start {
+		q.c.DeliverIfBelowTarget(&q.p, buf[i-1].Enqueued.Since(now))
+		q.backlog -= int(by)
+		q.stats.Dequeued.Packets += uint64(i - start)
+		q.stats.Dequeued.Bytes += by
+	}
+	return i
+}
+
+// runNotDue delivers packets into buf[i:] for a controller in the dropping
+// state whose next drop is not due (the caller checked: no signal pending,
+// the above-target deadline passed, now before a sane drop_next, no CE
+// threshold) while each packet is at or above target with more than an MTU
+// left behind it, and returns the index after the last one. For each,
+// Examine would find it still OK to drop, not yet at drop_next, and
+// deliver it unchanged, recording its sojourn time; the run records the
+// last sojourn time once.
+func (q *Queue[T]) runNotDue(buf []aqm.Packet[T], i int, now aqm.Time) int {
+	target, mtu := q.p.target, q.p.mtu
+	k := min(len(buf), i+q.ring.Len())
+	start := i
+	backlog := q.backlog
+	var by uint64
+	for ; i < k; i++ {
+		f := q.ring.Front() // not nil: i < k
+		if int64(f.Enqueued.Since(now)) < target || int64(backlog)-int64(f.Size) <= mtu {
+			break
+		}
+		p, _ := q.ring.PopFront()
+		buf[i] = p
+		backlog -= int(p.Size)
+		by += uint64(p.Size)
+	}
+	if i > start {
+		q.c.ldelay = uint32(min(int64(buf[i-1].Enqueued.Since(now)), math.MaxUint32))
+		q.backlog = backlog
+		q.stats.Dequeued.Packets += uint64(i - start)
+		q.stats.Dequeued.Bytes += by
+	}
+	return i
 }
 
 // Len returns the number of queued packets.
@@ -140,9 +318,51 @@ type Detail struct {
 	CEMarks uint64
 	// DropCapHits counts Dequeue calls that reached [MaxDropsPerDequeue].
 	DropCapHits uint64
+	// MemoryBytes is the memory the queue preallocated for packets: room
+	// for LimitPackets packets, rounded up to a power of two, times the
+	// size of an [aqm.Packet] of the queue's payload type.
+	MemoryBytes int
 }
 
 // Detail returns a snapshot of the CoDel state and counters.
 func (q *Queue[T]) Detail() Detail {
-	return Detail{State: q.c.State(), ECNMarks: q.ecnMarks, CEMarks: q.ceMarks, DropCapHits: q.capHits}
+	var p aqm.Packet[T]
+	mem := q.ring.Cap()
+	if mem > 0 {
+		mem = 1 << bits.Len(uint(mem-1))
+	}
+	return Detail{
+		State: q.c.State(), ECNMarks: q.ecnMarks, CEMarks: q.ceMarks, DropCapHits: q.capHits,
+		MemoryBytes: mem * int(unsafe.Sizeof(p)),
+	}
+}
+
+// Metrics lists the values of d as [aqm.Metric]s named in the words of
+// Linux tc's codel statistics, units in the name: count, lastcount,
+// dropping (0 or 1), ldelay_ns (the last sojourn time), drop_next_ns and
+// first_above_ns (instants in the caller's nanoseconds, 0 when unset),
+// ecn_mark_packets, ce_mark_packets, drop_cap_hits and memory_bytes.
+func (d Detail) Metrics() iter.Seq[aqm.Metric] {
+	return func(yield func(aqm.Metric) bool) {
+		dropping := 0.0
+		if d.Dropping {
+			dropping = 1
+		}
+		for _, m := range [...]aqm.Metric{
+			{Name: "count", Kind: aqm.Gauge, Value: float64(d.Count)},
+			{Name: "lastcount", Kind: aqm.Gauge, Value: float64(d.LastCount)},
+			{Name: "dropping", Kind: aqm.Gauge, Value: dropping},
+			{Name: "ldelay_ns", Kind: aqm.Gauge, Value: float64(d.LastSojourn)},
+			{Name: "drop_next_ns", Kind: aqm.Gauge, Value: float64(d.DropNext)},
+			{Name: "first_above_ns", Kind: aqm.Gauge, Value: float64(d.FirstAbove)},
+			{Name: "ecn_mark_packets", Kind: aqm.Counter, Value: float64(d.ECNMarks)},
+			{Name: "ce_mark_packets", Kind: aqm.Counter, Value: float64(d.CEMarks)},
+			{Name: "drop_cap_hits", Kind: aqm.Counter, Value: float64(d.DropCapHits)},
+			{Name: "memory_bytes", Kind: aqm.Gauge, Value: float64(d.MemoryBytes)},
+		} {
+			if !yield(m) {
+				return
+			}
+		}
+	}
 }

@@ -2,6 +2,7 @@ package codel
 
 import (
 	"errors"
+	"math"
 	"testing"
 	"time"
 
@@ -119,11 +120,14 @@ func TestQueueDropCap(t *testing.T) {
 	require.Greater(t, q.Detail().DropNext, now)
 }
 
-// TestValidate protects the configuration errors: every bad field is named,
-// each wraps aqm.ErrInvalidConfig, and zero values become the defaults.
+// TestValidate protects the configuration errors: every bad field is named
+// on its own, each wraps aqm.ErrInvalidConfig, Validate does not change its
+// receiver, and Config reports the defaults.
 func TestValidate(t *testing.T) {
 	cfg := Config{Target: -1, Interval: 2 * time.Hour, MTUBytes: -1, LimitPackets: -1, LimitBytes: -1, CEThreshold: -1}
+	cp := cfg
 	err := cfg.Validate()
+	require.Equal(t, cp, cfg, "Validate must not change its receiver")
 	require.ErrorIs(t, err, aqm.ErrInvalidConfig)
 	var n int
 	for _, f := range []string{"Target", "Interval", "MTUBytes", "LimitPackets", "LimitBytes", "CEThreshold"} {
@@ -132,16 +136,66 @@ func TestValidate(t *testing.T) {
 	}
 	require.Len(t, err.(interface{ Unwrap() []error }).Unwrap(), n)
 
-	err = (&Config{Target: 200 * time.Millisecond}).Validate()
+	err = Config{Target: 200 * time.Millisecond}.Validate()
 	require.EqualError(t, err, "codel: Target (200ms) must be less than Interval (100ms)")
 	var ce *aqm.ConfigError
 	require.True(t, errors.As(err, &ce))
 
+	// A field out of range on its own is named even when it also breaks
+	// the relation with another field, and both bad fields are named.
+	for _, c := range []Config{
+		{Target: 2 * time.Hour, Interval: 2 * time.Hour},
+		{Target: math.MaxInt64, Interval: math.MaxInt64},
+		{Target: math.MaxInt64},
+		{Target: time.Hour, Interval: time.Hour},
+	} {
+		err := c.Validate()
+		require.ErrorContains(t, err, "codel: Target (", "%+v", c)
+		if c.Interval > MaxInterval {
+			require.ErrorContains(t, err, "codel: Interval (", "%+v", c)
+		}
+	}
+	require.EqualError(t, Config{Target: time.Hour}.Validate(), "codel: Target (1h0m0s) must be in [0, 1h0m0s)")
+
+	// ValidateAs names the embedding package and returns the same errors.
+	errs := cfg.ValidateAs("fq")
+	require.Len(t, errs, n)
+	for _, e := range errs {
+		require.ErrorAs(t, e, &ce)
+		require.Equal(t, "fq", ce.Pkg)
+	}
+	require.Nil(t, Config{}.ValidateAs("fq"))
+
 	var c Config
 	require.NoError(t, c.Validate())
-	require.Equal(t, Config{Target: DefaultTarget, Interval: DefaultInterval, MTUBytes: DefaultMTUBytes, LimitPackets: DefaultLimitPackets}, c)
+	require.Equal(t, Config{}, c)
+	q, err := New[int](c, nil)
+	require.NoError(t, err)
+	require.Equal(t, Config{Target: DefaultTarget, Interval: DefaultInterval, MTUBytes: DefaultMTUBytes, LimitPackets: DefaultLimitPackets}, q.Config())
 	_, err = New[int](Config{LimitPackets: MaxLimitPackets + 1}, nil)
 	require.ErrorIs(t, err, aqm.ErrInvalidConfig)
+}
+
+// TestConfigForLink protects the link preset: limits sized by the rate's
+// buffer rule, at least the default packet limit, everything else default,
+// and a valid Config.
+func TestConfigForLink(t *testing.T) {
+	for _, rate := range []aqm.Rate{0, 64 * aqm.Kbit, 8 * aqm.Mbit, 100 * aqm.Mbit, 10 * aqm.Gbit} {
+		for _, rtt := range []time.Duration{0, 10 * time.Millisecond, 300 * time.Millisecond} {
+			c := ConfigForLink(rate, rtt)
+			require.NoError(t, c.Validate())
+			require.Equal(t, rate.BufferBytes(rtt), c.LimitBytes)
+			require.Equal(t, max(rate.BufferPackets(rtt), DefaultLimitPackets), c.LimitPackets)
+			c.LimitBytes, c.LimitPackets = 0, 0
+			require.Equal(t, Config{}, c)
+		}
+	}
+	// 8 Mb/s at 100 ms: 400 kB, 400 ms of queue at most.
+	c := ConfigForLink(8*aqm.Mbit, 100*time.Millisecond)
+	require.Equal(t, 400_000, c.LimitBytes)
+	q, err := New[int](c, nil)
+	require.NoError(t, err)
+	require.Equal(t, c.LimitBytes, q.Config().LimitBytes)
 }
 
 // TestReconfigure protects live reconfiguration: queued packets survive in

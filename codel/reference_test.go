@@ -130,6 +130,7 @@ func TestReferenceRFC8289(t *testing.T) {
 		q, err := New(cfg, func(p aqm.Packet[uint64], why aqm.Verdict) { got = append(got, p.Payload) })
 		require.NoError(t, err)
 		require.NoError(t, cfg.Validate())
+		cfg = q.Config()
 		ref := &refCoDel{target: int64(cfg.Target), interval: int64(cfg.Interval), maxPkt: cfg.MTUBytes}
 
 		now := int64(time.Second)

@@ -1,6 +1,7 @@
 package pie
 
 import (
+	"fmt"
 	"testing"
 	"time"
 
@@ -80,5 +81,57 @@ func BenchmarkDropEarly(b *testing.B) {
 			}
 			benchSink = n
 		})
+	}
+}
+
+// BenchmarkBurst measures the burst path: each round offers n packets with
+// one EnqueueBatch and takes n with one DequeueBatch at a standing depth of
+// 100 packets. "standing" keeps the delay at 1 ms (no AQM action),
+// "congested" at about 100 ms (early drops), "standing-rate" uses the
+// departure-rate estimator. It reports ns/pkt, the time per packet forwarded
+// (enqueue plus dequeue).
+func BenchmarkBurst(b *testing.B) {
+	for _, sc := range []struct {
+		name string
+		step time.Duration // time per packet
+		cfg  Config
+	}{
+		{"standing", 10 * time.Microsecond, Config{}},
+		{"congested", time.Millisecond, Config{}},
+		{"standing-rate", 10 * time.Microsecond, Config{RateEstimator: true}},
+	} {
+		for _, n := range []int{1, 8, 32, 128} {
+			b.Run(fmt.Sprintf("%s/%d", sc.name, n), func(b *testing.B) {
+				cfg := sc.cfg
+				cfg.LimitPackets, cfg.Seed = 10000, 1
+				q, err := New[uint64](cfg, nil)
+				if err != nil {
+					b.Fatal(err)
+				}
+				ps := make([]aqm.Packet[uint64], n)
+				vs := make([]aqm.Verdict, n)
+				buf := make([]aqm.Packet[uint64], n)
+				for i := range ps {
+					ps[i] = aqm.Packet[uint64]{Payload: uint64(i), Meta: aqm.Meta{Size: 1500}}
+				}
+				now := aqm.Time(time.Second)
+				round := func() {
+					now += aqm.Time(n) * aqm.Time(sc.step)
+					aqm.EnqueueBatch[uint64](q, ps, vs, now)
+					for q.Len() > 100 {
+						aqm.DequeueBatch[uint64](q, buf[:min(n, q.Len()-100)], now)
+					}
+				}
+				for range 20000/n + 100 {
+					round()
+				}
+				b.ReportAllocs()
+				b.ResetTimer()
+				for b.Loop() {
+					round()
+				}
+				b.ReportMetric(float64(b.Elapsed().Nanoseconds())/float64(b.N*n), "ns/pkt")
+			})
+		}
 	}
 }

@@ -8,7 +8,7 @@ import (
 	"github.com/aqmkit/aqmkit/aqm"
 )
 
-// Defaults applied by [Config.Validate] to zero fields.
+// Defaults of the zero fields of [Config].
 const (
 	// DefaultTarget is QDELAY_REF, the queueing delay PIE steers towards
 	// (RFC 8033 §4.2, Appendix A): 15 ms.
@@ -56,8 +56,9 @@ const (
 )
 
 // Config configures a PIE queue. The zero value is RFC 8033's PIE with
-// timestamps, ECN marking below 10%, no derandomization and a 1000-packet
-// limit.
+// timestamps, ECN marking below 10%, no derandomization, a 1000-packet
+// limit and a random seed. [ConfigForLink] gives one sized for a link's
+// rate.
 type Config struct {
 	// Target is QDELAY_REF, the queueing delay PIE controls to. Zero means
 	// [DefaultTarget] (15 ms). It must be in [1µs, 10s].
@@ -83,9 +84,17 @@ type Config struct {
 
 	// LimitPackets is the hard packet limit. Zero means
 	// [DefaultLimitPackets] (1000). Storage for this many packets is
-	// allocated by New, so it must be at most 1<<24.
+	// allocated by New (rounded up to a power of two; see
+	// [Detail].MemoryBytes), so it must be at most 1<<24.
+	//
+	// PIE steers the delay of responsive traffic towards Target, but
+	// against unresponsive traffic only the limits bound the queue: a
+	// limit that holds more than a second of traffic at the link rate lets
+	// such traffic build a second of delay, which defeats the purpose of
+	// the AQM. [ConfigForLink] sizes the limits for a link's rate.
 	LimitPackets int
 	// LimitBytes is the hard byte limit (sum of Size). Zero means none.
+	// See LimitPackets on sizing, and [ConfigForLink].
 	LimitBytes int
 	// MeanPacketBytes is MEAN_PKTSIZE in bytes. No early drop happens
 	// while the backlog (before the arrival) is at most twice this (RFC
@@ -128,73 +137,105 @@ type Config struct {
 	// sch_pie rule that is not in the RFC). Off by default.
 	HighDelayBoost bool
 
-	// Seed seeds the queue's random source. Two queues with the same
-	// Config and the same trace make the same decisions.
+	// Seed seeds the queue's random source. Zero (the default, and the
+	// right choice in production) draws a secret seed from crypto/rand, so
+	// no one can predict the queue's drop decisions; [Queue.Config] reports
+	// the seed drawn. A fixed non-zero seed makes the decisions
+	// reproducible: two queues with the same Config and the same calls
+	// make the same decisions. Use one in tests and simulations.
 	Seed uint64
 }
 
-// Validate applies the defaults to zero fields and checks every field. It
-// returns nil or the [errors.Join] of one [*aqm.ConfigError] per bad field,
-// each wrapping [aqm.ErrInvalidConfig].
-func (c *Config) Validate() error {
+// Validate checks every field of c and returns nil or the [errors.Join]
+// of one [*aqm.ConfigError] per bad field, each wrapping
+// [aqm.ErrInvalidConfig]. It does not change c: zero fields stand for
+// their defaults, which [Queue.Config] reports.
+func (c Config) Validate() error {
 	var errs []error
 	bad := func(field string, v any, rule string) {
 		errs = append(errs, &aqm.ConfigError{Pkg: "pie", Field: field, Value: v, Rule: rule})
 	}
-	span := func(field string, d *time.Duration, def time.Duration) {
-		if *d == 0 {
-			*d = def
-		}
-		if *d < time.Microsecond || *d > 10*time.Second {
-			bad(field, *d, "must be in [1µs, 10s]")
+	d := c.withDefaults()
+	span := func(field string, v time.Duration) {
+		if v < time.Microsecond || v > 10*time.Second {
+			bad(field, v, "must be in [1µs, 10s]")
 		}
 	}
-	span("Target", &c.Target, DefaultTarget)
-	span("TUpdate", &c.TUpdate, DefaultTUpdate)
-	gain := func(field string, g *float64, def float64) {
-		if *g == 0 {
-			*g = def
-		}
-		if math.IsNaN(*g) || *g < 0x1p-21 || *g > MaxGain {
-			bad(field, *g, "must be in [2^-21, 16] Hz")
+	span("Target", d.Target)
+	span("TUpdate", d.TUpdate)
+	gain := func(field string, g float64) {
+		if math.IsNaN(g) || g < 0x1p-21 || g > MaxGain {
+			bad(field, g, "must be in [2^-21, 16] Hz")
 		}
 	}
-	gain("Alpha", &c.Alpha, DefaultAlpha)
-	gain("Beta", &c.Beta, DefaultBeta)
-	if c.MaxBurst == 0 {
-		c.MaxBurst = DefaultMaxBurst
+	gain("Alpha", d.Alpha)
+	gain("Beta", d.Beta)
+	if d.MaxBurst < 0 || d.MaxBurst > 10*time.Second {
+		bad("MaxBurst", d.MaxBurst, "must be in [0, 10s]")
 	}
-	if c.MaxBurst < 0 || c.MaxBurst > 10*time.Second {
-		bad("MaxBurst", c.MaxBurst, "must be in [0, 10s]")
+	if d.LimitPackets < 0 || d.LimitPackets > maxLimitPackets {
+		bad("LimitPackets", d.LimitPackets, "must be in [0, 16777216]")
+	}
+	if d.LimitBytes < 0 {
+		bad("LimitBytes", d.LimitBytes, "must not be negative")
+	}
+	if d.MeanPacketBytes < 0 || d.MeanPacketBytes > maxMeanPacketBytes {
+		bad("MeanPacketBytes", d.MeanPacketBytes, "must be in [1, 65535]")
+	}
+	if math.IsNaN(d.ECNThreshold) || d.ECNThreshold < 0 || d.ECNThreshold > 1 {
+		bad("ECNThreshold", d.ECNThreshold, "must be in [0, 1]")
+	}
+	if d.DequeueThresholdBytes < 0 || d.DequeueThresholdBytes > 1<<30 {
+		bad("DequeueThresholdBytes", d.DequeueThresholdBytes, "must be in [1, 1073741824]")
+	}
+	return errors.Join(errs...)
+}
+
+// withDefaults returns c with every zero field that has a default set to
+// it. The zero Seed is left for New to replace with a random one.
+func (c Config) withDefaults() Config {
+	def := func(v *time.Duration, d time.Duration) {
+		if *v == 0 {
+			*v = d
+		}
+	}
+	def(&c.Target, DefaultTarget)
+	def(&c.TUpdate, DefaultTUpdate)
+	def(&c.MaxBurst, DefaultMaxBurst)
+	if c.Alpha == 0 {
+		c.Alpha = DefaultAlpha
+	}
+	if c.Beta == 0 {
+		c.Beta = DefaultBeta
 	}
 	if c.LimitPackets == 0 {
 		c.LimitPackets = DefaultLimitPackets
 	}
-	if c.LimitPackets < 0 || c.LimitPackets > maxLimitPackets {
-		bad("LimitPackets", c.LimitPackets, "must be in [0, 16777216]")
-	}
-	if c.LimitBytes < 0 {
-		bad("LimitBytes", c.LimitBytes, "must not be negative")
-	}
 	if c.MeanPacketBytes == 0 {
 		c.MeanPacketBytes = DefaultMeanPacketBytes
-	}
-	if c.MeanPacketBytes < 0 || c.MeanPacketBytes > maxMeanPacketBytes {
-		bad("MeanPacketBytes", c.MeanPacketBytes, "must be in [1, 65535]")
 	}
 	if c.ECNThreshold == 0 {
 		c.ECNThreshold = DefaultECNThreshold
 	}
-	if math.IsNaN(c.ECNThreshold) || c.ECNThreshold < 0 || c.ECNThreshold > 1 {
-		bad("ECNThreshold", c.ECNThreshold, "must be in [0, 1]")
-	}
 	if c.DequeueThresholdBytes == 0 {
 		c.DequeueThresholdBytes = DefaultDequeueThresholdBytes
 	}
-	if c.DequeueThresholdBytes < 0 || c.DequeueThresholdBytes > 1<<30 {
-		bad("DequeueThresholdBytes", c.DequeueThresholdBytes, "must be in [1, 1073741824]")
+	return c
+}
+
+// ConfigForLink returns a Config for a link that drains at rate, for flows
+// whose round-trip time is about rtt (zero means [aqm.DefaultRTT]): the
+// byte limit is rate.BufferBytes(rtt), four round trips at the rate between
+// 64 KiB and 32 MiB (see [aqm.Rate.BufferBytes]), and the packet limit is
+// that many full-size packets, but at least [DefaultLimitPackets] so that
+// small packets are not refused first. Everything else keeps its default.
+// A zero rate means an unknown or unlimited rate and gets the largest
+// buffer.
+func ConfigForLink(rate aqm.Rate, rtt time.Duration) Config {
+	return Config{
+		LimitBytes:   rate.BufferBytes(rtt),
+		LimitPackets: max(rate.BufferPackets(rtt), DefaultLimitPackets),
 	}
-	return errors.Join(errs...)
 }
 
 // params are the hot-path constants derived from a validated Config.
@@ -226,7 +267,7 @@ type params struct {
 // alphaQ ≤ 2^24, which keeps the update's products below 2^62.
 const gainShift = 20
 
-func (c *Config) derive() params {
+func (c Config) derive() params {
 	p := params{
 		target:       int64(c.Target),
 		tupdate:      int64(c.TUpdate),

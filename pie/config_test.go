@@ -11,15 +11,27 @@ import (
 	"github.com/stretchr/testify/require"
 )
 
-// TestValidateDefaults protects the documented defaults of zero fields.
+// TestValidateDefaults protects the documented defaults of zero fields:
+// Validate leaves its receiver alone, and Config reports the defaults and
+// the seed drawn for a zero Seed.
 func TestValidateDefaults(t *testing.T) {
 	var c Config
 	require.NoError(t, c.Validate())
+	require.Equal(t, Config{}, c)
+	q, err := New[int](c, nil)
+	require.NoError(t, err)
+	got := q.Config()
+	require.NotZero(t, got.Seed)
+	got.Seed = 0
 	require.Equal(t, Config{
 		Target: 15 * time.Millisecond, TUpdate: 15 * time.Millisecond, Alpha: 0.125, Beta: 1.25,
 		MaxBurst: 150 * time.Millisecond, LimitPackets: 1000, MeanPacketBytes: 1500,
 		ECNThreshold: 0.1, DequeueThresholdBytes: 16384,
-	}, c)
+	}, got)
+	q, err = New[int](Config{Seed: 42, LimitPackets: 7}, nil)
+	require.NoError(t, err)
+	require.Equal(t, uint64(42), q.Config().Seed)
+	require.Equal(t, 7, q.Config().LimitPackets)
 }
 
 // TestValidateNamesEveryBadField protects the error contract: one
@@ -30,7 +42,12 @@ func TestValidateNamesEveryBadField(t *testing.T) {
 		Target: -1, TUpdate: 11 * time.Second, Alpha: math.NaN(), Beta: 17, MaxBurst: -time.Second,
 		LimitPackets: -1, LimitBytes: -1, MeanPacketBytes: 70000, ECNThreshold: 1.5, DequeueThresholdBytes: -5,
 	}
+	cp := c
 	err := c.Validate()
+	require.True(t, math.IsNaN(c.Alpha))
+	cp.Alpha, c.Alpha = 0, 0
+	require.Equal(t, cp, c, "Validate must not change its receiver")
+	c.Alpha = math.NaN()
 	require.ErrorIs(t, err, aqm.ErrInvalidConfig)
 	fields := []string{"Target", "TUpdate", "Alpha", "Beta", "MaxBurst", "LimitPackets", "LimitBytes", "MeanPacketBytes", "ECNThreshold", "DequeueThresholdBytes"}
 	var joined interface{ Unwrap() []error }
@@ -51,7 +68,7 @@ func TestValidateNamesEveryBadField(t *testing.T) {
 func TestGainRounding(t *testing.T) {
 	c := Config{}
 	require.NoError(t, c.Validate())
-	pp := c.derive()
+	pp := c.withDefaults().derive()
 	require.Equal(t, int64(0.125*(1<<20)), pp.alphaQ)
 	require.Equal(t, int64(1.25*(1<<20)), pp.betaQ)
 }

@@ -86,14 +86,16 @@ type controller struct {
 	// Departure-rate estimator (RFC 8033 §5.2).
 	measuring bool
 	dqStart   aqm.Time
-	dqCount   int64  // bytes dequeued in the current cycle
-	avgDq     uint64 // avg_dq_time_: ns to dequeue DQ_THRESHOLD bytes, ×2^avgShift (0: no estimate)
+	dqCount   int64    // bytes dequeued in the current cycle
+	avgDq     uint64   // avg_dq_time_: ns to dequeue DQ_THRESHOLD bytes, ×2^avgShift (0: no estimate)
+	dqEnd     aqm.Time // the reading that ended the last cycle
+	dqPrev    uint64   // avgDq before the first cycle that ended at dqEnd
 
 	rng rng.Source
 }
 
 func (c *controller) init(pp *params, seed uint64) {
-	*c = controller{burst: pp.maxBurst, next: minTime, rng: rng.New(seed)}
+	*c = controller{burst: pp.maxBurst, next: minTime, dqEnd: minTime, rng: rng.New(seed)}
 }
 
 // satAdd returns t+d saturated at the largest Time.
@@ -187,11 +189,17 @@ func (c *controller) update(pp *params, cur int64) {
 }
 
 // catchUp applies every update due at or before now (the caller checked
-// that one is). The queue's contents are those since the last packet
+// that one is, or that the next update lies more than one TUpdate ahead). The queue's contents are those since the last packet
 // operation, so the delay each missed update would have seen is known
 // exactly: the updates are those a timer would have run.
 func (c *controller) catchUp(pp *params, now aqm.Time, empty bool, head aqm.Time, backlog int) {
-	if c.next == minTime {
+	if pp.rate {
+		c.forgetFuture(pp, now)
+	}
+	if c.next == minTime || now < c.next {
+		// The first call, or the next update lies more than one TUpdate
+		// ahead (the caller checked): it was scheduled at a reading far in
+		// the future. Either way the schedule starts from now.
 		c.next = satAdd(now, pp.tupdate)
 		return
 	}
@@ -222,6 +230,24 @@ func (c *controller) catchUp(pp *params, now aqm.Time, empty bool, head aqm.Time
 			// At equilibrium: p no longer moves.
 			c.skip(pp, m, last, cur, false)
 			return
+		case constant && cur != 0 && c.old == cur:
+			// A steady drift: every update adds the same step r to p
+			// while p stays in its auto-tuning band (r depends on p only
+			// through the band; qdelay_old is cur). Apply the updates that
+			// stay in the band at once, exactly as one by one; the one
+			// that leaves it runs on its own in the next iteration.
+			r := c.raw(pp, cur)
+			if c.p == probOne && r > 0 {
+				c.skip(pp, m, last, cur, false) // held at 1
+				return
+			}
+			if n := min(c.inBand(r), m); n > 0 {
+				c.p += int64(n) * r // exact: no clamp applies inside the band
+				c.skip(pp, n, c.next+aqm.Time((n-1)*uint64(pp.tupdate)), cur, false)
+				if n == m {
+					return
+				}
+			}
 		case i+1 >= maxCatchUp:
 			// Not settled after maxCatchUp updates without a packet
 			// operation (only a slow drift of the rate estimator or a
@@ -232,9 +258,33 @@ func (c *controller) catchUp(pp *params, now aqm.Time, empty bool, head aqm.Time
 	}
 }
 
-// skip applies m updates whose effect on p is nil in closed form: the burst
-// allowance either is restored each time (reset) or runs down by m·T; the
-// last delay sample becomes qdelay_old.
+// inBand returns how many updates of step r (not zero) keep p inside its
+// auto-tuning band, and above zero: the largest n with p + n·r in the band
+// (below the next threshold, or at most probOne in the top band, for
+// r > 0; at or above the band's threshold, and at least 1, for r < 0).
+// n·|r| stays below 2^50.
+func (c *controller) inBand(r int64) uint64 {
+	j := 0
+	for j < len(autoTune) && c.p >= autoTune[j] {
+		j++
+	}
+	if r > 0 {
+		hi := probOne + 1
+		if j < len(autoTune) {
+			hi = autoTune[j]
+		}
+		return uint64(max(hi-1-c.p, 0) / r)
+	}
+	lo := int64(1)
+	if j > 0 {
+		lo = autoTune[j-1]
+	}
+	return uint64(max(c.p-lo, 0) / -r)
+}
+
+// skip applies m updates in closed form, their effect on p nil or already
+// applied: the burst allowance either is restored each time (reset) or
+// runs down by m·T; the last delay sample becomes qdelay_old.
 func (c *controller) skip(pp *params, m uint64, last aqm.Time, cur int64, reset bool) {
 	if reset {
 		c.burst = pp.maxBurst
@@ -282,6 +332,12 @@ func (c *controller) dropEarly(pp *params, size uint32, backlog int) bool {
 // packet of size bytes leaving a backlog of backlog bytes (this packet
 // included) at now.
 func (c *controller) onDequeue(pp *params, now aqm.Time, size uint32, backlog int) {
+	c.forgetFuture(pp, now)
+	if c.measuring && now < c.dqStart {
+		// The cycle started at a reading in the future: its duration is
+		// unknown. Start it again from now.
+		c.measuring = false
+	}
 	if !c.measuring {
 		if int64(backlog) < pp.dqThresh {
 			return
@@ -294,11 +350,32 @@ func (c *controller) onDequeue(pp *params, now aqm.Time, size uint32, backlog in
 	}
 	// A cycle took dt to dequeue DQ_THRESHOLD bytes; average it with
 	// weight 1/4 (RFC 8033's DQ_THRESHOLD/2^16 at the default threshold).
-	dt := uint64(age(c.dqStart, now)) << avgShift
+	// A cycle of MaxDelay or more (a stalled link, or readings far apart
+	// because one was wrong) is no measurement of the rate: it gives no
+	// sample, which would take dozens of cycles to average away.
+	c.measuring = false
+	a := age(c.dqStart, now)
+	if a >= int64(MaxDelay) {
+		return
+	}
+	dt := uint64(a) << avgShift
+	if now != c.dqEnd {
+		c.dqEnd, c.dqPrev = now, c.avgDq
+	}
 	if c.avgDq == 0 {
 		c.avgDq = dt
 	} else {
 		c.avgDq = (dt + 3*c.avgDq) >> 2
 	}
-	c.measuring = false
+}
+
+// forgetFuture discards the departure-rate samples of the cycles that
+// ended at a reading more than TUpdate ahead of now: a later reading that
+// far behind shows that one was in the future, and a cycle timed against
+// it (up to MaxDelay long, or zero) says nothing about the link. The
+// average returns to its value before them.
+func (c *controller) forgetFuture(pp *params, now aqm.Time) {
+	if c.dqEnd > now && uint64(c.dqEnd)-uint64(now) > uint64(pp.tupdate) {
+		c.avgDq, c.dqEnd = c.dqPrev, now
+	}
 }

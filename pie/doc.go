@@ -46,7 +46,7 @@
 //	Beta                   1.25      Hz      beta, §4.2
 //	MaxBurst               150 ms    time    MAX_BURST, §4.4
 //	LimitPackets           1000      packets Linux sch_pie limit
-//	LimitBytes             none      bytes   —
+//	LimitBytes             none      bytes   —  (ConfigForLink sizes both)
 //	MeanPacketBytes        1500      bytes   MEAN_PKTSIZE, §4.1
 //	ECNThreshold           0.1       prob.   mark_ecnth, §5.1
 //	DequeueThresholdBytes  16384     bytes   DQ_THRESHOLD, §5.2
@@ -55,6 +55,7 @@
 //	ByteMode               off       —       Linux "bytemode"
 //	HighDelayBoost         off       —       Linux sch_pie, not in the RFC
 //	DisableECN             false     —       ECN on (Linux and ns-3: off)
+//	Seed                   random    —       crypto/rand; fix it for tests
 //
 // # Differences from RFC 8033, Linux sch_pie, ns-3 PieQueueDisc and DPDK rte_pie
 //
@@ -69,10 +70,12 @@
 //     are replayed one by one up to 4096 and end in closed forms: an idle
 //     queue reaches p = 0 within 1650 updates and then stays at the reset
 //     state; a saturated queue (p = 1, delay ≥ target) stays saturated; a
-//     constant delay with a zero step stays put. Only a drift that none of
-//     these cover (a rate-estimator delay a hair under target, or tiny gains)
-//     and lasts more than 4096 updates without a packet operation is cut
-//     short: the rest collapses into the last due update. Linux uses a timer
+//     constant delay with a zero step stays put; a constant delay with a
+//     non-zero step moves p by that step at every update of an auto-tuning
+//     band, which is applied per band at once, exactly. Only a drift that
+//     none of these cover (the age of the head packet, growing, with tiny
+//     gains) and lasts more than 4096 updates without a packet operation
+//     is cut short: the rest collapses into the last due update. Linux uses a timer
 //     whose first run comes after 500 ms and whose 15 ms becomes 16 ms at
 //     HZ=250; the first update here comes TUpdate after the first call.
 //   - The burst allowance's reset test (p = 0 and both delay samples under
@@ -113,11 +116,21 @@
 //     departures, so the estimate runs about 8% low and the held delay about
 //     8% above target. DPDK's estimator multiplies a packet count by a time
 //     per 16 KiB; here it is bytes, as the RFC says. The estimator is not
-//     reset with the burst allowance (Linux resets it).
+//     reset with the burst allowance (Linux resets it). A cycle that lasts
+//     [MaxDelay] or longer (a stalled link, or a clock reading far off)
+//     gives no sample, and the samples of cycles that ended at a reading
+//     more than TUpdate ahead of a later one are discarded (see Time).
 //   - No active/inactive state (§5.3): PIE is always on, as in Linux.
 //   - Delays saturate at [MaxDelay] (2^36 ns ≈ 68.7 s) and gains at
 //     [MaxGain] to keep the fixed point exact.
 //   - Drops happen only at enqueue; the DropFunc is never called by PIE.
+//   - A next update more than one TUpdate ahead of now (left by a clock
+//     reading far in the future, or by time going back past the last
+//     update) is rescheduled one TUpdate from now, and a departure-rate
+//     cycle that started after now starts again; the RFC's timer and Linux
+//     have no such case.
+//   - The random stream is seeded from crypto/rand unless Config.Seed is
+//     set; Linux uses the kernel's random numbers, the RFC leaves it open.
 //
 // # Time
 //
@@ -127,9 +140,33 @@
 // opposite ends of the int64 range saturate instead of overflowing.
 // [Queue.Detail] shows the state as of the last call.
 //
+// The stored instants follow the time policy of package aqm. The next
+// update is never more than TUpdate ahead of the last reading; one that is
+// further ahead of now can only come from a bad reading, and is
+// rescheduled one TUpdate from now (no update runs then). After a reading
+// far in the future, which runs the updates due until then and typically
+// saturates the probability, the first normal reading pulls the schedule
+// back and the next update, one TUpdate later, sees the true delay: with
+// the huge previous delay in its proportional term it brings the
+// probability back to zero at once. A departure-rate cycle that started
+// after now starts again at now; the rate samples of cycles that ended at
+// a reading more than TUpdate ahead of now are discarded (the average goes
+// back to its value before them), and a cycle of [MaxDelay] or longer, as
+// one that starts at a reading far in the past, gives no sample. A forward jump is elapsed time: the
+// updates due during it are caught up in bounded, closed form.
+//
+// # Bursts
+//
+// [Queue.EnqueueBatch] and [Queue.DequeueBatch] move many packets per call
+// with the outcome of the loop of single calls ([aqm.BatchQueue]). Updates
+// due run once per burst. Arrivals take a tight loop that checks the
+// limits and, when PIE may drop early, draws the random number inline;
+// only a positive decision, derandomization or byte mode call the single
+// path. Without the rate estimator departures take a tight loop too.
+//
 // # Concurrency
 //
 // A Queue is not safe for concurrent use; its randomness comes from its own
-// PCG stream seeded by [Config.Seed], so the same seed and the same calls
-// give the same decisions.
+// PCG stream seeded by [Config.Seed] (from crypto/rand when zero), so with
+// a fixed seed the same calls give the same decisions.
 package pie

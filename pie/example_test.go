@@ -65,3 +65,19 @@ func ExampleQueue_Enqueue() {
 	// early drops of ECT packets: 0
 	// overload drops: 0.5 of all
 }
+
+// ConfigForLink sizes a queue for an 8 Mb/s uplink with 100 ms round
+// trips: 400 kB, at most 400 ms of queue even for traffic that ignores
+// PIE's drops. The seed is left at zero, as in production: Config reports
+// the one drawn.
+func ExampleConfigForLink() {
+	cfg := pie.ConfigForLink(8*aqm.Mbit, 100*time.Millisecond)
+	q, err := pie.New[int](cfg, nil)
+	if err != nil {
+		panic(err)
+	}
+	c := q.Config()
+	fmt.Println(c.LimitBytes, c.LimitPackets, c.Target, c.Seed != 0)
+	// Output:
+	// 400000 1000 15ms true
+}

@@ -1,27 +1,32 @@
 package pie
 
 import (
+	"iter"
+	"math/bits"
 	"time"
+	"unsafe"
 
 	"github.com/aqmkit/aqmkit/aqm"
 	"github.com/aqmkit/aqmkit/internal/ring"
+	"github.com/aqmkit/aqmkit/internal/rng"
 )
 
-// Queue is a FIFO managed by PIE. It implements [aqm.Queue]. PIE decides at
-// enqueue: a packet is accepted, marked or refused, and every accepted
-// packet leaves through Dequeue, so the DropFunc is never called by the
-// algorithm itself. It is not safe for concurrent use.
+// Queue is a FIFO managed by PIE. It implements [aqm.Queue] and its burst
+// path [aqm.BatchQueue]. PIE decides at enqueue: a packet is accepted,
+// marked or refused, and every accepted packet leaves through Dequeue, so
+// the DropFunc is never called by the algorithm itself. It is not safe for
+// concurrent use.
 type Queue[T any] struct {
 	ring    ring.Ring[aqm.Packet[T]]
 	backlog int
 	pp      params
 	ctl     controller
-	seed    uint64
+	cfg     Config // effective: defaults and the seed in use filled in
 	onDrop  aqm.DropFunc[T]
 	stats   aqm.Stats
 }
 
-var _ aqm.Queue[int] = (*Queue[int])(nil)
+var _ aqm.BatchQueue[int] = (*Queue[int])(nil)
 
 // New returns an empty PIE queue configured by cfg (see [Config] for the
 // defaults of zero fields). onDrop may be nil; PIE drops only arriving
@@ -31,21 +36,38 @@ func New[T any](cfg Config, onDrop aqm.DropFunc[T]) (*Queue[T], error) {
 	if err := cfg.Validate(); err != nil {
 		return nil, err
 	}
-	q := &Queue[T]{pp: cfg.derive(), seed: cfg.Seed, onDrop: onDrop}
+	cfg = cfg.withDefaults()
+	cfg.Seed = rng.SeedOrRandom(cfg.Seed)
+	q := &Queue[T]{pp: cfg.derive(), cfg: cfg, onDrop: onDrop}
 	q.ring.Init(cfg.LimitPackets)
 	q.ctl.init(&q.pp, cfg.Seed)
 	return q, nil
 }
 
+// Config returns the effective configuration: the one given to New or
+// Reconfigure with every default filled in and Seed set to the seed in use
+// (the one drawn at random if Seed was zero).
+func (q *Queue[T]) Config() Config { return q.cfg }
+
+// due reports whether the controller needs attention at now: an update is
+// due (now ≥ next) or the next update lies further ahead than one TUpdate,
+// which only a reading far in the future can have caused. One unsigned
+// compare: next−now−1 < TUpdate exactly when 0 < next−now ≤ TUpdate, also
+// when the subtraction wraps.
+func (q *Queue[T]) due(now aqm.Time) bool {
+	return uint64(q.ctl.next-now-1) >= uint64(q.pp.tupdate)
+}
+
 // advance runs the periodic updates due at now. The common case, none due,
 // inlines into Enqueue and Dequeue.
 func (q *Queue[T]) advance(now aqm.Time) {
-	if now >= q.ctl.next {
+	if uint64(q.ctl.next-now-1) >= uint64(q.pp.tupdate) { // due(now)
 		q.catchUp(now)
 	}
 }
 
-// catchUp runs the updates due at now (at least one).
+// catchUp runs the updates due at now, or re-anchors a schedule left in the
+// future by a bad reading.
 func (q *Queue[T]) catchUp(now aqm.Time) {
 	var head aqm.Time
 	if f := q.ring.Front(); f != nil {
@@ -61,10 +83,15 @@ func (q *Queue[T]) catchUp(now aqm.Time) {
 // with [aqm.DroppedEarly] ([aqm.DroppedOverload] for an ECN-capable packet
 // refused because the probability is at or above ECNThreshold).
 func (q *Queue[T]) Enqueue(p aqm.Packet[T], now aqm.Time) aqm.Verdict {
+	q.advance(now)
+	return q.enqueue(p, now)
+}
+
+// enqueue is Enqueue once the updates due at now have run.
+func (q *Queue[T]) enqueue(p aqm.Packet[T], now aqm.Time) aqm.Verdict {
 	p.ECN &= aqm.ECNMask
 	p.Enqueued = now
 	q.stats.NoteSize(p.Size)
-	q.advance(now)
 	size := int(p.Size)
 	pp := &q.pp
 	if q.ring.Len() >= pp.limitPackets || (pp.limitBytes > 0 && (size > pp.limitBytes || q.backlog+size > pp.limitBytes)) {
@@ -72,36 +99,49 @@ func (q *Queue[T]) Enqueue(p aqm.Packet[T], now aqm.Time) aqm.Verdict {
 		q.stats.CountDrop(aqm.DroppedOverlimit, p.Size, false)
 		return aqm.DroppedOverlimit
 	}
-	v := aqm.Enqueued
 	if q.ctl.burst == 0 && q.ctl.dropEarly(pp, p.Size, q.backlog) {
-		// Every positive decision, mark or drop, restarts the
-		// derandomization (a mark that left accu in place would mark
-		// every later packet).
-		q.ctl.accu = 0
-		capable := p.ECN != aqm.NotECT
-		switch {
-		case pp.ecn && capable && q.ctl.p < pp.ecnTh:
-			p.ECN = aqm.CE
-			q.stats.Marked.Add(p.Size)
-			v = aqm.Marked
-		case pp.ecn && capable:
-			q.stats.CountDrop(aqm.DroppedOverload, p.Size, false)
-			return aqm.DroppedOverload
-		default:
-			q.stats.CountDrop(aqm.DroppedEarly, p.Size, false)
-			return aqm.DroppedEarly
-		}
+		return q.signal(p)
 	}
 	q.ring.PushBack(p) // room: the limits were checked above
 	q.backlog += size
 	q.stats.Enqueued.Add(p.Size)
-	return v
+	return aqm.Enqueued
+}
+
+// signal applies a positive early decision to p, which fits the limits:
+// it marks p and queues it, or refuses it.
+func (q *Queue[T]) signal(p aqm.Packet[T]) aqm.Verdict {
+	// Every positive decision, mark or drop, restarts the derandomization
+	// (a mark that left accu in place would mark every later packet).
+	q.ctl.accu = 0
+	pp := &q.pp
+	capable := p.ECN != aqm.NotECT
+	switch {
+	case pp.ecn && capable && q.ctl.p < pp.ecnTh:
+		p.ECN = aqm.CE
+		q.stats.Marked.Add(p.Size)
+		q.ring.PushBack(p) // room: the caller checked the limits
+		q.backlog += int(p.Size)
+		q.stats.Enqueued.Add(p.Size)
+		return aqm.Marked
+	case pp.ecn && capable:
+		q.stats.CountDrop(aqm.DroppedOverload, p.Size, false)
+		return aqm.DroppedOverload
+	default:
+		q.stats.CountDrop(aqm.DroppedEarly, p.Size, false)
+		return aqm.DroppedEarly
+	}
 }
 
 // Dequeue returns the oldest packet at time now, after applying the updates
 // due. With the rate estimator it also feeds the departure-rate measurement.
 func (q *Queue[T]) Dequeue(now aqm.Time) (p aqm.Packet[T], ok bool) {
 	q.advance(now)
+	return q.dequeue(now)
+}
+
+// dequeue is Dequeue once the updates due at now have run.
+func (q *Queue[T]) dequeue(now aqm.Time) (p aqm.Packet[T], ok bool) {
 	if p, ok = q.ring.PopFront(); !ok {
 		return p, false
 	}
@@ -111,6 +151,144 @@ func (q *Queue[T]) Dequeue(now aqm.Time) (p aqm.Packet[T], ok bool) {
 	q.backlog -= int(p.Size)
 	q.stats.Dequeued.Add(p.Size)
 	return p, true
+}
+
+// EnqueueBatch offers ps[i] for i < n = min(len(ps), len(vs)) at now, as n
+// calls of Enqueue would, writes each verdict into vs[i] and returns the
+// number accepted ([aqm.BatchQueue]). The updates due run once, for the
+// whole burst; while PIE cannot drop early (burst allowance left, or the
+// safeguard of a low delay and probability) packets take a tight loop.
+func (q *Queue[T]) EnqueueBatch(ps []aqm.Packet[T], vs []aqm.Verdict, now aqm.Time) int {
+	n := min(len(ps), len(vs))
+	switch n {
+	case 0:
+		return 0 // the loop makes no call
+	case 1: // no run to share the set-up with
+		v := q.Enqueue(ps[0], now)
+		vs[0] = v
+		if v.Accepted() {
+			return 1
+		}
+		return 0
+	}
+	ps, vs = ps[:n], vs[:n]
+	q.advance(now)
+	c, pp := &q.ctl, &q.pp
+	quiet := c.burst != 0 || (2*c.old < pp.target && c.p < safeProb)
+	if again := q.due(now); again || !quiet && (pp.derand || pp.byteMode) {
+		// An update is still due after the updates (now is at the end of
+		// the time range, where every call runs one), or early decisions
+		// with derandomization or byte mode: the single path.
+		acc := 0
+		for i := range ps {
+			if again && i > 0 {
+				q.advance(now)
+			}
+			v := q.enqueue(ps[i], now)
+			vs[i] = v
+			if v.Accepted() {
+				acc++
+			}
+		}
+		return acc
+	}
+	// burst, old and p change only in updates, so the first test of
+	// dropEarly gives the same answer for the whole burst. When it holds
+	// (quiet), no packet sees an early decision, accu and the random
+	// stream stay untouched, and only the limits refuse packets. When it
+	// does not, each packet above the two-packet safeguard draws one
+	// number against p, as dropEarly does without derandomization and
+	// byte mode; a hit goes to signal.
+	room := pp.limitPackets - q.ring.Len() // may be negative after Reconfigure
+	limitBytes := int64(pp.limitBytes)
+	if limitBytes == 0 {
+		limitBytes = 1<<63 - 1
+	}
+	safe, prob := int64(pp.safeBytes), c.p
+	backlog := int64(q.backlog)
+	maxSize := q.stats.MaxSize
+	var pk, by uint64
+	acc := 0
+	for i := range ps {
+		p := ps[i]
+		p.ECN &= aqm.ECNMask
+		p.Enqueued = now
+		size := p.Size
+		maxSize = max(maxSize, size)
+		if room <= 0 || backlog+int64(size) > limitBytes {
+			c.accu = 0
+			q.stats.CountDrop(aqm.DroppedOverlimit, size, false)
+			vs[i] = aqm.DroppedOverlimit
+			continue
+		}
+		if !quiet && backlog > safe && int64(c.rng.Uint64()>>(64-probShift)) < prob {
+			q.backlog = int(backlog)
+			v := q.signal(p)
+			backlog = int64(q.backlog)
+			room = pp.limitPackets - q.ring.Len()
+			if v.Accepted() {
+				acc++
+			}
+			vs[i] = v
+			continue
+		}
+		q.ring.PushBack(p) // room: checked above
+		room--
+		backlog += int64(size)
+		pk++
+		by += uint64(size)
+		vs[i] = aqm.Enqueued
+	}
+	q.backlog = int(backlog)
+	q.stats.MaxSize = maxSize
+	q.stats.Enqueued.Packets += pk
+	q.stats.Enqueued.Bytes += by
+	return acc + int(pk)
+}
+
+// DequeueBatch removes up to len(buf) packets at now into buf[:n], as n
+// calls of Dequeue would, and returns n; n < len(buf) only when the queue
+// is empty ([aqm.BatchQueue]). The updates due run once, for the whole
+// burst.
+func (q *Queue[T]) DequeueBatch(buf []aqm.Packet[T], now aqm.Time) int {
+	switch len(buf) {
+	case 0:
+		return 0 // the loop makes no call
+	case 1: // no run to share the set-up with
+		p, ok := q.Dequeue(now)
+		if !ok {
+			return 0
+		}
+		buf[0] = p
+		return 1
+	}
+	q.advance(now)
+	if again := q.due(now); again || q.pp.rate {
+		// The end of the time range (see EnqueueBatch), or the rate
+		// estimator, which watches every departure: the single path.
+		for i := range buf {
+			if again && i > 0 {
+				q.advance(now)
+			}
+			p, ok := q.dequeue(now)
+			if !ok {
+				return i
+			}
+			buf[i] = p
+		}
+		return len(buf)
+	}
+	n := min(len(buf), q.ring.Len())
+	var by uint64
+	for i := range buf[:n] {
+		p, _ := q.ring.PopFront()
+		by += uint64(p.Size)
+		buf[i] = p
+	}
+	q.backlog -= int(by)
+	q.stats.Dequeued.Packets += uint64(n)
+	q.stats.Dequeued.Bytes += by
+	return n
 }
 
 // Len returns the number of queued packets.
@@ -151,6 +329,40 @@ type Detail struct {
 	// NextUpdate is the instant of the next periodic update; zero before
 	// the first packet operation.
 	NextUpdate aqm.Time
+	// MemoryBytes is the memory the queue preallocated for packets: room
+	// for LimitPackets packets, rounded up to a power of two, times the
+	// size of an [aqm.Packet] of the queue's payload type.
+	MemoryBytes int
+}
+
+// Metrics lists the values of d as [aqm.Metric]s in the words of Linux
+// tc's pie statistics, units in the name: prob (the drop probability, in
+// [0, 1]), delay_ns, burst_allowance_ns, accu_prob, avg_dq_time_ns,
+// dq_rate_bytes_per_second, measuring (0 or 1), updates, next_update_ns
+// (an instant in the caller's nanoseconds, 0 when unset) and memory_bytes.
+func (d Detail) Metrics() iter.Seq[aqm.Metric] {
+	return func(yield func(aqm.Metric) bool) {
+		measuring := 0.0
+		if d.Measuring {
+			measuring = 1
+		}
+		for _, m := range [...]aqm.Metric{
+			{Name: "prob", Kind: aqm.Gauge, Value: d.Prob},
+			{Name: "delay_ns", Kind: aqm.Gauge, Value: float64(d.QueueDelay)},
+			{Name: "burst_allowance_ns", Kind: aqm.Gauge, Value: float64(d.BurstAllowance)},
+			{Name: "accu_prob", Kind: aqm.Gauge, Value: d.AccuProb},
+			{Name: "avg_dq_time_ns", Kind: aqm.Gauge, Value: float64(d.AvgDequeueTime)},
+			{Name: "dq_rate_bytes_per_second", Kind: aqm.Gauge, Value: d.DequeueRate},
+			{Name: "measuring", Kind: aqm.Gauge, Value: measuring},
+			{Name: "updates", Kind: aqm.Counter, Value: float64(d.Updates)},
+			{Name: "next_update_ns", Kind: aqm.Gauge, Value: float64(d.NextUpdate)},
+			{Name: "memory_bytes", Kind: aqm.Gauge, Value: float64(d.MemoryBytes)},
+		} {
+			if !yield(m) {
+				return
+			}
+		}
+	}
 }
 
 // Detail returns PIE's internal state.
@@ -165,6 +377,10 @@ func (q *Queue[T]) Detail() Detail {
 		Measuring:      c.measuring,
 		Updates:        c.updates,
 	}
+	var p aqm.Packet[T]
+	if mem := q.ring.Cap(); mem > 0 {
+		d.MemoryBytes = 1 << bits.Len(uint(mem-1)) * int(unsafe.Sizeof(p))
+	}
 	if c.avgDq != 0 {
 		d.DequeueRate = float64(q.pp.dqThresh) * 1e9 * (1 << avgShift) / float64(c.avgDq)
 	}
@@ -177,24 +393,32 @@ func (q *Queue[T]) Detail() Detail {
 // Reconfigure validates cfg and applies it without losing, duplicating or
 // reordering queued packets. The drop probability, delay history and
 // departure-rate estimate carry over (as Linux's "tc change"); the burst
-// allowance is cut to the new MaxBurst; a changed Seed restarts the random
-// stream. A LimitPackets below the current length keeps the queued packets
-// and refuses arrivals until the queue is below it. On error nothing
-// changes. It may allocate.
+// allowance is cut to the new MaxBurst. A non-zero Seed that differs from
+// the one in use restarts the random stream from it; a zero Seed keeps the
+// current stream. A smaller TUpdate takes effect at the next call: an
+// update scheduled further ahead than it is rescheduled one TUpdate from
+// that call's now. A LimitPackets below the current length keeps the queued
+// packets and refuses arrivals until the queue is below it. On error
+// nothing changes. It may allocate.
 func (q *Queue[T]) Reconfigure(cfg Config) error {
 	if err := cfg.Validate(); err != nil {
 		return err
 	}
+	cfg = cfg.withDefaults()
 	pp := cfg.derive()
 	q.ring.Resize(cfg.LimitPackets) // keeps every queued packet, in order
 	if pp.rate != q.pp.rate || pp.dqThresh != q.pp.dqThresh {
-		q.ctl.measuring, q.ctl.dqCount, q.ctl.avgDq = false, 0, 0
+		q.ctl.measuring, q.ctl.dqCount, q.ctl.avgDq, q.ctl.dqEnd = false, 0, 0, minTime
 	}
 	q.ctl.burst = min(q.ctl.burst, pp.maxBurst)
-	if cfg.Seed != q.seed {
+	switch cfg.Seed {
+	case 0:
+		cfg.Seed = q.cfg.Seed
+	case q.cfg.Seed:
+	default:
 		q.ctl.rng.Seed(cfg.Seed)
-		q.seed = cfg.Seed
 	}
 	q.pp = pp
+	q.cfg = cfg
 	return nil
 }

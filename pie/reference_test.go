@@ -35,6 +35,8 @@ type refPIE struct {
 
 	inMeasurement bool
 	measStart     int64
+	dqEnd         int64   // the instant the last cycle ended
+	dqPrev        float64 // avgDqTime before the first cycle that ended at dqEnd
 	dqCount       int
 	avgDqTime     float64 // ns to dequeue DQ_THRESHOLD bytes
 
@@ -52,6 +54,7 @@ func newRef(cfg Config) *refPIE {
 	if err := cfg.Validate(); err != nil {
 		panic(err)
 	}
+	cfg = cfg.withDefaults()
 	r := &refPIE{
 		cfg:        cfg,
 		alpha:      math.Round(cfg.Alpha*(1<<20)) / (1 << 20),
@@ -61,6 +64,7 @@ func newRef(cfg Config) *refPIE {
 		maxBurstNs: float64(cfg.MaxBurst),
 		mean:       float64(cfg.MeanPacketBytes),
 		rng:        rng.New(cfg.Seed),
+		dqEnd:      math.MinInt64,
 	}
 	if cfg.DisableBurstAllowance {
 		r.maxBurstNs = 0
@@ -128,9 +132,28 @@ func (r *refPIE) calculateDropProb(t int64) {
 	r.qdelayOld = cur
 }
 
+// forgetFuture is aqm's time policy for the rate samples: the samples of
+// cycles that ended at a reading more than T_UPDATE ahead of now are
+// discarded, back to the average before the first of them.
+func (r *refPIE) forgetFuture(now int64) {
+	if r.cfg.RateEstimator && r.dqEnd-now > int64(r.cfg.TUpdate) {
+		r.avgDqTime, r.dqEnd = r.dqPrev, now
+	}
+}
+
 func (r *refPIE) timer(now int64) {
+	if !r.started || now >= r.next || r.next-now > int64(r.cfg.TUpdate) {
+		r.forgetFuture(now)
+	}
 	if !r.started {
 		r.started = true
+		r.next = now + int64(r.cfg.TUpdate)
+		return
+	}
+	if r.next-now > int64(r.cfg.TUpdate) {
+		// aqm's time policy: a schedule further ahead than one period
+		// (after time went backwards past the last update) restarts from
+		// now.
 		r.next = now + int64(r.cfg.TUpdate)
 		return
 	}
@@ -202,6 +225,12 @@ func (r *refPIE) deque(now int64) (refPkt, bool) {
 	pkt := r.queue[0]
 	if r.cfg.RateEstimator {
 		thr := r.cfg.DequeueThresholdBytes
+		r.forgetFuture(now)
+		if r.inMeasurement && now < r.measStart {
+			// aqm's time policy: a cycle that started after now (a
+			// reading in the future) starts again.
+			r.inMeasurement = false
+		}
 		if !r.inMeasurement && r.bytes >= thr {
 			r.inMeasurement = true
 			r.measStart = now
@@ -210,13 +239,18 @@ func (r *refPIE) deque(now int64) (refPkt, bool) {
 		if r.inMeasurement {
 			r.dqCount += pkt.size
 			if r.dqCount >= thr {
-				dqInt := float64(min(max(now-r.measStart, 0), int64(MaxDelay)))
-				if r.avgDqTime == 0 {
-					r.avgDqTime = dqInt
-				} else {
-					r.avgDqTime = 0.25*dqInt + 0.75*r.avgDqTime
-				}
 				r.inMeasurement = false
+				// aqmkit: a cycle of MaxDelay or more gives no sample.
+				if dqInt := float64(max(now-r.measStart, 0)); dqInt < float64(MaxDelay) {
+					if now != r.dqEnd {
+						r.dqEnd, r.dqPrev = now, r.avgDqTime
+					}
+					if r.avgDqTime == 0 {
+						r.avgDqTime = dqInt
+					} else {
+						r.avgDqTime = 0.25*dqInt + 0.75*r.avgDqTime
+					}
+				}
 			}
 		}
 	}

@@ -18,6 +18,7 @@ const ulp = 1.0 / (1 << 48)
 func newCtl(t *testing.T, cfg Config) (*controller, *params) {
 	t.Helper()
 	require.NoError(t, cfg.Validate())
+	cfg = cfg.withDefaults()
 	pp := cfg.derive()
 	c := &controller{}
 	c.init(&pp, cfg.Seed)
@@ -517,7 +518,8 @@ func TestRateEstimator(t *testing.T) {
 
 // TestLazyUpdateTiming protects the update schedule: the first packet
 // operation starts the clock, updates fall at t0 + k·T and run before an
-// operation at the same instant, and backward time runs none.
+// operation at the same instant, and backward time runs none but pulls
+// the next update back to one period after the backward reading.
 func TestLazyUpdateTiming(t *testing.T) {
 	q, err := New[int](Config{}, nil)
 	require.NoError(t, err)
@@ -528,10 +530,14 @@ func TestLazyUpdateTiming(t *testing.T) {
 	require.Zero(t, q.Detail().Updates)
 	q.Dequeue(t0.Add(15 * ms))
 	require.Equal(t, uint64(1), q.Detail().Updates)
-	q.Dequeue(t0) // backwards
+	q.Dequeue(t0.Add(15*ms - 1)) // backwards by 1 ns: the schedule follows
 	require.Equal(t, uint64(1), q.Detail().Updates)
+	require.Equal(t, t0.Add(30*ms-1), q.Detail().NextUpdate)
+	q.Dequeue(t0) // backwards by a period: none runs, the schedule restarts
+	require.Equal(t, uint64(1), q.Detail().Updates)
+	require.Equal(t, t0.Add(15*ms), q.Detail().NextUpdate)
 	q.Dequeue(t0.Add(100 * ms))
-	require.Equal(t, uint64(6), q.Detail().Updates)
+	require.Equal(t, uint64(7), q.Detail().Updates)
 	require.Equal(t, t0.Add(105*ms), q.Detail().NextUpdate)
 }
 
