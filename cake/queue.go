@@ -762,17 +762,24 @@ func addSat(t aqm.Time, d int64) aqm.Time {
 	return math.MaxInt64
 }
 
-// reanchor applies the time policy to the shaper clocks: a clock further
-// ahead of now than any schedule could put it (a second plus the largest
-// packet's time) is brought back to now.
+// reanchor applies the time policy to the shaper clocks: the link clock
+// further ahead of now than a second plus the largest packet's time is
+// brought back to now. The failsafe clock legitimately runs ahead of the
+// link clock under a backlog (by half the busy time) but then never
+// decides the gate; it is kept within the same span of the link clock.
 func (q *Queue[T]) reanchor(now aqm.Time) {
-	lim := addSat(now, q.span)
-	if q.next > lim {
-		q.next = now
+	q.next, q.failsafe = q.clocks(now)
+}
+
+func (q *Queue[T]) clocks(now aqm.Time) (next, failsafe aqm.Time) {
+	next, failsafe = q.next, q.failsafe
+	if next > addSat(now, q.span) {
+		next = now
 	}
-	if q.failsafe > lim {
-		q.failsafe = now
+	if lim := addSat(max(next, now), q.span); failsafe > lim {
+		failsafe = lim
 	}
+	return next, failsafe
 }
 
 // pickTin returns the tin to serve. Shaped: the highest tin whose clock
@@ -1067,14 +1074,7 @@ func (q *Queue[T]) NextDeparture(now aqm.Time) aqm.Time {
 	if !q.shaped {
 		return now
 	}
-	lim := addSat(now, q.span)
-	next, fs := q.next, q.failsafe
-	if next > lim {
-		next = now
-	}
-	if fs > lim {
-		fs = now
-	}
+	next, fs := q.clocks(now)
 	if next > now && fs > now {
 		return min(next, fs)
 	}
