@@ -151,7 +151,6 @@ func (q *Queue[T]) ackFilter(b *tin, fi, ni uint32, now aqm.Time) {
 	nd.next = q.free
 	q.free = victim
 	q.acks[victim] = ACKInfo{}
-	f.n--
 	f.backlog -= p.Size
 	b.pkts--
 	b.backlog -= int(p.Size)

@@ -4,6 +4,7 @@ import (
 	"math/rand/v2"
 	"testing"
 	"time"
+	"unsafe"
 
 	"github.com/aqmkit/aqmkit/aqm"
 	"github.com/stretchr/testify/require"
@@ -159,7 +160,7 @@ func TestSetAssociativeReference(t *testing.T) {
 	info := Info{}
 	for range 5000 {
 		h := pool[rnd.IntN(len(pool))]
-		got := q.lookup(0, 0, h, &info)
+		got := q.lookup(0, 0, h, &info, true)
 		want := ref.lookup(q.mix(h))
 		require.Equal(t, want, int(got))
 		// Use or free the slot at random.
@@ -180,7 +181,7 @@ func TestSetAssociativeReference(t *testing.T) {
 	require.NotZero(t, ref.ind)
 }
 
-// checkHeap asserts the pruner's heap is a max-heap by (bytes, packets)
+// checkHeap asserts the pruner's heap is a max-heap by (bytes, non-empty)
 // with consistent positions, and that its top is the longest queue found
 // by a full scan.
 func checkHeap(t *testing.T, q *Queue[int]) {
@@ -336,4 +337,9 @@ func TestDRRSharesReference(t *testing.T) {
 	for i := range sizes {
 		require.InDelta(t, want[i]/wtot, got[i]/tot, 0.02, "flow %d", i)
 	}
+}
+
+// TestFlowSize protects the flow record's one cache line.
+func TestFlowSize(t *testing.T) {
+	require.LessOrEqual(t, unsafe.Sizeof(flow{}), uintptr(64))
 }

@@ -181,7 +181,9 @@ func checkCounts(t *testing.T, q *Queue[int]) {
 		dst := map[uint16]int{}
 		for j := ti * queuesPerTin; j < (ti+1)*queuesPerTin; j++ {
 			f := &q.flows[j]
-			pk += int(f.n)
+			for n := f.head; n != nilIdx; n = q.nodes[n].next {
+				pk++
+			}
 			switch f.state {
 			case stSparse, stSparseWait:
 				sp++
@@ -202,4 +204,29 @@ func checkCounts(t *testing.T, q *Queue[int]) {
 			require.Equal(t, dst[uint16(i)], int(h.dstBulk), "dst host %d", i)
 		}
 	}
+}
+
+// TestPlainEnqueueNoHostFairness protects the plain Enqueue path: its
+// flows are attached to no host, so many bulk flows keep the full quantum
+// and host counts stay zero.
+func TestPlainEnqueueNoHostFairness(t *testing.T) {
+	q, _ := New[int](Config{Seed: 1}, nil)
+	for i := range 640 {
+		q.Enqueue(pkt(1000, uint32(i%64)), ms)
+	}
+	for range 200 {
+		q.Dequeue(ms)
+	}
+	b := &q.tins[0]
+	require.Greater(t, b.bulk, 32)
+	for i := range queuesPerTin {
+		f := &q.flows[i]
+		if f.state == stBulk {
+			require.InDelta(t, float64(b.quantum), float64(q.flowQuantum(b, f)), 1)
+		}
+	}
+	for _, h := range b.hosts {
+		require.Zero(t, h.srcBulk+h.dstBulk)
+	}
+	checkCounts(t, q)
 }

@@ -54,7 +54,7 @@ type node[T any] struct {
 type flow struct {
 	cv         cobalt.Controller
 	head, tail uint32
-	n          uint32 // packets
+	prev       uint32 // previous flow on the same list
 	backlog    uint32 // bytes
 	deficit    int32
 	next       uint32 // next flow on the same list
@@ -393,11 +393,13 @@ func (q *Queue[T]) adjLen(size uint32) uint32 {
 	return uint32(min(n, math.MaxUint32))
 }
 
-// Enqueue offers p with a zero [Info]: p.Hash is the flow hash, the host
-// hashes are zero (so host fairness sees one host), the tin is the best
-// effort one, and the ACK filter does not look at it.
+// Enqueue offers p without an [Info]: p.Hash is the flow hash, the flow
+// takes no part in host fairness (its quantum is the tin's), the tin is
+// the best effort one, and the ACK filter does not look at it. In the
+// host-only modes (srchost, dsthost, hosts) all such packets share one
+// queue per tin.
 func (q *Queue[T]) Enqueue(p aqm.Packet[T], now aqm.Time) aqm.Verdict {
-	return q.EnqueueInfo(p, Info{}, now)
+	return q.enqueue(p, &Info{}, false, now)
 }
 
 // EnqueueInfo offers p at now with the per-packet facts in info: its tin
@@ -409,6 +411,11 @@ func (q *Queue[T]) Enqueue(p aqm.Packet[T], now aqm.Time) aqm.Verdict {
 // if that removes p itself, p is refused. A packet larger than the byte
 // limit is refused.
 func (q *Queue[T]) EnqueueInfo(p aqm.Packet[T], info Info, now aqm.Time) aqm.Verdict {
+	return q.enqueue(p, &info, true, now)
+}
+
+// enqueue is Enqueue (hosts false: the flow gets no host) and EnqueueInfo.
+func (q *Queue[T]) enqueue(p aqm.Packet[T], info *Info, hosts bool, now aqm.Time) aqm.Verdict {
 	p.ECN &= aqm.ECNMask
 	p.Enqueued = now
 	q.stats.NoteSize(p.Size)
@@ -430,7 +437,7 @@ func (q *Queue[T]) EnqueueInfo(p aqm.Packet[T], info Info, now aqm.Time) aqm.Ver
 			q.next, q.failsafe = now, now
 		}
 	}
-	fi := q.classify(t, p.Hash, &info)
+	fi := q.classify(t, p.Hash, info, hosts)
 	f := &q.flows[fi]
 	ni := q.free
 	nd := &q.nodes[ni]
@@ -442,7 +449,6 @@ func (q *Queue[T]) EnqueueInfo(p aqm.Packet[T], info Info, now aqm.Time) aqm.Ver
 		q.nodes[f.tail].next = ni
 	}
 	f.tail = ni
-	f.n++
 	f.backlog += p.Size
 	b.pkts++
 	b.backlog += int(p.Size)
@@ -510,7 +516,7 @@ func (q *Queue[T]) noteLen(b *tin, size, adj uint32) {
 }
 
 // classify returns the flow queue (global index) for a packet of tin t.
-func (q *Queue[T]) classify(t int, hash uint32, info *Info) uint32 {
+func (q *Queue[T]) classify(t int, hash uint32, info *Info, hosts bool) uint32 {
 	base := uint32(t) * queuesPerTin
 	m := q.mode
 	if m == 0 {
@@ -527,14 +533,14 @@ func (q *Queue[T]) classify(t int, hash uint32, info *Info) uint32 {
 			fh ^= info.DstHost
 		}
 	}
-	return q.lookup(t, base, fh, info)
+	return q.lookup(t, base, fh, info, hosts)
 }
 
 // lookup is the 8-way set-associative search of tin t's flow queues for
 // flow hash fh (Linux's scheme): the home way if it holds this flow,
 // else a way of the set tagged with it, else a free way, else the home
 // way is taken over (a collision: the two flows share it).
-func (q *Queue[T]) lookup(t int, base, fh uint32, info *Info) uint32 {
+func (q *Queue[T]) lookup(t int, base, fh uint32, info *Info, hosts bool) uint32 {
 	b := &q.tins[t]
 	h := q.mix(fh)
 	home := uint32(uint64(h) * queuesPerTin >> 32)
@@ -579,7 +585,11 @@ func (q *Queue[T]) lookup(t int, base, fh uint32, info *Info) uint32 {
 	fi := base + set + k
 	q.tags[fi] = h
 	if alloc && b.hosts != nil {
-		q.attachHosts(b, &q.flows[fi], info)
+		if f := &q.flows[fi]; hosts {
+			q.attachHosts(b, f, info)
+		} else {
+			f.src, f.dst = noHost, noHost
+		}
 	}
 	return fi
 }
@@ -588,6 +598,7 @@ func (q *Queue[T]) lookup(t int, base, fh uint32, info *Info) uint32 {
 // destination (8-way search by tag, else an entry without bulk flows,
 // else the home entry is shared).
 func (q *Queue[T]) attachHosts(b *tin, f *flow, info *Info) {
+	f.src, f.dst = 0, 0
 	if q.mode&bitSrc != 0 {
 		h := q.mix(info.SrcHost ^ 0x5bd1e995)
 		f.src = uint16(hostSlot(b.hosts, h, true))
@@ -630,10 +641,14 @@ func hostSlot(hs []host, h uint32, src bool) uint32 {
 	return k
 }
 
+// noHost marks a flow queued by plain Enqueue: no host table entry, no
+// host fairness.
+const noHost = 0xffff
+
 // bulkInc and bulkDec keep the per-host bulk flow counts, clamped to
 // [0, 1024].
 func (q *Queue[T]) bulkInc(b *tin, f *flow) {
-	if b.hosts == nil {
+	if b.hosts == nil || f.src == noHost {
 		return
 	}
 	if q.mode&bitSrc != 0 {
@@ -645,7 +660,7 @@ func (q *Queue[T]) bulkInc(b *tin, f *flow) {
 }
 
 func (q *Queue[T]) bulkDec(b *tin, f *flow) {
-	if b.hosts == nil {
+	if b.hosts == nil || f.src == noHost {
 		return
 	}
 	if q.mode&bitSrc != 0 && b.hosts[f.src].srcBulk > 0 {
@@ -661,7 +676,7 @@ func (q *Queue[T]) bulkDec(b *tin, f *flow) {
 // random bits so that the mean is exact: (quantum·⌊65535/load⌋ + r) >> 16.
 func (q *Queue[T]) flowQuantum(b *tin, f *flow) int32 {
 	load := uint32(1)
-	if b.hosts != nil {
+	if b.hosts != nil && f.src != noHost {
 		if q.mode&bitSrc != 0 {
 			load = max(load, uint32(b.hosts[f.src].srcBulk))
 		}
@@ -675,6 +690,7 @@ func (q *Queue[T]) flowQuantum(b *tin, f *flow) int32 {
 
 func (q *Queue[T]) pushTail(l *list, i uint32) {
 	q.flows[i].next = nilIdx
+	q.flows[i].prev = l.tail
 	if l.tail == nilIdx {
 		l.head = i
 	} else {
@@ -688,24 +704,23 @@ func (q *Queue[T]) popHead(l *list) {
 	l.head = q.flows[i].next
 	if l.head == nilIdx {
 		l.tail = nilIdx
+	} else {
+		q.flows[l.head].prev = nilIdx
 	}
 }
 
-// unlink removes flow i from l (a walk: only decaying flows, on the cold
-// path of a flow coming back, are removed from the middle).
+// unlink removes flow i from anywhere in l.
 func (q *Queue[T]) unlink(l *list, i uint32) {
-	if l.head == i {
-		q.popHead(l)
-		return
+	f := &q.flows[i]
+	if f.prev == nilIdx {
+		l.head = f.next
+	} else {
+		q.flows[f.prev].next = f.next
 	}
-	for j := l.head; j != nilIdx; j = q.flows[j].next {
-		if q.flows[j].next == i {
-			q.flows[j].next = q.flows[i].next
-			if l.tail == i {
-				l.tail = j
-			}
-			return
-		}
+	if f.next == nilIdx {
+		l.tail = f.prev
+	} else {
+		q.flows[f.next].prev = f.prev
 	}
 }
 
@@ -722,7 +737,6 @@ func (q *Queue[T]) popFlow(fi uint32, b *tin) (p aqm.Packet[T], ni uint32) {
 	nd.pkt = aqm.Packet[T]{}
 	nd.next = q.free
 	q.free = ni
-	f.n--
 	f.backlog -= p.Size
 	b.pkts--
 	b.backlog -= int(p.Size)
@@ -868,7 +882,7 @@ begin:
 			f := &q.flows[fi]
 			if f.deficit <= 0 {
 				if f.state == stSparse {
-					if f.n > 0 {
+					if f.head != nilIdx {
 						f.state = stBulk
 						b.sparse--
 						b.bulk++
@@ -883,7 +897,7 @@ begin:
 				continue retry
 			}
 			for {
-				if f.n == 0 {
+				if f.head == nilIdx {
 					q.flowEmpty(b, l, fi, now)
 					continue begin
 				}
@@ -893,7 +907,7 @@ begin:
 					soj = 0 // the ingress guard: not above target
 				}
 				act := f.cv.Signal(&b.cp, &q.src, now, soj, p.ECN)
-				if act == cobalt.Deliver || act == cobalt.Mark || f.n == 0 {
+				if act == cobalt.Deliver || act == cobalt.Mark || f.head == nilIdx {
 					if act == cobalt.Mark {
 						p.ECN = aqm.CE
 						b.s.marks++
@@ -1010,10 +1024,15 @@ func (q *Queue[T]) prune(now aqm.Time, arrival uint32) bool {
 	return false
 }
 
-// heapKey orders flows for the pruner: bytes, then packets.
+// heapKey orders flows for the pruner: bytes, then non-empty before
+// empty (so zero-size packets are pruned too).
 func (q *Queue[T]) heapKey(fi uint16) uint64 {
 	f := &q.flows[fi]
-	return uint64(f.backlog)<<32 | uint64(f.n)
+	k := uint64(f.backlog) << 1
+	if f.head != nilIdx {
+		k |= 1
+	}
+	return k
 }
 
 func (q *Queue[T]) buildHeap() {
@@ -1099,8 +1118,9 @@ func (q *Queue[T]) Stats() aqm.Stats {
 func (q *Queue[T]) EnqueueBatch(ps []aqm.Packet[T], vs []aqm.Verdict, now aqm.Time) int {
 	n := min(len(ps), len(vs))
 	acc := 0
+	var none Info
 	for i := range n {
-		v := q.EnqueueInfo(ps[i], Info{}, now)
+		v := q.enqueue(ps[i], &none, false, now)
 		vs[i] = v
 		if v <= aqm.Marked {
 			acc++
