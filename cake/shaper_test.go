@@ -294,3 +294,90 @@ func TestIngressChargesDrops(t *testing.T) {
 	// The failsafe clock keeps at least 2/3 of the rate flowing.
 	require.Greater(t, float64(sentIn), 0.6*float64(sentEg))
 }
+
+// TestTinSharesProperty is the gopter property of the shaped tin
+// scheduler: with Best Effort and any subset of diffserv4's other tins
+// saturated, each of those gets exactly its threshold share and Best
+// Effort the rest.
+func TestTinSharesProperty(t *testing.T) {
+	params := gopter.DefaultTestParametersWithSeed(4)
+	params.MinSuccessfulTests = 12
+	props := gopter.NewProperties(params)
+	thr := []float64{1, 1.0 / 16, 1.0 / 2, 1.0 / 4}
+	dscp := []uint8{0, 8, 34, 46} // BE, Bulk (CS1), Video (AF41), Voice (EF)
+	props.Property("threshold shares", prop.ForAll(func(mask uint8, size int) bool {
+		var tins []int
+		for i := range 4 {
+			if i == 0 || mask&(1<<i) != 0 {
+				tins = append(tins, i)
+			}
+		}
+		q, _ := New[int](Config{Seed: 1, Rate: 20 * aqm.Mbit, TinMode: DiffServ4, LimitPackets: 3000,
+			MemoryLimitBytes: 1 << 24, Target: time.Hour - 1, Interval: time.Hour}, nil)
+		got := make([]float64, 4)
+		inQ := make([]int, 4)
+		now := aqm.Time(time.Second)
+		for range 12000 {
+			for _, i := range tins {
+				for ; inQ[i] < 20; inQ[i]++ {
+					q.EnqueueInfo(aqm.Packet[int]{Payload: i, Meta: aqm.Meta{Size: uint32(size), Hash: uint32(i)}}, Info{DSCP: dscp[i]}, now)
+				}
+			}
+			if nd := q.NextDeparture(now); nd > now {
+				now = nd
+			}
+			p, _ := q.Dequeue(now)
+			inQ[p.Payload]--
+			got[p.Payload] += float64(p.Size)
+		}
+		tot := got[0] + got[1] + got[2] + got[3]
+		rest := 1.0
+		for _, i := range tins[1:] {
+			rest -= thr[i]
+			if abs(got[i]/tot-thr[i]) > 0.01 {
+				t.Logf("tins %v size %d shares %v", tins, size, got)
+				return false
+			}
+		}
+		return abs(got[0]/tot-rest) <= 0.01
+	}, gen.UInt8Range(0, 15), gen.IntRange(200, 1500)))
+	props.TestingRun(t)
+}
+
+// TestIngressBulkGuard protects COBALT's ingress guard: in ingress mode a
+// tin with many bulk flows tolerates a sojourn of 2 MTU times per bulk
+// flow before signalling, so a standing delay that egress mode signals
+// goes unsignalled.
+func TestIngressBulkGuard(t *testing.T) {
+	run := func(ingress bool) uint64 {
+		// 1 Mbit/s: MTU time 12.1 ms, target 18.2 ms; 16 bulk flows make
+		// the ingress guard 2·12.1·16 ≈ 388 ms.
+		q, _ := New[int](Config{Seed: 1, Rate: aqm.Mbit, Ingress: ingress, TinMode: BestEffort, FlowMode: Flows,
+			LimitPackets: 1000, MemoryLimitBytes: 1 << 22}, nil)
+		now := aqm.Time(time.Second)
+		inQ := map[uint32]int{}
+		for range 1500 {
+			for h := range uint32(16) {
+				for ; inQ[h] < 2; inQ[h]++ { // ~32 packets: about 250 ms of queue
+					q.Enqueue(pkt(1000, h), now)
+				}
+			}
+			if nd := q.NextDeparture(now); nd > now {
+				now = nd
+			}
+			q.Dequeue(now)
+			for h := range inQ { // recount what is queued: drops leave silently
+				inQ[h] = 0
+			}
+			for fi := range q.flows {
+				f := &q.flows[fi]
+				for n := f.head; n != nilIdx; n = q.nodes[n].next {
+					inQ[q.nodes[n].pkt.Hash]++
+				}
+			}
+		}
+		return q.Stats().DroppedEarly.Packets + q.Stats().Marked.Packets
+	}
+	require.NotZero(t, run(false), "egress should signal a 250 ms standing queue")
+	require.Zero(t, run(true), "ingress guard should hold off")
+}
