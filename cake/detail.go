@@ -1,6 +1,7 @@
 package cake
 
 import (
+	"github.com/aqmkit/aqmkit/cobalt"
 	"iter"
 	"strconv"
 	"time"
@@ -159,4 +160,69 @@ func (d Detail) Metrics() iter.Seq[aqm.Metric] {
 			}
 		}
 	}
+}
+
+// FlowStats is the state of one flow queue, the analogue of a class of
+// "tc -s class show" for cake.
+type FlowStats struct {
+	// Tin is the tin's index and Queue the flow queue's way in it
+	// (0..1023).
+	Tin, Queue int
+	// Packets and Bytes are queued now; Deficit is the DRR credit.
+	Packets, Bytes, Deficit int
+	// State is "idle", "sparse", "sparse-wait", "bulk" or "decaying".
+	State string
+	// COBALT is the flow's COBALT state (count, dropping, next signal time,
+	// BLUE probability).
+	COBALT cobalt.State
+}
+
+var stateNames = [...]string{"idle", "sparse", "sparse-wait", "bulk", "decaying"}
+
+// Flow returns the flow queue that holds the flow of a packet with the
+// given hash and info (as [Queue.EnqueueInfo] would classify it), without
+// changing anything. It reports false if no flow queue is tagged with that
+// flow (it never arrived, or another flow took its way over).
+func (q *Queue[T]) Flow(hash uint32, info Info) (FlowStats, bool) {
+	t := 0
+	if q.ntins > 1 {
+		t = int(q.dscpTin[info.DSCP&63])
+	}
+	base := uint32(t) * queuesPerTin
+	fi := base
+	if q.mode != 0 {
+		fh := hash
+		if q.mode&bitFlows == 0 {
+			fh = 0
+			if q.mode&bitSrc != 0 {
+				fh ^= info.SrcHost
+			}
+			if q.mode&bitDst != 0 {
+				fh ^= info.DstHost
+			}
+		}
+		h := q.mix(fh)
+		home := uint32(uint64(h) * queuesPerTin >> 32)
+		set := home &^ (ways - 1)
+		found := false
+		for i := range uint32(ways) {
+			w := set + (home+i)&(ways-1)
+			if q.tags[base+w] == h {
+				fi, found = base+w, true
+				break
+			}
+		}
+		if !found {
+			return FlowStats{}, false
+		}
+	}
+	f := &q.flows[fi]
+	n := 0
+	for x := f.head; x != nilIdx; x = q.nodes[x].next {
+		n++
+	}
+	return FlowStats{
+		Tin: t, Queue: int(fi - base), Packets: n, Bytes: int(f.backlog), Deficit: int(f.deficit),
+		State: stateNames[f.state], COBALT: f.cv.State(),
+	}, true
 }

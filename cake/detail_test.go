@@ -63,3 +63,28 @@ func TestMemoryBytes(t *testing.T) {
 	require.Greater(t, db, da+100000*32)
 	require.Greater(t, dc, db+100000*50)
 }
+
+// TestFlowStats protects the per-flow view: it finds the queue a flow
+// uses, its backlog and state, and reports unknown flows as absent.
+func TestFlowStats(t *testing.T) {
+	q, _ := New[int](Config{Seed: 1, TinMode: DiffServ4}, nil)
+	info := Info{SrcHost: 1, DstHost: 2, DSCP: 46}
+	for range 5 {
+		q.EnqueueInfo(pkt(300, 77), info, ms)
+	}
+	fs, ok := q.Flow(77, info)
+	require.True(t, ok)
+	require.Equal(t, 3, fs.Tin)
+	require.Equal(t, 5, fs.Packets)
+	require.Equal(t, 1500, fs.Bytes)
+	require.Equal(t, "sparse", fs.State)
+	require.Positive(t, fs.Deficit)
+	_, ok = q.Flow(78, info)
+	require.False(t, ok)
+	for range 5 {
+		q.Dequeue(2 * ms)
+	}
+	fs, _ = q.Flow(77, info)
+	require.Equal(t, 0, fs.Packets)
+	require.Equal(t, q.Detail().Tins[3].WayMiss, uint64(1))
+}
