@@ -44,6 +44,9 @@ func kitFactory(cfg Config) aqmtest.Factory {
 // overhead).
 func TestConformance(t *testing.T) {
 	for name, cfg := range kitConfigs {
+		if testing.Short() && (name == "besteffort" || name == "flowblind-ingress") {
+			continue // covered by the full run; -short keeps -race within budget
+		}
 		t.Run(name, func(t *testing.T) { aqmtest.Run(t, kitFactory(cfg)) })
 	}
 }
