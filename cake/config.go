@@ -236,11 +236,13 @@ type Config struct {
 	// signals.
 	Ingress bool
 	// ACKFilter drops TCP ACKs made redundant by later ones of the same
-	// flow; it needs [Info] from [EnqueueInfo] (see [Classifier]).
+	// flow; it needs [Info] from [Queue.EnqueueInfo] (see [Classifier]).
 	ACKFilter ACKFilter
 	// LimitPackets is the most packets queued; beyond it, as beyond the
 	// byte limit, the queue drops from the head of its longest flow queue.
-	// Zero means [DefaultLimitPackets]; at most [MaxLimitPackets].
+	// Zero means [DefaultLimitPackets]; at most [MaxLimitPackets]. Each
+	// packet slot is preallocated: about 40 bytes for a word-sized payload,
+	// 56 more with the ACK filter ([Detail] reports the total).
 	LimitPackets int
 	// MemoryLimitBytes is the most bytes (sum of Size) queued. Zero means
 	// Linux's rule: with a Rate, four Intervals at the rate, at least
