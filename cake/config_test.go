@@ -139,10 +139,10 @@ func TestStringers(t *testing.T) {
 // queues draw different dithered quanta (and BLUE draws), two classifiers
 // with seed 0 hash differently, and fixed seeds repeat.
 func TestZeroSeedStreamsDiffer(t *testing.T) {
-	draws := func(q *Queue[int]) []int32 {
-		var d []int32
-		for range 32 {
-			d = append(d, q.flowQuantum(&q.tins[0], &q.flows[0]))
+	draws := func(q *Queue[int]) []uint64 { // the stream BLUE and the quantum dithering draw from
+		var d []uint64
+		for range 4 {
+			d = append(d, q.src.Uint64())
 		}
 		return d
 	}

@@ -823,17 +823,18 @@ func (q *Queue[T]) pickTin(now aqm.Time) int {
 		}
 		return best
 	}
+	cur, tins := q.curTin, q.tins
 	for {
-		b := &q.tins[q.curTin]
+		b := &tins[cur]
 		if b.deficit >= 0 && b.sparse+b.bulk > 0 {
-			return q.curTin
+			q.curTin = cur
+			return cur
 		}
 		if b.deficit <= 0 {
 			b.deficit += b.weight
 		}
-		q.curTin++
-		if q.curTin == q.ntins {
-			q.curTin = 0
+		if cur++; cur == len(tins) {
+			cur = 0
 		}
 	}
 }
