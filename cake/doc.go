@@ -56,6 +56,24 @@
 // on the first overflow and kept up to date while overflows recur, so an
 // arrival never scans the flow table.
 //
+// The ACK filter ([ACKFilter]) looks at each arriving TCP ACK (ACK set,
+// SYN clear) and scans the earlier packets of its flow queue for ACKs of
+// the same connection and direction that it makes redundant: pure ACKs
+// (no data; no flag but ACK, ECE, CWR; only NOP, end-of-list, MD5, SACK
+// and timestamp options) whose cumulative ACK, timestamps and SACK blocks
+// the arrival covers, and which are not duplicate ACKs the arrival does
+// not supersede with more SACK. When two such ACKs with the same ECE/CWR
+// bits are found, the older is dropped; the aggressive mode also drops a
+// single one queued right before the arrival. At most one ACK is dropped
+// per arrival; one that carries anything new is never dropped.
+//
+// # Statistics
+//
+// [Queue.Stats] has the counters every aqmkit queue keeps; [Queue.Detail]
+// adds what "tc -s qdisc show" prints for cake, per tin ([TinStats]) and
+// for the queue, and lists it as metrics ([Detail.Metrics]);
+// [Queue.Flow] shows one flow queue as "tc -s class show" does.
+//
 // # Per-packet facts
 //
 // CAKE needs more per packet than [aqm.Meta]: the host hashes, the DSCP
