@@ -15,6 +15,12 @@ import (
 	"github.com/aqmkit/aqmkit/aqm/iphdr"
 )
 
+// readOffset is the offset at which the wrapper reads packets into its
+// buffers: wireguard-go's own (the size of its transport header). The BSD
+// and macOS devices write a 4-byte header just before the offset they are
+// given, so it must not be zero.
+const readOffset = 16
+
 // ErrNilDevice is returned by [New] for a nil device.
 var ErrNilDevice = errors.New("wgtun: the device is nil")
 
@@ -27,10 +33,10 @@ type Device struct {
 	overhead uint32
 
 	// Packet buffers: slot s is slab[s*slot : s*slot+slot], holding a packet
-	// of lens[s] bytes. A slot belongs to exactly one of the pool, the
-	// reader goroutine, the queue, or a Read call.
+	// of lens[s] bytes at readOffset. A slot belongs to exactly one of the
+	// pool, the reader goroutine, the queue, or a Read call.
 	slab []byte
-	slot int
+	slot int // readOffset + the largest packet
 	lens []uint32
 	pool pool
 
@@ -80,14 +86,15 @@ func New(dev tun.Device, cfg Config) (*Device, error) {
 		overhead: uint32(cfg.OverheadBytes),
 		done:     make(chan struct{}),
 	}
-	d.slot = cfg.MaxPacketBytes
-	if d.slot == 0 {
-		d.slot = 1500
+	maxPacket := cfg.MaxPacketBytes
+	if maxPacket == 0 {
+		maxPacket = 1500
 		if mtu, err := dev.MTU(); err == nil && mtu > 0 {
-			d.slot = min(mtu, 65535)
+			maxPacket = min(mtu, 65535)
 		}
-		d.slot = max(d.slot, 1280)
+		maxPacket = max(maxPacket, 1280)
 	}
+	d.slot = readOffset + maxPacket
 	batch := max(min(dev.BatchSize(), MaxBatch), 1)
 	// Every slot is somewhere: at most limit in the queue, batch with the
 	// reader, MaxBatch in a Read call; the reader never waits for one.
@@ -123,6 +130,12 @@ func New(dev tun.Device, cfg Config) (*Device, error) {
 	return d, nil
 }
 
+// pkt returns the packet in slot s.
+func (d *Device) pkt(s uint32) []byte {
+	o := int(s)*d.slot + readOffset
+	return d.slab[o : o+int(d.lens[s])]
+}
+
 // buf returns slot s's whole buffer.
 func (d *Device) buf(s uint32) []byte {
 	o := int(s) * d.slot
@@ -138,21 +151,21 @@ func (d *Device) release(p aqm.Packet[uint32], _ aqm.Verdict) { d.pool.put(p.Pay
 func (d *Device) readLoop() {
 	defer close(d.done)
 	for {
-		n, err := d.inner.Read(d.rbufs, d.rsizes, 0)
+		n, err := d.inner.Read(d.rbufs, d.rsizes, readOffset)
 		n = max(min(n, len(d.rbufs)), 0)
 		k := 0
 		for i := range n {
 			sz := d.rsizes[i]
-			if sz < 1 || sz > d.slot {
+			if sz < 1 || sz > d.slot-readOffset {
 				continue
 			}
 			s := d.rslots[i]
-			m, perr := d.hasher.Meta(d.buf(s)[:sz])
+			d.lens[s] = uint32(sz)
+			m, perr := d.hasher.Meta(d.pkt(s))
 			if perr != nil {
 				d.unparsed.Add(1) // queued all the same, as Not-ECT
 			}
 			m.Size += d.overhead
-			d.lens[s] = uint32(sz)
 			d.rps[k] = aqm.Packet[uint32]{Payload: s, Meta: m}
 			d.rpos[k] = i
 			k++
@@ -224,7 +237,7 @@ func (d *Device) Read(bufs [][]byte, sizes []int, offset int) (int, error) {
 		}
 		out := 0
 		for _, p := range d.cps[:k] {
-			pkt := d.buf(p.Payload)[:d.lens[p.Payload]]
+			pkt := d.pkt(p.Payload)
 			if p.ECN == aqm.CE {
 				_ = iphdr.SetCE(pkt) // marked only if ECN-capable; a CE packet stays CE
 			}

@@ -40,6 +40,11 @@ func newFakeTUN(batch, depth int) *fakeTUN {
 func (f *fakeTUN) File() *os.File { return nil }
 
 func (f *fakeTUN) Read(bufs [][]byte, sizes []int, offset int) (int, error) {
+	if offset < 4 {
+		// The BSD and macOS devices write a 4-byte header before the
+		// offset (and would panic); wireguard-go always passes 16.
+		return 0, errors.New("fake tun: offset below 4")
+	}
 	var p []byte
 	var ok bool
 	select {
