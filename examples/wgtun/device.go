@@ -21,6 +21,11 @@ import (
 // given, so it must not be zero.
 const readOffset = 16
 
+var (
+	_ tun.Device       = (*Device)(nil)
+	_ aqm.MetricSource = (*Device)(nil)
+)
+
 // ErrNilDevice is returned by [New] for a nil device.
 var ErrNilDevice = errors.New("wgtun: the device is nil")
 
