@@ -12,8 +12,10 @@ type Queue[T any] interface {
 	// receives it; otherwise p stays with the caller.
 	Enqueue(p Packet[T], now Time) Verdict
 	// Dequeue removes and returns the next packet to send at time now. It
-	// returns false only if the queue is empty when it returns: it may drop
-	// queued packets (through the DropFunc) before it finds one to send.
+	// returns false only if the queue is empty when it returns (or, for a
+	// queue that paces its own output, see [Paced], if no packet may leave
+	// yet): it may drop queued packets (through the DropFunc) before it
+	// finds one to send.
 	Dequeue(now Time) (Packet[T], bool)
 	// Len returns the number of queued packets.
 	Len() int
@@ -21,4 +23,16 @@ type Queue[T any] interface {
 	Backlog() int
 	// Stats returns a snapshot of the queue's counters.
 	Stats() Stats
+}
+
+// Paced is implemented by queues that pace their own output, such as CAKE
+// with a shaping rate: their Dequeue returns false while packets are queued
+// but none may leave yet, and NextDeparture says when one may. The front in
+// package aqm/front waits until then instead of treating the queue as
+// empty.
+type Paced interface {
+	// NextDeparture returns when Dequeue can next return a packet if
+	// nothing else arrives: now if it can at once, a later instant if the
+	// queue holds packets back, or the zero Time if it is empty.
+	NextDeparture(now Time) Time
 }
