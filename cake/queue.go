@@ -189,7 +189,10 @@ type counters struct {
 	overlimitDrops, ackDrops uint64
 }
 
-var _ aqm.BatchQueue[int] = (*Queue[int])(nil)
+var (
+	_ aqm.BatchQueue[int] = (*Queue[int])(nil)
+	_ aqm.Paced            = (*Queue[int])(nil) // with a rate, Dequeue holds packets back until NextDeparture
+)
 
 // New returns an empty CAKE queue. onDrop receives the queued packets
 // that COBALT drops at dequeue ([aqm.DroppedEarly]), those the ACK filter
