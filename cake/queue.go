@@ -191,7 +191,7 @@ type counters struct {
 
 var (
 	_ aqm.BatchQueue[int] = (*Queue[int])(nil)
-	_ aqm.Paced            = (*Queue[int])(nil) // with a rate, Dequeue holds packets back until NextDeparture
+	_ aqm.Paced           = (*Queue[int])(nil) // with a rate, Dequeue holds packets back until NextDeparture
 )
 
 // New returns an empty CAKE queue. onDrop receives the queued packets
