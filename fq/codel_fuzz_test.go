@@ -25,7 +25,7 @@ func FuzzCoDelConfig(f *testing.F) {
 			GlobalBacklogGuard: c&1 != 0,
 			LinuxCount:         c&2 != 0,
 			DisableECN:         c&4 != 0,
-			Seed:               c,
+			Seed:               c | 1,
 		}
 		cfg.Target = time.Duration(1 + c>>48%uint64(cfg.Interval-1))
 		live := map[uint64]bool{}

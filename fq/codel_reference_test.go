@@ -44,10 +44,10 @@ import (
 //   - after 256 drops in one Dequeue call (over all flows) the next packet is
 //     sent unexamined and a dropping flow reschedules from now;
 //   - overload: when an arrival exceeds LimitPackets or MemoryLimitBytes,
-//     drop from the head of the fattest flow (most bytes, lowest bucket on
-//     ties, most packets if all have zero bytes) until half its bytes or
-//     DropBatchPackets are gone, at least one, and repeat until both limits
-//     hold; if only the arrival would be left to drop it is refused instead;
+//     drop from the head of the fattest flow (the highest overload class,
+//     fqcClass, among those the one whose class changed last) until half
+//     its bytes or DropBatchPackets are gone, at least one, and repeat
+//     until both limits hold; if only the arrival would be left to drop it is refused instead;
 //     the drops are added to the flow's count unless KeepCountOnOverload;
 //   - a packet larger than MemoryLimitBytes is refused, and so is every
 //     arrival while a Reconfigure has left the queue above a limit.
@@ -74,6 +74,10 @@ type fqcRef struct {
 	keepCount       bool
 
 	flows      []*fqcRefFlow // by bucket; nil: never used
+	seq        int64         // class changes so far (fqcRefFlow.entered)
+	memory     int           // the preallocation Detail reports (doc.go)
+	flowsN     int           // Flows
+	nodes      int           // packet capacity + 1
 	newL, oldL []int         // buckets; [0] is the head
 	n          int64         // packets queued
 	bytes      int64         // bytes queued
@@ -109,6 +113,37 @@ type fqcRefFlow struct {
 	// dodequeue(); if ok: ++count; drop_next = control_law(drop_next)",
 	// runs on the flow's next packet, in its next dequeue.
 	resume bool
+
+	// class is the overload class of the flow's backlog (fqcClass; 0 when
+	// empty) and entered the sequence number of its last change.
+	class, entered int64
+}
+
+// fqcClass is the overload class of a non-empty flow of b bytes, from the
+// rule in doc.go: 1 + b below 16 bytes; above, with e the exponent that
+// brings b into [8, 16) (b / 2^e, truncated), 1 + 8e + b/2^e.
+func fqcClass(b int64) int64 {
+	if b < 16 {
+		return 1 + b
+	}
+	e := int64(0)
+	for b>>e >= 16 {
+		e++
+	}
+	return 1 + 8*e + b>>e
+}
+
+// touch recomputes f's class after its backlog changed and, if it changed,
+// stamps the change with the next sequence number.
+func (m *fqcRef) touch(f *fqcRefFlow) {
+	c := int64(0)
+	if len(f.q) > 0 {
+		c = fqcClass(f.bytes)
+	}
+	if c != f.class {
+		m.seq++
+		f.class, f.entered = c, m.seq
+	}
 }
 
 type fqcRefDrop struct {
@@ -151,7 +186,8 @@ func newFQCRef(cfg CoDelConfig) *fqcRef {
 	if err := cfg.Validate(); err != nil {
 		panic(err)
 	}
-	m := &fqcRef{flows: make([]*fqcRefFlow, cfg.Flows)}
+	cfg = cfg.withDefaults()
+	m := &fqcRef{flows: make([]*fqcRefFlow, cfg.Flows), flowsN: cfg.Flows, nodes: cfg.LimitPackets + 1}
 	m.configure(cfg)
 	return m
 }
@@ -163,6 +199,15 @@ func (m *fqcRef) configure(cfg CoDelConfig) {
 	if err := cfg.Validate(); err != nil {
 		panic(err)
 	}
+	cfg = cfg.withDefaults()
+	// The packet store is rebuilt when it is too small or larger than the
+	// new limit needs (doc.go): one node per packet of the limit, plus one.
+	if need := max(int64(cfg.LimitPackets), m.n); need+1 > int64(m.nodes) || cfg.LimitPackets+1 < m.nodes {
+		m.nodes = int(need) + 1
+	}
+	// 64 bytes per flow, 32 per flow (and 512 more) of overload entries,
+	// 241 4-byte stack heads, 40 bytes per packet node (uint64 payload).
+	m.memory = 64*m.flowsN + 32*m.flowsN + 512 + 241*4 + 40*m.nodes
 	m.limit, m.memLimit = int64(cfg.LimitPackets), int64(cfg.MemoryLimitBytes)
 	m.quantum, m.chargeCap = int64(cfg.QuantumBytes), 64*int64(cfg.QuantumBytes)
 	m.batch = cfg.DropBatchPackets
@@ -203,6 +248,7 @@ func (m *fqcRef) enqueue(p aqm.Packet[uint64], bucket int, now int64) aqm.Verdic
 	f := m.flow(bucket)
 	f.q = append(f.q, p)
 	f.bytes += int64(p.Size)
+	m.touch(f)
 	m.n++
 	m.bytes += int64(p.Size)
 	if f.list == 0 {
@@ -222,8 +268,8 @@ func (m *fqcRef) enqueue(p aqm.Packet[uint64], bucket int, now int64) aqm.Verdic
 	return aqm.Enqueued
 }
 
-// overload drops from the head of the flow with the most bytes (the lowest
-// bucket among equals; by packets if every flow has zero bytes) until half
+// overload drops from the head of the fattest flow (the highest class, the
+// latest to enter it among equals) until half
 // its bytes or a batch of packets are gone, at least one, and repeats until
 // both limits hold. If only the arrival itself is left to drop, it is
 // refused instead: overload reports true. The drops are added to the flow's
@@ -231,20 +277,14 @@ func (m *fqcRef) enqueue(p aqm.Packet[uint64], bucket int, now int64) aqm.Verdic
 func (m *fqcRef) overload(arrival int) bool {
 	memory := m.bytes > m.memLimit
 	for m.n > m.limit || m.bytes > m.memLimit {
-		fat, most := 0, int64(0)
+		fat, cls, at := 0, int64(0), int64(0)
 		for b, f := range m.flows {
-			if f != nil && f.bytes > most {
-				fat, most = b, f.bytes
+			if f != nil && (f.class > cls || f.class == cls && f.entered > at) {
+				fat, cls, at = b, f.class, f.entered
 			}
 		}
-		if most == 0 {
+		if m.flows[fat].bytes == 0 {
 			m.cov.byCount++
-			mostN := 0
-			for b, f := range m.flows {
-				if f != nil && len(f.q) > mostN {
-					fat, mostN = b, len(f.q)
-				}
-			}
 		}
 		f := m.flows[fat]
 		half := f.bytes / 2
@@ -256,6 +296,7 @@ func (m *fqcRef) overload(arrival int) bool {
 				p := f.q[0]
 				f.q = f.q[1:]
 				f.bytes -= int64(p.Size)
+				m.touch(f)
 				m.n--
 				m.bytes -= int64(p.Size)
 				refused = true
@@ -264,6 +305,7 @@ func (m *fqcRef) overload(arrival int) bool {
 			p := f.q[0]
 			f.q = f.q[1:]
 			f.bytes -= int64(p.Size)
+			m.touch(f)
 			m.n--
 			m.bytes -= int64(p.Size)
 			dropped++
@@ -324,6 +366,7 @@ func (m *fqcRef) dodequeue(f *fqcRefFlow, now int64) (p aqm.Packet[uint64], okTo
 	p = f.q[0]
 	f.q = f.q[1:]
 	f.bytes -= int64(p.Size)
+	m.touch(f)
 	m.n--
 	m.bytes -= int64(p.Size)
 	sojourn := max(now-int64(p.Enqueued), 0) // time going backwards is no time
@@ -385,6 +428,7 @@ func (m *fqcRef) resync(f *fqcRefFlow, now int64) (aqm.Packet[uint64], bool) {
 	p := f.q[0]
 	f.q = f.q[1:]
 	f.bytes -= int64(p.Size)
+	m.touch(f)
 	m.n--
 	m.bytes -= int64(p.Size)
 	if f.dropping {
@@ -563,6 +607,7 @@ func (m *fqcRef) fullDetail() CoDelDetail {
 		}
 	}
 	d.MemoryUsage = int(m.bytes)
+	d.MemoryBytes = m.memory
 	return d
 }
 
@@ -664,8 +709,8 @@ func runFQCRefTrace(t *testing.T, c fqcRefCase, seed uint64, ops int) fqcRefCove
 	q, err := NewCoDel(cfg, func(p aqm.Packet[uint64], why aqm.Verdict) { got = append(got, fqcRefDrop{p, why}) })
 	require.NoError(t, err)
 	m := newFQCRef(cfg)
-	vcfg := cfg
-	require.NoError(t, vcfg.Validate())
+	require.NoError(t, cfg.Validate())
+	vcfg := cfg.withDefaults()
 	src := rng.New(seed ^ 0xfc0de1)
 
 	// Flow hashes; several of them share a bucket when hashes > Flows.
@@ -880,9 +925,8 @@ func TestCoDelReferenceLawFloat64(t *testing.T) {
 	const maxN = 1 << 16
 	seen := map[int64]bool{}
 	for _, c := range fqcRefCases() {
-		cfg := c.cfg
-		require.NoError(t, cfg.Validate())
-		iv := int64(cfg.Interval)
+		require.NoError(t, c.cfg.Validate())
+		iv := int64(c.cfg.withDefaults().Interval)
 		if seen[iv] {
 			continue
 		}
