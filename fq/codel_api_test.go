@@ -167,6 +167,7 @@ func TestCoDelBatchMatchesLoop(t *testing.T) {
 		p   aqm.Packet[uint64]
 		why aqm.Verdict
 	}
+	var overloads, early uint64
 	for _, cfg := range []CoDelConfig{
 		{Flows: 16, LimitPackets: 200, MemoryLimitBytes: 150000, Target: time.Millisecond, Interval: 10 * time.Millisecond},
 		{Flows: 1024, LimitPackets: 1000, DisableECN: true, GlobalBacklogGuard: true, DropBatchPackets: 3},
@@ -187,7 +188,7 @@ func TestCoDelBatchMatchesLoop(t *testing.T) {
 			id := uint64(0)
 			ops := 300
 			if testing.Short() {
-				ops = 120
+				ops = 200
 			}
 			for op := range ops {
 				now += aqm.Time(src.Uint64() % uint64(3*time.Millisecond))
@@ -216,9 +217,12 @@ func TestCoDelBatchMatchesLoop(t *testing.T) {
 				require.Equal(t, b.Stats(), a.Stats(), "op %d", op)
 				require.Equal(t, b.Detail(), a.Detail(), "op %d", op)
 			}
-			require.NotZero(t, a.Detail().DropOverlimit+a.Stats().DroppedOverlimit.Packets)
+			overloads += a.Detail().DropOverlimit
+			early += a.Stats().DroppedEarly.Packets
 		}
 	}
+	require.NotZero(t, overloads, "the traces must reach the overload drop")
+	require.NotZero(t, early, "the traces must reach CoDel drops")
 	// Zero allocations on both burst methods.
 	q, _ := NewCoDel[uint64](CoDelConfig{Seed: 1, LimitPackets: 64}, nil)
 	ps := make([]aqm.Packet[uint64], 32)
