@@ -303,6 +303,17 @@ type CoDel[T any] struct {
 	// until the fattest-flow search skips them or compact drops them.
 	pool    []cqEntry
 	top     uint32 // entries used in pool
+	// The classes are kept only while the queue is near its limits
+	// (tracking): above three quarters of either limit they are built from
+	// the active flows, and they are dropped again once the queue is at
+	// most half full and as many Dequeue calls as the build visited flows
+	// (plus 64) have passed, which pays for the build.
+	tracking bool
+	credit   int
+	onPkts   int
+	onBytes  int
+	offPkts  int
+	offBytes int
 	heads   [cqClasses]uint32
 	classes [4]uint64 // bit c: stack c may hold a current entry
 	work    uint64    // stack entries and flows visited by overload bookkeeping (tests)
@@ -378,6 +389,9 @@ func (q *CoDel[T]) apply(cfg CoDelConfig) {
 	q.quantum = int32(cfg.QuantumBytes)
 	q.charge = uint32(cfg.QuantumBytes) * cqChargeQuanta
 	q.batch = cfg.DropBatchPackets
+	q.onPkts, q.onBytes = q.limit-q.limit/4, q.memLim-q.memLim/4
+	q.offPkts, q.offBytes = q.limit/2, q.memLim/2
+	q.tracking, q.credit = false, 0
 	q.global, q.keep = cfg.GlobalBacklogGuard, cfg.KeepCountOnOverload
 	q.cp = cfg.codel().ControllerParams()
 }
@@ -454,6 +468,9 @@ func (q *CoDel[T]) pop(f *cqFlow) aqm.Packet[T] {
 // reclass updates flow idx's class after its backlog changed: the common
 // case, an unchanged class, is one compare.
 func (q *CoDel[T]) reclass(f *cqFlow, idx uint32) {
+	if !q.tracking {
+		return
+	}
 	c := uint32(0)
 	if f.head != cqNone {
 		c = cqClass(f.bytes)
@@ -479,6 +496,29 @@ func (q *CoDel[T]) enterClass(f *cqFlow, idx, c uint32) {
 	q.heads[c] = e
 	q.classes[c>>6] |= 1 << (c & 63)
 	f.tag = f.tag&cqListMask | e<<cqEntShift | c
+}
+
+// startTracking builds the class stacks from the active flows, new list
+// then old list, in list order.
+func (q *CoDel[T]) startTracking() {
+	q.tracking = true
+	q.top = 0
+	for i := range q.heads {
+		q.heads[i] = cqNone
+	}
+	q.classes = [4]uint64{}
+	visited := 0
+	for _, l := range [2]*cqList{&q.newL, &q.oldL} {
+		for i := l.head; i != cqNone; i = q.flows[i].next {
+			f := &q.flows[i]
+			f.tag &= cqListMask
+			f.tag |= cqNoEntry << cqEntShift
+			q.reclass(f, i)
+			visited++
+		}
+	}
+	q.work += uint64(visited)
+	q.credit = visited + 64
 }
 
 // compact drops the stale entries of the pool, keeping the current ones in
@@ -550,10 +590,13 @@ func (q *CoDel[T]) Enqueue(p aqm.Packet[T], now aqm.Time) aqm.Verdict {
 	idx := q.bucket(p.Hash)
 	f := &q.flows[idx]
 	q.push(f, p) // a free node: there are limit+1 and used ≤ limit
-	q.reclass(f, idx)
 	if f.tag&cqListMask == cqInactive<<cqListShift {
 		q.activate(f, idx)
 		q.d.NewFlowCount++
+	}
+	q.reclass(f, idx)
+	if !q.tracking && (q.used > q.onPkts || q.backlog > q.onBytes) {
+		q.startTracking()
 	}
 	if q.used > q.limit || q.backlog > q.memLim {
 		if q.overload(idx, q.backlog > q.memLim) {
@@ -576,7 +619,7 @@ func (q *CoDel[T]) EnqueueBatch(ps []aqm.Packet[T], vs []aqm.Verdict, now aqm.Ti
 		p := &ps[i]
 		// The common case, an arrival that fits under both limits, inline;
 		// the rest (refusals, overload) through Enqueue.
-		if q.used >= q.limit || q.backlog+int(p.Size) > q.memLim || int64(p.Size) > int64(q.memLim) {
+		if q.used >= q.onPkts || q.backlog+int(p.Size) > q.onBytes || int64(p.Size) > int64(q.memLim) {
 			v := q.Enqueue(*p, now)
 			vs[i] = v
 			if v.Accepted() {
@@ -603,11 +646,11 @@ func (q *CoDel[T]) EnqueueBatch(ps []aqm.Packet[T], vs []aqm.Verdict, now aqm.Ti
 		q.used++
 		f.bytes += size
 		q.backlog += int(size)
-		q.reclass(f, idx)
 		if f.tag&cqListMask == cqInactive<<cqListShift {
 			q.activate(f, idx)
 			q.d.NewFlowCount++
 		}
+		q.reclass(f, idx)
 		q.stats.NoteSize(size)
 		q.stats.Enqueued.Add(size)
 		vs[i] = aqm.Enqueued
@@ -664,6 +707,9 @@ func (q *CoDel[T]) bumpCount(f *cqFlow, dropped uint32, memory bool) {
 // DropFunc, as [aqm.DroppedEarly]) the packets its control law drops, at
 // most [codel.MaxDropsPerDequeue] in one call.
 func (q *CoDel[T]) Dequeue(now aqm.Time) (p aqm.Packet[T], ok bool) {
+	if q.tracking {
+		q.tick()
+	}
 	drops := 0
 	for {
 		var l *cqList
@@ -744,6 +790,17 @@ func (q *CoDel[T]) Dequeue(now aqm.Time) (p aqm.Packet[T], ok bool) {
 	}
 }
 
+// tick counts one Dequeue call while tracking and stops tracking once the
+// build is paid for and the queue is at most half full.
+func (q *CoDel[T]) tick() {
+	if q.credit > 0 {
+		q.credit--
+	}
+	if q.credit == 0 && q.used <= q.offPkts && q.backlog <= q.offBytes {
+		q.tracking = false
+	}
+}
+
 // DequeueBatch removes up to len(buf) packets at now into buf, as that many
 // calls of Dequeue would, and returns how many ([aqm.BatchQueue]).
 func (q *CoDel[T]) DequeueBatch(buf []aqm.Packet[T], now aqm.Time) int {
@@ -773,7 +830,7 @@ func (q *CoDel[T]) Stats() aqm.Stats {
 // activate puts the idle flow idx at the tail of the new list with one
 // quantum of credit (RFC 8290 §4.1).
 func (q *CoDel[T]) activate(f *cqFlow, idx uint32) {
-	setList(f, cqNew)
+	f.tag = cqNew<<cqListShift | cqNoEntry<<cqEntShift // class 0: reclass follows
 	f.deficit = q.quantum
 	q.pushTail(&q.newL, idx)
 	q.nNew++
@@ -941,7 +998,6 @@ func (q *CoDel[T]) Reconfigure(cfg CoDelConfig) error {
 			idx := q.bucket(p.Hash)
 			nf := &q.flows[idx]
 			q.push(nf, p)
-			q.reclass(nf, idx)
 			if nf.tag&cqListMask == cqInactive<<cqListShift {
 				q.activate(nf, idx)
 			}

@@ -45,7 +45,10 @@ import (
 //     sent unexamined and a dropping flow reschedules from now;
 //   - overload: when an arrival exceeds LimitPackets or MemoryLimitBytes,
 //     drop from the head of the fattest flow (the highest overload class,
-//     fqcClass, among those the one whose class changed last) until half
+//     fqcClass, among those the one whose class changed last while classes
+//     were tracked; tracking starts above three quarters of a limit, with
+//     the listed flows entering their classes in list order, and stops as
+//     doc.go says) until half
 //     its bytes or DropBatchPackets are gone, at least one, and repeat
 //     until both limits hold; if only the arrival would be left to drop it is refused instead;
 //     the drops are added to the flow's count unless KeepCountOnOverload;
@@ -73,14 +76,20 @@ type fqcRef struct {
 	globalGuard     bool
 	keepCount       bool
 
-	flows      []*fqcRefFlow // by bucket; nil: never used
-	seq        int64         // class changes so far (fqcRefFlow.entered)
-	memory     int           // the preallocation Detail reports (doc.go)
-	flowsN     int           // Flows
-	nodes      int           // packet capacity + 1
-	newL, oldL []int         // buckets; [0] is the head
-	n          int64         // packets queued
-	bytes      int64         // bytes queued
+	flows  []*fqcRefFlow // by bucket; nil: never used
+	seq    int64         // class changes so far (fqcRefFlow.entered)
+	memory int           // the preallocation Detail reports (doc.go)
+	// Classes are tracked only near the limits (doc.go): from above three
+	// quarters of either limit until the queue is at most half full and
+	// credit Dequeue calls have passed.
+	tracking        bool
+	credit          int64
+	onPkts, onBytes int64
+	flowsN          int   // Flows
+	nodes           int   // packet capacity + 1
+	newL, oldL      []int // buckets; [0] is the head
+	n               int64 // packets queued
+	bytes           int64 // bytes queued
 
 	callDrops     int         // CoDel drops in the current Dequeue call (the 256 cap)
 	callDropFlows int         // flows that dropped in the current call (coverage)
@@ -136,6 +145,9 @@ func fqcClass(b int64) int64 {
 // touch recomputes f's class after its backlog changed and, if it changed,
 // stamps the change with the next sequence number.
 func (m *fqcRef) touch(f *fqcRefFlow) {
+	if !m.tracking {
+		return
+	}
 	c := int64(0)
 	if len(f.q) > 0 {
 		c = fqcClass(f.bytes)
@@ -155,7 +167,7 @@ type fqcRefDrop struct {
 type fqcRefCoverage struct {
 	early, marks, ceMarks, overload, overloadBatches, refusedArrival,
 	refusedTooBig, refusedAbove, reconfigs, reentry, capHits, capMultiFlow, chargeCapped, byCount, lawSteps, maxCount,
-	lawInexact, resumes, verdicts, dequeues, emptyDequeues int
+	lawInexact, resumes, verdicts, dequeues, emptyDequeues, trackStarts, trackStops int
 }
 
 func (c *fqcRefCoverage) add(d fqcRefCoverage) {
@@ -180,6 +192,8 @@ func (c *fqcRefCoverage) add(d fqcRefCoverage) {
 	c.verdicts += d.verdicts
 	c.dequeues += d.dequeues
 	c.emptyDequeues += d.emptyDequeues
+	c.trackStarts += d.trackStarts
+	c.trackStops += d.trackStops
 }
 
 func newFQCRef(cfg CoDelConfig) *fqcRef {
@@ -209,6 +223,8 @@ func (m *fqcRef) configure(cfg CoDelConfig) {
 	// 241 4-byte stack heads, 40 bytes per packet node (uint64 payload).
 	m.memory = 64*m.flowsN + 32*m.flowsN + 512 + 241*4 + 40*m.nodes
 	m.limit, m.memLimit = int64(cfg.LimitPackets), int64(cfg.MemoryLimitBytes)
+	m.onPkts, m.onBytes = m.limit-m.limit/4, m.memLimit-m.memLimit/4
+	m.tracking, m.credit = false, 0
 	m.quantum, m.chargeCap = int64(cfg.QuantumBytes), 64*int64(cfg.QuantumBytes)
 	m.batch = cfg.DropBatchPackets
 	m.target, m.interval, m.mtu = int64(cfg.Target), int64(cfg.Interval), int64(cfg.MTUBytes)
@@ -248,7 +264,6 @@ func (m *fqcRef) enqueue(p aqm.Packet[uint64], bucket int, now int64) aqm.Verdic
 	f := m.flow(bucket)
 	f.q = append(f.q, p)
 	f.bytes += int64(p.Size)
-	m.touch(f)
 	m.n++
 	m.bytes += int64(p.Size)
 	if f.list == 0 {
@@ -256,6 +271,23 @@ func (m *fqcRef) enqueue(p aqm.Packet[uint64], bucket int, now int64) aqm.Verdic
 		f.deficit = m.quantum
 		m.newL = append(m.newL, bucket)
 		m.detail.NewFlowCount++
+		f.class = 0 // an idle flow has no class; touch gives it one
+	}
+	m.touch(f)
+	if !m.tracking && (m.n > m.onPkts || m.bytes > m.onBytes) {
+		// Start tracking classes: every listed flow, new list then old,
+		// enters its class in list order.
+		m.tracking = true
+		visited := int64(0)
+		for _, l := range [][]int{m.newL, m.oldL} {
+			for _, b := range l {
+				m.flows[b].class = 0
+				m.touch(m.flows[b])
+				visited++
+			}
+		}
+		m.credit = visited + 64
+		m.cov.trackStarts++
 	}
 	if m.n > m.limit || m.bytes > m.memLimit {
 		if m.overload(bucket) {
@@ -279,7 +311,7 @@ func (m *fqcRef) overload(arrival int) bool {
 	for m.n > m.limit || m.bytes > m.memLimit {
 		fat, cls, at := 0, int64(0), int64(0)
 		for b, f := range m.flows {
-			if f != nil && (f.class > cls || f.class == cls && f.entered > at) {
+			if f != nil && len(f.q) > 0 && (f.class > cls || f.class == cls && f.entered > at) {
 				fat, cls, at = b, f.class, f.entered
 			}
 		}
@@ -554,6 +586,15 @@ func (m *fqcRef) codelDequeue(f *fqcRefFlow, now int64) (aqm.Packet[uint64], boo
 // packet costs its size (at most 64 quanta) in credit.
 func (m *fqcRef) dequeue(now int64) (aqm.Packet[uint64], bool) {
 	m.callDrops, m.callDropFlows, m.lastDropFlow = 0, 0, nil
+	if m.tracking {
+		// Each Dequeue call pays one unit of the build; once it is paid
+		// for and the queue is at most half full, tracking stops.
+		m.credit = max(m.credit-1, 0)
+		if m.credit == 0 && m.n <= m.limit/2 && m.bytes <= m.memLimit/2 {
+			m.tracking = false
+			m.cov.trackStops++
+		}
+	}
 	for {
 		var list *[]int
 		fromNew := false
@@ -909,6 +950,8 @@ func TestCoDelReferenceRFC8290(t *testing.T) {
 	require.Greater(t, total.chargeCapped, 0, "deficit charge cap")
 	require.Greater(t, total.byCount, 0, "fattest flow by packets (zero bytes)")
 	require.Greater(t, total.resumes, 100, "marks inside the dropping loop")
+	require.Greater(t, total.trackStarts, 100, "class tracking started")
+	require.Greater(t, total.trackStops, 100, "class tracking stopped")
 }
 
 // TestCoDelReferenceLawFloat64 protects the zero tolerance of

@@ -44,9 +44,15 @@
 // leaves behind go stale and are skipped or compacted away later) and a
 // bitmap of the non-empty classes, so the chosen flow is the one that
 // entered the highest non-empty class last, found in O(1) amortised time per
-// arrival whatever the number of flows. This costs a compare per packet and,
-// when the class changes, one write to a stack whose top is in cache; no
-// other flow's state is touched.
+// arrival whatever the number of flows. The classes are kept only while
+// the queue is near its limits: when an arrival takes it above three
+// quarters of LimitPackets or of MemoryLimitBytes, the active flows enter
+// their classes in scheduling order (new list, then old list), and from
+// then on each packet costs a compare and, when its flow's class changes, a
+// write to a stack whose top is in cache; no other flow's state is touched.
+// Tracking stops at a Dequeue call that finds the queue at most half full
+// once as many Dequeue calls have passed as the start visited flows, plus
+// 64, which pays for the start. Below the limits a packet costs one test.
 //
 // # Parameters
 //
