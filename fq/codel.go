@@ -301,8 +301,8 @@ type CoDel[T any] struct {
 	// through pool; a flow's current entry sits on its class's stack, and
 	// older entries are stale (the flow's tag no longer points at them)
 	// until the fattest-flow search skips them or compact drops them.
-	pool    []cqEntry
-	top     uint32 // entries used in pool
+	pool []cqEntry
+	top  uint32 // entries used in pool
 	// The classes are kept only while the queue is near its limits
 	// (tracking): above three quarters of either limit they are built from
 	// the active flows, and they are dropped again once the queue is at
@@ -314,9 +314,9 @@ type CoDel[T any] struct {
 	onBytes  int
 	offPkts  int
 	offBytes int
-	heads   [cqClasses]uint32
-	classes [4]uint64 // bit c: stack c may hold a current entry
-	work    uint64    // stack entries and flows visited by overload bookkeeping (tests)
+	heads    [cqClasses]uint32
+	classes  [4]uint64 // bit c: stack c may hold a current entry
+	work     uint64    // stack entries and flows visited by overload bookkeeping (tests)
 
 	cfg    CoDelConfig
 	onDrop aqm.DropFunc[T]
