@@ -62,7 +62,7 @@ type CoDelConfig struct {
 	// LimitPackets is the most packets queued in all flows together; an
 	// arrival beyond it makes the queue drop from the fattest flow. Zero
 	// means [DefaultCoDelLimitPackets]; at most 2^24. Storage for this many
-	// packets (40 bytes each for a word-sized payload) is allocated up
+	// packets (32 bytes each for a word-sized payload) is allocated up
 	// front. A limit that holds more than a second of queue at the link's
 	// rate defeats the purpose of the AQM under unresponsive traffic; see
 	// [CoDelConfigForLink].
@@ -259,15 +259,28 @@ type cqFlow struct {
 	tag     uint32           // class | list | entry, see cqClassMask
 }
 
-// cqNode holds one queued packet and the index of the next one of its flow
-// (or of the next free node).
-type cqNode[T any] struct {
-	pkt  aqm.Packet[T]
-	next uint32
-}
-
 // cqEntry is one entry of a class stack: a flow and the entry below it.
 type cqEntry struct{ flow, next uint32 }
+
+// cqNode holds one queued packet, its fields laid out with the index of the
+// next packet of its flow (or of the next free node) so that a node is 32
+// bytes for a word-sized payload: two per cache line, none straddling two.
+type cqNode[T any] struct {
+	payload  T
+	enqueued aqm.Time
+	size     uint32
+	hash     uint32
+	next     uint32
+	ecn      aqm.ECN
+}
+
+func (nd *cqNode[T]) set(p *aqm.Packet[T]) {
+	nd.payload, nd.enqueued, nd.size, nd.hash, nd.ecn = p.Payload, p.Enqueued, p.Size, p.Hash, p.ECN
+}
+
+func (nd *cqNode[T]) packet() aqm.Packet[T] {
+	return aqm.Packet[T]{Payload: nd.payload, Meta: aqm.Meta{Size: nd.size, Hash: nd.hash, ECN: nd.ecn}, Enqueued: nd.enqueued}
+}
 
 type cqList struct{ head, tail uint32 }
 
@@ -354,8 +367,7 @@ func (q *CoDel[T]) build(cfg CoDelConfig, capacity int) {
 	}
 	// One node more than the limit: an arrival is added before the overload
 	// drop makes room (the arrival counts towards its flow's backlog).
-	q.nodes = make([]cqNode[T], capacity+1)
-	q.resetNodes()
+	q.makeNodes(capacity + 1)
 	q.pool = make([]cqEntry, cqPoolSize(cfg.Flows))
 	q.top = 0
 	for i := range q.heads {
@@ -375,11 +387,13 @@ func (q *CoDel[T]) build(cfg CoDelConfig, capacity int) {
 // compacting it is paid for by the pushes that filled it.
 func cqPoolSize(n int) int { return 4*n + 64 }
 
-func (q *CoDel[T]) resetNodes() {
+// makeNodes allocates n free packet nodes.
+func (q *CoDel[T]) makeNodes(n int) {
+	q.nodes = make([]cqNode[T], n)
 	for i := range q.nodes {
-		q.nodes[i] = cqNode[T]{next: uint32(i + 1)}
+		q.nodes[i].next = uint32(i + 1)
 	}
-	q.nodes[len(q.nodes)-1].next = cqNone
+	q.nodes[n-1].next = cqNone
 	q.free = 0
 }
 
@@ -438,7 +452,8 @@ func (q *CoDel[T]) push(f *cqFlow, p aqm.Packet[T]) {
 	i := q.free
 	nd := &q.nodes[i]
 	q.free = nd.next
-	nd.pkt, nd.next = p, cqNone
+	nd.set(&p)
+	nd.next = cqNone
 	if f.head == cqNone {
 		f.head = i
 	} else {
@@ -454,10 +469,9 @@ func (q *CoDel[T]) push(f *cqFlow, p aqm.Packet[T]) {
 func (q *CoDel[T]) pop(f *cqFlow) aqm.Packet[T] {
 	i := f.head
 	nd := &q.nodes[i]
-	p := nd.pkt
+	p := nd.packet()
 	f.head = nd.next
-	nd.pkt = aqm.Packet[T]{}
-	nd.next = q.free
+	*nd = cqNode[T]{next: q.free}
 	q.free = i
 	q.used--
 	f.bytes -= p.Size
@@ -633,9 +647,7 @@ func (q *CoDel[T]) EnqueueBatch(ps []aqm.Packet[T], vs []aqm.Verdict, now aqm.Ti
 		j := q.free
 		nd := &q.nodes[j]
 		q.free = nd.next
-		nd.pkt = *p
-		nd.pkt.ECN &= aqm.ECNMask
-		nd.pkt.Enqueued = now
+		nd.payload, nd.enqueued, nd.size, nd.hash, nd.ecn = p.Payload, now, size, p.Hash, p.ECN&aqm.ECNMask
 		nd.next = cqNone
 		if f.head == cqNone {
 			f.head = j
@@ -867,7 +879,7 @@ type CoDelDetail struct {
 	MemoryUsage int
 	// MemoryBytes is the memory the queue's configuration preallocated: 64
 	// bytes per flow, 32 bytes per flow of overload bookkeeping and one node
-	// per packet of LimitPackets+1 (the packet plus a 4-byte link, padded).
+	// per packet of LimitPackets+1 (the packet plus a 4-byte link).
 	MemoryBytes int
 }
 
@@ -967,17 +979,16 @@ func (q *CoDel[T]) Reconfigure(cfg CoDelConfig) error {
 	need := max(cfg.LimitPackets, q.used)
 	if cfg.Flows == q.cfg.Flows && cfg.Seed == q.cfg.Seed {
 		if need+1 > len(q.nodes) || cfg.LimitPackets+1 < len(q.nodes) {
-			old := q.nodes
-			q.nodes = make([]cqNode[T], need+1)
-			q.resetNodes()
+			oldNodes := q.nodes
+			q.makeNodes(need + 1)
 			used, backlog := q.used, q.backlog
 			for i := range q.flows {
 				f := &q.flows[i]
 				h := f.head
 				f.head, f.tail = cqNone, cqNone
 				bytes := f.bytes
-				for ; h != cqNone; h = old[h].next {
-					q.push(f, old[h].pkt)
+				for ; h != cqNone; h = oldNodes[h].next {
+					q.push(f, oldNodes[h].packet())
 				}
 				f.bytes = bytes
 			}
@@ -994,7 +1005,7 @@ func (q *CoDel[T]) Reconfigure(cfg CoDelConfig) error {
 	// flows (which are empty).
 	move := func(i uint32) {
 		for h := old.flows[i].head; h != cqNone; h = old.nodes[h].next {
-			p := old.nodes[h].pkt
+			p := old.nodes[h].packet()
 			idx := q.bucket(p.Hash)
 			nf := &q.flows[idx]
 			q.push(nf, p)

@@ -336,10 +336,10 @@ func TestCoDelDetailMetrics(t *testing.T) {
 	}
 	require.Equal(t, want, got)
 	require.NotZero(t, d.DropOverlimit)
-	// 64 + 32 bytes per flow, 40 per packet node (limit + 1), the stack heads.
-	require.Equal(t, 96*16+512+241*4+40*9, d.MemoryBytes)
+	// 64 + 32 bytes per flow, 32 per packet node (limit + 1), the stack heads.
+	require.Equal(t, 96*16+512+241*4+32*9, d.MemoryBytes)
 	big, _ := NewCoDel[uint64](CoDelConfig{Seed: 1, Flows: 65536}, nil)
-	require.Equal(t, 96*65536+512+241*4+40*10241, big.Detail().MemoryBytes)
+	require.Equal(t, 96*65536+512+241*4+32*10241, big.Detail().MemoryBytes)
 	for range d.Metrics() {
 		break // stopping early is allowed
 	}

@@ -220,8 +220,8 @@ func (m *fqcRef) configure(cfg CoDelConfig) {
 		m.nodes = int(need) + 1
 	}
 	// 64 bytes per flow, 32 per flow (and 512 more) of overload entries,
-	// 241 4-byte stack heads, 40 bytes per packet node (uint64 payload).
-	m.memory = 64*m.flowsN + 32*m.flowsN + 512 + 241*4 + 40*m.nodes
+	// 241 4-byte stack heads, 32 bytes per packet node (a uint64 payload).
+	m.memory = 64*m.flowsN + 32*m.flowsN + 512 + 241*4 + 32*m.nodes
 	m.limit, m.memLimit = int64(cfg.LimitPackets), int64(cfg.MemoryLimitBytes)
 	m.onPkts, m.onBytes = m.limit-m.limit/4, m.memLimit-m.memLimit/4
 	m.tracking, m.credit = false, 0
