@@ -479,12 +479,10 @@ func (q *CoDel[T]) pop(f *cqFlow) aqm.Packet[T] {
 	return p
 }
 
-// reclass updates flow idx's class after its backlog changed: the common
-// case, an unchanged class, is one compare.
+// reclass updates flow idx's class after its backlog changed, while
+// tracking (callers test q.tracking first, so the untracked path stays one
+// inlined test).
 func (q *CoDel[T]) reclass(f *cqFlow, idx uint32) {
-	if !q.tracking {
-		return
-	}
 	c := uint32(0)
 	if f.head != cqNone {
 		c = cqClass(f.bytes)
@@ -603,12 +601,29 @@ func (q *CoDel[T]) Enqueue(p aqm.Packet[T], now aqm.Time) aqm.Verdict {
 	}
 	idx := q.bucket(p.Hash)
 	f := &q.flows[idx]
-	q.push(f, p) // a free node: there are limit+1 and used ≤ limit
+	// Append p to its flow. A node is free: there are limit+1 and used ≤
+	// limit.
+	i := q.free
+	nd := &q.nodes[i]
+	q.free = nd.next
+	nd.set(&p)
+	nd.next = cqNone
+	if f.head == cqNone {
+		f.head = i
+	} else {
+		q.nodes[f.tail].next = i
+	}
+	f.tail = i
+	q.used++
+	f.bytes += p.Size
+	q.backlog += int(p.Size)
 	if f.tag&cqListMask == cqInactive<<cqListShift {
 		q.activate(f, idx)
 		q.d.NewFlowCount++
 	}
-	q.reclass(f, idx)
+	if q.tracking {
+		q.reclass(f, idx)
+	}
 	if !q.tracking && (q.used > q.onPkts || q.backlog > q.onBytes) {
 		q.startTracking()
 	}
@@ -662,7 +677,9 @@ func (q *CoDel[T]) EnqueueBatch(ps []aqm.Packet[T], vs []aqm.Verdict, now aqm.Ti
 			q.activate(f, idx)
 			q.d.NewFlowCount++
 		}
-		q.reclass(f, idx)
+		if q.tracking {
+			q.reclass(f, idx)
+		}
 		q.stats.NoteSize(size)
 		q.stats.Enqueued.Add(size)
 		vs[i] = aqm.Enqueued
@@ -683,7 +700,7 @@ func (q *CoDel[T]) overload(arrival uint32, memory bool) bool {
 		for {
 			if fat == arrival && f.head == f.tail { // only the arrival is left
 				q.pop(f)
-				q.reclass(f, fat)
+				q.reclass(f, fat) // overload runs only while tracking
 				q.bumpCount(f, dropped, memory)
 				return true
 			}
@@ -698,7 +715,7 @@ func (q *CoDel[T]) overload(arrival uint32, memory bool) bool {
 				break
 			}
 		}
-		q.reclass(f, fat)
+		q.reclass(f, fat) // overload runs only while tracking
 		q.bumpCount(f, dropped, memory)
 	}
 	return false
@@ -751,7 +768,9 @@ func (q *CoDel[T]) Dequeue(now aqm.Time) (p aqm.Packet[T], ok bool) {
 		}
 		for f.head != cqNone {
 			p = q.pop(f)
-			q.reclass(f, idx)
+			if q.tracking {
+				q.reclass(f, idx)
+			}
 			guard := int(f.bytes)
 			if q.global {
 				guard = q.backlog
