@@ -100,6 +100,7 @@ func TestCoDelPresetUnresponsiveFlow(t *testing.T) {
 	var acks []ack
 	var respWorst, cbrWorst time.Duration
 	var respBytes, cbrSent, seq uint64
+	maxBacklog := 0
 	nextCBR, linkFree := aqm.Time(0), aqm.Time(0)
 	for now = 0; now < end; now += dt {
 		for len(acks) > 0 && acks[0].at <= now {
@@ -125,7 +126,7 @@ func TestCoDelPresetUnresponsiveFlow(t *testing.T) {
 			q.Enqueue(aqm.Packet[uint64]{Payload: seq, Meta: aqm.Meta{Size: size, Hash: 2}}, now)
 			nextCBR += aqm.Time(rate.TxTime(size) / 2)
 		}
-		require.LessOrEqual(t, q.Backlog(), cfg.MemoryLimitBytes)
+		maxBacklog = max(maxBacklog, q.Backlog())
 		if linkFree > now {
 			continue
 		}
@@ -153,6 +154,7 @@ func TestCoDelPresetUnresponsiveFlow(t *testing.T) {
 	t.Logf("responsive: worst delay %v, share %.2f; unresponsive: worst delay %v (bound %v); %d sent, %d overload drops",
 		respWorst, share, cbrWorst, drain, cbrSent, q.Detail().DropOverlimit)
 	require.Less(t, respWorst, 20*time.Millisecond)
+	require.LessOrEqual(t, maxBacklog, cfg.MemoryLimitBytes)
 	require.Less(t, cbrWorst, drain)
 	require.Greater(t, share, 0.4)
 }
@@ -214,6 +216,7 @@ func TestCoDelBatchMatchesLoop(t *testing.T) {
 					require.Equal(t, bufB[:kb], bufA[:ka], "op %d", op)
 				}
 				require.Equal(t, gotB, gotA, "op %d", op)
+				gotA, gotB = gotA[:0], gotB[:0]
 				require.Equal(t, b.Stats(), a.Stats(), "op %d", op)
 				require.Equal(t, b.Detail(), a.Detail(), "op %d", op)
 			}
