@@ -307,6 +307,39 @@ func TestCoDelTimeGlitch(t *testing.T) {
 	}
 }
 
+// TestCoDelTimeGlitchStanding protects CoDel's control of a standing queue
+// across a far-future reading: a flow holding 100 packets is read at
+// now+2^62 (which sets its deadline, then its drop schedule, far ahead),
+// then offered twice what it can send for 3 s at normal time; it must be
+// signalled as often as on a queue that saw no glitch.
+func TestCoDelTimeGlitchStanding(t *testing.T) {
+	run := func(glitch int) uint64 {
+		q, err := NewCoDel[uint64](CoDelConfig{Seed: 5, Flows: 64, DisableECN: true}, nil)
+		require.NoError(t, err)
+		now := ct0
+		for i := range 100 {
+			q.Enqueue(cpkt(uint64(i), 1500, 1), now)
+		}
+		for g := range glitch {
+			q.Dequeue(now + 1<<62 + aqm.Time(g)*aqm.Time(time.Second))
+		}
+		for i := range 30000 {
+			now += aqm.Time(100 * time.Microsecond)
+			q.Enqueue(cpkt(uint64(i), 1500, 1), now)
+			if i%2 == 0 {
+				q.Dequeue(now)
+			}
+		}
+		return q.Stats().DroppedEarly.Packets
+	}
+	control := run(0)
+	require.Greater(t, control, uint64(100))
+	for glitch := 1; glitch <= 2; glitch++ {
+		got := run(glitch)
+		require.GreaterOrEqual(t, got, control*9/10, "glitch readings %d", glitch)
+	}
+}
+
 // TestCoDelDetailMetrics protects the exported metrics: unique tc-like
 // names, one per Detail value, each equal to the value it names, and the
 // preallocated memory reported and growing with the configuration.
