@@ -2,11 +2,13 @@ package fq
 
 import (
 	"errors"
+	"iter"
+	"math/bits"
 	"time"
+	"unsafe"
 
 	"github.com/aqmkit/aqmkit/aqm"
 	"github.com/aqmkit/aqmkit/codel"
-	"github.com/aqmkit/aqmkit/internal/pktlist"
 	"github.com/aqmkit/aqmkit/internal/rng"
 )
 
@@ -44,20 +46,31 @@ const (
 
 // CoDelConfig configures an FQ-CoDel queue ([CoDel]). The zero value is
 // RFC 8290's FQ-CoDel: 1024 flows, 10240 packets, quantum 1514 bytes, CoDel
-// with target 5 ms, interval 100 ms and ECN, and Linux's batch overload drop
-// and 32 MiB memory limit.
+// with target 5 ms, interval 100 ms and ECN, Linux's batch overload drop
+// and 32 MiB memory limit, and a hash key drawn from crypto/rand.
+//
+// The default limits suit a fast link (10 Gb/s). On a slower one they hold
+// far more than a second of queue, and an unresponsive flow, which CoDel's
+// drops do not slow down, can fill them and keep that delay standing: use
+// [CoDelConfigForLink] to size the limits for the link's rate.
 type CoDelConfig struct {
 	// Flows is the number of flow queues packets are hashed into. Zero means
-	// [DefaultCoDelFlows]; at most 65536. Storage of 64 bytes per flow plus
-	// 4 bytes of backlog is allocated up front.
+	// [DefaultCoDelFlows]; at most 65536. Each takes 64 bytes, plus 32
+	// bytes of overload bookkeeping, allocated up front (see
+	// [CoDelDetail.MemoryBytes]).
 	Flows int
 	// LimitPackets is the most packets queued in all flows together; an
 	// arrival beyond it makes the queue drop from the fattest flow. Zero
-	// means [DefaultCoDelLimitPackets]; at most 2^24.
+	// means [DefaultCoDelLimitPackets]; at most 2^24. Storage for this many
+	// packets (32 bytes each for a word-sized payload) is allocated up
+	// front. A limit that holds more than a second of queue at the link's
+	// rate defeats the purpose of the AQM under unresponsive traffic; see
+	// [CoDelConfigForLink].
 	LimitPackets int
 	// MemoryLimitBytes is the most bytes (sum of Size) queued in all flows;
 	// beyond it the queue drops from the fattest flow. A packet larger than
 	// it is refused. Zero means [DefaultCoDelMemoryLimitBytes]; at most 2^31.
+	// Like LimitPackets it should hold well under a second at the link rate.
 	MemoryLimitBytes int
 	// QuantumBytes is the DRR quantum: the bytes a flow may send per round.
 	// Zero means [DefaultCoDelQuantumBytes]; in [256, 2^20].
@@ -90,14 +103,28 @@ type CoDelConfig struct {
 	// which Linux omits).
 	KeepCountOnOverload bool
 	// Seed keys the hash that maps Packet.Hash to a flow queue, so that a
-	// sender who does not know the seed cannot aim hash collisions at a
-	// victim flow (RFC 8290 section 4.1's random salt). Draw it from a
-	// random source (crypto/rand) in production; the same seed gives the
-	// same mapping and so the same decisions.
+	// sender who does not know it cannot aim hash collisions at a victim
+	// flow (RFC 8290 section 4.1's random salt). Zero, the default and the
+	// right choice in production, draws a secret key from crypto/rand, so
+	// two queues map flows differently; a fixed seed gives the same mapping
+	// and so the same decisions every run, for tests and simulations.
 	Seed uint64
 }
 
-func (c *CoDelConfig) codel() codel.Config {
+// CoDelConfigForLink returns the FQ-CoDel configuration for a link of the
+// given rate carrying flows whose round-trip time is about rtt (zero means
+// [aqm.DefaultRTT]): LimitPackets and MemoryLimitBytes hold
+// [aqm.Rate.BufferBytes] (four round trips at the rate, between 64 KiB and
+// 32 MiB), and every other field keeps its default. At 8 Mb/s and 100 ms
+// that is 400 kB and 265 full-size packets.
+func CoDelConfigForLink(rate aqm.Rate, rtt time.Duration) CoDelConfig {
+	return CoDelConfig{
+		LimitPackets:     rate.BufferPackets(rtt),
+		MemoryLimitBytes: rate.BufferBytes(rtt),
+	}
+}
+
+func (c CoDelConfig) codel() codel.Config {
 	return codel.Config{
 		Target: c.Target, Interval: c.Interval, MTUBytes: c.MTUBytes, DisableECN: c.DisableECN,
 		CEThreshold: c.CEThreshold, CEThresholdECT1Only: c.CEThresholdECT1Only,
@@ -105,9 +132,10 @@ func (c *CoDelConfig) codel() codel.Config {
 	}
 }
 
-// Validate applies the defaults to the zero fields and reports every field
-// that is out of range, one [aqm.ConfigError] each, joined.
-func (c *CoDelConfig) Validate() error {
+// Validate reports every field that is out of range, one [aqm.ConfigError]
+// each, joined; the error wraps [aqm.ErrInvalidConfig]. It does not change
+// c: zero fields are valid and mean their defaults.
+func (c CoDelConfig) Validate() error {
 	var errs []error
 	bad := func(field string, v any, rule string) {
 		errs = append(errs, &aqm.ConfigError{Pkg: "fq", Field: field, Value: v, Rule: rule})
@@ -127,16 +155,34 @@ func (c *CoDelConfig) Validate() error {
 	if c.DropBatchPackets < 0 || c.DropBatchPackets > maxCoDelBatch {
 		bad("DropBatchPackets", c.DropBatchPackets, "must be in [0, 65536]")
 	}
-	cc := c.codel()
+	cc := c.codel() // a copy: package codel's check may fill in its defaults
+	named := false  // whether package codel named Target
 	if err := cc.Validate(); err != nil {
-		for _, err := range err.(interface{ Unwrap() []error }).Unwrap() {
+		var list []error
+		if u, ok := err.(interface{ Unwrap() []error }); ok {
+			list = u.Unwrap()
+		} else {
+			list = []error{err}
+		}
+		for _, err := range list {
 			var ce *aqm.ConfigError
 			if errors.As(err, &ce) {
 				bad(ce.Field, ce.Value, ce.Rule)
+				named = named || ce.Field == "Target"
 			}
 		}
 	}
-	c.Target, c.Interval, c.MTUBytes = cc.Target, cc.Interval, cc.MTUBytes
+	// A Target no Interval can exceed is bad on its own, whatever Interval
+	// is (package codel may report it only through Interval).
+	if !named && c.Target >= codel.MaxInterval {
+		bad("Target", c.Target, "must be less than Interval, which is at most "+codel.MaxInterval.String())
+	}
+	return errors.Join(errs...)
+}
+
+// withDefaults returns c with every zero field that has a default set to it
+// (the seed is left alone: NewCoDel draws it).
+func (c CoDelConfig) withDefaults() CoDelConfig {
 	if c.Flows == 0 {
 		c.Flows = DefaultCoDelFlows
 	}
@@ -152,63 +198,149 @@ func (c *CoDelConfig) Validate() error {
 	if c.DropBatchPackets == 0 {
 		c.DropBatchPackets = DefaultCoDelDropBatchPackets
 	}
-	return errors.Join(errs...)
+	if c.Target == 0 {
+		c.Target = codel.DefaultTarget
+	}
+	if c.Interval == 0 {
+		c.Interval = codel.DefaultInterval
+	}
+	if c.MTUBytes == 0 {
+		c.MTUBytes = codel.DefaultMTUBytes
+	}
+	return c
 }
 
-// cqNone is the nil index of the flow lists.
+// cqNone is the nil index of the flow lists and packet nodes.
 const cqNone = ^uint32(0)
 
-// Which list a flow is on.
+// Which DRR list a flow is on (bits 8-9 of cqFlow.tag).
 const (
 	cqInactive = iota
 	cqNew
 	cqOld
 )
 
-// cqFlow is one flow queue: its packets, its DRR credit, its link in the
-// new or old list and its CoDel state. 64 bytes, one cache line
+// A flow's tag packs its backlog class (bits 0-7), its list (bits 8-9) and
+// the index of its entry in the class stacks (bits 10-31; cqNoEntry when its
+// class is 0). The entry pool holds at most 4*65536+64 entries, below 2^22.
+const (
+	cqClassMask = 0xff
+	cqListShift = 8
+	cqListMask  = 3 << cqListShift
+	cqEntShift  = 10
+	cqNoEntry   = 1<<22 - 1
+	// cqClasses is the number of backlog classes: 0 (empty) and 1..240.
+	cqClasses = 241
+)
+
+// cqClass returns the overload class of a non-empty flow holding b bytes:
+// 1 + b below 16 bytes, and above that a floating-point-like code with three
+// mantissa bits, 1 + 8e + (b >> e) where e = bits.Len32(b) - 4. It never
+// decreases with b, and two backlogs in one class differ by less than a
+// ninth of the larger: [m·2^e, (m+1)·2^e) with m in [8, 16).
+func cqClass(b uint32) uint32 {
+	if b < 16 {
+		return b + 1
+	}
+	e := uint32(bits.Len32(b)) - 4
+	return 8*e + b>>e + 1
+}
+
+// cqFlow is one flow queue: its packets, byte backlog, DRR credit, list
+// link and list, overload class and CoDel state. 64 bytes, one cache line
 // (TestCoDelFlowSize).
 type cqFlow struct {
 	cv      codel.Controller // 40 bytes
-	q       pktlist.List     // 12 bytes
+	head    uint32           // oldest packet's node, cqNone if empty
+	tail    uint32           // newest packet's node
+	bytes   uint32           // byte backlog
 	deficit int32            // DRR credit in bytes
-	next    uint32           // next flow on the same list
-	list    uint8            // cqInactive, cqNew or cqOld
+	next    uint32           // next flow on the same DRR list
+	tag     uint32           // class | list | entry, see cqClassMask
+}
+
+// cqEntry is one entry of a class stack: a flow and the entry below it.
+type cqEntry struct{ flow, next uint32 }
+
+// cqNode holds one queued packet, its fields laid out with the index of the
+// next packet of its flow (or of the next free node) so that a node is 32
+// bytes for a word-sized payload: two per cache line, none straddling two.
+type cqNode[T any] struct {
+	payload  T
+	enqueued aqm.Time
+	size     uint32
+	hash     uint32
+	next     uint32
+	ecn      aqm.ECN
+}
+
+func (nd *cqNode[T]) set(p *aqm.Packet[T]) {
+	nd.payload, nd.enqueued, nd.size, nd.hash, nd.ecn = p.Payload, p.Enqueued, p.Size, p.Hash, p.ECN
+}
+
+func (nd *cqNode[T]) packet() aqm.Packet[T] {
+	return aqm.Packet[T]{Payload: nd.payload, Meta: aqm.Meta{Size: nd.size, Hash: nd.hash, ECN: nd.ecn}, Enqueued: nd.enqueued}
 }
 
 type cqList struct{ head, tail uint32 }
 
 // CoDel is FQ-CoDel (RFC 8290): packets are hashed into flow queues, each
 // with its own CoDel controller, served by deficit round robin with priority
-// for new (sparse) flows. It implements [aqm.Queue]. It is not safe for
-// concurrent use.
+// for new (sparse) flows. It implements [aqm.Queue] and [aqm.BatchQueue].
+// It is not safe for concurrent use.
 type CoDel[T any] struct {
-	flows    []cqFlow
-	backlogs []uint32 // bytes per flow, dense for the fattest-flow scan
-	slab     *pktlist.Slab[T]
-	newL     cqList
-	oldL     cqList
-	nNew     int
-	nOld     int
-	key0     uint64
-	key1     uint64
-	nflows   uint64
-	backlog  int
-	limit    int
-	memLimit int
-	quantum  int32
-	charge   uint32 // most bytes one packet costs its deficit
-	batch    int
-	global   bool
-	keep     bool
-	cp       codel.Params
-	cfg      CoDelConfig
-	onDrop   aqm.DropFunc[T]
-	stats    aqm.Stats
-	d        CoDelDetail // counters; the gauges are filled in by Detail
+	flows   []cqFlow
+	nodes   []cqNode[T]
+	free    uint32 // head of the free node list
+	used    int    // packets queued
+	newL    cqList
+	oldL    cqList
+	nNew    int
+	nOld    int
+	key0    uint64
+	key1    uint64
+	nflows  uint64
+	backlog int
+	limit   int
+	memLim  int
+	quantum int32
+	charge  uint32 // most bytes one packet costs its deficit
+	batch   int
+	global  bool
+	keep    bool
+	cp      codel.Params
+
+	// Overload bookkeeping: one stack of entries per backlog class, linked
+	// through pool; a flow's current entry sits on its class's stack, and
+	// older entries are stale (the flow's tag no longer points at them)
+	// until the fattest-flow search skips them or compact drops them.
+	pool []cqEntry
+	top  uint32 // entries used in pool
+	// The classes are kept only while the queue is near its limits
+	// (tracking): above three quarters of either limit they are built from
+	// the active flows, and they are dropped again once the queue is at
+	// most half full and as many Dequeue calls as the build visited flows
+	// (plus 64) have passed, which pays for the build.
+	tracking bool
+	credit   int
+	onPkts   int
+	onBytes  int
+	offPkts  int
+	offBytes int
+	heads    [cqClasses]uint32
+	classes  [4]uint64 // bit c: stack c may hold a current entry
+	work     uint64    // stack entries and flows visited by overload bookkeeping (tests)
+
+	cfg    CoDelConfig
+	onDrop aqm.DropFunc[T]
+	stats  aqm.Stats
+	d      CoDelDetail // counters; the gauges are filled in by Detail
 }
 
-var _ aqm.Queue[int] = (*CoDel[int])(nil)
+var (
+	_ aqm.Queue[int]      = (*CoDel[int])(nil)
+	_ aqm.BatchQueue[int] = (*CoDel[int])(nil)
+)
 
 // NewCoDel returns an empty FQ-CoDel queue. onDrop receives the packets that
 // CoDel drops at dequeue ([aqm.DroppedEarly]) and those the overload dropper
@@ -218,38 +350,69 @@ func NewCoDel[T any](cfg CoDelConfig, onDrop aqm.DropFunc[T]) (*CoDel[T], error)
 	if err := cfg.Validate(); err != nil {
 		return nil, err
 	}
+	cfg = cfg.withDefaults()
+	cfg.Seed = rng.SeedOrRandom(cfg.Seed)
 	q := &CoDel[T]{onDrop: onDrop}
 	q.build(cfg, cfg.LimitPackets)
 	return q, nil
 }
 
-// build (re)allocates the flow table and slab for cfg, empty.
+// build (re)allocates the flow table, nodes and class stacks for cfg
+// (defaults applied, seed drawn), empty.
 func (q *CoDel[T]) build(cfg CoDelConfig, capacity int) {
 	q.flows = make([]cqFlow, cfg.Flows)
 	for i := range q.flows {
-		q.flows[i].q = pktlist.Empty
+		q.flows[i].head, q.flows[i].tail = cqNone, cqNone
+		q.flows[i].tag = cqNoEntry << cqEntShift
 	}
-	q.backlogs = make([]uint32, cfg.Flows)
 	// One node more than the limit: an arrival is added before the overload
 	// drop makes room (the arrival counts towards its flow's backlog).
-	q.slab = pktlist.New[T](capacity + 1)
+	q.makeNodes(capacity + 1)
+	q.pool = make([]cqEntry, cqPoolSize(cfg.Flows))
+	q.top = 0
+	for i := range q.heads {
+		q.heads[i] = cqNone
+	}
+	q.classes = [4]uint64{}
 	q.newL, q.oldL = cqList{cqNone, cqNone}, cqList{cqNone, cqNone}
-	q.nNew, q.nOld, q.backlog = 0, 0, 0
+	q.nNew, q.nOld, q.backlog, q.used = 0, 0, 0, 0
 	src := rng.New(cfg.Seed)
 	q.key0, q.key1 = src.Uint64(), src.Uint64()|1
 	q.nflows = uint64(cfg.Flows)
 	q.apply(cfg)
 }
 
+// cqPoolSize is the number of class-stack entries for n flows: at most n
+// are current, so a full pool is at least three quarters stale and
+// compacting it is paid for by the pushes that filled it.
+func cqPoolSize(n int) int { return 4*n + 64 }
+
+// makeNodes allocates n free packet nodes.
+func (q *CoDel[T]) makeNodes(n int) {
+	q.nodes = make([]cqNode[T], n)
+	for i := range q.nodes {
+		q.nodes[i].next = uint32(i + 1)
+	}
+	q.nodes[n-1].next = cqNone
+	q.free = 0
+}
+
 func (q *CoDel[T]) apply(cfg CoDelConfig) {
 	q.cfg = cfg
-	q.limit, q.memLimit = cfg.LimitPackets, cfg.MemoryLimitBytes
+	q.limit, q.memLim = cfg.LimitPackets, cfg.MemoryLimitBytes
 	q.quantum = int32(cfg.QuantumBytes)
 	q.charge = uint32(cfg.QuantumBytes) * cqChargeQuanta
 	q.batch = cfg.DropBatchPackets
+	q.onPkts, q.onBytes = q.limit-q.limit/4, q.memLim-q.memLim/4
+	q.offPkts, q.offBytes = q.limit/2, q.memLim/2
+	q.tracking, q.credit = false, 0
 	q.global, q.keep = cfg.GlobalBacklogGuard, cfg.KeepCountOnOverload
 	q.cp = cfg.codel().ControllerParams()
 }
+
+// Config returns the configuration in effect, every default filled in and
+// Seed the key in use (the one drawn from crypto/rand if none was given).
+func (q *CoDel[T]) Config() CoDelConfig { return q.cfg }
 
 // bucket maps a flow hash to a flow queue: the hash is mixed with the
 // instance's secret 128-bit key (add, then the SplitMix64 finaliser, then a
@@ -282,10 +445,148 @@ func (q *CoDel[T]) popHead(l *cqList) uint32 {
 	return i
 }
 
+func setList(f *cqFlow, l uint32) { f.tag = f.tag&^cqListMask | l<<cqListShift }
+
+// push appends p to flow f; the caller has checked that a node is free.
+func (q *CoDel[T]) push(f *cqFlow, p aqm.Packet[T]) {
+	i := q.free
+	nd := &q.nodes[i]
+	q.free = nd.next
+	nd.set(&p)
+	nd.next = cqNone
+	if f.head == cqNone {
+		f.head = i
+	} else {
+		q.nodes[f.tail].next = i
+	}
+	f.tail = i
+	q.used++
+	f.bytes += p.Size
+	q.backlog += int(p.Size)
+}
+
+// pop removes the oldest packet of the non-empty flow f.
+func (q *CoDel[T]) pop(f *cqFlow) aqm.Packet[T] {
+	i := f.head
+	nd := &q.nodes[i]
+	p := nd.packet()
+	f.head = nd.next
+	*nd = cqNode[T]{next: q.free}
+	q.free = i
+	q.used--
+	f.bytes -= p.Size
+	q.backlog -= int(p.Size)
+	return p
+}
+
+// reclass updates flow idx's class after its backlog changed, while
+// tracking (callers test q.tracking first, so the untracked path stays one
+// inlined test).
+func (q *CoDel[T]) reclass(f *cqFlow, idx uint32) {
+	c := uint32(0)
+	if f.head != cqNone {
+		c = cqClass(f.bytes)
+	}
+	if c != f.tag&cqClassMask {
+		q.enterClass(f, idx, c)
+	}
+}
+
+// enterClass moves flow idx to class c: its old entry goes stale, and a
+// non-empty flow gets a new entry on top of stack c.
+func (q *CoDel[T]) enterClass(f *cqFlow, idx, c uint32) {
+	if c == 0 {
+		f.tag = f.tag&cqListMask | cqNoEntry<<cqEntShift
+		return
+	}
+	if q.top == uint32(len(q.pool)) {
+		q.compact()
+	}
+	e := q.top
+	q.top++
+	q.pool[e] = cqEntry{flow: idx, next: q.heads[c]}
+	q.heads[c] = e
+	q.classes[c>>6] |= 1 << (c & 63)
+	f.tag = f.tag&cqListMask | e<<cqEntShift | c
+}
+
+// startTracking builds the class stacks from the active flows, new list
+// then old list, in list order.
+func (q *CoDel[T]) startTracking() {
+	q.tracking = true
+	q.top = 0
+	for i := range q.heads {
+		q.heads[i] = cqNone
+	}
+	q.classes = [4]uint64{}
+	visited := 0
+	for _, l := range [2]*cqList{&q.newL, &q.oldL} {
+		for i := l.head; i != cqNone; i = q.flows[i].next {
+			f := &q.flows[i]
+			f.tag &= cqListMask
+			f.tag |= cqNoEntry << cqEntShift
+			q.reclass(f, i)
+			visited++
+		}
+	}
+	q.work += uint64(visited)
+	q.credit = visited + 64
+}
+
+// compact drops the stale entries of the pool, keeping the current ones in
+// their order (the pool is in push order), and rebuilds the stacks.
+func (q *CoDel[T]) compact() {
+	w := uint32(0)
+	for i := range q.top {
+		e := q.pool[i]
+		f := &q.flows[e.flow]
+		if f.tag>>cqEntShift == i {
+			q.pool[w].flow = e.flow
+			f.tag = f.tag&(cqListMask|cqClassMask) | w<<cqEntShift
+			w++
+		}
+	}
+	q.work += uint64(q.top)
+	q.top = w
+	for i := range q.heads {
+		q.heads[i] = cqNone
+	}
+	q.classes = [4]uint64{}
+	for i := range w {
+		c := q.flows[q.pool[i].flow].tag & cqClassMask
+		q.pool[i].next = q.heads[c]
+		q.heads[c] = i
+		q.classes[c>>6] |= 1 << (c & 63)
+	}
+}
+
+// fattest returns the flow to drop from on overload: one in the highest
+// non-empty backlog class, the one that entered that class last. The queue
+// must not be empty. Stale entries met on the way are unlinked for good, so
+// the search costs O(1) amortised over the pushes.
+func (q *CoDel[T]) fattest() uint32 {
+	for w := 3; w >= 0; w-- {
+		for q.classes[w] != 0 {
+			c := uint32(w<<6 + bits.Len64(q.classes[w]) - 1)
+			for e := q.heads[c]; e != cqNone; e = q.pool[e].next {
+				q.work++
+				fl := q.pool[e].flow
+				if q.flows[fl].tag>>cqEntShift == e {
+					q.heads[c] = e
+					return fl
+				}
+			}
+			q.heads[c] = cqNone
+			q.classes[w] &^= 1 << (c & 63)
+		}
+	}
+	panic("fq: overload with an empty queue")
+}
+
 // Enqueue classifies p into its flow and appends it. A flow that was not
 // on a list joins the tail of the new-flows list with a full quantum. If the
 // packet or byte limit is then exceeded, packets are dropped from the head
-// of the flow with the largest byte backlog (see [CoDelConfig]); they reach
+// of the fattest flow (see [CoDelConfig] and the package doc); they reach
 // the DropFunc as [aqm.DroppedOverlimit] and the arrival is accepted, unless
 // it was the last packet of that flow: then it is refused. A packet larger
 // than MemoryLimitBytes is refused, and so is every arrival while a
@@ -294,21 +595,40 @@ func (q *CoDel[T]) Enqueue(p aqm.Packet[T], now aqm.Time) aqm.Verdict {
 	p.ECN &= aqm.ECNMask
 	p.Enqueued = now
 	q.stats.NoteSize(p.Size)
-	if int64(p.Size) > int64(q.memLimit) || q.slab.Used() > q.limit || q.backlog > q.memLimit {
+	if int64(p.Size) > int64(q.memLim) || q.used > q.limit || q.backlog > q.memLim {
 		q.stats.CountDrop(aqm.DroppedOverlimit, p.Size, false)
 		return aqm.DroppedOverlimit
 	}
 	idx := q.bucket(p.Hash)
 	f := &q.flows[idx]
-	q.slab.PushBack(&f.q, p) // a free node: the slab holds limit+1 packets and Used ≤ limit
-	q.backlogs[idx] += p.Size
+	// Append p to its flow. A node is free: there are limit+1 and used ≤
+	// limit.
+	i := q.free
+	nd := &q.nodes[i]
+	q.free = nd.next
+	nd.set(&p)
+	nd.next = cqNone
+	if f.head == cqNone {
+		f.head = i
+	} else {
+		q.nodes[f.tail].next = i
+	}
+	f.tail = i
+	q.used++
+	f.bytes += p.Size
 	q.backlog += int(p.Size)
-	if f.list == cqInactive {
-		q.activate(idx)
+	if f.tag&cqListMask == cqInactive<<cqListShift {
+		q.activate(f, idx)
 		q.d.NewFlowCount++
 	}
-	if q.slab.Used() > q.limit || q.backlog > q.memLimit {
-		if q.overload(idx, q.backlog > q.memLimit) {
+	if q.tracking {
+		q.reclass(f, idx)
+	}
+	if !q.tracking && (q.used > q.onPkts || q.backlog > q.onBytes) {
+		q.startTracking()
+	}
+	if q.used > q.limit || q.backlog > q.memLim {
+		if q.overload(idx, q.backlog > q.memLim) {
 			q.stats.CountDrop(aqm.DroppedOverlimit, p.Size, false)
 			return aqm.DroppedOverlimit
 		}
@@ -317,36 +637,85 @@ func (q *CoDel[T]) Enqueue(p aqm.Packet[T], now aqm.Time) aqm.Verdict {
 	return aqm.Enqueued
 }
 
+// EnqueueBatch offers ps[i] for i in [0, min(len(ps), len(vs))) at now, as
+// that many calls of Enqueue would, writing each verdict to vs[i], and
+// returns the number accepted ([aqm.BatchQueue]).
+func (q *CoDel[T]) EnqueueBatch(ps []aqm.Packet[T], vs []aqm.Verdict, now aqm.Time) int {
+	n := min(len(ps), len(vs))
+	ps, vs = ps[:n], vs[:n]
+	accepted := 0
+	for i := range ps {
+		p := &ps[i]
+		// The common case, an arrival that fits under both limits, inline;
+		// the rest (refusals, overload) through Enqueue.
+		if q.used >= q.onPkts || q.backlog+int(p.Size) > q.onBytes || int64(p.Size) > int64(q.memLim) {
+			v := q.Enqueue(*p, now)
+			vs[i] = v
+			if v.Accepted() {
+				accepted++
+			}
+			continue
+		}
+		size := p.Size
+		idx := q.bucket(p.Hash)
+		f := &q.flows[idx]
+		j := q.free
+		nd := &q.nodes[j]
+		q.free = nd.next
+		nd.payload, nd.enqueued, nd.size, nd.hash, nd.ecn = p.Payload, now, size, p.Hash, p.ECN&aqm.ECNMask
+		nd.next = cqNone
+		if f.head == cqNone {
+			f.head = j
+		} else {
+			q.nodes[f.tail].next = j
+		}
+		f.tail = j
+		q.used++
+		f.bytes += size
+		q.backlog += int(size)
+		if f.tag&cqListMask == cqInactive<<cqListShift {
+			q.activate(f, idx)
+			q.d.NewFlowCount++
+		}
+		if q.tracking {
+			q.reclass(f, idx)
+		}
+		q.stats.NoteSize(size)
+		q.stats.Enqueued.Add(size)
+		vs[i] = aqm.Enqueued
+		accepted++
+	}
+	return accepted
+}
+
 // overload drops from the fattest flows until the limits hold again. It
 // reports whether the arrival (the last packet of flow arrival) had to go
 // too; it is then removed without reaching the DropFunc.
 func (q *CoDel[T]) overload(arrival uint32, memory bool) bool {
-	for q.slab.Used() > q.limit || q.backlog > q.memLimit {
+	for q.used > q.limit || q.backlog > q.memLim {
 		fat := q.fattest()
 		f := &q.flows[fat]
-		threshold := q.backlogs[fat] / 2
+		threshold := f.bytes / 2
 		var dropped, bytes uint32
 		for {
-			if fat == arrival && f.q.Len() == 1 { // only the arrival is left
-				p, _ := q.slab.PopFront(&f.q)
-				q.backlogs[fat] -= p.Size
-				q.backlog -= int(p.Size)
+			if fat == arrival && f.head == f.tail { // only the arrival is left
+				q.pop(f)
+				q.reclass(f, fat) // overload runs only while tracking
 				q.bumpCount(f, dropped, memory)
 				return true
 			}
-			p, _ := q.slab.PopFront(&f.q)
-			q.backlogs[fat] -= p.Size
-			q.backlog -= int(p.Size)
+			p := q.pop(f)
 			dropped++
 			bytes += p.Size
 			q.stats.CountDrop(aqm.DroppedOverlimit, p.Size, true)
 			if q.onDrop != nil {
 				q.onDrop(p, aqm.DroppedOverlimit)
 			}
-			if int(dropped) >= q.batch || bytes >= threshold || f.q.Len() == 0 {
+			if int(dropped) >= q.batch || bytes >= threshold || f.head == cqNone {
 				break
 			}
 		}
+		q.reclass(f, fat) // overload runs only while tracking
 		q.bumpCount(f, dropped, memory)
 	}
 	return false
@@ -362,33 +731,14 @@ func (q *CoDel[T]) bumpCount(f *cqFlow, dropped uint32, memory bool) {
 	}
 }
 
-// fattest returns the flow with the largest byte backlog, the lowest index
-// among equals (Linux's strict > scan over the dense backlog array). If every
-// flow has zero bytes it returns the one with the most packets.
-func (q *CoDel[T]) fattest() uint32 {
-	var best uint32
-	var most uint32
-	for i, b := range q.backlogs {
-		if b > most {
-			most, best = b, uint32(i)
-		}
-	}
-	if most == 0 { // only zero-size packets: pick by packet count
-		n := 0
-		for i := range q.flows {
-			if l := q.flows[i].q.Len(); l > n {
-				n, best = l, uint32(i)
-			}
-		}
-	}
-	return best
-}
-
 // Dequeue returns the next packet by DRR++ over the new then the old flows,
 // after the CoDel of the flow it comes from has dropped (through the
 // DropFunc, as [aqm.DroppedEarly]) the packets its control law drops, at
 // most [codel.MaxDropsPerDequeue] in one call.
 func (q *CoDel[T]) Dequeue(now aqm.Time) (p aqm.Packet[T], ok bool) {
+	if q.tracking {
+		q.tick()
+	}
 	drops := 0
 	for {
 		var l *cqList
@@ -410,20 +760,18 @@ func (q *CoDel[T]) Dequeue(now aqm.Time) (p aqm.Packet[T], ok bool) {
 			q.popHead(l)
 			q.pushTail(&q.oldL, idx)
 			if fromNew {
-				f.list = cqOld
+				setList(f, cqOld)
 				q.nNew--
 				q.nOld++
 			}
 			continue
 		}
-		for {
-			if p, ok = q.slab.PopFront(&f.q); !ok {
-				f.cv.Empty()
-				break
+		for f.head != cqNone {
+			p = q.pop(f)
+			if q.tracking {
+				q.reclass(f, idx)
 			}
-			q.backlogs[idx] -= p.Size
-			q.backlog -= int(p.Size)
-			guard := int(q.backlogs[idx])
+			guard := int(f.bytes)
 			if q.global {
 				guard = q.backlog
 			}
@@ -457,23 +805,48 @@ func (q *CoDel[T]) Dequeue(now aqm.Time) (p aqm.Packet[T], ok bool) {
 			q.stats.Dequeued.Add(p.Size)
 			return p, true
 		}
+		f.cv.Empty()
 		// The flow is empty: a new flow goes to the old list (RFC 8290, so
 		// it cannot come back as new at once), an old flow is deactivated.
 		q.popHead(l)
 		if fromNew {
 			q.pushTail(&q.oldL, idx)
-			f.list = cqOld
+			setList(f, cqOld)
 			q.nNew--
 			q.nOld++
 		} else {
-			f.list = cqInactive
+			setList(f, cqInactive)
 			q.nOld--
 		}
 	}
 }
 
+// tick counts one Dequeue call while tracking and stops tracking once the
+// build is paid for and the queue is at most half full.
+func (q *CoDel[T]) tick() {
+	if q.credit > 0 {
+		q.credit--
+	}
+	if q.credit == 0 && q.used <= q.offPkts && q.backlog <= q.offBytes {
+		q.tracking = false
+	}
+}
+
+// DequeueBatch removes up to len(buf) packets at now into buf, as that many
+// calls of Dequeue would, and returns how many ([aqm.BatchQueue]).
+func (q *CoDel[T]) DequeueBatch(buf []aqm.Packet[T], now aqm.Time) int {
+	for i := range buf {
+		p, ok := q.Dequeue(now)
+		if !ok {
+			return i
+		}
+		buf[i] = p
+	}
+	return len(buf)
+}
+
 // Len returns the number of queued packets.
-func (q *CoDel[T]) Len() int { return q.slab.Used() }
+func (q *CoDel[T]) Len() int { return q.used }
 
 // Backlog returns the number of queued bytes.
 func (q *CoDel[T]) Backlog() int { return q.backlog }
@@ -481,15 +854,14 @@ func (q *CoDel[T]) Backlog() int { return q.backlog }
 // Stats returns a snapshot of the counters.
 func (q *CoDel[T]) Stats() aqm.Stats {
 	s := q.stats
-	s.Len, s.Backlog = q.slab.Used(), q.backlog
+	s.Len, s.Backlog = q.used, q.backlog
 	return s
 }
 
 // activate puts the idle flow idx at the tail of the new list with one
 // quantum of credit (RFC 8290 §4.1).
-func (q *CoDel[T]) activate(idx uint32) {
-	f := &q.flows[idx]
-	f.list = cqNew
+func (q *CoDel[T]) activate(f *cqFlow, idx uint32) {
+	f.tag = cqNew<<cqListShift | cqNoEntry<<cqEntShift // class 0: reclass follows
 	f.deficit = q.quantum
 	q.pushTail(&q.newL, idx)
 	q.nNew++
@@ -518,12 +890,16 @@ type CoDelDetail struct {
 	// NewFlowsLen and OldFlowsLen are the lengths of the two lists.
 	NewFlowsLen int
 	OldFlowsLen int
-	// MaxFlowBacklog is the byte backlog of the fattest flow (Linux
-	// maxpacket's neighbour in tc -s output; computed by a scan).
+	// MaxFlowBacklog is the byte backlog of the fattest flow (computed by a
+	// scan of the flow table).
 	MaxFlowBacklog int
 	// MemoryUsage is the bytes queued (Linux memory_usage; here the sum of
 	// Size).
 	MemoryUsage int
+	// MemoryBytes is the memory the queue's configuration preallocated: 64
+	// bytes per flow, 32 bytes per flow of overload bookkeeping and one node
+	// per packet of LimitPackets+1 (the packet plus a 4-byte link).
+	MemoryBytes int
 }
 
 // Detail returns a snapshot of the FQ-CoDel counters and gauges. It scans
@@ -531,9 +907,44 @@ type CoDelDetail struct {
 func (q *CoDel[T]) Detail() CoDelDetail {
 	d := q.d
 	d.NewFlowsLen, d.OldFlowsLen = q.nNew, q.nOld
-	d.MaxFlowBacklog = int(q.backlogs[q.fattest()])
+	most := uint32(0)
+	for i := range q.flows {
+		most = max(most, q.flows[i].bytes)
+	}
+	d.MaxFlowBacklog = int(most)
 	d.MemoryUsage = q.backlog
+	d.MemoryBytes = len(q.flows)*int(unsafe.Sizeof(cqFlow{})) + len(q.nodes)*int(unsafe.Sizeof(cqNode[T]{})) +
+		len(q.pool)*int(unsafe.Sizeof(cqEntry{})) + int(unsafe.Sizeof(q.heads))
 	return d
+}
+
+// Metrics lists the values of d as [aqm.Metric]s, named after Linux tc's
+// fq_codel statistics with their units: drop_overlimit_packets,
+// drop_overmemory_packets, new_flow_count, ecn_mark_packets,
+// ce_mark_packets, drop_cap_hits (counters), new_flows_len, old_flows_len,
+// max_flow_backlog_bytes, memory_used_bytes and memory_allocated_bytes
+// (gauges).
+func (d CoDelDetail) Metrics() iter.Seq[aqm.Metric] {
+	return func(yield func(aqm.Metric) bool) {
+		ms := [...]aqm.Metric{
+			{Name: "drop_overlimit_packets", Kind: aqm.Counter, Value: float64(d.DropOverlimit)},
+			{Name: "drop_overmemory_packets", Kind: aqm.Counter, Value: float64(d.DropOvermemory)},
+			{Name: "new_flow_count", Kind: aqm.Counter, Value: float64(d.NewFlowCount)},
+			{Name: "ecn_mark_packets", Kind: aqm.Counter, Value: float64(d.ECNMarks)},
+			{Name: "ce_mark_packets", Kind: aqm.Counter, Value: float64(d.CEMarks)},
+			{Name: "drop_cap_hits", Kind: aqm.Counter, Value: float64(d.DropCapHits)},
+			{Name: "new_flows_len", Kind: aqm.Gauge, Value: float64(d.NewFlowsLen)},
+			{Name: "old_flows_len", Kind: aqm.Gauge, Value: float64(d.OldFlowsLen)},
+			{Name: "max_flow_backlog_bytes", Kind: aqm.Gauge, Value: float64(d.MaxFlowBacklog)},
+			{Name: "memory_used_bytes", Kind: aqm.Gauge, Value: float64(d.MemoryUsage)},
+			{Name: "memory_allocated_bytes", Kind: aqm.Gauge, Value: float64(d.MemoryBytes)},
+		}
+		for _, m := range ms {
+			if !yield(m) {
+				return
+			}
+		}
+	}
 }
 
 // CoDelFlow is the state of one flow queue of a [CoDel] queue.
@@ -553,45 +964,54 @@ type CoDelFlow struct {
 }
 
 // Flow returns the state of the flow queue that packets with the given
-// hash go to.
+// hash go to. It walks that flow's packets to count them.
 func (q *CoDel[T]) Flow(hash uint32) CoDelFlow {
 	i := q.bucket(hash)
 	f := &q.flows[i]
+	n := 0
+	for j := f.head; j != cqNone; j = q.nodes[j].next {
+		n++
+	}
+	l := f.tag & cqListMask >> cqListShift
 	return CoDelFlow{
-		Bucket: int(i), Packets: f.q.Len(), Bytes: int(q.backlogs[i]), Deficit: int(f.deficit),
-		New: f.list == cqNew, Old: f.list == cqOld, CoDel: f.cv.State(),
+		Bucket: int(i), Packets: n, Bytes: int(f.bytes), Deficit: int(f.deficit),
+		New: l == cqNew, Old: l == cqOld, CoDel: f.cv.State(),
 	}
 }
 
 // Reconfigure validates cfg and applies it without losing, duplicating or
-// reordering queued packets. If Flows and Seed are unchanged, every flow
-// keeps its place, credit and CoDel state. Otherwise the packets are
-// re-hashed into a new flow table flow by flow, keeping their order (packets
-// of one hash stay in one flow), and the CoDel states start afresh. Limits
-// below the current occupancy keep the queued packets and refuse arrivals
-// until the queue drains below them. It allocates when the table or the
-// packet capacity changes.
+// reordering queued packets. A zero Seed keeps the current key. If Flows and
+// the key are unchanged, every flow keeps its place, credit and CoDel state.
+// Otherwise the packets are re-hashed into a new flow table flow by flow,
+// keeping their order (packets of one hash stay in one flow), and the CoDel
+// states start afresh. Limits below the current occupancy keep the queued
+// packets and refuse arrivals until the queue drains below them. It
+// allocates when the table or the packet capacity changes.
 func (q *CoDel[T]) Reconfigure(cfg CoDelConfig) error {
 	if err := cfg.Validate(); err != nil {
 		return err
 	}
-	need := max(cfg.LimitPackets, q.slab.Used())
+	cfg = cfg.withDefaults()
+	if cfg.Seed == 0 {
+		cfg.Seed = q.cfg.Seed
+	}
+	need := max(cfg.LimitPackets, q.used)
 	if cfg.Flows == q.cfg.Flows && cfg.Seed == q.cfg.Seed {
-		if need+1 > q.slab.Cap() || cfg.LimitPackets+1 < q.slab.Cap() {
-			slab := pktlist.New[T](need + 1)
+		if need+1 > len(q.nodes) || cfg.LimitPackets+1 < len(q.nodes) {
+			oldNodes := q.nodes
+			q.makeNodes(need + 1)
+			used, backlog := q.used, q.backlog
 			for i := range q.flows {
 				f := &q.flows[i]
-				nl := pktlist.Empty
-				for {
-					p, ok := q.slab.PopFront(&f.q)
-					if !ok {
-						break
-					}
-					slab.PushBack(&nl, p)
+				h := f.head
+				f.head, f.tail = cqNone, cqNone
+				bytes := f.bytes
+				for ; h != cqNone; h = oldNodes[h].next {
+					q.push(f, oldNodes[h].packet())
 				}
-				f.q = nl
+				f.bytes = bytes
 			}
-			q.slab = slab
+			q.used, q.backlog = used, backlog
 		}
 		q.apply(cfg)
 		return nil
@@ -603,19 +1023,13 @@ func (q *CoDel[T]) Reconfigure(cfg CoDelConfig) error {
 	// Move the packets flow by flow, in scheduling order, then the idle
 	// flows (which are empty).
 	move := func(i uint32) {
-		f := &old.flows[i]
-		for {
-			p, ok := old.slab.PopFront(&f.q)
-			if !ok {
-				return
-			}
+		for h := old.flows[i].head; h != cqNone; h = old.nodes[h].next {
+			p := old.nodes[h].packet()
 			idx := q.bucket(p.Hash)
 			nf := &q.flows[idx]
-			q.slab.PushBack(&nf.q, p)
-			q.backlogs[idx] += p.Size
-			q.backlog += int(p.Size)
-			if nf.list == cqInactive {
-				q.activate(idx)
+			q.push(nf, p)
+			if nf.tag&cqListMask == cqInactive<<cqListShift {
+				q.activate(nf, idx)
 			}
 		}
 	}

@@ -18,7 +18,7 @@ var (
 // batch drop.
 func TestCoDelAllocs(t *testing.T) {
 	drop := func(p aqm.Packet[uint64], why aqm.Verdict) { coDelSinkPacket = p }
-	q, err := NewCoDel(CoDelConfig{LimitPackets: 1000, DisableECN: true}, drop)
+	q, err := NewCoDel(CoDelConfig{Seed: 1, LimitPackets: 1000, DisableECN: true}, drop)
 	require.NoError(t, err)
 	now := ct0
 	seq := uint32(0)

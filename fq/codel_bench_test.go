@@ -41,3 +41,118 @@ func BenchmarkCoDel(b *testing.B) {
 		})
 	}
 }
+
+// BenchmarkCoDelHashFlood measures the cost of a hash flood: 1500-byte
+// packets with fresh hashes (cycling over 10^6) arrive at twice the dequeue
+// rate, so the queue sits at its default 10240-packet limit and nearly every
+// arrival ends in an overload drop while each flow queue holds only a packet
+// or two. flood reports ns per arrival (an Enqueue, half a Dequeue and the
+// overload drop); steady is the same queue and hashes at one arrival per
+// dequeue with 2048 packets standing, below the limit, in ns per packet
+// (an Enqueue and a Dequeue).
+func BenchmarkCoDelHashFlood(b *testing.B) {
+	for _, mode := range []string{"flood", "steady"} {
+		for _, n := range []int{1024, 16384, 65536} {
+			b.Run(fmt.Sprintf("%s/flows=%d", mode, n), func(b *testing.B) {
+				q, err := NewCoDel[uint64](CoDelConfig{Flows: n, Seed: 1}, nil)
+				if err != nil {
+					b.Fatal(err)
+				}
+				now := ct0
+				i := uint32(0)
+				arrive := func() {
+					if i++; i == 1_000_000 {
+						i = 0
+					}
+					now += 750
+					coDelSinkVerdict = q.Enqueue(aqm.Packet[uint64]{Meta: aqm.Meta{Size: 1500, Hash: i * 2654435761}}, now)
+				}
+				if mode == "steady" {
+					for range 2048 {
+						arrive()
+					}
+					for range 100000 {
+						arrive()
+						coDelSinkPacket, _ = q.Dequeue(now)
+					}
+					b.ReportAllocs()
+					b.ResetTimer()
+					for b.Loop() {
+						arrive()
+						coDelSinkPacket, _ = q.Dequeue(now)
+					}
+					return
+				}
+				odd := false
+				step := func() {
+					arrive()
+					if odd = !odd; odd {
+						coDelSinkPacket, _ = q.Dequeue(now)
+					}
+				}
+				for range 100000 {
+					step()
+				}
+				if q.Detail().DropOverlimit == 0 {
+					b.Fatal("no overload")
+				}
+				b.ReportAllocs()
+				b.ResetTimer()
+				for b.Loop() {
+					step()
+				}
+			})
+		}
+	}
+}
+
+// BenchmarkCoDelBurst measures the burst path: F flows (one hash each, two
+// packets standing per flow, sojourn below target) forwarded by
+// EnqueueBatch then DequeueBatch of n packets, named fq-codel/flows=F/n;
+// ns/op is per burst and ns/pkt per packet.
+func BenchmarkCoDelBurst(b *testing.B) {
+	for _, n := range []int{1024, 16384, 65536} {
+		for _, burst := range []int{1, 8, 32, 128} {
+			b.Run(fmt.Sprintf("fq-codel/flows=%d/%d", n, burst), func(b *testing.B) {
+				q, err := NewCoDel[uint64](CoDelConfig{Flows: n, LimitPackets: 4 * n, MemoryLimitBytes: maxCoDelMemoryLimit, Seed: 1}, nil)
+				if err != nil {
+					b.Fatal(err)
+				}
+				ps := make([]aqm.Packet[uint64], burst)
+				vs := make([]aqm.Verdict, burst)
+				out := make([]aqm.Packet[uint64], burst)
+				now := ct0
+				flow, seq := uint32(0), uint64(0)
+				fill := func() {
+					for i := range ps {
+						seq++
+						if flow++; flow == uint32(n) {
+							flow = 0
+						}
+						ps[i] = aqm.Packet[uint64]{Payload: seq, Meta: aqm.Meta{Size: 1500, Hash: flow * 0x9e3779b1}}
+					}
+				}
+				for q.Len() < 2*n {
+					fill()
+					now += 100
+					q.EnqueueBatch(ps, vs, now)
+				}
+				round := func() {
+					fill()
+					now += aqm.Time(100 * burst)
+					q.EnqueueBatch(ps, vs, now)
+					q.DequeueBatch(out, now)
+				}
+				for range 4*n/burst + 1000 {
+					round()
+				}
+				b.ReportAllocs()
+				b.ResetTimer()
+				for b.Loop() {
+					round()
+				}
+				b.ReportMetric(float64(b.Elapsed().Nanoseconds())/float64(b.N)/float64(burst), "ns/pkt")
+			})
+		}
+	}
+}

@@ -9,11 +9,13 @@ import (
 )
 
 // FuzzCoDelConfig fuzzes FQ-CoDel over random configurations (within the
-// accepted ranges) and traces, checking conservation, the limits, the list
-// bookkeeping and that Dequeue drains everything.
+// accepted ranges) and traces of single calls and bursts, checking
+// conservation, the limits, the list bookkeeping and that Dequeue drains
+// everything.
 func FuzzCoDelConfig(f *testing.F) {
 	f.Add(uint64(0), []byte{1, 2, 3, 4, 5, 6, 7, 8})
 	f.Add(uint64(0xffffffffffffffff), []byte("an overloaded queue with odd sizes and flows"))
+	f.Add(uint64(12345), []byte{0x02, 0x10, 0x00, 0xf0, 0x02, 0x27, 0x00, 0xf1, 0x00, 0x13, 0x00, 0xf0, 0x02, 0x00, 0x00, 0x00})
 	f.Fuzz(func(t *testing.T, c uint64, ops []byte) {
 		cfg := CoDelConfig{
 			Flows:              int(1 + c%97),
@@ -25,7 +27,7 @@ func FuzzCoDelConfig(f *testing.F) {
 			GlobalBacklogGuard: c&1 != 0,
 			LinuxCount:         c&2 != 0,
 			DisableECN:         c&4 != 0,
-			Seed:               c,
+			Seed:               c | 1,
 		}
 		cfg.Target = time.Duration(1 + c>>48%uint64(cfg.Interval-1))
 		live := map[uint64]bool{}
@@ -40,11 +42,41 @@ func FuzzCoDelConfig(f *testing.F) {
 		}
 		now := aqm.Time(time.Second)
 		id := uint64(0)
+		ps := make([]aqm.Packet[uint64], 40)
+		vs := make([]aqm.Verdict, 40)
 		for len(ops) >= 4 {
 			w := binary.LittleEndian.Uint32(ops)
 			ops = ops[4:]
 			now += aqm.Time(int64(w>>24) * 997 * int64(w&1*2-1+2) / 2)
-			if w&2 != 0 {
+			if w>>28 == 0xf { // a burst of up to 39 packets through the burst path
+				k := int(w >> 8 % 40)
+				if w&2 != 0 {
+					for i := range ps[:k] {
+						id++
+						ps[i] = aqm.Packet[uint64]{Payload: id, Meta: aqm.Meta{Size: (w >> 8) * uint32(i+1) % 3000, Hash: (w >> 4) + uint32(i)%13}}
+					}
+					for _, p := range ps[:k] { // overload may drop them within the burst
+						live[p.Payload] = true
+					}
+					q.EnqueueBatch(ps[:k], vs[:k], now)
+					for i := range ps[:k] {
+						if !vs[i].Accepted() {
+							delete(live, ps[i].Payload)
+						}
+					}
+				} else {
+					n := q.DequeueBatch(ps[:k], now)
+					if n < k && q.Len() != 0 {
+						t.Fatalf("DequeueBatch gave %d of %d with %d queued", n, k, q.Len())
+					}
+					for _, p := range ps[:n] {
+						if !live[p.Payload] {
+							t.Fatalf("dequeued unknown packet %d", p.Payload)
+						}
+						delete(live, p.Payload)
+					}
+				}
+			} else if w&2 != 0 {
 				id++
 				if q.Enqueue(aqm.Packet[uint64]{Payload: id, Meta: aqm.Meta{Size: w >> 8 % 3000, Hash: w >> 4 % 13, ECN: aqm.ECN(w >> 20)}}, now).Accepted() {
 					live[id] = true

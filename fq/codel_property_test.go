@@ -20,7 +20,7 @@ func coDelProps(t *testing.T) *gopter.Properties {
 
 // noAQM is a CoDel that never signals in these tests: the target is just
 // below an hour and all packets leave at the instant they arrived.
-var noAQM = CoDelConfig{Target: time.Hour - 1, Interval: time.Hour}
+var noAQM = CoDelConfig{Target: time.Hour - 1, Interval: time.Hour, Seed: 1}
 
 // TestCoDelPropertyDRRFairness protects the DRR bound: with n flows always
 // backlogged, quantum Q and packets of at most M bytes, a flow's bytes sent
@@ -155,12 +155,12 @@ func TestCoDelPropertySparseFlow(t *testing.T) {
 
 // TestCoDelPropertyOverload protects the overload dropper and the limits
 // under random arrivals: every batch starts at a flow whose backlog was
-// maximal, and Len and Backlog never exceed LimitPackets and
+// within a ninth of the largest (the largest, below 16 bytes), and Len and Backlog never exceed LimitPackets and
 // MemoryLimitBytes.
 func TestCoDelPropertyOverload(t *testing.T) {
 	props := coDelProps(t)
 	props.Property("fattest flow, bounded memory", prop.ForAll(func(limit int, mem int, batch int, ops []uint32) bool {
-		cfg := CoDelConfig{Flows: 16, LimitPackets: limit, MemoryLimitBytes: mem, DropBatchPackets: batch}
+		cfg := CoDelConfig{Seed: 1, Flows: 16, LimitPackets: limit, MemoryLimitBytes: mem, DropBatchPackets: batch}
 		ok := true
 		var q *CoDel[uint64]
 		first := false
@@ -170,9 +170,14 @@ func TestCoDelPropertyOverload(t *testing.T) {
 			}
 			first = false
 			b := q.bucket(p.Hash)
-			mine := q.backlogs[b] + p.Size // before this drop
-			for i, other := range q.backlogs {
-				if uint32(i) != b && other > mine {
+			mine := uint64(q.flows[b].bytes + p.Size) // before this drop
+			for i := range q.flows {
+				f := &q.flows[i]
+				if uint32(i) == b || f.head == cqNone {
+					continue
+				}
+				// Within a ninth of the largest, and exact below 16 bytes.
+				if 9*mine <= 8*uint64(f.bytes) || mine < 16 && mine < uint64(f.bytes) {
 					ok = false
 				}
 			}

@@ -44,10 +44,13 @@ import (
 //   - after 256 drops in one Dequeue call (over all flows) the next packet is
 //     sent unexamined and a dropping flow reschedules from now;
 //   - overload: when an arrival exceeds LimitPackets or MemoryLimitBytes,
-//     drop from the head of the fattest flow (most bytes, lowest bucket on
-//     ties, most packets if all have zero bytes) until half its bytes or
-//     DropBatchPackets are gone, at least one, and repeat until both limits
-//     hold; if only the arrival would be left to drop it is refused instead;
+//     drop from the head of the fattest flow (the highest overload class,
+//     fqcClass, among those the one whose class changed last while classes
+//     were tracked; tracking starts above three quarters of a limit, with
+//     the listed flows entering their classes in list order, and stops as
+//     doc.go says) until half
+//     its bytes or DropBatchPackets are gone, at least one, and repeat
+//     until both limits hold; if only the arrival would be left to drop it is refused instead;
 //     the drops are added to the flow's count unless KeepCountOnOverload;
 //   - a packet larger than MemoryLimitBytes is refused, and so is every
 //     arrival while a Reconfigure has left the queue above a limit.
@@ -73,10 +76,20 @@ type fqcRef struct {
 	globalGuard     bool
 	keepCount       bool
 
-	flows      []*fqcRefFlow // by bucket; nil: never used
-	newL, oldL []int         // buckets; [0] is the head
-	n          int64         // packets queued
-	bytes      int64         // bytes queued
+	flows  []*fqcRefFlow // by bucket; nil: never used
+	seq    int64         // class changes so far (fqcRefFlow.entered)
+	memory int           // the preallocation Detail reports (doc.go)
+	// Classes are tracked only near the limits (doc.go): from above three
+	// quarters of either limit until the queue is at most half full and
+	// credit Dequeue calls have passed.
+	tracking        bool
+	credit          int64
+	onPkts, onBytes int64
+	flowsN          int   // Flows
+	nodes           int   // packet capacity + 1
+	newL, oldL      []int // buckets; [0] is the head
+	n               int64 // packets queued
+	bytes           int64 // bytes queued
 
 	callDrops     int         // CoDel drops in the current Dequeue call (the 256 cap)
 	callDropFlows int         // flows that dropped in the current call (coverage)
@@ -109,6 +122,40 @@ type fqcRefFlow struct {
 	// dodequeue(); if ok: ++count; drop_next = control_law(drop_next)",
 	// runs on the flow's next packet, in its next dequeue.
 	resume bool
+
+	// class is the overload class of the flow's backlog (fqcClass; 0 when
+	// empty) and entered the sequence number of its last change.
+	class, entered int64
+}
+
+// fqcClass is the overload class of a non-empty flow of b bytes, from the
+// rule in doc.go: 1 + b below 16 bytes; above, with e the exponent that
+// brings b into [8, 16) (b / 2^e, truncated), 1 + 8e + b/2^e.
+func fqcClass(b int64) int64 {
+	if b < 16 {
+		return 1 + b
+	}
+	e := int64(0)
+	for b>>e >= 16 {
+		e++
+	}
+	return 1 + 8*e + b>>e
+}
+
+// touch recomputes f's class after its backlog changed and, if it changed,
+// stamps the change with the next sequence number.
+func (m *fqcRef) touch(f *fqcRefFlow) {
+	if !m.tracking {
+		return
+	}
+	c := int64(0)
+	if len(f.q) > 0 {
+		c = fqcClass(f.bytes)
+	}
+	if c != f.class {
+		m.seq++
+		f.class, f.entered = c, m.seq
+	}
 }
 
 type fqcRefDrop struct {
@@ -120,7 +167,7 @@ type fqcRefDrop struct {
 type fqcRefCoverage struct {
 	early, marks, ceMarks, overload, overloadBatches, refusedArrival,
 	refusedTooBig, refusedAbove, reconfigs, reentry, capHits, capMultiFlow, chargeCapped, byCount, lawSteps, maxCount,
-	lawInexact, resumes, verdicts, dequeues, emptyDequeues int
+	lawInexact, resumes, verdicts, dequeues, emptyDequeues, trackStarts, trackStops int
 }
 
 func (c *fqcRefCoverage) add(d fqcRefCoverage) {
@@ -145,13 +192,16 @@ func (c *fqcRefCoverage) add(d fqcRefCoverage) {
 	c.verdicts += d.verdicts
 	c.dequeues += d.dequeues
 	c.emptyDequeues += d.emptyDequeues
+	c.trackStarts += d.trackStarts
+	c.trackStops += d.trackStops
 }
 
 func newFQCRef(cfg CoDelConfig) *fqcRef {
 	if err := cfg.Validate(); err != nil {
 		panic(err)
 	}
-	m := &fqcRef{flows: make([]*fqcRefFlow, cfg.Flows)}
+	cfg = cfg.withDefaults()
+	m := &fqcRef{flows: make([]*fqcRefFlow, cfg.Flows), flowsN: cfg.Flows, nodes: cfg.LimitPackets + 1}
 	m.configure(cfg)
 	return m
 }
@@ -163,7 +213,18 @@ func (m *fqcRef) configure(cfg CoDelConfig) {
 	if err := cfg.Validate(); err != nil {
 		panic(err)
 	}
+	cfg = cfg.withDefaults()
+	// The packet store is rebuilt when it is too small or larger than the
+	// new limit needs (doc.go): one node per packet of the limit, plus one.
+	if need := max(int64(cfg.LimitPackets), m.n); need+1 > int64(m.nodes) || cfg.LimitPackets+1 < m.nodes {
+		m.nodes = int(need) + 1
+	}
+	// 64 bytes per flow, 32 per flow (and 512 more) of overload entries,
+	// 241 4-byte stack heads, 32 bytes per packet node (a uint64 payload).
+	m.memory = 64*m.flowsN + 32*m.flowsN + 512 + 241*4 + 32*m.nodes
 	m.limit, m.memLimit = int64(cfg.LimitPackets), int64(cfg.MemoryLimitBytes)
+	m.onPkts, m.onBytes = m.limit-m.limit/4, m.memLimit-m.memLimit/4
+	m.tracking, m.credit = false, 0
 	m.quantum, m.chargeCap = int64(cfg.QuantumBytes), 64*int64(cfg.QuantumBytes)
 	m.batch = cfg.DropBatchPackets
 	m.target, m.interval, m.mtu = int64(cfg.Target), int64(cfg.Interval), int64(cfg.MTUBytes)
@@ -210,6 +271,23 @@ func (m *fqcRef) enqueue(p aqm.Packet[uint64], bucket int, now int64) aqm.Verdic
 		f.deficit = m.quantum
 		m.newL = append(m.newL, bucket)
 		m.detail.NewFlowCount++
+		f.class = 0 // an idle flow has no class; touch gives it one
+	}
+	m.touch(f)
+	if !m.tracking && (m.n > m.onPkts || m.bytes > m.onBytes) {
+		// Start tracking classes: every listed flow, new list then old,
+		// enters its class in list order.
+		m.tracking = true
+		visited := int64(0)
+		for _, l := range [][]int{m.newL, m.oldL} {
+			for _, b := range l {
+				m.flows[b].class = 0
+				m.touch(m.flows[b])
+				visited++
+			}
+		}
+		m.credit = visited + 64
+		m.cov.trackStarts++
 	}
 	if m.n > m.limit || m.bytes > m.memLimit {
 		if m.overload(bucket) {
@@ -222,8 +300,8 @@ func (m *fqcRef) enqueue(p aqm.Packet[uint64], bucket int, now int64) aqm.Verdic
 	return aqm.Enqueued
 }
 
-// overload drops from the head of the flow with the most bytes (the lowest
-// bucket among equals; by packets if every flow has zero bytes) until half
+// overload drops from the head of the fattest flow (the highest class, the
+// latest to enter it among equals) until half
 // its bytes or a batch of packets are gone, at least one, and repeats until
 // both limits hold. If only the arrival itself is left to drop, it is
 // refused instead: overload reports true. The drops are added to the flow's
@@ -231,20 +309,14 @@ func (m *fqcRef) enqueue(p aqm.Packet[uint64], bucket int, now int64) aqm.Verdic
 func (m *fqcRef) overload(arrival int) bool {
 	memory := m.bytes > m.memLimit
 	for m.n > m.limit || m.bytes > m.memLimit {
-		fat, most := 0, int64(0)
+		fat, cls, at := 0, int64(0), int64(0)
 		for b, f := range m.flows {
-			if f != nil && f.bytes > most {
-				fat, most = b, f.bytes
+			if f != nil && len(f.q) > 0 && (f.class > cls || f.class == cls && f.entered > at) {
+				fat, cls, at = b, f.class, f.entered
 			}
 		}
-		if most == 0 {
+		if m.flows[fat].bytes == 0 {
 			m.cov.byCount++
-			mostN := 0
-			for b, f := range m.flows {
-				if f != nil && len(f.q) > mostN {
-					fat, mostN = b, len(f.q)
-				}
-			}
 		}
 		f := m.flows[fat]
 		half := f.bytes / 2
@@ -256,6 +328,7 @@ func (m *fqcRef) overload(arrival int) bool {
 				p := f.q[0]
 				f.q = f.q[1:]
 				f.bytes -= int64(p.Size)
+				m.touch(f)
 				m.n--
 				m.bytes -= int64(p.Size)
 				refused = true
@@ -264,6 +337,7 @@ func (m *fqcRef) overload(arrival int) bool {
 			p := f.q[0]
 			f.q = f.q[1:]
 			f.bytes -= int64(p.Size)
+			m.touch(f)
 			m.n--
 			m.bytes -= int64(p.Size)
 			dropped++
@@ -324,6 +398,7 @@ func (m *fqcRef) dodequeue(f *fqcRefFlow, now int64) (p aqm.Packet[uint64], okTo
 	p = f.q[0]
 	f.q = f.q[1:]
 	f.bytes -= int64(p.Size)
+	m.touch(f)
 	m.n--
 	m.bytes -= int64(p.Size)
 	sojourn := max(now-int64(p.Enqueued), 0) // time going backwards is no time
@@ -385,6 +460,7 @@ func (m *fqcRef) resync(f *fqcRefFlow, now int64) (aqm.Packet[uint64], bool) {
 	p := f.q[0]
 	f.q = f.q[1:]
 	f.bytes -= int64(p.Size)
+	m.touch(f)
 	m.n--
 	m.bytes -= int64(p.Size)
 	if f.dropping {
@@ -510,6 +586,15 @@ func (m *fqcRef) codelDequeue(f *fqcRefFlow, now int64) (aqm.Packet[uint64], boo
 // packet costs its size (at most 64 quanta) in credit.
 func (m *fqcRef) dequeue(now int64) (aqm.Packet[uint64], bool) {
 	m.callDrops, m.callDropFlows, m.lastDropFlow = 0, 0, nil
+	if m.tracking {
+		// Each Dequeue call pays one unit of the build; once it is paid
+		// for and the queue is at most half full, tracking stops.
+		m.credit = max(m.credit-1, 0)
+		if m.credit == 0 && m.n <= m.limit/2 && m.bytes <= m.memLimit/2 {
+			m.tracking = false
+			m.cov.trackStops++
+		}
+	}
 	for {
 		var list *[]int
 		fromNew := false
@@ -563,6 +648,7 @@ func (m *fqcRef) fullDetail() CoDelDetail {
 		}
 	}
 	d.MemoryUsage = int(m.bytes)
+	d.MemoryBytes = m.memory
 	return d
 }
 
@@ -664,8 +750,8 @@ func runFQCRefTrace(t *testing.T, c fqcRefCase, seed uint64, ops int) fqcRefCove
 	q, err := NewCoDel(cfg, func(p aqm.Packet[uint64], why aqm.Verdict) { got = append(got, fqcRefDrop{p, why}) })
 	require.NoError(t, err)
 	m := newFQCRef(cfg)
-	vcfg := cfg
-	require.NoError(t, vcfg.Validate())
+	require.NoError(t, cfg.Validate())
+	vcfg := cfg.withDefaults()
 	src := rng.New(seed ^ 0xfc0de1)
 
 	// Flow hashes; several of them share a bucket when hashes > Flows.
@@ -864,6 +950,8 @@ func TestCoDelReferenceRFC8290(t *testing.T) {
 	require.Greater(t, total.chargeCapped, 0, "deficit charge cap")
 	require.Greater(t, total.byCount, 0, "fattest flow by packets (zero bytes)")
 	require.Greater(t, total.resumes, 100, "marks inside the dropping loop")
+	require.Greater(t, total.trackStarts, 100, "class tracking started")
+	require.Greater(t, total.trackStops, 100, "class tracking stopped")
 }
 
 // TestCoDelReferenceLawFloat64 protects the zero tolerance of
@@ -880,9 +968,8 @@ func TestCoDelReferenceLawFloat64(t *testing.T) {
 	const maxN = 1 << 16
 	seen := map[int64]bool{}
 	for _, c := range fqcRefCases() {
-		cfg := c.cfg
-		require.NoError(t, cfg.Validate())
-		iv := int64(cfg.Interval)
+		require.NoError(t, c.cfg.Validate())
+		iv := int64(c.cfg.withDefaults().Interval)
 		if seen[iv] {
 			continue
 		}

@@ -2,6 +2,7 @@ package fq
 
 import (
 	"fmt"
+	"math"
 	"testing"
 	"time"
 	"unsafe"
@@ -45,19 +46,34 @@ func TestCoDelFlowSize(t *testing.T) {
 }
 
 // TestCoDelValidate protects configuration errors: every bad field is named
-// with the fq prefix, including the CoDel ones, and zeros become defaults.
+// with the fq prefix, including the CoDel ones and a Target that is bad on
+// its own beside a bad Interval, Validate leaves its receiver alone, and
+// Config reports the defaults in effect.
 func TestCoDelValidate(t *testing.T) {
-	cfg := CoDelConfig{Flows: -1, LimitPackets: -1, MemoryLimitBytes: 1 << 32, QuantumBytes: 100, DropBatchPackets: -1, Target: -1, MTUBytes: -1}
+	cfg := CoDelConfig{Flows: -1, LimitPackets: -1, MemoryLimitBytes: 1 << 32, QuantumBytes: 100, DropBatchPackets: -1,
+		Target: 2 * time.Hour, Interval: 2 * time.Hour, MTUBytes: -1, CEThreshold: -1}
+	before := cfg
 	err := cfg.Validate()
+	require.Equal(t, before, cfg, "Validate must not change its receiver")
 	require.ErrorIs(t, err, aqm.ErrInvalidConfig)
-	for _, f := range []string{"Flows", "LimitPackets", "MemoryLimitBytes", "QuantumBytes", "DropBatchPackets", "Target", "MTUBytes"} {
+	fields := []string{"Flows", "LimitPackets", "MemoryLimitBytes", "QuantumBytes", "DropBatchPackets", "Target", "Interval", "MTUBytes", "CEThreshold"}
+	for _, f := range fields {
 		require.Contains(t, err.Error(), "fq: "+f+" (")
 	}
-	require.Len(t, err.(interface{ Unwrap() []error }).Unwrap(), 7)
+	require.Len(t, err.(interface{ Unwrap() []error }).Unwrap(), len(fields))
+	// Target = MaxInt64 is bad on its own.
+	err = CoDelConfig{Target: math.MaxInt64}.Validate()
+	require.ErrorContains(t, err, "fq: Target (")
 	var c CoDelConfig
 	require.NoError(t, c.Validate())
+	require.Equal(t, CoDelConfig{}, c)
+	q, err := NewCoDel[uint64](c, nil)
+	require.NoError(t, err)
+	got := q.Config()
+	require.NotZero(t, got.Seed, "the drawn key is reported")
+	got.Seed = 0
 	require.Equal(t, CoDelConfig{Flows: 1024, LimitPackets: 10240, MemoryLimitBytes: 32 << 20, QuantumBytes: 1514,
-		DropBatchPackets: 64, Target: 5 * time.Millisecond, Interval: 100 * time.Millisecond, MTUBytes: 1514}, c)
+		DropBatchPackets: 64, Target: 5 * time.Millisecond, Interval: 100 * time.Millisecond, MTUBytes: 1514}, got)
 }
 
 // TestCoDelDRRSteps protects the DRR++ schedule at fixed instants: two
@@ -66,7 +82,7 @@ func TestCoDelValidate(t *testing.T) {
 // while its deficit is not negative), and a new sparse flow jumps ahead of
 // both on arrival.
 func TestCoDelDRRSteps(t *testing.T) {
-	q, err := NewCoDel[uint64](CoDelConfig{Flows: 64}, nil)
+	q, err := NewCoDel[uint64](CoDelConfig{Seed: 1, Flows: 64}, nil)
 	require.NoError(t, err)
 	h := hashesFor(q, 3)
 	a, b, s := h[0], h[1], h[2]
@@ -101,7 +117,8 @@ func TestCoDelDRRSteps(t *testing.T) {
 
 // TestCoDelBatchDrop protects the overload dropper's batch boundaries (from
 // the fattest flow's head: half its bytes, at most DropBatchPackets, at least
-// one), the tie rule (lowest bucket), the counters and the count bump.
+// one), the choice among near-equals (the flow that entered the largest
+// backlog class last), the counters and the count bump.
 func TestCoDelBatchDrop(t *testing.T) {
 	cases := []struct {
 		name      string
@@ -117,7 +134,7 @@ func TestCoDelBatchDrop(t *testing.T) {
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
 			var dropped []uint64
-			q, err := NewCoDel(CoDelConfig{Flows: 16, LimitPackets: c.n + 2, DropBatchPackets: c.batch},
+			q, err := NewCoDel(CoDelConfig{Seed: 1, Flows: 16, LimitPackets: c.n + 2, DropBatchPackets: c.batch},
 				func(p aqm.Packet[uint64], why aqm.Verdict) {
 					require.Equal(t, aqm.DroppedOverlimit, why)
 					dropped = append(dropped, p.Payload)
@@ -144,20 +161,41 @@ func TestCoDelBatchDrop(t *testing.T) {
 			require.Equal(t, uint64(c.wantDrops), s.DroppedQueued.Packets)
 		})
 	}
-	t.Run("tie goes to the lowest bucket", func(t *testing.T) {
+	t.Run("tie goes to the flow that reached the class last", func(t *testing.T) {
+		for _, order := range [][2]int{{1, 2}, {2, 1}} {
+			var dropped []uint64
+			q, _ := NewCoDel(CoDelConfig{Flows: 16, LimitPackets: 4, Seed: 1}, func(p aqm.Packet[uint64], why aqm.Verdict) { dropped = append(dropped, p.Payload) })
+			h := hashesFor(q, 3)
+			a, b := h[order[0]], h[order[1]]
+			q.Enqueue(cpkt(1, 500, a), ct0)
+			q.Enqueue(cpkt(2, 500, b), ct0)
+			q.Enqueue(cpkt(3, 500, a), ct0)
+			q.Enqueue(cpkt(4, 500, b), ct0)
+			q.Enqueue(cpkt(5, 1, h[0]), ct0)
+			require.Equal(t, []uint64{2}, dropped, "both hold 1000 B; the second reached it last; half is 500 B")
+		}
+	})
+	t.Run("within a ninth of the largest", func(t *testing.T) {
 		var dropped []uint64
-		q, _ := NewCoDel(CoDelConfig{Flows: 16, LimitPackets: 4}, func(p aqm.Packet[uint64], why aqm.Verdict) { dropped = append(dropped, p.Payload) })
-		h := hashesFor(q, 3)
-		q.Enqueue(cpkt(1, 500, h[2]), ct0)
-		q.Enqueue(cpkt(2, 500, h[1]), ct0)
-		q.Enqueue(cpkt(3, 500, h[2]), ct0)
-		q.Enqueue(cpkt(4, 500, h[1]), ct0)
-		q.Enqueue(cpkt(5, 1, h[0]), ct0)
-		require.Equal(t, []uint64{2}, dropped, "h[1] and h[2] tie at 1000 B; h[1] has the lower bucket; half is 500 B")
+		q, _ := NewCoDel(CoDelConfig{Flows: 16, LimitPackets: 2, Seed: 1}, func(p aqm.Packet[uint64], why aqm.Verdict) { dropped = append(dropped, p.Payload) })
+		h := hashesFor(q, 2)
+		// 1150 and 1100 bytes share the class [1024, 1152): the flow that
+		// entered it last is chosen although it holds less.
+		q.Enqueue(cpkt(1, 1150, h[0]), ct0)
+		q.Enqueue(cpkt(2, 1100, h[1]), ct0)
+		require.Equal(t, aqm.Enqueued, q.Enqueue(cpkt(3, 10, h[1]), ct0), "1110 B stays in the class; the drop takes the head")
+		require.Equal(t, []uint64{2}, dropped)
+		// A backlog in a higher class always wins.
+		dropped = nil
+		q2, _ := NewCoDel(CoDelConfig{Flows: 16, LimitPackets: 2, Seed: 1}, func(p aqm.Packet[uint64], why aqm.Verdict) { dropped = append(dropped, p.Payload) })
+		q2.Enqueue(cpkt(1, 1160, h[0]), ct0)
+		q2.Enqueue(cpkt(2, 1100, h[1]), ct0)
+		q2.Enqueue(cpkt(3, 10, h[1]), ct0)
+		require.Equal(t, []uint64{1}, dropped)
 	})
 	t.Run("memory trigger and refused arrival", func(t *testing.T) {
 		var dropped []uint64
-		q, _ := NewCoDel(CoDelConfig{Flows: 16, MemoryLimitBytes: 3000}, func(p aqm.Packet[uint64], why aqm.Verdict) { dropped = append(dropped, p.Payload) })
+		q, _ := NewCoDel(CoDelConfig{Seed: 1, Flows: 16, MemoryLimitBytes: 3000}, func(p aqm.Packet[uint64], why aqm.Verdict) { dropped = append(dropped, p.Payload) })
 		h := hashesFor(q, 2)
 		require.Equal(t, aqm.DroppedOverlimit, q.Enqueue(cpkt(0, 3001, h[0]), ct0))
 		q.Enqueue(cpkt(1, 1000, h[0]), ct0)
@@ -166,7 +204,7 @@ func TestCoDelBatchDrop(t *testing.T) {
 		require.Equal(t, []uint64{1}, dropped)
 		require.Equal(t, uint64(1), q.Detail().DropOvermemory)
 		// An arrival that is itself the fattest flow's only packet is refused.
-		q2, _ := NewCoDel(CoDelConfig{Flows: 16, MemoryLimitBytes: 3000}, func(p aqm.Packet[uint64], why aqm.Verdict) { t.Fatal("no queued drop expected") })
+		q2, _ := NewCoDel(CoDelConfig{Seed: 1, Flows: 16, MemoryLimitBytes: 3000}, func(p aqm.Packet[uint64], why aqm.Verdict) { t.Fatal("no queued drop expected") })
 		q2.Enqueue(cpkt(1, 1000, h[0]), ct0)
 		require.Equal(t, aqm.DroppedOverlimit, q2.Enqueue(cpkt(2, 2500, h[1]), ct0))
 		require.Equal(t, 1, q2.Len())
@@ -183,7 +221,7 @@ func TestCoDelBatchDrop(t *testing.T) {
 func TestCoDelCountBumpKeepsInvSqrt(t *testing.T) {
 	var earlyAt []aqm.Time
 	now := ct0
-	q, err := NewCoDel(CoDelConfig{Flows: 16, LimitPackets: 600, DisableECN: true}, func(p aqm.Packet[uint64], why aqm.Verdict) {
+	q, err := NewCoDel(CoDelConfig{Seed: 1, Flows: 16, LimitPackets: 600, DisableECN: true}, func(p aqm.Packet[uint64], why aqm.Verdict) {
 		if why == aqm.DroppedEarly {
 			earlyAt = append(earlyAt, now)
 		}
@@ -248,7 +286,7 @@ func TestCoDelGuardScope(t *testing.T) {
 		t.Run(fmt.Sprint("global=", global), func(t *testing.T) {
 			early := map[uint32]int{}
 			var qq *CoDel[uint64]
-			qq, _ = NewCoDel(CoDelConfig{Flows: 16, DisableECN: true, GlobalBacklogGuard: global}, func(p aqm.Packet[uint64], why aqm.Verdict) {
+			qq, _ = NewCoDel(CoDelConfig{Seed: 1, Flows: 16, DisableECN: true, GlobalBacklogGuard: global}, func(p aqm.Packet[uint64], why aqm.Verdict) {
 				if why == aqm.DroppedEarly {
 					early[p.Hash]++
 				}
@@ -284,7 +322,7 @@ func TestCoDelGuardScope(t *testing.T) {
 // kept), a larger and a smaller packet capacity, and a re-hash into a new
 // table, all without loss, duplication or reordering within a flow.
 func TestCoDelReconfigure(t *testing.T) {
-	q, err := NewCoDel[uint64](CoDelConfig{Flows: 8, LimitPackets: 100}, nil)
+	q, err := NewCoDel[uint64](CoDelConfig{Seed: 1, Flows: 8, LimitPackets: 100}, nil)
 	require.NoError(t, err)
 	for i := range uint64(80) {
 		q.Enqueue(cpkt(i, 100, uint32(i%5)), ct0)

@@ -8,7 +8,8 @@
 //
 //	bucket = (mix(Packet.Hash, key) · Flows) >> 32
 //
-// where key is a 128-bit secret drawn from Config.Seed and mix is a keyed
+// where key is a 128-bit secret derived from Config.Seed (drawn from
+// crypto/rand when Seed is zero, the default) and mix is a keyed
 // 64-bit finaliser, so a sender that does not know the seed cannot aim
 // collisions at another flow; the multiply-shift replaces a modulo. Each flow
 // queue is a FIFO with its own CoDel controller (package codel), kept for the
@@ -27,11 +28,31 @@
 // GlobalBacklogGuard).
 //
 // When an arrival takes the queue over LimitPackets or MemoryLimitBytes, the
-// queue finds the flow with the most bytes (a scan of a dense array of
-// per-flow byte counts) and drops from its head until half its bytes or
-// DropBatchPackets packets are gone (at least one); the drops go to the
+// queue picks the fattest flow and drops from its head until half its bytes
+// or DropBatchPackets packets are gone (at least one); the drops go to the
 // DropFunc as [aqm.DroppedOverlimit] and, by default, are added to that
-// flow's CoDel count. The scan costs O(Flows) but happens once per batch.
+// flow's CoDel count. The fattest flow is found without looking at every
+// flow: each non-empty flow is in a backlog class, a code of its byte
+// backlog b with three mantissa bits,
+//
+//	class(b) = 1 + b                   for b < 16
+//	class(b) = 1 + 8e + ⌊b / 2^e⌋      otherwise, e = ⌊log2 b⌋ − 3
+//
+// which never decreases with b and puts in one class only backlogs that
+// differ by less than a ninth of the larger. The queue keeps one stack of
+// flows per class (a flow is pushed when its class changes; the entries it
+// leaves behind go stale and are skipped or compacted away later) and a
+// bitmap of the non-empty classes, so the chosen flow is the one that
+// entered the highest non-empty class last, found in O(1) amortised time per
+// arrival whatever the number of flows. The classes are kept only while
+// the queue is near its limits: when an arrival takes it above three
+// quarters of LimitPackets or of MemoryLimitBytes, the active flows enter
+// their classes in scheduling order (new list, then old list), and from
+// then on each packet costs a compare and, when its flow's class changes, a
+// write to a stack whose top is in cache; no other flow's state is touched.
+// Tracking stops at a Dequeue call that finds the queue at most half full
+// once as many Dequeue calls have passed as the start visited flows, plus
+// 64, which pays for the start. Below the limits a packet costs one test.
 //
 // # Parameters
 //
@@ -47,15 +68,34 @@
 //	CEThreshold          off       time     RFC 8290 §5.2.7, Linux ce_threshold
 //	GlobalBacklogGuard   false (per flow)   Linux uses the queue's backlog
 //	KeepCountOnOverload  false (bump)       Linux bumps, ns-3 does not
-//	Seed                 0         —        RFC 8290 §4.1 salt
+//	Seed                 0 (secret key from crypto/rand)  RFC 8290 §4.1 salt
+//
+// [CoDelConfigForLink] sizes LimitPackets and MemoryLimitBytes for a link
+// rate and round-trip time (four round trips at the rate, as CAKE sizes
+// its buffer); the defaults suit 10 Gb/s and hold seconds of queue on a
+// slow link, which an unresponsive flow can keep full.
+//
+// # Memory
+//
+// NewCoDel allocates everything the queue will use: 64 bytes per flow (one
+// cache line: the CoDel controller, the flow's packet list, byte backlog,
+// credit, list link and backlog class), 32 bytes per flow of overload
+// bookkeeping (four stack entries per flow, so that the stale ones are
+// compacted at most once per three pushes), and one node per packet of
+// LimitPackets+1 (the packet's fields and the link to the next packet of
+// its flow: 32 bytes for a word-sized payload, two to a cache line). The
+// defaults take about 430 KB; 65536 flows and 10240 packets about 6.6 MB. [CoDelDetail.MemoryBytes] reports the figure. Nothing
+// allocates afterwards, except Reconfigure when the table or the packet
+// capacity changes.
 //
 // # Differences from RFC 8290, Linux fq_codel, ns-3 and DPDK
 //
 //   - Flow state is one 64-byte cache line per flow (a CoDel controller of 40
-//     bytes, the flow's packet list, credit and list link); packets live in
-//     one preallocated slab linked by index, and the fattest-flow scan reads
-//     a separate dense array of byte counts, as Linux does. Nothing allocates
-//     after NewCoDel.
+//     bytes, the flow's packet list, byte backlog, credit, list link and
+//     overload class); packets live in one preallocated array of nodes
+//     linked by index, 32 bytes each for a word-sized payload, so none
+//     straddles two cache lines. Linux keeps the byte backlogs in a separate dense
+//     array for its scan. Nothing allocates after NewCoDel.
 //   - Classification uses the caller's hash mixed with a per-instance key
 //     (the RFC's salted hash), not Linux's global skb hash, and a
 //     multiply-shift (Linux) rather than the RFC's and ns-3's modulo. There
@@ -69,12 +109,21 @@
 //   - The MTU guard looks at the flow's own backlog by default (RFC 8290's
 //     per-queue CoDel, ns-3); Linux looks at the whole queue's so thin flows
 //     can be signalled too: GlobalBacklogGuard.
-//   - Overload: Linux's batch drop from the fattest flow (RFC 8290 drops one
-//     packet: DropBatchPackets = 1), repeated until both limits hold (Linux
-//     drops one batch and may stay above the memory limit), with the strict
-//     > scan that picks the lowest bucket among equals. If only the arrival
-//     itself would be left to drop, it is refused instead (it never reaches
-//     the DropFunc). Memory is the sum of Packet.Size, not skb truesize.
+//   - Overload: Linux's batch drop (RFC 8290 drops one packet:
+//     DropBatchPackets = 1), repeated until both limits hold (Linux drops
+//     one batch and may stay above the memory limit). The fattest flow is
+//     not the exact byte maximum of RFC 8290 and Linux but a flow in the
+//     same backlog class as the largest (exact below 16 bytes, otherwise
+//     holding more than eight ninths of the largest backlog), the one that
+//     entered that class last; Linux takes the exact maximum, the lowest
+//     bucket among equals, and ns-3 the first in class order. Linux finds it
+//     by scanning every flow, once per batch; when every flow holds a packet
+//     or two (a flood of many distinct hashes) a batch is a packet or two,
+//     so that scan runs on nearly every arrival, O(Flows) per packet. Here
+//     it is O(1) amortised. Under such a flood the flow that entered the
+//     top class last is often the arrival's own: if only the arrival would
+//     be left to drop, it is refused instead (it never reaches the
+//     DropFunc). Memory is the sum of Packet.Size, not skb truesize.
 //   - The overload drops are added to the flow's CoDel count (Linux since
 //     2019; ns-3 does not: KeepCountOnOverload), and the cached 1/sqrt(count)
 //     is recomputed for the new count. Linux keeps the stale value, and one
@@ -84,7 +133,10 @@
 //     TestCoDelCountBumpKeepsInvSqrt guards this.
 //   - Dequeue drops at most codel.MaxDropsPerDequeue packets in one call,
 //     over all flows.
-//   - Reconfigure keeps every flow's state when Flows and Seed are unchanged;
+//   - EnqueueBatch and DequeueBatch take and give bursts with one time for
+//     the burst, with exactly the outcome of the loop of single calls.
+//   - Reconfigure keeps every flow's state when Flows and Seed are unchanged
+//     (a zero Seed keeps the key in use);
 //     otherwise it re-hashes the queued packets into a new table (keeping
 //     their order within each hash) and CoDel starts afresh. Lowering a
 //     limit below the occupancy refuses arrivals until the queue drains
@@ -102,7 +154,12 @@
 // # Time
 //
 // Every method takes now, an [aqm.Time] in nanoseconds from the caller's
-// monotonic clock; the queues never read a clock and have no timers.
+// monotonic clock; the queues never read a clock and have no timers. They
+// follow the time policy of package aqm: time that goes backwards counts as
+// zero elapsed (a sojourn time is never negative), and the instants a
+// flow's CoDel stores (its deadline and next drop) follow package codel's
+// handling of readings far in the future, so light traffic gets through as
+// on a fresh queue shortly after a clock glitch.
 //
 // # Concurrency
 //
