@@ -410,7 +410,10 @@ func (m *fqcRef) dodequeue(f *fqcRefFlow, now int64) (p aqm.Packet[uint64], okTo
 		f.above = false
 		return p, false, true
 	}
-	if !f.above {
+	if !f.above || f.firstAbove-now > m.interval {
+		// Start the window, or restart it when its deadline lies more than
+		// an interval ahead: it was set at a reading far in the future
+		// (package codel's time policy).
 		f.firstAbove, f.above = now+m.interval, true
 		return p, false, true
 	}
@@ -525,7 +528,7 @@ func (m *fqcRef) codelDequeue(f *fqcRefFlow, now int64) (aqm.Packet[uint64], boo
 			// needing a previous episode, doc.go of package codel).
 			delta := f.count - f.lastCount
 			f.count = 1
-			if delta > 1 && f.episode && now-f.dropNext < 16*m.interval {
+			if delta > 1 && f.episode && now-f.dropNext < 16*m.interval && f.dropNext-now <= m.interval {
 				f.count = delta
 				m.cov.reentry++
 			}
@@ -550,7 +553,7 @@ func (m *fqcRef) codelDequeue(f *fqcRefFlow, now int64) (aqm.Packet[uint64], boo
 			return m.deliver(p, now), true
 		}
 	}
-	for f.dropping && now >= f.dropNext {
+	for m.reanchorDrop(f, now); f.dropping && now >= f.dropNext; m.reanchorDrop(f, now) {
 		if m.linuxCount {
 			f.count++
 		}
@@ -577,6 +580,15 @@ func (m *fqcRef) codelDequeue(f *fqcRefFlow, now int64) (aqm.Packet[uint64], boo
 		}
 	}
 	return m.deliver(p, now), true
+}
+
+// reanchorDrop is package codel's time policy for drop_next: no control-law
+// step exceeds an interval, so a next drop further ahead than that was
+// scheduled from a reading far in the future and is taken from now.
+func (m *fqcRef) reanchorDrop(f *fqcRefFlow, now int64) {
+	if f.dropping && f.dropNext-now > m.interval {
+		f.dropNext = m.controlLaw(now, f.count)
+	}
 }
 
 // dequeue is RFC 8290 section 4.2: serve the head of the new list, else of
