@@ -11,7 +11,7 @@ import (
 // Example sends one L4S and one Classic packet through a DualPI2 queue.
 // The L4S packet waited 2 ms, past the 1 ms step, so it leaves marked.
 func Example() {
-	q, err := dualq.New[string](dualq.Config{}, nil)
+	q, err := dualq.New[string](dualq.Config{Seed: 1}, nil)
 	if err != nil {
 		panic(err)
 	}
@@ -38,7 +38,7 @@ func Example() {
 // a Classic head delay of 16 ms and then 32 ms: p' = 0.10528, the Classic
 // probability is p'^2 and the coupled L4S probability is 2·p'.
 func ExampleQueue_Detail() {
-	q, _ := dualq.New[int](dualq.Config{}, nil)
+	q, _ := dualq.New[int](dualq.Config{Seed: 1}, nil)
 	t0 := aqm.Time(time.Second)
 	q.Enqueue(aqm.Packet[int]{Meta: aqm.Meta{Size: 1500, ECN: aqm.ECT0}}, t0)
 	q.Enqueue(aqm.Packet[int]{Meta: aqm.Meta{Size: 1500, ECN: aqm.ECT0}}, t0.Add(16*time.Millisecond))
