@@ -179,7 +179,9 @@ func makeSFQParams(c SFQConfig) sfqParams {
 const sfqNone = ^uint32(0)
 
 // sfqNode is one packet in the slab, doubly linked within its flow so that
-// both head and tail drops are O(1).
+// both head and tail drops are O(1). The prev link of a flow's head node is
+// not maintained (the head has no predecessor, and Dequeue need not touch
+// the next node to say so).
 type sfqNode[T any] struct {
 	pkt        aqm.Packet[T]
 	next, prev uint32
@@ -481,14 +483,18 @@ func (q *SFQ[T]) unlinkNode(x, i uint32) (p aqm.Packet[T]) {
 func (q *SFQ[T]) unlinkNodeInto(x, i uint32, dst *aqm.Packet[T]) {
 	s := &q.slots[x]
 	nd := &q.nodes[i]
-	if nd.prev == sfqNone {
+	isHead := i == s.head // the head's prev is not maintained
+	if isHead {
 		s.head = nd.next
 	} else {
 		q.nodes[nd.prev].next = nd.next
 	}
-	if nd.next == sfqNone {
+	switch {
+	case nd.next == sfqNone && isHead:
+		s.tail = sfqNone
+	case nd.next == sfqNone:
 		s.tail = nd.prev
-	} else {
+	case !isHead:
 		q.nodes[nd.next].prev = nd.prev
 	}
 	*dst = nd.pkt
@@ -681,8 +687,6 @@ func (q *SFQ[T]) Dequeue(now aqm.Time) (p aqm.Packet[T], ok bool) {
 	s.head = next
 	if next == sfqNone {
 		s.tail = sfqNone
-	} else {
-		q.nodes[next].prev = sfqNone
 	}
 	p = nd.pkt
 	size := p.Size
@@ -778,8 +782,8 @@ func (q *SFQ[T]) EnqueueBatch(ps []aqm.Packet[T], vs []aqm.Verdict, now aqm.Time
 
 // DequeueBatch removes up to len(buf) packets at time now into buf and
 // returns how many: the outcome of that many calls of Dequeue, as
-// [aqm.BatchQueue] defines it. A flow with credit left is served inline;
-// the turn to the next flow takes Dequeue's own path.
+// [aqm.BatchQueue] defines it. Dequeue's work is done inline except a turn
+// that skips more than one flow (quanta smaller than the packets).
 func (q *SFQ[T]) DequeueBatch(buf []aqm.Packet[T], now aqm.Time) int {
 	for k := range buf {
 		if q.tail == sfqNone {
@@ -788,8 +792,16 @@ func (q *SFQ[T]) DequeueBatch(buf []aqm.Packet[T], now aqm.Time) int {
 		x := q.slots[q.tail].next
 		s := &q.slots[x]
 		if s.allot <= 0 {
-			buf[k], _ = q.Dequeue(now)
-			continue
+			// Dequeue's turn to the next flow: one step inline, the rest
+			// of a round (quanta smaller than the packets) out of line.
+			q.tail = x
+			s.allot += q.p.quantum
+			x = s.next
+			s = &q.slots[x]
+			if s.allot <= 0 {
+				x = q.advance(q.active)
+				s = &q.slots[x]
+			}
 		}
 		i := s.head
 		nd := &q.nodes[i]
@@ -797,8 +809,6 @@ func (q *SFQ[T]) DequeueBatch(buf []aqm.Packet[T], now aqm.Time) int {
 		s.head = next
 		if next == sfqNone {
 			s.tail = sfqNone
-		} else {
-			q.nodes[next].prev = sfqNone
 		}
 		buf[k] = nd.pkt
 		size := nd.pkt.Size

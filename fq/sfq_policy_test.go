@@ -254,3 +254,4 @@ func TestSFQBatchNoAllocs(t *testing.T) {
 		q.DequeueBatch(out, sfqT0)
 	}))
 }
+
