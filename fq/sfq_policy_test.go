@@ -254,4 +254,3 @@ func TestSFQBatchNoAllocs(t *testing.T) {
 		q.DequeueBatch(out, sfqT0)
 	}))
 }
-
