@@ -48,3 +48,16 @@ func ExampleQueue_Detail() {
 	// Output:
 	// p'=0.10528 p_C=0.01108 p_CL=0.21056 delay=32ms
 }
+
+// ConfigForLink sizes the limits for a link, and Config reports every
+// effective value, for example to size a buffer pool to the packet limit.
+func ExampleConfigForLink() {
+	q, err := dualq.New[int](dualq.ConfigForLink(100*aqm.Mbit, 50*time.Millisecond), nil)
+	if err != nil {
+		panic(err)
+	}
+	c := q.Config()
+	fmt.Println("pool:", c.LimitPackets, "packets; memory limit:", c.LimitBytes, "bytes; target:", c.Target)
+	// Output:
+	// pool: 1652 packets; memory limit: 2500000 bytes; target: 15ms
+}

@@ -1007,10 +1007,11 @@ type SFQDetail struct {
 	// queue was over LimitPackets or LimitBytes, arrivals included.
 	OverflowDrops uint64
 	// MemoryBytes is the memory the queue preallocated for its
-	// configuration: about (LimitPackets+1)·(size of a Packet[T] + 8)
-	// for the packet slab, 4·Divisor for the bucket table and 64 bytes per
-	// flow slot, min(Divisor, LimitPackets+1) of them. It does not change
-	// with the traffic.
+	// configuration: (LimitPackets+1)·(size of a Packet[T] + 8) for the
+	// packet slab plus 8·(LimitPackets+2) for the depth lists' heads,
+	// 4·Divisor for the bucket table, and 48 bytes per flow slot,
+	// min(Divisor, LimitPackets+1) of them. It does not change with the
+	// traffic.
 	MemoryBytes int
 }
 

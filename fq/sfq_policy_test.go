@@ -235,7 +235,12 @@ func TestSFQMemoryBytes(t *testing.T) {
 	}
 	base := mem(SFQConfig{})
 	assert.Less(t, base, 64<<10, "the default SFQ is small")
-	assert.InDelta(t, 1000*(32+8), mem(SFQConfig{LimitPackets: 1000, Divisor: 1})-mem(SFQConfig{LimitPackets: 1, Divisor: 1}), 1000*80)
+	for _, c := range []SFQConfig{{}, {LimitPackets: 1000, Divisor: 1}, {LimitPackets: 5000, Divisor: 1 << 20}, {LimitPackets: 1, Divisor: 7}} {
+		d := c.withDefaults()
+		slots := min(d.Divisor, d.LimitPackets+1)
+		want := (d.LimitPackets+1)*(32+8) + 8*(d.LimitPackets+2) + 4*d.Divisor + 48*slots
+		assert.Equal(t, want, mem(c), "%+v: the documented formula for 8-byte payloads", c)
+	}
 	assert.GreaterOrEqual(t, mem(SFQConfig{Divisor: maxSFQDivisor})-base, 4*(maxSFQDivisor-DefaultSFQDivisor))
 }
 
