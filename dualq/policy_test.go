@@ -291,3 +291,23 @@ func TestBatchNoAllocs(t *testing.T) {
 		q.DequeueBatch(out, now)
 	}))
 }
+
+// TestReconfigureShorterTupdate protects the schedule across Reconfigure:
+// a shorter Tupdate pulls an update scheduled further ahead back to one new
+// Tupdate from the next call, and a longer one keeps the schedule.
+func TestReconfigureShorterTupdate(t *testing.T) {
+	q, err := dualq.New[uint64](dualq.Config{Tupdate: time.Second, Seed: 1}, nil)
+	require.NoError(t, err)
+	q.Enqueue(pkt(aqm.ECT0, 100, 1), t0)
+	require.Equal(t, t0+aqm.Time(time.Second), q.Detail().NextUpdate)
+	require.NoError(t, q.Reconfigure(dualq.Config{Tupdate: 2 * time.Second, Seed: 1}))
+	q.Enqueue(pkt(aqm.ECT0, 100, 2), t0+1)
+	assert.Equal(t, t0+aqm.Time(time.Second), q.Detail().NextUpdate, "a longer Tupdate keeps the schedule")
+	require.NoError(t, q.Reconfigure(dualq.Config{Tupdate: time.Millisecond, Seed: 1}))
+	now := t0 + aqm.Time(2*time.Millisecond)
+	q.Enqueue(pkt(aqm.ECT0, 100, 3), now)
+	assert.Equal(t, now+aqm.Time(time.Millisecond), q.Detail().NextUpdate)
+	before := q.Detail().Updates
+	q.Dequeue(now + aqm.Time(5*time.Millisecond))
+	assert.Equal(t, before+5, q.Detail().Updates, "updates run every new Tupdate")
+}

@@ -696,7 +696,9 @@ func (q *Queue[T]) Detail() Detail {
 // queued packet is lost, duplicated, reordered or moved to the other queue;
 // a new limit below the current length keeps them and refuses arrivals until
 // the queue has drained below it. p' carries over (capped at 1/k with
-// OverflowOnOverload), as does the PI update schedule; the WRR credit starts
+// OverflowOnOverload), as does the PI update schedule (an update
+// that a shorter Tupdate leaves more than one period ahead is re-anchored
+// one Tupdate after the next call); the WRR credit starts
 // over if both queues are empty. A zero Seed keeps the random stream; a
 // non-zero Seed other than the one in use reseeds it. It allocates if the
 // packet limit changes.
