@@ -95,7 +95,7 @@ func registerPie() {
 // and "congested" (~100 ms) runs the p'^2 drop path at dequeue.
 func registerDualpi2() {
 	registerPacket(PacketAlgo{Name: "dualpi2", New: func(sc Scenario, onDrop aqm.DropFunc[uint64]) (aqm.Queue[uint64], error) {
-		return dualq.New(dualq.Config{}, onDrop)
+		return dualq.New(dualq.Config{Seed: 1}, onDrop)
 	}})
 }
 

@@ -65,7 +65,8 @@ const (
 )
 
 // Config configures a [Queue]. The zero value is the Linux sch_dualpi2
-// default configuration, with drops and marks decided at dequeue.
+// default configuration, with drops and marks decided at dequeue and a
+// secret random seed. [ConfigForLink] sizes the limits for a link instead.
 type Config struct {
 	// Target is the queue delay the base PI controller holds the larger of
 	// the two queues' head delays at. Zero means [DefaultTarget] (15 ms).
@@ -127,7 +128,13 @@ type Config struct {
 	OverflowOnOverload bool
 	// LimitPackets is the most packets both queues hold together. Zero
 	// means [DefaultLimitPackets] (10000). At most 1<<24. Storage for twice
-	// this many packets (one ring per queue) is allocated by New.
+	// this many packets (one ring per queue) is allocated by New:
+	// 2·LimitPackets·(size of a Packet[T]), 640 kB for the default and an
+	// 8-byte payload ([Detail].MemoryBytes reports it). The AQM keeps the
+	// queue short while senders respond, but a limit that holds more than
+	// a second of queue at the link rate lets unresponsive traffic build
+	// that much delay; [ConfigForLink] sizes the limits for a rate and
+	// round-trip time.
 	LimitPackets int
 	// LimitBytes is the most bytes (sum of Size) both queues hold together:
 	// the "memory limit". Zero means LimitPackets × 2 × MTUBytes, Linux's
@@ -138,9 +145,26 @@ type Config struct {
 	// credit starts at MTUBytes×(wc−wl). Zero means [DefaultMTUBytes]
 	// (1500). At most 1<<20.
 	MTUBytes int
-	// Seed seeds the queue's random marking and dropping decisions. Queues
-	// with equal configurations and seeds decide identically.
+	// Seed seeds the queue's random marking and dropping decisions. Zero
+	// (the default, and the right choice in production) draws a secret
+	// seed from crypto/rand, so senders cannot predict which packets are
+	// marked or dropped; [Queue.Config] reports the seed drawn. Queues
+	// with equal configurations and the same non-zero seed decide
+	// identically: use a fixed seed for tests and simulations.
 	Seed uint64
+}
+
+// ConfigForLink returns the configuration of a queue draining a link of
+// the given rate for flows whose round-trip time is about rtt (zero means
+// [aqm.DefaultRTT]): the byte limit is [aqm.Rate.BufferBytes] (four round
+// trips at the rate, between 64 KiB and 32 MiB) and the packet limit
+// [aqm.Rate.BufferPackets] (the same in full-size packets); every other
+// field keeps its default.
+func ConfigForLink(rate aqm.Rate, rtt time.Duration) Config {
+	return Config{
+		LimitPackets: rate.BufferPackets(rtt),
+		LimitBytes:   rate.BufferBytes(rtt),
+	}
 }
 
 // withDefaults returns c with every zero field replaced by its default.
@@ -183,6 +207,7 @@ func (c Config) withDefaults() Config {
 // Validate reports every field of c that is out of range, one
 // [*aqm.ConfigError] per bad field joined with errors.Join; each wraps
 // [aqm.ErrInvalidConfig]. Zero fields take their defaults and are valid.
+// It does not modify c.
 func (c Config) Validate() error {
 	d := c.withDefaults()
 	var errs []error
@@ -219,7 +244,9 @@ func (c Config) Validate() error {
 	if d.MTUBytes < 1 || d.MTUBytes > 1<<20 {
 		bad("MTUBytes", c.MTUBytes, "must be in [0, 1048576]")
 	}
-	if d.LimitBytes < 0 || d.LimitBytes > 1<<52 {
+	// LimitBytes is judged as given: its default derives from LimitPackets
+	// and MTUBytes, which are reported on their own if they are bad.
+	if c.LimitBytes < 0 || c.LimitBytes > 1<<52 {
 		bad("LimitBytes", c.LimitBytes, "must be in [0, 2^52]")
 	}
 	return errors.Join(errs...)
@@ -267,7 +294,7 @@ type params struct {
 	limitBytes  int    // shared byte limit
 	minBacklog  int    // 2·MTU: no coupled/Classic AQM below this backlog
 	mtu         int    // bytes
-	seed        uint64 // Config.Seed
+	seed        uint64 // Config.Seed, or the one drawn for a zero Seed
 	alphaTarget int64  // alpha·target: the per-update decrease of an idle queue
 }
 

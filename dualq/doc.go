@@ -54,8 +54,8 @@
 //	MTUBytes                   1500         bytes   Linux psched_mtu
 //
 // The gains are Linux's defaults, chosen over the RFC formula's 0.15/3.0 at
-// 15 ms because the issue fixes Tupdate at Linux's 16 ms and the gains are
-// tuned together with it (α = 0.1·Tupdate/RTT_max² is exactly 0.16 at
+// 15 ms because Tupdate is Linux's 16 ms and the gains are tuned together
+// with it (α = 0.1·Tupdate/RTT_max² is exactly 0.16 at
 // 16 ms and RTT_max = 100 ms), and because matching Linux makes behaviour
 // comparable with deployed qdiscs. Internally α and β are rounded to the
 // 2^-48-per-ns grid (α_fp = 45036, relative error < 10^-7).
@@ -117,6 +117,23 @@
 // compare otherwise. Time that goes backwards counts as zero elapsed;
 // delays are clamped to [0, 2^34 ns] and every time sum saturates, so jumps
 // to the end of int64 time are safe.
+//
+// The schedule follows the time policy of package aqm: when the next
+// update lies more than one Tupdate ahead of now (time ran backwards, or
+// came back from a reading far in the future), it is re-anchored one
+// Tupdate after now and no update runs, so one bad reading delays the
+// controller by at most one Tupdate instead of freezing it. A reading far
+// in the future is elapsed time like any other: with packets queued it
+// drives p' to its cap, and the first updates back at normal time, which
+// see the short real delays, bring it down again within a few Tupdates.
+// Updates whose instant precedes both heads' arrival (possible only after
+// time ran backwards) see a zero delay and collapse like an idle gap.
+//
+// # Seeds
+//
+// A zero [Config.Seed] draws a secret seed from crypto/rand, so the
+// decisions cannot be predicted by senders; [Queue.Config] reports it. A
+// fixed seed makes a queue reproducible: use one in tests and simulations.
 //
 // # Concurrency
 //

@@ -1,8 +1,10 @@
 package dualq
 
 import (
+	"iter"
 	"math"
 	"time"
+	"unsafe"
 
 	"github.com/aqmkit/aqmkit/aqm"
 	"github.com/aqmkit/aqmkit/internal/ring"
@@ -23,6 +25,7 @@ type Queue[T any] struct {
 	overload  bool                     // k·p' ≥ 1 and overload drops are on
 	credit    int64                    // WRR credit: > 0 means Classic is served next
 	nextUpd   aqm.Time                 // instant of the next PI update
+	updFloor  aqm.Time                 // nextUpd − Tupdate: an earlier now re-anchors the schedule
 	started   bool                     // nextUpd is set
 	p48       int64                    // p', 2^48 scale, in [0, par.pmax]
 	prevDelay int64                    // the delay seen by the previous update, ns
@@ -32,34 +35,49 @@ type Queue[T any] struct {
 	stats     aqm.Stats
 
 	// Detail-only state.
-	lastNow    aqm.Time // latest instant seen
+	lastNow    aqm.Time // the instant of the latest call
+	cfg        Config   // effective: defaults filled in, the seed in use
+	memBytes   int      // bytes of the two rings
 	stepMarks  uint64
 	maxLen     int
 	maxBacklog int
 	updates    uint64
 }
 
-var _ aqm.Queue[int] = (*Queue[int])(nil)
+var _ aqm.BatchQueue[int] = (*Queue[int])(nil)
 
 // New returns an empty queue configured by cfg. onDrop receives the accepted
 // packets that the AQM drops at dequeue; it may be nil. The error joins one
 // error wrapping [aqm.ErrInvalidConfig] per bad field.
 func New[T any](cfg Config, onDrop aqm.DropFunc[T]) (*Queue[T], error) {
+	cfg.Seed = rng.SeedOrRandom(cfg.Seed)
 	par, err := cfg.derive()
 	if err != nil {
 		return nil, err
 	}
-	// Before the first packet operation nextUpd and lastNow are the
-	// earliest Time, so that advance's fast path (now < nextUpd) is never
-	// taken and any instant counts as later than lastNow.
+	// Before the first packet operation nextUpd is the earliest Time, so
+	// that advance's fast path (updFloor ≤ now < nextUpd) is never taken.
 	q := &Queue[T]{par: par, onDrop: onDrop, credit: par.creditInit,
-		nextUpd: math.MinInt64, lastNow: math.MinInt64}
+		nextUpd: math.MinInt64, updFloor: math.MinInt64, lastNow: math.MinInt64, cfg: cfg.withDefaults()}
 	q.l.Init(par.limitPkts)
 	q.c.Init(par.limitPkts)
+	q.setMem()
 	q.rnd.Seed(par.seed)
 	q.derive()
 	return q, nil
 }
+
+// setMem records the memory the two rings hold.
+func (q *Queue[T]) setMem() {
+	var p aqm.Packet[T]
+	q.memBytes = (q.l.Cap() + q.c.Cap()) * int(unsafe.Sizeof(p))
+}
+
+// Config returns the configuration in effect: the one given to [New] or
+// the last successful [Queue.Reconfigure], with every default filled in
+// and Seed set to the seed in use (the one drawn from crypto/rand if the
+// configuration gave zero).
+func (q *Queue[T]) Config() Config { return q.cfg }
 
 // isL4S reports whether ECN codepoint e (already masked) goes to the L4S
 // queue: ECT(1) and CE by default (the low bit is set: RFC 9331), any
@@ -228,6 +246,118 @@ func (q *Queue[T]) Dequeue(now aqm.Time) (p aqm.Packet[T], ok bool) {
 	}
 }
 
+// EnqueueBatch offers ps[i], i < n = min(len(ps), len(vs)), in order at
+// time now, writes each verdict into vs[i] and returns how many were
+// accepted: the outcome of n calls of Enqueue, as [aqm.BatchQueue]
+// defines it.
+func (q *Queue[T]) EnqueueBatch(ps []aqm.Packet[T], vs []aqm.Verdict, now aqm.Time) int {
+	n := min(len(ps), len(vs))
+	if n == 0 {
+		return 0
+	}
+	// The updates due by now run once: at one instant advance is
+	// idempotent.
+	q.advance(now)
+	ps, vs = ps[:n], vs[:n]
+	accepted := 0
+	for k := range ps {
+		p := ps[k]
+		p.ECN &= aqm.ECNMask
+		p.Enqueued = now
+		q.stats.NoteSize(p.Size)
+		size := int(p.Size)
+		backlog := q.bytesL + q.bytesC
+		if q.l.Len()+q.c.Len() >= q.par.limitPkts || size > q.par.limitBytes-backlog {
+			q.stats.CountDrop(aqm.DroppedOverlimit, p.Size, false)
+			vs[k] = aqm.DroppedOverlimit
+			continue
+		}
+		if q.isL4S(p.ECN) {
+			q.l.PushBack(p)
+			q.bytesL += size
+		} else {
+			q.c.PushBack(p)
+			q.bytesC += size
+		}
+		q.stats.Enqueued.Add(p.Size)
+		if n := q.l.Len() + q.c.Len(); n > q.maxLen {
+			q.maxLen = n
+		}
+		if b := backlog + size; b > q.maxBacklog {
+			q.maxBacklog = b
+		}
+		vs[k] = aqm.Enqueued
+		accepted++
+	}
+	return accepted
+}
+
+// DequeueBatch removes up to len(buf) packets at time now into buf and
+// returns how many: the outcome of that many calls of Dequeue, as
+// [aqm.BatchQueue] defines it (packets the AQM drops go to the DropFunc
+// and do not count). The packets that cannot be dropped (L4S outside
+// overload, Classic while p_C is 0) are served inline; the rest take
+// Dequeue's own path.
+func (q *Queue[T]) DequeueBatch(buf []aqm.Packet[T], now aqm.Time) int {
+	if len(buf) == 0 {
+		return 0
+	}
+	// The updates due by now run once: at one instant advance is
+	// idempotent.
+	q.advance(now)
+	minBacklog := q.par.minBacklog
+	for k := range buf {
+		nl, nc := q.l.Len(), q.c.Len()
+		if nl == 0 && nc == 0 {
+			// Both queues empty: the WRR credit starts over (Linux).
+			q.credit = q.par.creditInit
+			return k
+		}
+		fromL := nl > 0
+		if fromL && nc > 0 {
+			fromL = q.pickBoth()
+		}
+		if fromL && q.overload || !fromL && q.pC != 0 {
+			p, ok := q.Dequeue(now) // may drop: the rare path
+			if !ok {
+				return k
+			}
+			buf[k] = p
+			continue
+		}
+		var p aqm.Packet[T]
+		if fromL {
+			p, _ = q.l.PopFront()
+			q.bytesL -= int(p.Size)
+			pn := q.native(age(int64(p.Enqueued), int64(now)), nl-1)
+			var pc uint64
+			if q.bytesL+q.bytesC >= minBacklog {
+				pc = q.pCL
+			}
+			if pn >= pc {
+				if q.roll(pn) {
+					p.ECN = q.mark(p.Size)
+					q.stepMarks++
+				}
+			} else if q.roll(pc) {
+				p.ECN = q.mark(p.Size)
+			}
+			if nc > 0 {
+				q.credit += q.par.wc * int64(p.Size)
+			}
+		} else {
+			p, _ = q.c.PopFront()
+			q.bytesC -= int(p.Size)
+			if nl > 0 {
+				q.credit -= q.par.wl * int64(p.Size)
+			}
+		}
+		q.stats.Dequeued.Add(p.Size)
+		buf[k] = p
+	}
+	return len(buf)
+}
+
 // mark counts a CE mark on a packet of the given size and returns CE, the
 // packet's new codepoint.
 func (q *Queue[T]) mark(size uint32) aqm.ECN {
@@ -258,23 +388,33 @@ func (q *Queue[T]) Stats() aqm.Stats {
 // Lazy PI controller.
 
 // advance runs every PI update due at or before now. Its common case, no
-// update due, is small enough to inline into Enqueue and Dequeue.
+// update due and no glitch, is small enough to inline into Enqueue and
+// Dequeue.
 func (q *Queue[T]) advance(now aqm.Time) {
-	q.lastNow = max(q.lastNow, now)
-	if now >= q.nextUpd {
+	q.lastNow = now
+	if now >= q.nextUpd || now < q.updFloor {
 		q.advanceSlow(now)
 	}
 }
 
-// advanceSlow is advance when an update is due or before the first one is
-// scheduled.
+// advanceSlow is advance when an update is due, before the first one is
+// scheduled, or when the next update lies more than one Tupdate ahead of
+// now (time ran backwards, or returned from a reading far in the future):
+// then the schedule is re-anchored at now, as if the queue had just
+// started, and no update runs (no time has elapsed).
 func (q *Queue[T]) advanceSlow(now aqm.Time) {
-	if !q.started {
+	if !q.started || now < q.nextUpd {
 		q.started = true
-		q.nextUpd = aqm.Time(satAdd(int64(now), q.par.tupdate))
+		q.schedule(now)
 		return
 	}
 	q.catchUp(now)
+}
+
+// schedule sets the next update one Tupdate after t.
+func (q *Queue[T]) schedule(t aqm.Time) {
+	q.nextUpd = aqm.Time(satAdd(int64(t), q.par.tupdate))
+	q.updFloor = q.nextUpd - aqm.Time(q.par.tupdate)
 }
 
 // catchUp runs the n ≥ 1 updates due at nextUpd, nextUpd+T, … ≤ now. No
@@ -291,36 +431,73 @@ func (q *Queue[T]) advanceSlow(now aqm.Time) {
 //     that, the delay passes target within target/T updates and p' reaches
 //     the cap within about sqrt(2/(alpha·T)) more, at most ~1.1·10^4
 //     updates under Validate's bounds, and only once per stall.
+//   - Heads younger than the update instant (only after time ran
+//     backwards): each such update sees delay 0 after delay 0, so the run
+//     of them collapses like the idle case.
 func (q *Queue[T]) catchUp(now aqm.Time) {
 	step := uint64(q.par.tupdate)
 	first := uint64(q.nextUpd)
 	n := (uint64(now)-first)/step + 1 // now ≥ nextUpd, so the difference is exact in uint64
 	last := int64(first + (n-1)*step) // ≤ now, so it fits in int64
 	tu := int64(first)
-	for m := n; m > 0; m-- {
+	for m := n; m > 0; {
 		if q.l.Len() == 0 && q.c.Len() == 0 {
 			q.update(0)
-			if rest := m - 1; rest > 0 {
-				q.updates += rest
-				if uint64(q.p48)/uint64(q.par.alphaTarget) < rest {
-					q.p48 = 0
-				} else {
-					q.p48 -= int64(rest) * q.par.alphaTarget
-				}
-			}
+			q.idleUpdates(m - 1)
 			break
 		}
 		d := q.headDelay(tu)
+		if d == 0 && q.prevDelay == 0 {
+			// tu is not after the oldest head's arrival (possible only
+			// after time ran backwards): every update until tu passes it
+			// sees delay 0 after delay 0, the idle decrement. Run them at
+			// once.
+			k := min((uint64(q.oldestArrival())-uint64(tu))/step+1, m)
+			q.idleUpdates(k)
+			m -= k
+			tu += int64(k * step) // wraps only when m is 0 and tu unused
+			continue
+		}
 		q.update(d)
 		if m > 1 && q.p48 == q.par.pmax && d >= q.par.target {
 			q.updates += m - 1
 			q.prevDelay = q.headDelay(last)
 			break
 		}
+		m--
 		tu += int64(step)
 	}
-	q.nextUpd = aqm.Time(satAdd(last, int64(step)))
+	q.schedule(aqm.Time(last))
 	q.derive()
+}
+
+// idleUpdates runs k PI updates that each see delay 0 after delay 0 (an
+// empty queue, or heads younger than the update instant), in closed form:
+// each subtracts alpha·target, down to 0.
+func (q *Queue[T]) idleUpdates(k uint64) {
+	if k == 0 {
+		return
+	}
+	q.updates += k
+	q.prevDelay = 0
+	if uint64(q.p48)/uint64(q.par.alphaTarget) < k {
+		q.p48 = 0
+	} else {
+		q.p48 -= int64(k) * q.par.alphaTarget
+	}
+}
+
+// oldestArrival returns the earlier of the two heads' arrival instants;
+// at least one queue must hold a packet.
+func (q *Queue[T]) oldestArrival() aqm.Time {
+	l, c := q.l.Front(), q.c.Front()
+	switch {
+	case l == nil:
+		return c.Enqueued
+	case c == nil:
+		return l.Enqueued
+	}
+	return min(l.Enqueued, c.Enqueued)
 }
 
 // update is one PI2 step with queue delay d:
@@ -421,10 +598,64 @@ type Detail struct {
 	MemoryUsed, MaxMemoryUsed, MemoryLimit int
 	// Updates counts the PI updates run so far.
 	Updates uint64
+	// NextUpdate is the instant of the next PI update (zero before the
+	// first packet operation).
+	NextUpdate aqm.Time
+	// MemoryBytes is the memory the queue preallocated: two rings of
+	// LimitPackets packets each.
+	MemoryBytes int
+}
+
+// Metrics lists d's values for exporters, with units in the names:
+// probabilities (prob, prob_classic, prob_l4s_coupled), the overload flag
+// (overloaded, 0 or 1), head delays (delay_classic_ns, delay_l4s_ns),
+// queue lengths (classic_packets, l4s_packets, classic_bytes, l4s_bytes,
+// max_packets), counters (ecn_marks_packets, step_marks_packets,
+// dropped_early_packets, dropped_overload_packets,
+// dropped_overlimit_packets, pi_updates), the WRR credit (wrr_credit),
+// memory (memory_used_bytes, max_memory_used_bytes, memory_limit_bytes,
+// memory_bytes) and next_update_ns.
+func (d Detail) Metrics() iter.Seq[aqm.Metric] {
+	b := 0.0
+	if d.Overloaded {
+		b = 1
+	}
+	ms := [...]aqm.Metric{
+		{Name: "prob", Kind: aqm.Gauge, Value: d.Prob},
+		{Name: "prob_classic", Kind: aqm.Gauge, Value: d.ProbClassic},
+		{Name: "prob_l4s_coupled", Kind: aqm.Gauge, Value: d.ProbL4SCoupled},
+		{Name: "overloaded", Kind: aqm.Gauge, Value: b},
+		{Name: "delay_classic_ns", Kind: aqm.Gauge, Value: float64(d.DelayClassic)},
+		{Name: "delay_l4s_ns", Kind: aqm.Gauge, Value: float64(d.DelayL4S)},
+		{Name: "classic_packets", Kind: aqm.Gauge, Value: float64(d.PacketsClassic)},
+		{Name: "l4s_packets", Kind: aqm.Gauge, Value: float64(d.PacketsL4S)},
+		{Name: "classic_bytes", Kind: aqm.Gauge, Value: float64(d.BytesClassic)},
+		{Name: "l4s_bytes", Kind: aqm.Gauge, Value: float64(d.BytesL4S)},
+		{Name: "max_packets", Kind: aqm.Gauge, Value: float64(d.MaxPackets)},
+		{Name: "ecn_marks_packets", Kind: aqm.Counter, Value: float64(d.ECNMarks)},
+		{Name: "step_marks_packets", Kind: aqm.Counter, Value: float64(d.StepMarks)},
+		{Name: "dropped_early_packets", Kind: aqm.Counter, Value: float64(d.DroppedEarly)},
+		{Name: "dropped_overload_packets", Kind: aqm.Counter, Value: float64(d.DroppedOverload)},
+		{Name: "dropped_overlimit_packets", Kind: aqm.Counter, Value: float64(d.DroppedOverlimit)},
+		{Name: "wrr_credit", Kind: aqm.Gauge, Value: float64(d.Credit)},
+		{Name: "memory_used_bytes", Kind: aqm.Gauge, Value: float64(d.MemoryUsed)},
+		{Name: "max_memory_used_bytes", Kind: aqm.Gauge, Value: float64(d.MaxMemoryUsed)},
+		{Name: "memory_limit_bytes", Kind: aqm.Gauge, Value: float64(d.MemoryLimit)},
+		{Name: "pi_updates", Kind: aqm.Counter, Value: float64(d.Updates)},
+		{Name: "next_update_ns", Kind: aqm.Gauge, Value: float64(d.NextUpdate)},
+		{Name: "memory_bytes", Kind: aqm.Gauge, Value: float64(d.MemoryBytes)},
+	}
+	return func(yield func(aqm.Metric) bool) {
+		for _, m := range ms {
+			if !yield(m) {
+				return
+			}
+		}
+	}
 }
 
 // Detail returns the algorithm state as of the latest call to Enqueue or
-// Dequeue. It runs no pending PI update.
+// Dequeue (or their burst forms). It runs no pending PI update.
 func (q *Queue[T]) Detail() Detail {
 	d := Detail{
 		Prob:             float64(q.p48) / float64(one48),
@@ -447,6 +678,10 @@ func (q *Queue[T]) Detail() Detail {
 		MaxMemoryUsed:    q.maxBacklog,
 		MemoryLimit:      q.par.limitBytes,
 		Updates:          q.updates,
+		MemoryBytes:      q.memBytes,
+	}
+	if q.started {
+		d.NextUpdate = q.nextUpd
 	}
 	if h := q.c.Front(); h != nil {
 		d.DelayClassic = h.Enqueued.Since(q.lastNow)
@@ -461,10 +696,16 @@ func (q *Queue[T]) Detail() Detail {
 // queued packet is lost, duplicated, reordered or moved to the other queue;
 // a new limit below the current length keeps them and refuses arrivals until
 // the queue has drained below it. p' carries over (capped at 1/k with
-// OverflowOnOverload), as does the PI update schedule; the WRR credit starts
-// over if both queues are empty. The random source is reseeded only if Seed
-// changed. It allocates if the packet limit changes.
+// OverflowOnOverload), as does the PI update schedule (an update
+// that a shorter Tupdate leaves more than one period ahead is re-anchored
+// one Tupdate after the next call); the WRR credit starts
+// over if both queues are empty. A zero Seed keeps the random stream; a
+// non-zero Seed other than the one in use reseeds it. It allocates if the
+// packet limit changes.
 func (q *Queue[T]) Reconfigure(cfg Config) error {
+	if cfg.Seed == 0 {
+		cfg.Seed = q.par.seed
+	}
 	par, err := cfg.derive()
 	if err != nil {
 		return err
@@ -487,10 +728,16 @@ func (q *Queue[T]) Reconfigure(cfg Config) error {
 	}
 	resize(&q.l)
 	resize(&q.c)
+	q.setMem()
+	q.cfg = cfg.withDefaults()
 	if par.seed != q.par.seed {
 		q.rnd.Seed(par.seed)
 	}
 	q.par = par
+	q.updFloor = q.nextUpd - aqm.Time(par.tupdate) // the schedule carries over
+	if !q.started {
+		q.updFloor = math.MinInt64
+	}
 	q.p48 = min(q.p48, par.pmax)
 	if q.Len() == 0 {
 		q.credit = par.creditInit

@@ -76,6 +76,13 @@ func (m *refModel) tick(now aqm.Time) {
 		m.next = now + aqm.Time(m.cfg.Tupdate)
 		return
 	}
+	if m.next > now && uint64(m.next)-uint64(now) > uint64(m.cfg.Tupdate) {
+		// The time policy: an update scheduled more than one Tupdate
+		// ahead (after time ran backwards) is re-anchored one Tupdate
+		// from now, with no update run.
+		m.next = now + aqm.Time(m.cfg.Tupdate)
+		return
+	}
 	for m.next <= now {
 		tu := m.next
 		curq := 0.0

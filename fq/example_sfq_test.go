@@ -52,3 +52,18 @@ func ExampleSFQ_Detail() {
 	// Output:
 	// flows: 2 longest: 2 depth drops: 1
 }
+
+// SFQConfigForLink sizes the limits for a link: four round trips at the
+// rate. A zero Seed (the default) keys the hash from crypto/rand; Config
+// reports the effective configuration.
+func ExampleSFQConfigForLink() {
+	cfg := fq.SFQConfigForLink(8*aqm.Mbit, 100*time.Millisecond)
+	q, err := fq.NewSFQ[int](cfg, nil)
+	if err != nil {
+		panic(err)
+	}
+	c := q.Config()
+	fmt.Println("limit:", c.LimitPackets, "packets,", c.LimitBytes, "bytes; quantum:", c.QuantumBytes, "; seeded:", c.Seed != 0)
+	// Output:
+	// limit: 265 packets, 400000 bytes; quantum: 1514 ; seeded: true
+}

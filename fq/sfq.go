@@ -2,8 +2,10 @@ package fq
 
 import (
 	"errors"
+	"iter"
 	"math"
 	"time"
+	"unsafe"
 
 	"github.com/aqmkit/aqmkit/aqm"
 	"github.com/aqmkit/aqmkit/internal/rng"
@@ -36,30 +38,35 @@ const (
 
 // SFQConfig configures an [SFQ]. The zero value is Linux's default SFQ
 // ("limit 127p depth 127 divisor 1024 quantum 1514b", no perturbation,
-// tail drop) with seed 0.
+// tail drop) with a secret random hash key. [SFQConfigForLink] sizes the
+// limits for a link instead.
 type SFQConfig struct {
 	// LimitPackets is the most packets the whole queue holds. Zero means
 	// [DefaultSFQLimitPackets] (127). It must be in [1, 16777216]. SFQ has
 	// no AQM, so this limit is what bounds the queueing delay: 127 full-size
 	// packets are 1.5 ms at 1 Gbit/s and 15 ms at 100 Mbit/s. Raise it for
-	// faster links or many concurrently active flows.
+	// faster links or many concurrently active flows, but a limit that
+	// holds more than a second of queue at the link rate defeats the
+	// scheduler's purpose under unresponsive traffic: every flow then waits
+	// that long. [SFQConfigForLink] sizes it for a rate and round-trip time.
 	LimitPackets int
 	// LimitBytes is the most bytes (sum of Size) the queue holds. Zero means
-	// no byte limit. A packet larger than LimitBytes is always refused.
+	// no byte limit. A packet larger than LimitBytes is always refused. It
+	// must not be negative.
 	LimitBytes int
 	// DepthPackets is the most packets one flow (one hash bucket) may hold;
 	// an arrival to a flow already at this depth is refused, or with
 	// HeadDrop replaces that flow's oldest packet. Zero means
-	// [DefaultSFQDepthPackets] (127). It must be at least 1; values above
+	// [DefaultSFQDepthPackets] (127). It must not be negative; values above
 	// LimitPackets have no effect.
 	DepthPackets int
 	// Divisor is the number of hash buckets packets are classified into.
-	// Zero means [DefaultSFQDivisor] (1024). It must be in [1, 1048576]; it
+	// Zero means [DefaultSFQDivisor] (1024). It must be in [0, 1048576]; it
 	// need not be a power of two.
 	Divisor int
 	// QuantumBytes is the round-robin quantum in bytes: the credit (allot)
 	// a flow receives per round. Zero means [DefaultSFQQuantumBytes] (1514).
-	// It must be in [1, 4294967295]. Quanta smaller than the packets are
+	// It must be in [0, 4294967295]. Quanta smaller than the packets are
 	// allowed (the scheduler then skips flows for several rounds in one
 	// step), but a quantum of at least the MTU gives the usual
 	// one-turn-per-round behaviour.
@@ -75,16 +82,33 @@ type SFQConfig struct {
 	// the chosen flow instead of the newest (Linux "headdrop"), which gives
 	// the flow's sender an earlier congestion signal.
 	HeadDrop bool
-	// Seed seeds the random source that draws the hash keys. The same seed
-	// gives the same decisions on the same trace. A fixed, public seed gives
-	// an attacker who knows it the key as well: seed from a secret random
-	// value in production.
+	// Seed seeds the random source that draws the hash keys. Zero (the
+	// default, and the right choice in production) draws a secret seed from
+	// crypto/rand, so that no one can precompute flows that collide in
+	// your queue; [SFQ.Config] reports the seed drawn. A fixed non-zero
+	// seed gives the same keys, hence the same decisions on the same trace:
+	// use one for tests and simulations only, since anyone who knows it
+	// knows the keys as well.
 	Seed uint64
 }
 
-// Validate applies the defaults to c's zero fields and reports every bad
-// field, one [aqm.ConfigError] each, joined with errors.Join.
-func (c *SFQConfig) Validate() error {
+// SFQConfigForLink returns the configuration of an SFQ draining a link of
+// the given rate for flows whose round-trip time is about rtt (zero means
+// [aqm.DefaultRTT]): the packet and byte limits hold [aqm.Rate.BufferBytes]
+// (four round trips at the rate, between 64 KiB and 32 MiB), and every other
+// field keeps its default. SFQ has no AQM, so this buffer is the most delay
+// an unresponsive flow can build.
+func SFQConfigForLink(rate aqm.Rate, rtt time.Duration) SFQConfig {
+	return SFQConfig{
+		LimitPackets: rate.BufferPackets(rtt),
+		LimitBytes:   rate.BufferBytes(rtt),
+	}
+}
+
+// Validate reports every bad field of c, one [aqm.ConfigError] each, joined
+// with errors.Join; each wraps [aqm.ErrInvalidConfig]. Zero fields take
+// their defaults and are valid. It does not modify c.
+func (c SFQConfig) Validate() error {
 	var errs []error
 	bad := func(field string, v any, rule string) {
 		errs = append(errs, &aqm.ConfigError{Pkg: "fq", Field: field, Value: v, Rule: rule})
@@ -107,9 +131,12 @@ func (c *SFQConfig) Validate() error {
 	if c.PerturbPeriod < 0 {
 		bad("PerturbPeriod", c.PerturbPeriod, "must not be negative (0 means never)")
 	}
-	if len(errs) > 0 {
-		return errors.Join(errs...)
-	}
+	return errors.Join(errs...)
+}
+
+// withDefaults returns c with every zero field that has a default replaced
+// by it (Seed is left alone).
+func (c SFQConfig) withDefaults() SFQConfig {
 	if c.LimitPackets == 0 {
 		c.LimitPackets = DefaultSFQLimitPackets
 	}
@@ -122,7 +149,7 @@ func (c *SFQConfig) Validate() error {
 	if c.QuantumBytes == 0 {
 		c.QuantumBytes = DefaultSFQQuantumBytes
 	}
-	return nil
+	return c
 }
 
 // sfqParams are the validated constants the hot path reads.
@@ -136,7 +163,7 @@ type sfqParams struct {
 	headDrop   bool
 }
 
-func makeSFQParams(c *SFQConfig) sfqParams {
+func makeSFQParams(c SFQConfig) sfqParams {
 	return sfqParams{
 		limit:      c.LimitPackets,
 		limitBytes: c.LimitBytes,
@@ -152,7 +179,9 @@ func makeSFQParams(c *SFQConfig) sfqParams {
 const sfqNone = ^uint32(0)
 
 // sfqNode is one packet in the slab, doubly linked within its flow so that
-// both head and tail drops are O(1).
+// both head and tail drops are O(1). The prev link of a flow's head node is
+// not maintained (the head has no predecessor, and Dequeue need not touch
+// the next node to say so).
 type sfqNode[T any] struct {
 	pkt        aqm.Packet[T]
 	next, prev uint32
@@ -219,7 +248,10 @@ type sfqLink struct{ next, prev uint32 }
 //     persistently backlogged flow keep its collision forever, which is
 //     what perturbation exists to break.
 //   - The re-key is checked lazily from Enqueue's now (no timer) and skipped
-//     periods are not replayed: one new key after any gap.
+//     periods are not replayed: one new key after any gap. A re-key
+//     scheduled more than one period ahead of now (after a reading far in
+//     the future, or time running backwards) is moved back to one period
+//     from now, so a clock glitch delays re-keying by at most one period.
 //   - The keyed hash is a 64-bit mix (SplitMix64 finaliser) of the caller's
 //     32-bit Hash xor the key, scaled into Divisor buckets by a
 //     multiply-shift; Linux uses siphash over the packet headers and a
@@ -240,6 +272,7 @@ type sfqLink struct{ next, prev uint32 }
 // An SFQ is not safe for concurrent use.
 type SFQ[T any] struct {
 	p      sfqParams
+	cfg    SFQConfig // effective: defaults filled in, the seed in use
 	key    uint64
 	rnd    rng.Source
 	nslots uint32
@@ -259,12 +292,13 @@ type SFQ[T any] struct {
 	armed       bool     // nextPerturb is set
 	nextPerturb aqm.Time // when the key is next replaced
 
-	onDrop aqm.DropFunc[T]
-	stats  aqm.Stats
-	detail SFQDetail // counters only; gauges are filled in by Detail
+	onDrop   aqm.DropFunc[T]
+	stats    aqm.Stats
+	detail   SFQDetail // counters only; gauges are filled in by Detail
+	memBytes int       // bytes allocated by init
 }
 
-var _ aqm.Queue[int] = (*SFQ[int])(nil)
+var _ aqm.BatchQueue[int] = (*SFQ[int])(nil)
 
 // NewSFQ returns an empty SFQ. onDrop receives the queued packets that the
 // overflow or depth drops evict; it may be nil. The error wraps
@@ -273,10 +307,12 @@ func NewSFQ[T any](cfg SFQConfig, onDrop aqm.DropFunc[T]) (*SFQ[T], error) {
 	if err := cfg.Validate(); err != nil {
 		return nil, err
 	}
-	q := &SFQ[T]{onDrop: onDrop}
+	cfg = cfg.withDefaults()
+	cfg.Seed = rng.SeedOrRandom(cfg.Seed)
+	q := &SFQ[T]{onDrop: onDrop, cfg: cfg}
 	q.rnd.Seed(cfg.Seed)
 	q.key = q.rnd.Uint64()
-	q.init(makeSFQParams(&cfg), cfg.LimitPackets+1)
+	q.init(makeSFQParams(cfg), cfg.LimitPackets+1)
 	return q, nil
 }
 
@@ -301,6 +337,8 @@ func (q *SFQ[T]) init(p sfqParams, capacity int) {
 		q.link(uint32(i))
 	}
 	q.nodes = make([]sfqNode[T], capacity)
+	q.memBytes = len(q.ht)*int(unsafe.Sizeof(q.ht[0])) + len(q.slots)*int(unsafe.Sizeof(q.slots[0])) +
+		len(q.links)*int(unsafe.Sizeof(q.links[0])) + len(q.nodes)*int(unsafe.Sizeof(q.nodes[0]))
 	for i := range q.nodes {
 		q.nodes[i].next = uint32(i + 1)
 	}
@@ -445,14 +483,18 @@ func (q *SFQ[T]) unlinkNode(x, i uint32) (p aqm.Packet[T]) {
 func (q *SFQ[T]) unlinkNodeInto(x, i uint32, dst *aqm.Packet[T]) {
 	s := &q.slots[x]
 	nd := &q.nodes[i]
-	if nd.prev == sfqNone {
+	isHead := i == s.head // the head's prev is not maintained
+	if isHead {
 		s.head = nd.next
 	} else {
 		q.nodes[nd.prev].next = nd.next
 	}
-	if nd.next == sfqNone {
+	switch {
+	case nd.next == sfqNone && isHead:
+		s.tail = sfqNone
+	case nd.next == sfqNone:
 		s.tail = nd.prev
-	} else {
+	case !isHead:
 		q.nodes[nd.next].prev = nd.prev
 	}
 	*dst = nd.pkt
@@ -645,8 +687,6 @@ func (q *SFQ[T]) Dequeue(now aqm.Time) (p aqm.Packet[T], ok bool) {
 	s.head = next
 	if next == sfqNone {
 		s.tail = sfqNone
-	} else {
-		q.nodes[next].prev = sfqNone
 	}
 	p = nd.pkt
 	size := p.Size
@@ -667,6 +707,129 @@ func (q *SFQ[T]) Dequeue(now aqm.Time) (p aqm.Packet[T], ok bool) {
 	}
 	q.stats.Dequeued.Add(size)
 	return p, true
+}
+
+// EnqueueBatch offers ps[i], i < n = min(len(ps), len(vs)), in order at
+// time now, writes each verdict into vs[i] and returns how many were
+// accepted: the outcome of n calls of Enqueue, as [aqm.BatchQueue]
+// defines it. Arrivals below every limit are handled inline; the rest
+// take Enqueue's own path.
+func (q *SFQ[T]) EnqueueBatch(ps []aqm.Packet[T], vs []aqm.Verdict, now aqm.Time) int {
+	n := min(len(ps), len(vs))
+	if n == 0 {
+		return 0
+	}
+	// Enqueue's perturbation check is idempotent at one instant, so one
+	// call covers the burst.
+	if q.p.period > 0 {
+		q.maybePerturb(now)
+	}
+	ps, vs = ps[:n], vs[:n]
+	accepted := 0
+	noBytes := q.p.limitBytes == 0
+	for k := range ps {
+		pk := &ps[k]
+		if !noBytes || q.n >= q.p.limit {
+			v := q.Enqueue(*pk, now)
+			vs[k] = v
+			if v.Accepted() {
+				accepted++
+			}
+			continue
+		}
+		b := sfqBucket(pk.Hash, q.key, q.p.divisor)
+		x := q.ht[b]
+		if x == sfqNone {
+			x = q.attach(b)
+		}
+		s := &q.slots[x]
+		if s.n >= q.p.depth {
+			v := q.Enqueue(*pk, now)
+			vs[k] = v
+			if v.Accepted() {
+				accepted++
+			}
+			continue
+		}
+		// Below the packet limit with no byte limit: the arrival fits and
+		// nothing is evicted. The rest is Enqueue's common case.
+		i := q.free
+		nd := &q.nodes[i]
+		q.free = nd.next
+		nd.pkt = *pk
+		nd.pkt.ECN &= aqm.ECNMask
+		nd.pkt.Enqueued = now
+		size := nd.pkt.Size
+		q.stats.NoteSize(size)
+		q.linkTail(s, i)
+		s.backlog += uint64(size)
+		q.moveDepth(x, s.n+1)
+		s.n++
+		if s.n > q.curDepth {
+			q.curDepth = s.n
+		}
+		if s.n == 1 {
+			q.activate(x)
+		}
+		q.n++
+		q.backlog += int(size)
+		q.stats.Enqueued.Add(size)
+		vs[k] = aqm.Enqueued
+		accepted++
+	}
+	return accepted
+}
+
+// DequeueBatch removes up to len(buf) packets at time now into buf and
+// returns how many: the outcome of that many calls of Dequeue, as
+// [aqm.BatchQueue] defines it. Dequeue's work is done inline except a turn
+// that skips more than one flow (quanta smaller than the packets).
+func (q *SFQ[T]) DequeueBatch(buf []aqm.Packet[T], now aqm.Time) int {
+	for k := range buf {
+		if q.tail == sfqNone {
+			return k
+		}
+		x := q.slots[q.tail].next
+		s := &q.slots[x]
+		if s.allot <= 0 {
+			// Dequeue's turn to the next flow: one step inline, the rest
+			// of a round (quanta smaller than the packets) out of line.
+			q.tail = x
+			s.allot += q.p.quantum
+			x = s.next
+			s = &q.slots[x]
+			if s.allot <= 0 {
+				x = q.advance(q.active)
+				s = &q.slots[x]
+			}
+		}
+		i := s.head
+		nd := &q.nodes[i]
+		next := nd.next
+		s.head = next
+		if next == sfqNone {
+			s.tail = sfqNone
+		}
+		buf[k] = nd.pkt
+		size := nd.pkt.Size
+		s.backlog -= uint64(size)
+		*nd = sfqNode[T]{next: q.free}
+		q.free = i
+		d := s.n
+		if q.moveDepth(x, d-1) && q.curDepth == d {
+			q.curDepth--
+		}
+		s.n = d - 1
+		q.n--
+		q.backlog -= int(size)
+		if d == 1 {
+			q.release(x)
+		} else {
+			s.allot -= int64(size)
+		}
+		q.stats.Dequeued.Add(size)
+	}
+	return len(buf)
 }
 
 // advance moves the ring past flows without credit, giving each a quantum
@@ -734,7 +897,10 @@ func (q *SFQ[T]) advanceClosedForm() uint32 {
 }
 
 // maybePerturb replaces the hash key once now reaches the next perturbation
-// instant. The first call only arms the period.
+// instant. The first call only arms the period. A next instant further
+// ahead of now than one period (left by a reading far in the future, or
+// by time running backwards) is pulled back to now plus one period, so a
+// clock glitch delays the next re-key by at most one period.
 func (q *SFQ[T]) maybePerturb(now aqm.Time) {
 	if !q.armed {
 		q.armed = true
@@ -742,6 +908,11 @@ func (q *SFQ[T]) maybePerturb(now aqm.Time) {
 		return
 	}
 	if now < q.nextPerturb {
+		// nextPerturb ≥ MinInt64 + period (it was set to some t + period
+		// with saturation), so the subtraction cannot wrap.
+		if now < q.nextPerturb-aqm.Time(q.p.period) {
+			q.nextPerturb = sfqAddSat(now, q.p.period)
+		}
 		return
 	}
 	q.nextPerturb = sfqAddSat(now, q.p.period)
@@ -835,6 +1006,29 @@ type SFQDetail struct {
 	// OverflowDrops counts packets dropped from a longest flow because the
 	// queue was over LimitPackets or LimitBytes, arrivals included.
 	OverflowDrops uint64
+	// MemoryBytes is the memory the queue preallocated for its
+	// configuration: (LimitPackets+1)·(size of a Packet[T] + 8) for the
+	// packet slab plus 8·(LimitPackets+2) for the depth lists' heads,
+	// 4·Divisor for the bucket table, and 48 bytes per flow slot,
+	// min(Divisor, LimitPackets+1) of them. It does not change with the
+	// traffic.
+	MemoryBytes int
+}
+
+// Metrics lists d's values for exporters: active_flows,
+// longest_flow_packets and memory_bytes (gauges), perturbations,
+// depth_drops_packets and overflow_drops_packets (counters), and
+// next_perturb_ns (a gauge: the instant of the next re-key, 0 if none).
+func (d SFQDetail) Metrics() iter.Seq[aqm.Metric] {
+	return func(yield func(aqm.Metric) bool) {
+		_ = yield(aqm.Metric{Name: "active_flows", Kind: aqm.Gauge, Value: float64(d.ActiveFlows)}) &&
+			yield(aqm.Metric{Name: "longest_flow_packets", Kind: aqm.Gauge, Value: float64(d.LongestFlowPackets)}) &&
+			yield(aqm.Metric{Name: "perturbations", Kind: aqm.Counter, Value: float64(d.Perturbations)}) &&
+			yield(aqm.Metric{Name: "next_perturb_ns", Kind: aqm.Gauge, Value: float64(d.NextPerturb)}) &&
+			yield(aqm.Metric{Name: "depth_drops_packets", Kind: aqm.Counter, Value: float64(d.DepthDrops)}) &&
+			yield(aqm.Metric{Name: "overflow_drops_packets", Kind: aqm.Counter, Value: float64(d.OverflowDrops)}) &&
+			yield(aqm.Metric{Name: "memory_bytes", Kind: aqm.Gauge, Value: float64(d.MemoryBytes)})
+	}
 }
 
 // Detail returns a snapshot of the SFQ-specific state.
@@ -842,6 +1036,7 @@ func (q *SFQ[T]) Detail() SFQDetail {
 	d := q.detail
 	d.ActiveFlows = q.active
 	d.LongestFlowPackets = int(q.curDepth)
+	d.MemoryBytes = q.memBytes
 	d.NextPerturb = 0
 	if q.p.period > 0 && q.armed {
 		d.NextPerturb = q.nextPerturb
@@ -872,9 +1067,16 @@ func (q *SFQ[T]) Flow(hash uint32) (SFQFlowDetail, bool) {
 	return SFQFlowDetail{Packets: int(s.n), Bytes: int(s.backlog), AllotBytes: s.allot}, true
 }
 
+// Config returns the configuration in effect: the one given to [NewSFQ] or
+// the last successful [SFQ.Reconfigure], with every default filled in and
+// Seed set to the seed in use (the one drawn from crypto/rand if the
+// configuration gave zero).
+func (q *SFQ[T]) Config() SFQConfig { return q.cfg }
+
 // Reconfigure validates cfg and applies it to the running queue without
 // losing, duplicating or reordering any queued packet. Seed is ignored: the
-// key and random stream carry on. A limit below the current length or
+// key and random stream carry on, and [SFQ.Config] keeps reporting the seed
+// in use. A limit below the current length or
 // backlog keeps the queued packets and refuses arrivals until the queue is
 // back within it. If the packet capacity must grow or Divisor changes,
 // storage is reallocated and the packets are re-classified in service order
@@ -884,7 +1086,10 @@ func (q *SFQ[T]) Reconfigure(cfg SFQConfig) error {
 	if err := cfg.Validate(); err != nil {
 		return err
 	}
-	p := makeSFQParams(&cfg)
+	cfg = cfg.withDefaults()
+	cfg.Seed = q.cfg.Seed
+	q.cfg = cfg
+	p := makeSFQParams(cfg)
 	capacity := max(p.limit+1, q.n)
 	if p.period != q.p.period {
 		q.armed = false

@@ -50,6 +50,7 @@ func newRefSFQ(cfg SFQConfig) *refSFQ {
 	if err := cfg.Validate(); err != nil {
 		panic(err)
 	}
+	cfg = cfg.withDefaults()
 	r := &refSFQ{cfg: cfg, flows: map[uint32]*refFlow{}}
 	r.rnd.Seed(cfg.Seed)
 	r.key = r.rnd.Uint64()
@@ -132,6 +133,10 @@ func (r *refSFQ) Enqueue(p aqm.Packet[uint64], now aqm.Time) aqm.Verdict {
 			r.next = refAddSat(now, r.cfg.PerturbPeriod)
 			r.key = r.rnd.Uint64()
 			r.rehash()
+		} else if uint64(r.next)-uint64(now) > uint64(r.cfg.PerturbPeriod) {
+			// The time policy: a re-key scheduled further ahead than one
+			// period (after a glitch) is pulled back to one period from now.
+			r.next = refAddSat(now, r.cfg.PerturbPeriod)
 		}
 	}
 	lb := r.cfg.LimitBytes

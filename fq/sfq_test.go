@@ -23,9 +23,13 @@ import (
 func TestSFQConfigDefaults(t *testing.T) {
 	var c SFQConfig
 	require.NoError(t, c.Validate())
-	assert.Equal(t, SFQConfig{LimitPackets: 127, DepthPackets: 127, Divisor: 1024, QuantumBytes: 1514}, c)
+	assert.Equal(t, SFQConfig{LimitPackets: 127, DepthPackets: 127, Divisor: 1024, QuantumBytes: 1514}, c.withDefaults())
 	q, err := NewSFQ[int](SFQConfig{}, nil)
 	require.NoError(t, err)
+	got := q.Config()
+	assert.NotZero(t, got.Seed, "the seed drawn is reported")
+	got.Seed = 0
+	assert.Equal(t, c.withDefaults(), got)
 	assert.Equal(t, 128, len(q.slots), "min(divisor 1024, limit+1)")
 	assert.Equal(t, 128, len(q.nodes), "limit plus the arrival held while a victim is chosen")
 }
@@ -76,6 +80,9 @@ const sfqT0 = aqm.Time(1_000_000_000)
 // must fall in distinct buckets (checked), so flows are exactly the hashes.
 func runSFQSteps(t *testing.T, cfg SFQConfig, steps []sfqStep) *SFQ[uint64] {
 	t.Helper()
+	if cfg.Seed == 0 {
+		cfg.Seed = 1 // the bucket check below is for one fixed key
+	}
 	var evicted []uint64
 	q, err := NewSFQ(cfg, func(p aqm.Packet[uint64], v aqm.Verdict) {
 		assert.Equal(t, aqm.DroppedOverlimit, v)
@@ -133,7 +140,7 @@ const (
 // TestSFQSteps protects the scheduling and drop rules at fixed instants; each
 // expectation is derived by hand from the rules in the SFQ doc comment.
 func TestSFQSteps(t *testing.T) {
-	big := SFQConfig{LimitPackets: 100, Divisor: 1 << 20, QuantumBytes: 1000}
+	big := SFQConfig{LimitPackets: 100, Divisor: 1 << 20, Seed: 1, QuantumBytes: 1000}
 	ok, refused := aqm.Enqueued, aqm.DroppedOverlimit
 	t.Run("drr-bytes", func(t *testing.T) {
 		// A: 600,600,600; B: 1000,1000; quantum 1000. A (allot 1000) sends
@@ -161,7 +168,7 @@ func TestSFQSteps(t *testing.T) {
 		// makes it rejoin behind B with a fresh 1000. B sends B1 (credit 0);
 		// B is refilled and moved back, A (1000) sends A2, then B2. Had A
 		// kept its -500, it would have been skipped once and B2 gone first.
-		runSFQSteps(t, SFQConfig{LimitPackets: 100, Divisor: 1 << 20, QuantumBytes: 1000}, []sfqStep{
+		runSFQSteps(t, SFQConfig{LimitPackets: 100, Divisor: 1 << 20, Seed: 1, QuantumBytes: 1000}, []sfqStep{
 			enq(fA, 1500, 1, ok), enq(fB, 1000, 11, ok), enq(fB, 1000, 12, ok),
 			deq(1),
 			enq(fA, 1000, 2, ok),
@@ -173,7 +180,7 @@ func TestSFQSteps(t *testing.T) {
 		// longest, its newest packet (3) goes. A's own arrival when A is
 		// longest is the victim itself: refused.
 		// Quantum 100 = one 100-byte packet per turn.
-		runSFQSteps(t, SFQConfig{LimitPackets: 4, Divisor: 1 << 20, QuantumBytes: 100}, []sfqStep{
+		runSFQSteps(t, SFQConfig{LimitPackets: 4, Divisor: 1 << 20, Seed: 1, QuantumBytes: 100}, []sfqStep{
 			enq(fA, 100, 1, ok), enq(fA, 100, 2, ok), enq(fA, 100, 3, ok), enq(fB, 100, 11, ok),
 			enq(fB, 100, 12, ok, 3),
 			enq(fA, 100, 4, refused), // A 2, B 2: A reaches 3, longest
@@ -184,7 +191,7 @@ func TestSFQSteps(t *testing.T) {
 	t.Run("overflow-head-drop-longest", func(t *testing.T) {
 		// As above with HeadDrop: the longest flow loses its oldest packet,
 		// and an arrival to the longest flow is kept (its flow's head goes).
-		runSFQSteps(t, SFQConfig{LimitPackets: 4, Divisor: 1 << 20, QuantumBytes: 100, HeadDrop: true}, []sfqStep{
+		runSFQSteps(t, SFQConfig{LimitPackets: 4, Divisor: 1 << 20, Seed: 1, QuantumBytes: 100, HeadDrop: true}, []sfqStep{
 			enq(fA, 100, 1, ok), enq(fA, 100, 2, ok), enq(fA, 100, 3, ok), enq(fB, 100, 11, ok),
 			enq(fB, 100, 12, ok, 1),
 			enq(fA, 100, 4, ok, 2),
@@ -194,7 +201,7 @@ func TestSFQSteps(t *testing.T) {
 	t.Run("tie-prefers-most-recent", func(t *testing.T) {
 		// limit 4: A 2, B 2 (B reached 2 last). C's arrival: A and B are
 		// both longest; the one that changed length last (B) loses its tail.
-		runSFQSteps(t, SFQConfig{LimitPackets: 4, Divisor: 1 << 20}, []sfqStep{
+		runSFQSteps(t, SFQConfig{LimitPackets: 4, Divisor: 1 << 20, Seed: 1}, []sfqStep{
 			enq(fA, 100, 1, ok), enq(fA, 100, 2, ok), enq(fB, 100, 11, ok), enq(fB, 100, 12, ok),
 			enq(fC, 100, 21, ok, 12),
 			enq(fA, 100, 3, refused), // A 3 is the unique longest
@@ -203,7 +210,7 @@ func TestSFQSteps(t *testing.T) {
 	t.Run("all-depth-one-drops-front", func(t *testing.T) {
 		// limit 2, every flow one packet: the front of the ring (A, the
 		// next to be served) loses its packet and leaves the ring.
-		runSFQSteps(t, SFQConfig{LimitPackets: 2, Divisor: 1 << 20}, []sfqStep{
+		runSFQSteps(t, SFQConfig{LimitPackets: 2, Divisor: 1 << 20, Seed: 1}, []sfqStep{
 			enq(fA, 100, 1, ok), enq(fB, 100, 11, ok),
 			enq(fC, 100, 21, ok, 1),
 			deq(11), deq(21), deq(0),
@@ -212,11 +219,11 @@ func TestSFQSteps(t *testing.T) {
 	t.Run("depth-limit", func(t *testing.T) {
 		// depth 2: A's third packet is refused; with HeadDrop it replaces
 		// A's oldest.
-		runSFQSteps(t, SFQConfig{DepthPackets: 2, Divisor: 1 << 20}, []sfqStep{
+		runSFQSteps(t, SFQConfig{DepthPackets: 2, Divisor: 1 << 20, Seed: 1}, []sfqStep{
 			enq(fA, 100, 1, ok), enq(fA, 100, 2, ok), enq(fA, 100, 3, refused),
 			deq(1), deq(2), deq(0),
 		})
-		q := runSFQSteps(t, SFQConfig{DepthPackets: 2, Divisor: 1 << 20, HeadDrop: true}, []sfqStep{
+		q := runSFQSteps(t, SFQConfig{DepthPackets: 2, Divisor: 1 << 20, Seed: 1, HeadDrop: true}, []sfqStep{
 			enq(fA, 100, 1, ok), enq(fA, 100, 2, ok), enq(fA, 100, 3, ok, 1),
 			deq(2), deq(3), deq(0),
 		})
@@ -226,7 +233,7 @@ func TestSFQSteps(t *testing.T) {
 		// 3000 bytes: A 1000+1000, B 1500 makes 3500: A (2 packets) is the
 		// longest, its tail goes (2500 left). A 4000-byte packet is refused
 		// outright.
-		runSFQSteps(t, SFQConfig{LimitBytes: 3000, Divisor: 1 << 20}, []sfqStep{
+		runSFQSteps(t, SFQConfig{LimitBytes: 3000, Divisor: 1 << 20, Seed: 1}, []sfqStep{
 			enq(fA, 1000, 1, ok), enq(fA, 1000, 2, ok), enq(fB, 1500, 11, ok, 2),
 			enq(fC, 4000, 21, refused),
 			deq(1), deq(11), deq(0),
@@ -236,7 +243,7 @@ func TestSFQSteps(t *testing.T) {
 		// Period 10 ms: the first Enqueue (t0) arms t0+10ms; 9.999 ms later
 		// nothing happens; at t0+10ms the key changes and the next instant
 		// is t0+20ms. FIFO within the flow survives the re-key.
-		cfg := SFQConfig{Divisor: 1 << 20, PerturbPeriod: 10 * time.Millisecond}
+		cfg := SFQConfig{Divisor: 1 << 20, Seed: 1, PerturbPeriod: 10 * time.Millisecond}
 		q, err := NewSFQ[uint64](cfg, nil)
 		require.NoError(t, err)
 		assert.Zero(t, q.Detail().NextPerturb)
@@ -260,7 +267,7 @@ func TestSFQSteps(t *testing.T) {
 
 // TestSFQDepthDropCounter protects Detail's depth and overflow counters.
 func TestSFQDepthDropCounter(t *testing.T) {
-	q, err := NewSFQ[uint64](SFQConfig{LimitPackets: 3, DepthPackets: 2, Divisor: 1 << 20}, nil)
+	q, err := NewSFQ[uint64](SFQConfig{LimitPackets: 3, DepthPackets: 2, Divisor: 1 << 20, Seed: 1}, nil)
 	require.NoError(t, err)
 	for i := range 3 {
 		q.Enqueue(aqm.Packet[uint64]{Payload: uint64(i), Meta: aqm.Meta{Hash: fA}}, sfqT0)
@@ -279,10 +286,10 @@ func TestSFQDepthDropCounter(t *testing.T) {
 
 // sfqFactory adapts a config to the conformance kit.
 func sfqFactory(cfg SFQConfig) aqmtest.Factory {
-	v := cfg
-	if err := v.Validate(); err != nil {
+	if err := cfg.Validate(); err != nil {
 		panic(err)
 	}
+	v := cfg.withDefaults()
 	return aqmtest.Factory{
 		New: func(seed uint64, onDrop aqm.DropFunc[uint64]) (aqm.Queue[uint64], error) {
 			c := cfg
@@ -623,7 +630,7 @@ func TestSFQHashFlood(t *testing.T) {
 	for _, cfg := range []SFQConfig{{}, {LimitPackets: 1024, PerturbPeriod: 100 * time.Millisecond}} {
 		q, err := NewSFQ[uint64](cfg, nil)
 		require.NoError(t, err)
-		require.NoError(t, cfg.Validate()) // fills in the default limit for the bound
+		cfg = cfg.withDefaults() // the default limit, for the bound
 		now := sfqT0
 		attack := uint32(1 << 20)
 		innocent := uint32(7)
@@ -692,7 +699,7 @@ func TestSFQReconfigure(t *testing.T) {
 // stray ECN bits, time going backwards and a jump to the end of time with
 // perturbation on (saturating schedule).
 func TestSFQOddInputs(t *testing.T) {
-	q, err := NewSFQ[uint64](SFQConfig{QuantumBytes: 1, PerturbPeriod: time.Hour, Divisor: 1 << 20}, nil)
+	q, err := NewSFQ[uint64](SFQConfig{QuantumBytes: 1, PerturbPeriod: time.Hour, Divisor: 1 << 20, Seed: 1}, nil)
 	require.NoError(t, err)
 	now := sfqT0
 	q.Enqueue(aqm.Packet[uint64]{Payload: 1, Meta: aqm.Meta{Size: math.MaxUint32, Hash: fA, ECN: 0xff}}, now)
