@@ -146,7 +146,7 @@ func (d *deviceQueue) Stats() aqm.Stats {
 // example itself runs 1 Mb/s for 14 s of traffic.
 const (
 	redFamilyFlows         = 10                    // nLeaf
-	redFamilyRateBps       = 2e6                   // issue 6 (the example: 1 Mb/s)
+	redFamilyRateBps       = 2e6                   // the study's rate (ns-3's example runs 1 Mb/s)
 	redFamilyBottleneckOWD = 50 * time.Millisecond // bottleNeckLinkDelay
 	redFamilyAccessOWD     = 1 * time.Millisecond  // pointToPointLeaf delay (10 Mb/s)
 	redFamilySegmentBytes  = 536                   // ns-3 TcpSocket SegmentSize default
@@ -163,7 +163,7 @@ const (
 	redFamilyWait          = true                  // RedQueueDisc Wait default (ns-2 wait_)
 	redFamilyMinRTO        = time.Second           // TcpSocketBase MinRto default (RFC 6298)
 	redFamilyStart         = time.Second           // clientApps.Start(1 s)
-	redFamilyDuration      = 60 * time.Second      // issue 6
+	redFamilyDuration      = 60 * time.Second      // the study's duration
 	redFamilyWarmup        = 10 * time.Second      // ours: steady state only
 	redFamilySample        = time.Second           // throughput CoV interval (ours)
 )
