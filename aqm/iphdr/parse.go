@@ -36,7 +36,8 @@ type Flow struct {
 	// FlowHash is the keyed hash of the flow key: addresses, protocol and
 	// transport words (ports, ICMP echo identifier, SPI or GRE key), or
 	// addresses and protocol alone for fragments, unknown protocols and
-	// truncated headers.
+	// truncated headers. A Hasher in [HashFlowSymmetric] mode gives the
+	// symmetric key's hash, the same for both directions.
 	FlowHash uint32
 	// SrcHostHash is the keyed hash of the source address alone.
 	SrcHostHash uint32
@@ -343,6 +344,9 @@ func (h Hasher) Flow(pkt []byte) (Flow, error) {
 		f.Version = 4
 		f.FlowHash, f.SrcHostHash, f.DstHostHash = h.all4(pkt, t.tail|kindFlow<<40)
 	}
+	if h.mode == HashFlowSymmetric {
+		f.FlowHash = h.flowSym(pkt, t)
+	}
 	return f, nil
 }
 
@@ -390,6 +394,8 @@ func (h Hasher) metaSlow(pkt []byte) (aqm.Meta, error) {
 	m.ECN = aqm.ECN(t.ds & 3)
 	v6 := t.flags&tupleV6 != 0
 	switch {
+	case h.mode == HashFlowSymmetric:
+		m.Hash = h.flowSym(pkt, t)
 	case h.mode > HashDstHost || h.mode == HashFlow:
 		if v6 {
 			m.Hash = h.flow6(pkt, t.tail|(kindFlow|kindIPv6)<<40)
@@ -406,6 +412,14 @@ func (h Hasher) metaSlow(pkt []byte) (aqm.Meta, error) {
 		m.Hash = h.host4(le32(pkt[16:20]), kindDstHost)
 	}
 	return m, nil
+}
+
+// flowSym is the symmetric flow hash of a parsed packet.
+func (h Hasher) flowSym(pkt []byte, t tuple) uint32 {
+	if t.flags&tupleV6 != 0 {
+		return h.flowSym6(pkt, t.tail|(kindFlow|kindIPv6)<<40)
+	}
+	return h.flowSym4(pkt, t.tail|kindFlow<<40)
 }
 
 // size is len(pkt), saturated at the largest uint32.
