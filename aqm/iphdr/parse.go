@@ -325,6 +325,9 @@ func greKey(b []byte, off int) (uint32, bool) {
 // host hashes and header fields. It reads the packet and never modifies
 // it. On an error ([ErrTruncated], [ErrNotIP]) the Flow is the zero Flow.
 func (h Hasher) Flow(pkt []byte) (Flow, error) {
+	if h.mode == HashFlowSymmetric {
+		return h.flowSymmetric(pkt)
+	}
 	t, err := parse(pkt)
 	if err != nil {
 		return Flow{}, err
@@ -344,9 +347,32 @@ func (h Hasher) Flow(pkt []byte) (Flow, error) {
 		f.Version = 4
 		f.FlowHash, f.SrcHostHash, f.DstHostHash = h.all4(pkt, t.tail|kindFlow<<40)
 	}
-	if h.mode == HashFlowSymmetric {
-		f.FlowHash = h.flowSym(pkt, t)
+	return f, nil
+}
+
+// flowSymmetric is Flow in HashFlowSymmetric mode, apart so that the
+// default mode's code is as it was.
+func (h Hasher) flowSymmetric(pkt []byte) (Flow, error) {
+	t, err := parse(pkt)
+	if err != nil {
+		return Flow{}, err
 	}
+	f := Flow{
+		Protocol: uint8(t.tail >> 32),
+		L4Offset: t.l4off,
+		DSCP:     t.ds >> 2,
+		ECN:      aqm.ECN(t.ds & 3),
+		Fragment: t.flags&tupleFrag != 0,
+		Ports:    t.tail&(kindPorts<<40) != 0,
+	}
+	if t.flags&tupleV6 != 0 {
+		f.Version = 6
+		_, f.SrcHostHash, f.DstHostHash = h.all6(pkt, t.tail|(kindFlow|kindIPv6)<<40)
+	} else {
+		f.Version = 4
+		_, f.SrcHostHash, f.DstHostHash = h.all4(pkt, t.tail|kindFlow<<40)
+	}
+	f.FlowHash = h.flowSym(pkt, t)
 	return f, nil
 }
 
