@@ -359,16 +359,38 @@ func swapPorts(tail uint64) uint64 {
 	return tail&^0xffffffff | uint64(p>>16|p<<16)
 }
 
+// symKey4 returns the first word and the tail of an IPv4 packet's (at
+// least 20 bytes) symmetric flow key, given its flow key's tail.
+func symKey4(pkt []byte, tail uint64) (m, sym uint64) {
+	s, d := binary.BigEndian.Uint32(pkt[12:16]), binary.BigEndian.Uint32(pkt[16:20])
+	sym, portsLower := symTail(tail)
+	m = le64(pkt[12:20])
+	if d < s || d == s && portsLower {
+		m = m>>32 | m<<32
+		sym = swapPorts(sym)
+	}
+	return m, sym
+}
+
+// symKey6 returns the four address words (in key order) and the tail of
+// an IPv6 packet's (at least 40 bytes) symmetric flow key.
+func symKey6(pkt []byte, tail uint64) (w0, w1, w2, w3, sym uint64) {
+	_ = pkt[39]
+	s0, s1 := binary.BigEndian.Uint64(pkt[8:16]), binary.BigEndian.Uint64(pkt[16:24])
+	d0, d1 := binary.BigEndian.Uint64(pkt[24:32]), binary.BigEndian.Uint64(pkt[32:40])
+	sym, portsLower := symTail(tail)
+	w0, w1, w2, w3 = le64(pkt[8:16]), le64(pkt[16:24]), le64(pkt[24:32]), le64(pkt[32:40])
+	if d0 < s0 || d0 == s0 && (d1 < s1 || d1 == s1 && portsLower) {
+		w0, w1, w2, w3 = w2, w3, w0, w1
+		sym = swapPorts(sym)
+	}
+	return w0, w1, w2, w3, sym
+}
+
 // flowSym4 is the symmetric flow hash of an IPv4 packet (at least 20
 // bytes) whose flow key ends in tail.
 func (h Hasher) flowSym4(pkt []byte, tail uint64) uint32 {
-	s, d := binary.BigEndian.Uint32(pkt[12:16]), binary.BigEndian.Uint32(pkt[16:20])
-	tail, portsLower := symTail(tail)
-	m := le64(pkt[12:20])
-	if d < s || d == s && portsLower {
-		m = m>>32 | m<<32
-		tail = swapPorts(tail)
-	}
+	m, tail := symKey4(pkt, tail)
 	v0, v1, v2, v3 := h.start()
 	v3 ^= m
 	v0, v1, v2, v3 = round(v0, v1, v2, v3)
@@ -378,20 +400,61 @@ func (h Hasher) flowSym4(pkt []byte, tail uint64) uint32 {
 
 // flowSym6 is flowSym4 for IPv6 (at least 40 bytes).
 func (h Hasher) flowSym6(pkt []byte, tail uint64) uint32 {
-	_ = pkt[39]
-	s0, s1 := binary.BigEndian.Uint64(pkt[8:16]), binary.BigEndian.Uint64(pkt[16:24])
-	d0, d1 := binary.BigEndian.Uint64(pkt[24:32]), binary.BigEndian.Uint64(pkt[32:40])
-	tail, portsLower := symTail(tail)
-	a, b := pkt[8:24], pkt[24:40]
-	if d0 < s0 || d0 == s0 && (d1 < s1 || d1 == s1 && portsLower) {
-		a, b = b, a
-		tail = swapPorts(tail)
-	}
+	w0, w1, w2, w3, tail := symKey6(pkt, tail)
 	v0, v1, v2, v3 := h.start()
-	for _, m := range [4]uint64{le64(a[:8]), le64(a[8:16]), le64(b[:8]), le64(b[8:16])} {
+	for _, m := range [4]uint64{w0, w1, w2, w3} {
 		v3 ^= m
 		v0, v1, v2, v3 = round(v0, v1, v2, v3)
 		v0 ^= m
 	}
 	return final(v0, v1, v2, v3, tail|38<<56)
+}
+
+// allSym4 is all4 with the symmetric flow key.
+func (h Hasher) allSym4(pkt []byte, tail uint64) (flow, src, dst uint32) {
+	m, tail := symKey4(pkt, tail)
+	v0, v1, v2, v3 := h.start()
+	a0, a1, a2, a3 := v0, v1, v2, v3
+	a3 ^= m
+	a0, a1, a2, a3 = round(a0, a1, a2, a3)
+	a0 ^= m
+	return final3(a0, a1, a2, a3, v0, v1, v2, v3, v0, v1, v2, v3, tail|14<<56,
+		uint64(le32(pkt[12:16]))|kindSrcHost<<32|5<<56,
+		uint64(le32(pkt[16:20]))|kindDstHost<<32|5<<56)
+}
+
+// allSym6 is all6 with the symmetric flow key.
+func (h Hasher) allSym6(pkt []byte, tail uint64) (flow, src, dst uint32) {
+	w0, w1, w2, w3, tail := symKey6(pkt, tail)
+	s0, s1, d0, d1 := le64(pkt[8:16]), le64(pkt[16:24]), le64(pkt[24:32]), le64(pkt[32:40])
+	v0, v1, v2, v3 := h.start()
+	a0, a1, a2, a3 := v0, v1, v2, v3 // flow
+	b0, b1, b2, b3 := v0, v1, v2, v3 // source host
+	c0, c1, c2, c3 := v0, v1, v2, v3 // destination host
+	a3 ^= w0
+	b3 ^= s0
+	c3 ^= d0
+	a0, a1, a2, a3 = round(a0, a1, a2, a3)
+	b0, b1, b2, b3 = round(b0, b1, b2, b3)
+	c0, c1, c2, c3 = round(c0, c1, c2, c3)
+	a0 ^= w0
+	b0 ^= s0
+	c0 ^= d0
+	a3 ^= w1
+	b3 ^= s1
+	c3 ^= d1
+	a0, a1, a2, a3 = round(a0, a1, a2, a3)
+	b0, b1, b2, b3 = round(b0, b1, b2, b3)
+	c0, c1, c2, c3 = round(c0, c1, c2, c3)
+	a0 ^= w1
+	b0 ^= s1
+	c0 ^= d1
+	a3 ^= w2
+	a0, a1, a2, a3 = round(a0, a1, a2, a3)
+	a0 ^= w2
+	a3 ^= w3
+	a0, a1, a2, a3 = round(a0, a1, a2, a3)
+	a0 ^= w3
+	return final3(a0, a1, a2, a3, b0, b1, b2, b3, c0, c1, c2, c3,
+		tail|38<<56, (kindSrcHost|kindIPv6)|17<<56, (kindDstHost|kindIPv6)|17<<56)
 }

@@ -367,12 +367,11 @@ func (h Hasher) flowSymmetric(pkt []byte) (Flow, error) {
 	}
 	if t.flags&tupleV6 != 0 {
 		f.Version = 6
-		_, f.SrcHostHash, f.DstHostHash = h.all6(pkt, t.tail|(kindFlow|kindIPv6)<<40)
+		f.FlowHash, f.SrcHostHash, f.DstHostHash = h.allSym6(pkt, t.tail|(kindFlow|kindIPv6)<<40)
 	} else {
 		f.Version = 4
-		_, f.SrcHostHash, f.DstHostHash = h.all4(pkt, t.tail|kindFlow<<40)
+		f.FlowHash, f.SrcHostHash, f.DstHostHash = h.allSym4(pkt, t.tail|kindFlow<<40)
 	}
-	f.FlowHash = h.flowSym(pkt, t)
 	return f, nil
 }
 
