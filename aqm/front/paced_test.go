@@ -188,3 +188,22 @@ func testPacedShards(t *testing.T, rates []aqm.Rate) {
 		require.LessOrEqual(t, calls, int(2*packets)+20)
 	})
 }
+
+// TestPacedAllocs protects the paced path's zero allocations: an arrival,
+// a look that takes what may leave, and a look that learns the wait from
+// NextDeparture.
+func TestPacedAllocs(t *testing.T) {
+	clk := clock.NewManual(clock.Epoch)
+	q := newCountingCake(t, 8*aqm.Mbit)
+	f, err := front.New[uint64](q, clk, front.Config{})
+	require.NoError(t, err)
+	buf := make([]aqm.Packet[uint64], 4)
+	allocs := testing.AllocsPerRun(1000, func() {
+		clk.Advance(time.Millisecond)
+		_, _ = f.Enqueue(aqm.Packet[uint64]{Meta: aqm.Meta{Size: 1000, Hash: 3}})
+		_, _ = f.TryDequeueBatch(buf)
+		_, _ = f.TryDequeueBatch(buf)
+	})
+	require.Zero(t, allocs)
+	require.Greater(t, q.Stats().Dequeued.Packets, uint64(900), "the loop moved packets")
+}
