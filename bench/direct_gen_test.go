@@ -6,6 +6,8 @@ import (
 	"testing"
 
 	"github.com/aqmkit/aqmkit/aqm"
+	"github.com/aqmkit/aqmkit/cake"
+	"github.com/aqmkit/aqmkit/cobalt"
 	"github.com/aqmkit/aqmkit/codel"
 	"github.com/aqmkit/aqmkit/dualq"
 	"github.com/aqmkit/aqmkit/fq"
@@ -14,6 +16,8 @@ import (
 )
 
 var (
+	_ = cake.New[uint64]
+	_ = cobalt.New[uint64]
 	_ = codel.New[uint64]
 	_ = dualq.New[uint64]
 	_ = fq.NewSFQ[uint64]
@@ -338,6 +342,98 @@ func runDirectDualPI2(b *testing.B, dr *driver) {
 
 func stepsDirectDualPI2(dr *driver, n int) {
 	d := &directDualPI2{driver: dr, q: dr.q.(*dualq.Queue[uint64])}
+	for range n {
+		d.step()
+	}
+}
+
+// directCOBALT is driver.step on *cobalt.Queue[uint64].
+type directCOBALT struct {
+	*driver
+	q *cobalt.Queue[uint64]
+}
+
+func (d *directCOBALT) step() {
+	d.now += d.dt
+	d.seq++
+	if d.flow++; d.flow == d.flows {
+		d.flow = 0
+	}
+	if d.q.Enqueue(aqm.Packet[uint64]{Payload: d.seq, Meta: aqm.Meta{Size: 1500, Hash: d.flow}}, d.now).Accepted() {
+		d.n++
+	}
+	for d.n > d.depth {
+		p, ok := d.q.Dequeue(d.now)
+		if !ok {
+			break
+		}
+		d.n--
+		d.forwarded++
+		d.sum += p.Payload
+	}
+}
+
+func runDirectCOBALT(b *testing.B, dr *driver) {
+	d := &directCOBALT{driver: dr, q: dr.q.(*cobalt.Queue[uint64])}
+	b.ReportAllocs()
+	for i := 0; i < warmPackets || b.Loop(); i++ {
+		d.step()
+	}
+	b.StopTimer()
+	if err := dr.check(); err != nil {
+		b.Fatal(err)
+	}
+	reportPacket(b, dr)
+}
+
+func stepsDirectCOBALT(dr *driver, n int) {
+	d := &directCOBALT{driver: dr, q: dr.q.(*cobalt.Queue[uint64])}
+	for range n {
+		d.step()
+	}
+}
+
+// directCAKE is driver.step on *cake.Queue[uint64].
+type directCAKE struct {
+	*driver
+	q *cake.Queue[uint64]
+}
+
+func (d *directCAKE) step() {
+	d.now += d.dt
+	d.seq++
+	if d.flow++; d.flow == d.flows {
+		d.flow = 0
+	}
+	if d.q.Enqueue(aqm.Packet[uint64]{Payload: d.seq, Meta: aqm.Meta{Size: 1500, Hash: d.flow}}, d.now).Accepted() {
+		d.n++
+	}
+	for d.n > d.depth {
+		p, ok := d.q.Dequeue(d.now)
+		if !ok {
+			break
+		}
+		d.n--
+		d.forwarded++
+		d.sum += p.Payload
+	}
+}
+
+func runDirectCAKE(b *testing.B, dr *driver) {
+	d := &directCAKE{driver: dr, q: dr.q.(*cake.Queue[uint64])}
+	b.ReportAllocs()
+	for i := 0; i < warmPackets || b.Loop(); i++ {
+		d.step()
+	}
+	b.StopTimer()
+	if err := dr.check(); err != nil {
+		b.Fatal(err)
+	}
+	reportPacket(b, dr)
+}
+
+func stepsDirectCAKE(dr *driver, n int) {
+	d := &directCAKE{driver: dr, q: dr.q.(*cake.Queue[uint64])}
 	for range n {
 		d.step()
 	}

@@ -31,6 +31,8 @@ var directTypes = []struct{ Name, Type string }{
 	{"SFQ", "*fq.SFQ[uint64]"},
 	{"PIE", "*pie.Queue[uint64]"},
 	{"DualPI2", "*dualq.Queue[uint64]"},
+	{"COBALT", "*cobalt.Queue[uint64]"},
+	{"CAKE", "*cake.Queue[uint64]"},
 }
 
 // directRunner and directSteps name each table algorithm's generated
@@ -39,12 +41,12 @@ var (
 	directRunner = map[string]func(b *testing.B, d *driver){
 		"fifo": runDirectFIFO, "red": runDirectRED, "gentle-red": runDirectRED, "ared": runDirectRED,
 		"codel": runDirectCoDel, "fq-codel": runDirectFQCoDel, "sfq": runDirectSFQ,
-		"pie": runDirectPIE, "dualpi2": runDirectDualPI2,
+		"pie": runDirectPIE, "dualpi2": runDirectDualPI2, "cobalt": runDirectCOBALT, "cake": runDirectCAKE,
 	}
 	directSteps = map[string]func(d *driver, n int){
 		"fifo": stepsDirectFIFO, "red": stepsDirectRED, "gentle-red": stepsDirectRED, "ared": stepsDirectRED,
 		"codel": stepsDirectCoDel, "fq-codel": stepsDirectFQCoDel, "sfq": stepsDirectSFQ,
-		"pie": stepsDirectPIE, "dualpi2": stepsDirectDualPI2,
+		"pie": stepsDirectPIE, "dualpi2": stepsDirectDualPI2, "cobalt": stepsDirectCOBALT, "cake": stepsDirectCAKE,
 	}
 )
 
@@ -56,6 +58,8 @@ import (
 	"testing"
 
 	"github.com/aqmkit/aqmkit/aqm"
+	"github.com/aqmkit/aqmkit/cake"
+	"github.com/aqmkit/aqmkit/cobalt"
 	"github.com/aqmkit/aqmkit/codel"
 	"github.com/aqmkit/aqmkit/dualq"
 	"github.com/aqmkit/aqmkit/fq"
@@ -64,6 +68,8 @@ import (
 )
 
 var (
+	_ = cake.New[uint64]
+	_ = cobalt.New[uint64]
 	_ = codel.New[uint64]
 	_ = dualq.New[uint64]
 	_ = fq.NewSFQ[uint64]

@@ -4,6 +4,8 @@ import (
 	"testing"
 
 	"github.com/aqmkit/aqmkit/aqm"
+	"github.com/aqmkit/aqmkit/cake"
+	"github.com/aqmkit/aqmkit/cobalt"
 	"github.com/aqmkit/aqmkit/codel"
 	"github.com/aqmkit/aqmkit/dualq"
 	"github.com/aqmkit/aqmkit/fq"
@@ -19,6 +21,8 @@ func init() {
 	registerSfq()
 	registerPie()
 	registerDualpi2()
+	registerCobalt()
+	registerCake()
 }
 
 // redConfig sets RED's thresholds for a scenario: above the 100-packet
@@ -96,6 +100,28 @@ func registerPie() {
 func registerDualpi2() {
 	registerPacket(PacketAlgo{Name: "dualpi2", New: func(sc Scenario, onDrop aqm.DropFunc[uint64]) (aqm.Queue[uint64], error) {
 		return dualq.New(dualq.Config{Seed: 1}, onDrop)
+	}})
+}
+
+// COBALT with its defaults (CoDel's 5 ms target and 100 ms interval, BLUE
+// above 400 ms or on overflow) and a limit well above the harness depth:
+// "standing" (~1 ms sojourn) never drops, "congested" (~100 ms) runs
+// CoDel's drop path and stays below BLUE's ceiling.
+func registerCobalt() {
+	registerPacket(PacketAlgo{Name: "cobalt", New: func(sc Scenario, onDrop aqm.DropFunc[uint64]) (aqm.Queue[uint64], error) {
+		return cobalt.New(cobalt.Config{LimitPackets: 10000, Seed: 1}, onDrop)
+	}})
+}
+
+// CAKE unshaped (no Rate, so no shaper holds packets back), one best-effort
+// tin, a queue per flow keyed by p.Hash (no host fairness, which needs host
+// hashes the harness does not have), COBALT per flow with its 5 ms target:
+// like FQ-CoDel, "standing" never drops, "congested" runs COBALT's drop
+// path, and "flows=1024" spreads 1024 flows over its 8-way set-associative
+// table (1024 sets) without collisions worth a drop.
+func registerCake() {
+	registerPacket(PacketAlgo{Name: "cake", FQ: true, New: func(sc Scenario, onDrop aqm.DropFunc[uint64]) (aqm.Queue[uint64], error) {
+		return cake.New(cake.Config{TinMode: cake.BestEffort, FlowMode: cake.Flows, Seed: 1}, onDrop)
 	}})
 }
 

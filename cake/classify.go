@@ -2,27 +2,31 @@ package cake
 
 import (
 	"encoding/binary"
-	"errors"
 	"math/bits"
 
 	"github.com/aqmkit/aqmkit/aqm"
+	"github.com/aqmkit/aqmkit/aqm/iphdr"
 	"github.com/aqmkit/aqmkit/internal/rng"
 )
 
-// Errors of [Classifier.Classify].
+// Errors of [Classifier.Classify]: those of package iphdr, which parses
+// the IP header.
 var (
 	// ErrNotIP means the bytes are not an IPv4 or IPv6 packet.
-	ErrNotIP = errors.New("cake: not an IPv4 or IPv6 packet")
+	ErrNotIP = iphdr.ErrNotIP
 	// ErrTruncated means the IP header is cut short.
-	ErrTruncated = errors.New("cake: truncated IP header")
+	ErrTruncated = iphdr.ErrTruncated
 )
 
 // Classifier turns raw IP packets into the [aqm.Meta] and [Info] a CAKE
 // queue needs: a keyed 5-tuple flow hash that is the same for both
 // directions of a connection, keyed source and destination host hashes,
-// the DSCP and ECN bits, and the TCP ACK summary for the ACK filter. It
-// holds only its key and allocates nothing per packet.
+// the DSCP and ECN bits, and the TCP ACK summary for the ACK filter. The
+// IP header is read by [iphdr.Hasher] in its [iphdr.HashFlowSymmetric]
+// mode (one parse gives all three hashes); the Classifier adds the TCP
+// header. It holds only its keys and allocates nothing per packet.
 type Classifier struct {
+	h      iphdr.Hasher
 	k0, k1 uint64
 	wash   bool
 }
@@ -34,95 +38,66 @@ type Classifier struct {
 // tc-cake's wash keyword.
 func NewClassifier(seed uint64, wash bool) *Classifier {
 	s := rng.New(rng.SeedOrRandom(seed))
-	return &Classifier{k0: s.Uint64(), k1: s.Uint64() | 1, wash: wash}
+	h := iphdr.NewHasherWithKey(s.Uint64(), s.Uint64()).WithMode(iphdr.HashFlowSymmetric)
+	return &Classifier{h: h, k0: s.Uint64(), k1: s.Uint64() | 1, wash: wash}
 }
 
-// hashWords mixes words into a keyed 32-bit hash (multiply-xorshift per
-// word, SplitMix64's finaliser at the end).
-func (c *Classifier) hashWords(ws ...uint64) uint32 {
-	h := c.k0
-	for _, w := range ws {
-		h ^= w
-		hi, lo := bits.Mul64(h, c.k1)
-		h = hi ^ lo
-	}
+// connHash mixes a direction's identity into a keyed 32-bit hash
+// (multiply-xorshift, SplitMix64's finaliser at the end).
+func (c *Classifier) connHash(a, b uint64) uint32 {
+	h := c.k0 ^ a
+	hi, lo := bits.Mul64(h, c.k1)
+	h = (hi ^ lo) ^ b
+	hi, lo = bits.Mul64(h, c.k1)
+	h = hi ^ lo
 	h = (h ^ h>>30) * 0xbf58476d1ce4e5b9
 	h = (h ^ h>>27) * 0x94d049bb133111eb
 	return uint32(h ^ h>>31)
 }
 
-// addr is an IP address as two words (IPv4 in the low word of b).
-type addr struct{ a, b uint64 }
-
-func addrOf(p []byte) addr {
-	if len(p) == 4 {
-		return addr{0, uint64(binary.BigEndian.Uint32(p))}
+// ipEnd is where the IP packet that iphdr accepted ends: its total length
+// (IPv4) or 40 plus its payload length (IPv6; the whole slice for a jumbo
+// payload).
+func ipEnd(pkt []byte, version uint8) int {
+	if version == 4 {
+		return int(binary.BigEndian.Uint16(pkt[2:4]))
 	}
-	return addr{binary.BigEndian.Uint64(p[:8]), binary.BigEndian.Uint64(p[8:16])}
+	if n := int(binary.BigEndian.Uint16(pkt[4:6])); n != 0 {
+		return 40 + n
+	}
+	return len(pkt)
 }
-
-func (x addr) less(y addr) bool { return x.a < y.a || x.a == y.a && x.b < y.b }
 
 // Classify parses pkt, an IPv4 or IPv6 packet starting at the IP header,
 // and returns its Meta (Size the IP length, Hash the flow hash, ECN) and
-// its Info (host hashes, DSCP, TCP ACK summary). Ports are used for TCP,
-// UDP, UDP-Lite, SCTP and DCCP of first fragments; IPv6 extension headers
-// are skipped; IPv6 carried in IPv4 (protocol 41) is classified by the
-// inner header except for the DSCP. Bad input returns an error, never
-// panics.
+// its Info (host hashes, DSCP, TCP ACK summary). The flow key is that of
+// [iphdr.Hasher] with the endpoints in order: ports for TCP, UDP,
+// UDP-Lite, SCTP and DCCP, ICMP echo identifiers, GRE keys and ESP SPIs;
+// fragments are keyed on addresses and protocol; IPv6 extension headers
+// (and AH) are skipped. IPv6 carried in IPv4 (protocol 41) is classified
+// by the inner header except for the DSCP and ECN. Only unfragmented TCP
+// gets an ACK summary. Bad input returns an error, never panics.
 func (c *Classifier) Classify(pkt []byte) (aqm.Meta, Info, error) {
 	var m aqm.Meta
 	var info Info
-	if len(pkt) < 1 {
-		return m, info, ErrTruncated
-	}
 	m.Size = uint32(min(len(pkt), 1<<31))
-	outer := pkt
-	ver := pkt[0] >> 4
-	var tos uint8
-	switch ver {
-	case 4:
-		if len(pkt) < 20 {
-			return m, info, ErrTruncated
-		}
-		tos = pkt[1]
-	case 6:
-		if len(pkt) < 40 {
-			return m, info, ErrTruncated
-		}
-		tos = pkt[0]<<4 | pkt[1]>>4
-	default:
-		return m, info, ErrNotIP
-	}
-	info.DSCP = tos >> 2
-	m.ECN = aqm.ECN(tos) & aqm.ECNMask
-	src, dst, proto, l4, first, err := parseIP(pkt)
+	f, err := c.h.Flow(pkt)
 	if err != nil {
 		return m, info, err
 	}
-	if proto == 41 && ver == 4 && len(l4) >= 40 && l4[0]>>4 == 6 { // IPv6 in IPv4
-		pkt = l4
-		src, dst, proto, l4, first, err = parseIP(pkt)
-		if err != nil {
-			return m, info, err
+	info.DSCP = f.DSCP
+	m.ECN = f.ECN
+	outer := pkt
+	if f.Protocol == 41 && f.Version == 4 && f.L4Offset != 0 { // IPv6 in IPv4
+		inner := pkt[f.L4Offset:ipEnd(pkt, 4)]
+		if g, err := c.h.Flow(inner); err == nil && g.Version == 6 {
+			f, pkt = g, inner
 		}
 	}
-	var sp, dp uint16
-	if first && len(l4) >= 4 && hasPorts(proto) {
-		sp, dp = binary.BigEndian.Uint16(l4), binary.BigEndian.Uint16(l4[2:])
-	}
-	sa, da := addrOf(src), addrOf(dst)
-	v := uint64(pkt[0] >> 4)
-	info.SrcHost = c.hashWords(v, sa.a, sa.b)
-	info.DstHost = c.hashWords(v, da.a, da.b)
-	// Both directions hash alike: order the endpoints.
-	lo, hi, lp, hp := sa, da, sp, dp
-	if hi.less(lo) || hi == lo && hp < lp {
-		lo, hi, lp, hp = hi, lo, hp, lp
-	}
-	m.Hash = c.hashWords(v<<8|uint64(proto), lo.a, lo.b, hi.a, hi.b, uint64(lp)<<16|uint64(hp))
-	if proto == 6 && first {
-		info.ACK = c.tcpSummary(l4, v, sa, da)
+	m.Hash = f.FlowHash
+	info.SrcHost, info.DstHost = f.SrcHostHash, f.DstHostHash
+	if f.Protocol == 6 && f.L4Offset != 0 {
+		info.ACK = c.tcpSummary(pkt[f.L4Offset:ipEnd(pkt, f.Version)], f)
 	}
 	if c.wash && info.DSCP != 0 {
 		wash(outer)
@@ -130,72 +105,8 @@ func (c *Classifier) Classify(pkt []byte) (aqm.Meta, Info, error) {
 	return m, info, nil
 }
 
-func hasPorts(proto uint8) bool {
-	switch proto {
-	case 6, 17, 33, 132, 136: // TCP, UDP, DCCP, SCTP, UDP-Lite
-		return true
-	}
-	return false
-}
-
-// parseIP returns the addresses, the upper-layer protocol and its bytes,
-// and whether this is the first (or only) fragment.
-func parseIP(p []byte) (src, dst []byte, proto uint8, l4 []byte, first bool, err error) {
-	switch p[0] >> 4 {
-	case 4:
-		if len(p) < 20 {
-			return nil, nil, 0, nil, false, ErrTruncated
-		}
-		ihl := int(p[0]&0x0f) * 4
-		if ihl < 20 || ihl > len(p) {
-			return nil, nil, 0, nil, false, ErrTruncated
-		}
-		end := len(p)
-		if tl := int(binary.BigEndian.Uint16(p[2:])); tl >= ihl && tl < end {
-			end = tl
-		}
-		first = binary.BigEndian.Uint16(p[6:])&0x1fff == 0
-		return p[12:16], p[16:20], p[9], p[ihl:end], first, nil
-	case 6:
-		if len(p) < 40 {
-			return nil, nil, 0, nil, false, ErrTruncated
-		}
-		end := len(p)
-		if pl := int(binary.BigEndian.Uint16(p[4:])); 40+pl < end {
-			end = 40 + pl
-		}
-		proto = p[6]
-		rest := p[40:end]
-		first = true
-		for range 8 { // extension headers, a bounded number
-			switch proto {
-			case 0, 43, 60: // hop-by-hop, routing, destination options
-				if len(rest) < 8 {
-					return p[8:24], p[24:40], proto, nil, false, nil
-				}
-				n := (int(rest[1]) + 1) * 8
-				if n > len(rest) {
-					return p[8:24], p[24:40], proto, nil, false, nil
-				}
-				proto, rest = rest[0], rest[n:]
-				continue
-			case 44: // fragment
-				if len(rest) < 8 {
-					return p[8:24], p[24:40], proto, nil, false, nil
-				}
-				first = binary.BigEndian.Uint16(rest[2:])&0xfff8 == 0
-				proto, rest = rest[0], rest[8:]
-				continue
-			}
-			break
-		}
-		return p[8:24], p[24:40], proto, rest, first, nil
-	}
-	return nil, nil, 0, nil, false, ErrNotIP
-}
-
 // tcpSummary fills an ACKInfo from a TCP header and its payload.
-func (c *Classifier) tcpSummary(t []byte, v uint64, sa, da addr) ACKInfo {
+func (c *Classifier) tcpSummary(t []byte, f iphdr.Flow) ACKInfo {
 	var a ACKInfo
 	if len(t) < 20 {
 		return a
@@ -205,7 +116,9 @@ func (c *Classifier) tcpSummary(t []byte, v uint64, sa, da addr) ACKInfo {
 		return a
 	}
 	a.TCP = true
-	a.Conn = c.hashWords(v, sa.a, sa.b, da.a, da.b, uint64(binary.BigEndian.Uint32(t[0:4])))
+	// The connection in this direction: the flow (the same both ways),
+	// the source host and the source port tell the directions apart.
+	a.Conn = c.connHash(uint64(f.FlowHash)<<32|uint64(f.SrcHostHash), uint64(binary.BigEndian.Uint16(t[0:2])))
 	a.Ack = binary.BigEndian.Uint32(t[8:])
 	a.Flags = t[13]
 	a.Reserved = t[12]&0x0f != 0

@@ -107,9 +107,15 @@ func TestClassifyIPv4(t *testing.T) {
 	m2, info2, err := c.Classify(rev)
 	require.NoError(t, err)
 	require.Equal(t, m.Hash, m2.Hash, "both directions share a flow")
-	require.Equal(t, info.SrcHost, info2.DstHost)
-	require.Equal(t, info.DstHost, info2.SrcHost)
 	require.NotEqual(t, info.SrcHost, info.DstHost)
+	require.NotEqual(t, info.SrcHost, info2.SrcHost)
+	// Host hashes follow the address in each role.
+	hC := [4]byte{10, 0, 0, 3}
+	_, toC, _ := c.Classify(ipv4(hA, hC, 17, 0, make([]byte, 8)))
+	_, fromC, _ := c.Classify(ipv4(hC, hB, 17, 0, make([]byte, 8)))
+	require.Equal(t, info.SrcHost, toC.SrcHost)
+	require.Equal(t, info.DstHost, fromC.DstHost)
+	require.NotEqual(t, info.DstHost, toC.DstHost)
 	require.NotEqual(t, a.Conn, info2.ACK.Conn, "directions differ for the ACK filter")
 	require.True(t, info2.ACK.Payload)
 	// Another port: another flow, same hosts.
@@ -191,7 +197,8 @@ func TestClassifyAllocs(t *testing.T) {
 
 // FuzzClassify feeds raw bytes to Classify: it never panics, and a packet
 // it parses has the same flow hash as the same packet with source and
-// destination (addresses and ports) swapped.
+// destination (addresses and ports) swapped, but another ACK filter
+// connection unless both endpoints are the same.
 func FuzzClassify(f *testing.F) {
 	f.Add(ipv4(hA, hB, 6, 0, tcpSeg{sport: 1, dport: 2, flags: FlagACK, opts: []byte{5, 10, 0, 0, 0, 1, 0, 0, 0, 2}}.bytes()))
 	f.Add(ipv6([16]byte{1}, [16]byte{2}, 44, 0, []byte{6, 0, 0, 0, 0, 0, 0, 0, 0, 1, 0, 2}))
@@ -210,10 +217,35 @@ func FuzzClassify(f *testing.F) {
 		if err != nil {
 			t.Fatalf("swapped packet failed: %v", err)
 		}
-		if m.Hash != m2.Hash || info.SrcHost != info2.DstHost || info.DstHost != info2.SrcHost {
-			t.Fatalf("direction changed the hashes")
+		if m.Hash != m2.Hash {
+			t.Fatalf("direction changed the flow hash")
+		}
+		if info.ACK.TCP && info2.ACK.TCP && info.ACK.Conn == info2.ACK.Conn && !sameEndpoints(p) {
+			t.Fatalf("the two directions share an ACK filter connection")
 		}
 	})
+}
+
+// hasPorts reports an IP protocol whose header starts with a port pair.
+func hasPorts(proto uint8) bool {
+	switch proto {
+	case 6, 17, 33, 132, 136: // TCP, UDP, DCCP, SCTP, UDP-Lite
+		return true
+	}
+	return false
+}
+
+// sameEndpoints reports a packet whose source and destination address
+// (and, for a port protocol right after the base header, port) are equal.
+func sameEndpoints(p []byte) bool {
+	switch p[0] >> 4 {
+	case 4:
+		ihl := int(p[0]&15) * 4
+		return string(p[12:16]) == string(p[16:20]) && (len(p) < ihl+4 || string(p[ihl:ihl+2]) == string(p[ihl+2:ihl+4]))
+	case 6:
+		return string(p[8:24]) == string(p[24:40]) && (len(p) < 44 || string(p[40:42]) == string(p[42:44]))
+	}
+	return false
 }
 
 // swapEndpoints swaps the addresses (and ports of a plain TCP/UDP header
@@ -226,7 +258,7 @@ func swapEndpoints(p []byte) bool {
 			p[12+i], p[16+i] = p[16+i], p[12+i]
 		}
 		if p[9] == 41 || p[9] != 6 && p[9] != 17 {
-			return p[9] != 41 && !hasPorts(p[9])
+			return p[9] != 41 && p[9] != 51 && !hasPorts(p[9]) // AH: the ports behind it stay unswapped
 		}
 		if len(p) >= ihl+4 {
 			p[ihl], p[ihl+1], p[ihl+2], p[ihl+3] = p[ihl+2], p[ihl+3], p[ihl], p[ihl+1]
@@ -237,7 +269,7 @@ func swapEndpoints(p []byte) bool {
 			p[8+i], p[24+i] = p[24+i], p[8+i]
 		}
 		if p[6] != 6 && p[6] != 17 {
-			return !hasPorts(p[6]) && p[6] != 0 && p[6] != 43 && p[6] != 60 && p[6] != 44
+			return !hasPorts(p[6]) && p[6] != 0 && p[6] != 43 && p[6] != 60 && p[6] != 44 && p[6] != 51
 		}
 		if len(p) >= 44 {
 			p[40], p[41], p[42], p[43] = p[42], p[43], p[40], p[41]

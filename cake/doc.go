@@ -150,10 +150,15 @@
 //   - A flow's and a tin's deficit are charged at most 64 KiB per packet,
 //     so an absurd Size cannot make the round robin spin.
 //   - ACK-filter drops reach the DropFunc as [aqm.DroppedEarly].
-//   - Shaped, Dequeue returns false while the shaper holds packets back,
-//     which the plain [aqm.Queue] contract does not allow: drive a shaped
-//     queue with [Queue.NextDeparture]. Unshaped, the contract holds and
-//     package aqm/aqmtest checks it.
+//   - Shaped, Dequeue returns false while the shaper holds packets back
+//     ([aqm.Paced]): drive a shaped queue with [Queue.NextDeparture], as
+//     the front in package aqm/front does. Unshaped, it returns false only
+//     when empty, and package aqm/aqmtest checks the contract.
+//   - The [Classifier]'s flow key is package aqm/iphdr's, endpoints in
+//     order: ICMP echo identifiers, ESP SPIs and GRE keys are part of it,
+//     AH is walked through, fragments (the first one too) are keyed on
+//     addresses and protocol alone and get no ACK summary, and no tunnel
+//     is entered but IPv6 in IPv4. Linux uses the kernel's flow dissector.
 //
 // # Time
 //

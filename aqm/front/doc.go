@@ -52,6 +52,14 @@
 // stays within the burst time. [Front.SetRate] changes the rate at runtime
 // without losing credit or debt.
 //
+// A queue that shapes its own output, such as a CAKE queue with a rate,
+// implements [aqm.Paced]: its Dequeue refuses while it holds packets back,
+// and NextDeparture says until when. The consumer then sleeps until that
+// instant on the same timer, as it does for its own rate, instead of taking
+// the queue for empty (and waiting for an arrival) or looking again at
+// once (and spinning). With both a front rate and a paced queue, the
+// slower of the two governs each departure.
+//
 //	Field       Default                       Unit    Reference
 //	Rate        0 = unlimited                 bit/s   tc tbf rate, CAKE bandwidth
 //	BurstBytes  rate × 2 ms, at least 3028    bytes   tc tbf burst

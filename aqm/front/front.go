@@ -38,6 +38,7 @@ type Front[T any] struct {
 	mu     sync.Mutex
 	q      aqm.Queue[T]
 	bq     aqm.BatchQueue[T] // q's burst path, or nil
+	pq     aqm.Paced         // q, when it paces its own output, or nil
 	clk    clock.Clock
 	coarse *clock.Coarse // clk, when it is a Coarse clock
 	cfg    Config        // as configured: BurstBytes zero when derived
@@ -184,6 +185,7 @@ func New[T any](q aqm.Queue[T], c clock.Clock, cfg Config) (*Front[T], error) {
 	}
 	f := &Front[T]{q: q, clk: c, cfg: cfg, ready: make(chan struct{}, 1), done: make(chan struct{})}
 	f.bq, _ = q.(aqm.BatchQueue[T])
+	f.pq, _ = q.(aqm.Paced)
 	f.coarse, _ = c.(*clock.Coarse)
 	f.wt.init()
 	f.b.setRate(0, uint64(cfg.Rate), cfg.burstBytes())
@@ -309,14 +311,26 @@ func (f *Front[T]) unlockBucket() {
 // the queue ran empty or buf is full. The caller holds f.mu.
 func (f *Front[T]) takeLocked(buf []aqm.Packet[T], now aqm.Time) (n int, wait time.Duration) {
 	f.wakeups++
+	if f.pq != nil {
+		// A paced queue that holds its packets back: learn the wait
+		// without a Dequeue that would refuse.
+		if w := f.pacedHoldLocked(now); w > 0 {
+			return 0, w
+		}
+	}
 	b := f.bucketLocked()
 	b.refill(now)
 	if b.rate == 0 {
 		f.unlockBucket()
 		if f.bq != nil {
-			return f.bq.DequeueBatch(buf, now), 0
+			n = f.bq.DequeueBatch(buf, now)
+		} else {
+			n = aqm.DequeueLoop(f.q, buf, now)
 		}
-		return aqm.DequeueLoop(f.q, buf, now), 0
+		if n < len(buf) {
+			wait = f.pacedWaitLocked(now)
+		}
+		return n, wait
 	}
 	for n < len(buf) {
 		if !b.ready() {
@@ -327,6 +341,7 @@ func (f *Front[T]) takeLocked(buf []aqm.Packet[T], now aqm.Time) (n int, wait ti
 		}
 		p, ok := f.q.Dequeue(now)
 		if !ok {
+			wait = f.pacedWaitLocked(now)
 			break
 		}
 		b.charge(p.Size)
@@ -337,10 +352,48 @@ func (f *Front[T]) takeLocked(buf []aqm.Packet[T], now aqm.Time) (n int, wait ti
 	return n, wait
 }
 
+// minPacedWait is the shortest wait for a paced queue that refused a
+// packet while saying one may leave now (a contradiction a correct queue
+// never shows): the consumer looks again after it instead of spinning.
+const minPacedWait = 10 * time.Microsecond
+
+// pacedHoldLocked returns how long a paced queue holds its packets back
+// at now: zero if it is empty or a packet may leave. The caller holds
+// f.mu and has checked that f.pq is not nil.
+func (f *Front[T]) pacedHoldLocked(now aqm.Time) time.Duration {
+	if f.q.Len() == 0 {
+		return 0
+	}
+	if next := f.pq.NextDeparture(now); next.After(now) {
+		return next.Sub(now)
+	}
+	return 0
+}
+
+// pacedWaitLocked returns how long to wait for a queue that paces its own
+// output ([aqm.Paced]) and has just refused to give a packet at now: the
+// time until its NextDeparture while it holds packets back, zero if it is
+// empty or does not pace. The caller holds f.mu.
+func (f *Front[T]) pacedWaitLocked(now aqm.Time) time.Duration {
+	if f.pq == nil || f.q.Len() == 0 {
+		return 0
+	}
+	next := f.pq.NextDeparture(now)
+	if next.IsZero() {
+		return 0
+	}
+	return max(next.Sub(now), minPacedWait)
+}
+
 // takeOneLocked is takeLocked for one packet, without a slice that would
 // escape through the queue's interface.
 func (f *Front[T]) takeOneLocked(now aqm.Time) (p aqm.Packet[T], ok bool, wait time.Duration) {
 	f.wakeups++
+	if f.pq != nil {
+		if w := f.pacedHoldLocked(now); w > 0 {
+			return p, false, w
+		}
+	}
 	b := f.bucketLocked()
 	b.refill(now)
 	if !b.ready() {
@@ -353,9 +406,11 @@ func (f *Front[T]) takeOneLocked(now aqm.Time) (p aqm.Packet[T], ok bool, wait t
 	p, ok = f.q.Dequeue(now)
 	if ok {
 		b.charge(p.Size)
+	} else {
+		wait = f.pacedWaitLocked(now)
 	}
 	f.unlockBucket()
-	return p, ok, 0
+	return p, ok, wait
 }
 
 // tryTake is one look at the queue: take what may leave, report why it
@@ -377,9 +432,11 @@ func (f *Front[T]) tryTake(buf []aqm.Packet[T]) (n int, wait time.Duration, clos
 // buf with up to len(buf) packets that may leave now, under one lock at one
 // clock reading, and returns how many. When it returns fewer than len(buf),
 // wait says what to do next: positive, packets are queued and the rate
-// allows the next one after wait (call again then; oversleeping costs nothing while the lateness stays
-// within the burst, since credit keeps accruing); zero, the queue is empty
-// (wait for an Enqueue).
+// allows the next one after wait, or a queue that paces its own output
+// ([aqm.Paced]) holds its packets back until then (call again then;
+// oversleeping costs nothing while the lateness stays within the burst,
+// since credit keeps accruing); zero, the queue is empty (wait for an
+// Enqueue).
 //
 // Each packet comes from the queue's Dequeue at the moment it leaves, so an
 // AQM that decides at dequeue time (CoDel, PIE) judges its whole sojourn.
@@ -390,8 +447,9 @@ func (f *Front[T]) TryDequeueBatch(buf []aqm.Packet[T]) (n int, wait time.Durati
 
 // DequeueBatch blocks until at least one packet may leave, then fills buf
 // with up to len(buf) packets that may leave at that instant, under one lock
-// at one clock reading, and returns how many. With a rate set it sleeps
-// until the next departure the rate allows, on one reusable timer, and never
+// at one clock reading, and returns how many. With a rate set, or a queue
+// that paces its own output ([aqm.Paced]), it sleeps until the next
+// departure the rate or the queue allows, on one reusable timer, and never
 // spins; an arrival into an empty queue, a rate change, Close or the end of
 // ctx wakes it. It returns 0 and ctx's error if ctx ends first, and 0 and
 // [ErrClosed] once the front is closed and its queue empty: packets queued
@@ -497,17 +555,34 @@ func (f *Front[T]) Closed() bool {
 // call the front; pass the same
 // function you gave the queue, to release buffers in one place. Flush after
 // Close is the "discard" shutdown; the queue's Stats count flushed packets
-// as dequeued, and [Detail.Flushed] counts them apart.
+// as dequeued, and [Detail.Flushed] counts them apart. A queue that paces
+// its own output ([aqm.Paced]) is asked for its held-back packets at the
+// instants it names, so it sees time run ahead of the clock; by the time
+// policy of package aqm it takes the clock's next, earlier reading as no
+// time elapsed.
 func (f *Front[T]) Flush(drop aqm.DropFunc[T]) int {
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	now := f.read(true)
 	n := 0
-	for {
+	for refused := 0; ; {
 		p, ok := f.q.Dequeue(now)
 		if !ok {
-			return n
+			// A paced queue holds packets back until its next
+			// departure: ask for them at that instant (a bounded number
+			// of times in a row, against a queue that keeps refusing).
+			if f.pq == nil || f.q.Len() == 0 || refused == maxFlushRefusals {
+				return n
+			}
+			next := f.pq.NextDeparture(now)
+			if !next.After(now) {
+				return n
+			}
+			now = next
+			refused++
+			continue
 		}
+		refused = 0
 		n++
 		f.flushed.Add(p.Size)
 		if drop != nil {
@@ -515,6 +590,10 @@ func (f *Front[T]) Flush(drop aqm.DropFunc[T]) int {
 		}
 	}
 }
+
+// maxFlushRefusals bounds how often in a row Flush asks a paced queue at
+// its next departure: one ask suffices for a queue that keeps its word.
+const maxFlushRefusals = 64
 
 // SetRate changes the rate at the clock's current time, from any goroutine,
 // as often as the link changes (an LTE or satellite rate controller may call

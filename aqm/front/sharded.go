@@ -288,8 +288,8 @@ func (s *Sharded[T]) tryTake(buf []aqm.Packet[T]) (n int, wait time.Duration, cl
 			if m == quota {
 				progress = true
 			}
-			if w > 0 {
-				wait = w // the bucket is shared: the same wait everywhere
+			if w > 0 && (wait == 0 || w < wait) {
+				wait = w // the earliest: a shared bucket's, or a paced shard's
 			}
 		}
 		if !progress || wait > 0 {

@@ -89,7 +89,8 @@ func BenchmarkHash(b *testing.B) {
 	})
 }
 
-// Meta alone (parse and one hash), and Flow (parse and three hashes).
+// Meta alone (parse and one hash), and Flow (parse and three hashes), in
+// the default and the symmetric mode.
 func BenchmarkMetaFlow(b *testing.B) {
 	h := NewHasherWithKey(1, 2)
 	for _, bp := range benchPackets() {
@@ -103,6 +104,13 @@ func BenchmarkMetaFlow(b *testing.B) {
 			b.ReportAllocs()
 			for b.Loop() {
 				sinkFlow, sinkErr = h.Flow(bp.pkt)
+			}
+		})
+		b.Run("flow-symmetric/"+bp.name, func(b *testing.B) {
+			hs := h.WithMode(HashFlowSymmetric)
+			b.ReportAllocs()
+			for b.Loop() {
+				sinkFlow, sinkErr = hs.Flow(bp.pkt)
 			}
 		})
 	}

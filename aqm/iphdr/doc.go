@@ -44,7 +44,17 @@
 // the SPI of ESP; the key of GRE (version 0), or its call ID (version 1,
 // PPTP). Payload bytes are never part of it. [HashSrcHost] and
 // [HashDstHost] key on one address alone. Keys of the two families, and
-// of the three roles, never coincide. Link-layer padding after the IP
+// of the four roles, never coincide.
+//
+// [HashFlowSymmetric] puts the flow key's two endpoints in order before
+// hashing, so that a packet and its reply hash alike: when the destination
+// address is lower than the source address (compared as big-endian
+// numbers, that is byte by byte), or the addresses are equal and the
+// destination port is lower than the source port, the addresses are
+// exchanged, and for TCP, UDP, UDP-Lite, SCTP and DCCP the ports too.
+// Other transport words (an ICMP echo identifier, a GRE key) are kept as
+// they are, being the same in both directions; an ESP or AH SPI differs
+// per direction, so such flows stay asymmetric. Link-layer padding after the IP
 // packet's own length is ignored.
 //
 // # Fragments and extension headers
@@ -98,8 +108,9 @@
 //   - Tunnels are not entered: GRE is keyed on its outer addresses and GRE
 //     key, IP-in-IP and IPv6-in-IP on their outer addresses, where Linux
 //     keys on the inner flow.
-//   - Addresses are not sorted, so the two directions of a connection hash
-//     differently: a queue sees one direction, and host keys need the order.
+//   - Addresses are sorted only in [HashFlowSymmetric] mode (Linux's
+//     symmetric hash always sorts them); by default the two directions of
+//     a connection hash differently, as a queue sees one direction.
 //   - The walk stops after 8 extension headers, not after 15 parsing steps
 //     of any kind, and a hash of 0 has no special meaning.
 package iphdr

@@ -20,6 +20,13 @@ const (
 	// HashDstHost keys on the destination address alone: per-receiver
 	// fairness (a gateway's download direction).
 	HashDstHost
+	// HashFlowSymmetric keys on the flow like [HashFlow], with the two
+	// endpoints put in order first, so that both directions of a
+	// connection get one hash (a queue that sees both directions, as
+	// CAKE does, then keeps a connection in one queue). See the package
+	// documentation for the order. It also makes [Hasher.Flow]'s FlowHash
+	// symmetric.
+	HashFlowSymmetric
 )
 
 // String returns the mode's name.
@@ -31,6 +38,8 @@ func (m Mode) String() string {
 		return "src-host"
 	case HashDstHost:
 		return "dst-host"
+	case HashFlowSymmetric:
+		return "flow-symmetric"
 	}
 	return "mode(" + strconv.Itoa(int(m)) + ")"
 }
@@ -67,7 +76,8 @@ func NewHasher() Hasher {
 func NewHasherWithKey(k0, k1 uint64) Hasher { return Hasher{k0: k0, k1: k1} }
 
 // WithMode returns a copy of h that uses mode m in [Hasher.Meta]. The key is
-// unchanged, so [Hasher.Flow] gives the same hashes from either copy. An
+// unchanged, so [Hasher.Flow] gives the same hashes from either copy, but
+// for the flow hash of [HashFlowSymmetric], which Flow also uses. An
 // unknown mode is treated as [HashFlow].
 func (h Hasher) WithMode(m Mode) Hasher { h.mode = m; return h }
 
@@ -137,6 +147,7 @@ const (
 	kindDstHost = 3
 	kindIPv6    = 0x04 // the key comes from an IPv6 packet
 	kindPorts   = 0x08 // ports holds transport words (flow keys only)
+	kindSym     = 0x10 // the endpoints are in order (HashFlowSymmetric)
 )
 
 func le64(b []byte) uint64 { return binary.LittleEndian.Uint64(b) }
@@ -299,6 +310,151 @@ func (h Hasher) all6(pkt []byte, tail uint64) (flow, src, dst uint32) {
 	a3 ^= d1
 	a0, a1, a2, a3 = round(a0, a1, a2, a3)
 	a0 ^= d1
+	return final3(a0, a1, a2, a3, b0, b1, b2, b3, c0, c1, c2, c3,
+		tail|38<<56, (kindSrcHost|kindIPv6)|17<<56, (kindDstHost|kindIPv6)|17<<56)
+}
+
+// Symmetric flow keys. The key is the flow key with kindSym set and, when
+// the destination endpoint is lower than the source one, the addresses
+// exchanged, and for protocols with a port pair the ports too. Endpoints
+// compare by address, then (port protocols only) by port, both read as
+// big-endian numbers, which is the order of their bytes.
+
+// hasPortPair reports whether a flow key's transport word is a source and
+// destination port pair, the two halves of which belong to the endpoints.
+func hasPortPair(tail uint64) bool {
+	if tail&(kindPorts<<40) == 0 {
+		return false
+	}
+	switch uint8(tail >> 32) {
+	case protoTCP, protoUDP, protoDCCP, protoSCTP, protoUDPLite:
+		return true
+	}
+	return false
+}
+
+// symTail returns tail with kindSym set and, if swap, the port pair (if
+// the key has one) exchanged; and whether the ports decide the order
+// when the addresses are equal, the destination port being the lower.
+func symTail(tail uint64) (sym uint64, portsLower bool) {
+	sym = tail | kindSym<<40
+	if !hasPortPair(tail) {
+		return sym, false
+	}
+	p := uint32(tail)
+	// The transport word holds the source port's two bytes, then the
+	// destination port's, read little-endian: byte-swap each half to
+	// compare them as the big-endian numbers they are.
+	sp, dp := bits.ReverseBytes16(uint16(p)), bits.ReverseBytes16(uint16(p>>16))
+	return sym, dp < sp
+}
+
+// swapPorts exchanges the port pair of a flow key's transport word, if it
+// has one.
+func swapPorts(tail uint64) uint64 {
+	if !hasPortPair(tail) {
+		return tail
+	}
+	p := uint32(tail)
+	return tail&^0xffffffff | uint64(p>>16|p<<16)
+}
+
+// symKey4 returns the first word and the tail of an IPv4 packet's (at
+// least 20 bytes) symmetric flow key, given its flow key's tail.
+func symKey4(pkt []byte, tail uint64) (m, sym uint64) {
+	s, d := binary.BigEndian.Uint32(pkt[12:16]), binary.BigEndian.Uint32(pkt[16:20])
+	sym, portsLower := symTail(tail)
+	m = le64(pkt[12:20])
+	if d < s || d == s && portsLower {
+		m = m>>32 | m<<32
+		sym = swapPorts(sym)
+	}
+	return m, sym
+}
+
+// symKey6 returns the four address words (in key order) and the tail of
+// an IPv6 packet's (at least 40 bytes) symmetric flow key.
+func symKey6(pkt []byte, tail uint64) (w0, w1, w2, w3, sym uint64) {
+	_ = pkt[39]
+	s0, s1 := binary.BigEndian.Uint64(pkt[8:16]), binary.BigEndian.Uint64(pkt[16:24])
+	d0, d1 := binary.BigEndian.Uint64(pkt[24:32]), binary.BigEndian.Uint64(pkt[32:40])
+	sym, portsLower := symTail(tail)
+	w0, w1, w2, w3 = le64(pkt[8:16]), le64(pkt[16:24]), le64(pkt[24:32]), le64(pkt[32:40])
+	if d0 < s0 || d0 == s0 && (d1 < s1 || d1 == s1 && portsLower) {
+		w0, w1, w2, w3 = w2, w3, w0, w1
+		sym = swapPorts(sym)
+	}
+	return w0, w1, w2, w3, sym
+}
+
+// flowSym4 is the symmetric flow hash of an IPv4 packet (at least 20
+// bytes) whose flow key ends in tail.
+func (h Hasher) flowSym4(pkt []byte, tail uint64) uint32 {
+	m, tail := symKey4(pkt, tail)
+	v0, v1, v2, v3 := h.start()
+	v3 ^= m
+	v0, v1, v2, v3 = round(v0, v1, v2, v3)
+	v0 ^= m
+	return final(v0, v1, v2, v3, tail|14<<56)
+}
+
+// flowSym6 is flowSym4 for IPv6 (at least 40 bytes).
+func (h Hasher) flowSym6(pkt []byte, tail uint64) uint32 {
+	w0, w1, w2, w3, tail := symKey6(pkt, tail)
+	v0, v1, v2, v3 := h.start()
+	for _, m := range [4]uint64{w0, w1, w2, w3} {
+		v3 ^= m
+		v0, v1, v2, v3 = round(v0, v1, v2, v3)
+		v0 ^= m
+	}
+	return final(v0, v1, v2, v3, tail|38<<56)
+}
+
+// allSym4 is all4 with the symmetric flow key.
+func (h Hasher) allSym4(pkt []byte, tail uint64) (flow, src, dst uint32) {
+	m, tail := symKey4(pkt, tail)
+	v0, v1, v2, v3 := h.start()
+	a0, a1, a2, a3 := v0, v1, v2, v3
+	a3 ^= m
+	a0, a1, a2, a3 = round(a0, a1, a2, a3)
+	a0 ^= m
+	return final3(a0, a1, a2, a3, v0, v1, v2, v3, v0, v1, v2, v3, tail|14<<56,
+		uint64(le32(pkt[12:16]))|kindSrcHost<<32|5<<56,
+		uint64(le32(pkt[16:20]))|kindDstHost<<32|5<<56)
+}
+
+// allSym6 is all6 with the symmetric flow key.
+func (h Hasher) allSym6(pkt []byte, tail uint64) (flow, src, dst uint32) {
+	w0, w1, w2, w3, tail := symKey6(pkt, tail)
+	s0, s1, d0, d1 := le64(pkt[8:16]), le64(pkt[16:24]), le64(pkt[24:32]), le64(pkt[32:40])
+	v0, v1, v2, v3 := h.start()
+	a0, a1, a2, a3 := v0, v1, v2, v3 // flow
+	b0, b1, b2, b3 := v0, v1, v2, v3 // source host
+	c0, c1, c2, c3 := v0, v1, v2, v3 // destination host
+	a3 ^= w0
+	b3 ^= s0
+	c3 ^= d0
+	a0, a1, a2, a3 = round(a0, a1, a2, a3)
+	b0, b1, b2, b3 = round(b0, b1, b2, b3)
+	c0, c1, c2, c3 = round(c0, c1, c2, c3)
+	a0 ^= w0
+	b0 ^= s0
+	c0 ^= d0
+	a3 ^= w1
+	b3 ^= s1
+	c3 ^= d1
+	a0, a1, a2, a3 = round(a0, a1, a2, a3)
+	b0, b1, b2, b3 = round(b0, b1, b2, b3)
+	c0, c1, c2, c3 = round(c0, c1, c2, c3)
+	a0 ^= w1
+	b0 ^= s1
+	c0 ^= d1
+	a3 ^= w2
+	a0, a1, a2, a3 = round(a0, a1, a2, a3)
+	a0 ^= w2
+	a3 ^= w3
+	a0, a1, a2, a3 = round(a0, a1, a2, a3)
+	a0 ^= w3
 	return final3(a0, a1, a2, a3, b0, b1, b2, b3, c0, c1, c2, c3,
 		tail|38<<56, (kindSrcHost|kindIPv6)|17<<56, (kindDstHost|kindIPv6)|17<<56)
 }

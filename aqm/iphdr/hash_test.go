@@ -94,6 +94,42 @@ func TestModes(t *testing.T) {
 		require.NoError(t, err)
 		require.Equal(t, f, g, "Flow ignores the mode")
 	}
-	require.Equal(t, "flow src-host dst-host mode(9)",
-		HashFlow.String()+" "+HashSrcHost.String()+" "+HashDstHost.String()+" "+Mode(9).String())
+	require.Equal(t, "flow src-host dst-host flow-symmetric mode(9)",
+		HashFlow.String()+" "+HashSrcHost.String()+" "+HashDstHost.String()+" "+HashFlowSymmetric.String()+" "+Mode(9).String())
+}
+
+// HashFlowSymmetric gives a packet and its reply one hash (ports, ICMP
+// echo identifiers, IPv4 and IPv6, equal addresses ordered by port), a
+// hash no directional key has, and one that still tells flows apart.
+func TestSymmetric(t *testing.T) {
+	h := NewHasherWithKey(7, 8).WithMode(HashFlowSymmetric)
+	pairs := [][2][]byte{
+		{v4(0, 6, srcA4, dstB4, 0, nil, tcp(40000, 443, nil)), v4(0, 6, dstB4, srcA4, 0, nil, tcp(443, 40000, nil))},
+		{v4(0, 17, dstB4, dstB4, 0, nil, udp(9, 7, nil)), v4(0, 17, dstB4, dstB4, 0, nil, udp(7, 9, nil))},
+		{v4(0, 1, srcA4, dstB4, 0, nil, icmpEcho(8, 77, 1, nil)), v4(0, 1, dstB4, srcA4, 0, nil, icmpEcho(0, 77, 1, nil))},
+		{v4(0, 17, srcA4, dstB4, 0x2000, nil, udp(1, 2, nil)), v4(0, 17, dstB4, srcA4, 0x2000, nil, udp(2, 1, nil))},
+		{v6(0, 0, 6, srcA6, dstB6, tcp(40000, 443, nil)), v6(0, 0, 6, dstB6, srcA6, tcp(443, 40000, nil))},
+		{v6(0, 0, 17, dstB6, dstB6, udp(9, 7, nil)), v6(0, 0, 17, dstB6, dstB6, udp(7, 9, nil))},
+		{v6(0, 0, 0, srcA6, dstB6, ext(6, 1, tcp(1, 2, nil))), v6(0, 0, 6, dstB6, srcA6, tcp(2, 1, nil))},
+	}
+	for i, pr := range pairs {
+		a, err := h.Meta(pr[0])
+		require.NoError(t, err)
+		b, err := h.Meta(pr[1])
+		require.NoError(t, err)
+		require.Equal(t, a.Hash, b.Hash, "pair %d", i)
+		fa, err := h.Flow(pr[0])
+		require.NoError(t, err)
+		fb, err := h.Flow(pr[1])
+		require.NoError(t, err)
+		require.Equal(t, a.Hash, fa.FlowHash)
+		require.Equal(t, fa.FlowHash, fb.FlowHash)
+		d0, _ := h.WithMode(HashFlow).Meta(pr[0])
+		d1, _ := h.WithMode(HashFlow).Meta(pr[1])
+		require.NotEqual(t, d0.Hash, a.Hash, "pair %d: the symmetric key is its own", i)
+		require.NotEqual(t, d1.Hash, a.Hash, "pair %d", i)
+	}
+	x, _ := h.Meta(v4(0, 6, srcA4, dstB4, 0, nil, tcp(40001, 443, nil)))
+	y, _ := h.Meta(v4(0, 6, srcA4, dstB4, 0, nil, tcp(40000, 443, nil)))
+	require.NotEqual(t, x.Hash, y.Hash)
 }

@@ -36,7 +36,8 @@ type Flow struct {
 	// FlowHash is the keyed hash of the flow key: addresses, protocol and
 	// transport words (ports, ICMP echo identifier, SPI or GRE key), or
 	// addresses and protocol alone for fragments, unknown protocols and
-	// truncated headers.
+	// truncated headers. A Hasher in [HashFlowSymmetric] mode gives the
+	// symmetric key's hash, the same for both directions.
 	FlowHash uint32
 	// SrcHostHash is the keyed hash of the source address alone.
 	SrcHostHash uint32
@@ -324,6 +325,9 @@ func greKey(b []byte, off int) (uint32, bool) {
 // host hashes and header fields. It reads the packet and never modifies
 // it. On an error ([ErrTruncated], [ErrNotIP]) the Flow is the zero Flow.
 func (h Hasher) Flow(pkt []byte) (Flow, error) {
+	if h.mode == HashFlowSymmetric {
+		return h.flowSymmetric(pkt)
+	}
 	t, err := parse(pkt)
 	if err != nil {
 		return Flow{}, err
@@ -342,6 +346,31 @@ func (h Hasher) Flow(pkt []byte) (Flow, error) {
 	} else {
 		f.Version = 4
 		f.FlowHash, f.SrcHostHash, f.DstHostHash = h.all4(pkt, t.tail|kindFlow<<40)
+	}
+	return f, nil
+}
+
+// flowSymmetric is Flow in HashFlowSymmetric mode, apart so that the
+// default mode's code is as it was.
+func (h Hasher) flowSymmetric(pkt []byte) (Flow, error) {
+	t, err := parse(pkt)
+	if err != nil {
+		return Flow{}, err
+	}
+	f := Flow{
+		Protocol: uint8(t.tail >> 32),
+		L4Offset: t.l4off,
+		DSCP:     t.ds >> 2,
+		ECN:      aqm.ECN(t.ds & 3),
+		Fragment: t.flags&tupleFrag != 0,
+		Ports:    t.tail&(kindPorts<<40) != 0,
+	}
+	if t.flags&tupleV6 != 0 {
+		f.Version = 6
+		f.FlowHash, f.SrcHostHash, f.DstHostHash = h.allSym6(pkt, t.tail|(kindFlow|kindIPv6)<<40)
+	} else {
+		f.Version = 4
+		f.FlowHash, f.SrcHostHash, f.DstHostHash = h.allSym4(pkt, t.tail|kindFlow<<40)
 	}
 	return f, nil
 }
@@ -390,6 +419,8 @@ func (h Hasher) metaSlow(pkt []byte) (aqm.Meta, error) {
 	m.ECN = aqm.ECN(t.ds & 3)
 	v6 := t.flags&tupleV6 != 0
 	switch {
+	case h.mode == HashFlowSymmetric:
+		m.Hash = h.flowSym(pkt, t)
 	case h.mode > HashDstHost || h.mode == HashFlow:
 		if v6 {
 			m.Hash = h.flow6(pkt, t.tail|(kindFlow|kindIPv6)<<40)
@@ -406,6 +437,14 @@ func (h Hasher) metaSlow(pkt []byte) (aqm.Meta, error) {
 		m.Hash = h.host4(le32(pkt[16:20]), kindDstHost)
 	}
 	return m, nil
+}
+
+// flowSym is the symmetric flow hash of a parsed packet.
+func (h Hasher) flowSym(pkt []byte, t tuple) uint32 {
+	if t.flags&tupleV6 != 0 {
+		return h.flowSym6(pkt, t.tail|(kindFlow|kindIPv6)<<40)
+	}
+	return h.flowSym4(pkt, t.tail|kindFlow<<40)
 }
 
 // size is len(pkt), saturated at the largest uint32.

@@ -20,7 +20,7 @@ func requireMatchesRef(t testing.TB, h Hasher, pkt []byte) Flow {
 	require.ErrorIs(t, err, r.err)
 	if r.err != nil {
 		require.Equal(t, Flow{}, f)
-		for _, mode := range []Mode{HashFlow, HashSrcHost, HashDstHost} {
+		for _, mode := range []Mode{HashFlow, HashSrcHost, HashDstHost, HashFlowSymmetric} {
 			m, err := h.WithMode(mode).Meta(pkt)
 			require.ErrorIs(t, err, r.err)
 			require.Equal(t, aqm.Meta{Size: uint32(len(pkt)), Hash: refHash32(h.k0, h.k1, r.invalKey), ECN: aqm.NotECT}, m)
@@ -46,7 +46,13 @@ func requireMatchesRef(t testing.TB, h Hasher, pkt []byte) Flow {
 		Ports:       r.ports,
 	}
 	require.Equal(t, want, f, "flow key %x", r.flowKey)
-	for mode, hash := range map[Mode]uint32{HashFlow: want.FlowHash, HashSrcHost: want.SrcHostHash, HashDstHost: want.DstHostHash} {
+	sym := refHash32(h.k0, h.k1, r.symKey)
+	fs, err := h.WithMode(HashFlowSymmetric).Flow(pkt)
+	require.NoError(t, err)
+	wantSym := want
+	wantSym.FlowHash = sym
+	require.Equal(t, wantSym, fs, "symmetric flow key %x", r.symKey)
+	for mode, hash := range map[Mode]uint32{HashFlow: want.FlowHash, HashSrcHost: want.SrcHostHash, HashDstHost: want.DstHostHash, HashFlowSymmetric: sym} {
 		m, err := h.WithMode(mode).Meta(pkt)
 		require.NoError(t, err)
 		require.Equal(t, aqm.Meta{Size: uint32(len(pkt)), Hash: hash, ECN: want.ECN}, m, "mode %v", mode)

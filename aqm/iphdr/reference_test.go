@@ -1,6 +1,7 @@
 package iphdr
 
 import (
+	"bytes"
 	"encoding/binary"
 	"net/netip"
 )
@@ -79,6 +80,7 @@ type refResult struct {
 	flowKey  []byte
 	srcKey   []byte
 	dstKey   []byte
+	symKey   []byte // the flow key with its endpoints in order (HashFlowSymmetric)
 	invalKey []byte
 }
 
@@ -208,6 +210,20 @@ func refParse(pkt []byte) refResult {
 	}
 	r.flowKey = append(r.flowKey, words...)
 	r.flowKey = append(r.flowKey, nh, kind)
+
+	// The symmetric key: the lower endpoint (address, then port for
+	// protocols with a port pair) first, and the kind's symmetric bit.
+	sa, da := src.AsSlice(), dst.AsSlice()
+	w := append([]byte(nil), words...)
+	pair := r.ports && (nh == 6 || nh == 17 || nh == 33 || nh == 132 || nh == 136)
+	c := bytes.Compare(da, sa)
+	if c < 0 || c == 0 && pair && bytes.Compare(w[2:4], w[0:2]) < 0 {
+		sa, da = da, sa
+		if pair {
+			w = []byte{w[2], w[3], w[0], w[1]}
+		}
+	}
+	r.symKey = append(append(append(append([]byte(nil), sa...), da...), w...), nh, kind|0x10)
 
 	family := byte(0)
 	if r.version == 6 {

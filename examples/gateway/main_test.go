@@ -1,0 +1,70 @@
+package main
+
+import (
+	"bytes"
+	"context"
+	"net"
+	"net/netip"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/require"
+)
+
+// TestRunForwards protects the program on loopback: IP packets sent to
+// -listen arrive at -upstream byte for byte (a light load, so CAKE neither
+// drops nor marks), the report names the diffserv4 tins, and a bad
+// -overhead is refused. Bounded in packets (100) and time.
+func TestRunForwards(t *testing.T) {
+	up, err := net.ListenUDP("udp", net.UDPAddrFromAddrPort(netip.MustParseAddrPort("127.0.0.1:0")))
+	require.NoError(t, err)
+	defer up.Close()
+	ctx, cancel := context.WithTimeout(t.Context(), 10*time.Second)
+	defer cancel()
+	var out bytes.Buffer
+	addrc := make(chan netip.AddrPort, 1)
+	runErr := make(chan error, 1)
+	go func() {
+		runErr <- run(ctx, []string{"-listen", "127.0.0.1:0", "-upstream", up.LocalAddr().String(),
+			"-rate", "8mbit", "-overhead", "ethernet", "-stats", "0"}, &out, func(a netip.AddrPort) { addrc <- a })
+	}()
+	var gw netip.AddrPort
+	select {
+	case gw = <-addrc:
+	case err := <-runErr:
+		t.Fatalf("run: %v\n%s", err, out.String())
+	}
+	conn, err := net.DialUDP("udp", nil, net.UDPAddrFromAddrPort(gw))
+	require.NoError(t, err)
+	defer conn.Close()
+	const n = 100
+	want := map[string]bool{}
+	for i := range n {
+		p := udp4(server, [4]byte{192, 168, 1, byte(10 + i%2)}, 443, uint16(40000+i), 0, 500)
+		want[string(p)] = true
+		_, err := conn.Write(p)
+		require.NoError(t, err)
+		if i%20 == 19 {
+			time.Sleep(5 * time.Millisecond) // stay well inside the socket buffers
+		}
+	}
+	got := 0
+	buf := make([]byte, 2048)
+	require.NoError(t, up.SetReadDeadline(time.Now().Add(5*time.Second)))
+	for got < n {
+		k, err := up.Read(buf)
+		require.NoError(t, err, "received %d of %d", got, n)
+		require.True(t, want[string(buf[:k])], "an unaltered packet we sent")
+		delete(want, string(buf[:k]))
+		got++
+	}
+	cancel()
+	require.NoError(t, <-runErr)
+	require.Contains(t, out.String(), "cake diffserv4 dual-dsthost")
+	require.Contains(t, out.String(), "Best Effort: 100 pkts, 0 drops")
+
+	err = run(t.Context(), []string{"-upstream", "127.0.0.1:1", "-overhead", "carrier-pigeon"}, &out, nil)
+	require.ErrorContains(t, err, "carrier-pigeon")
+	require.True(t, strings.Contains(err.Error(), "docsis"), "the error lists the presets")
+}
