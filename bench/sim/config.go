@@ -125,8 +125,13 @@ const (
 	DefaultMSS            = 1500
 	DefaultRTT            = 20 * time.Millisecond
 	DefaultSampleInterval = 100 * time.Millisecond
-	defaultPingInterval   = 100 * time.Millisecond
-	pingBytes             = 64
+	DefaultHeaderBytes    = 40
+	// GoodputBin is the width of the fixed bins of receiver goodput behind
+	// the 100 ms coefficients of variation and the per-group instantaneous
+	// throughput.
+	GoodputBin          = 100 * time.Millisecond
+	defaultPingInterval = 100 * time.Millisecond
+	pingBytes           = 64
 )
 
 // Config is one simulation run: a dumbbell whose senders share one
@@ -166,6 +171,14 @@ type Config struct {
 	SampleInterval time.Duration
 	// Series keeps the time series in the result.
 	Series bool
+	// HeaderBytes is how much of each TCP data packet is headers (not
+	// payload), for the payload goodput. Zero means 40 (IPv4 and TCP
+	// without options); it must be less than every TCP flow's packet size.
+	HeaderBytes int `json:",omitempty"`
+	// QueueSampleInterval, if positive, samples the queue length in
+	// packets on a fixed grid of that period over the measured period, for
+	// [Result.QueueGrid]. Zero disables the grid.
+	QueueSampleInterval time.Duration `json:",omitempty"`
 	// MinRTO is the TCP senders' lower bound on the retransmission timeout.
 	// Zero means 200 ms (Linux's rto_min); RFC 6298 and ns-3 use 1 s.
 	MinRTO time.Duration `json:",omitempty"`
@@ -219,6 +232,16 @@ func (c *Config) normalize() error {
 	if c.MinRTO < 0 || c.MinRTO > maxRTO {
 		bad("MinRTO", c.MinRTO, "must be in [0, 60s]")
 	}
+	mss := c.MSS
+	if mss == 0 {
+		mss = DefaultMSS
+	}
+	if c.HeaderBytes < 0 || c.HeaderBytes >= mss {
+		bad("HeaderBytes", c.HeaderBytes, "must be in [0, MSS)")
+	}
+	if c.QueueSampleInterval < 0 {
+		bad("QueueSampleInterval", c.QueueSampleInterval, "must not be negative")
+	}
 	if c.SampleInterval < 0 || c.StartJitter < 0 {
 		bad("SampleInterval", c.SampleInterval, "and StartJitter must not be negative")
 	}
@@ -230,6 +253,9 @@ func (c *Config) normalize() error {
 	}
 	if c.SampleInterval == 0 {
 		c.SampleInterval = DefaultSampleInterval
+	}
+	if c.HeaderBytes == 0 {
+		c.HeaderBytes = DefaultHeaderBytes
 	}
 	if c.MinRTO == 0 {
 		c.MinRTO = minRTO

@@ -26,6 +26,11 @@ type Options struct {
 	Seed uint64
 	// Series keeps time series (for plots).
 	Series bool
+	// Variant selects one of the scenario's named variants ("" is the
+	// scenario itself; see Scenario.Variants).
+	Variant string
+	// Quick shrinks the scenario to a CI-sized run where it supports it.
+	Quick bool
 }
 
 // Scenario is a named experiment: a set of runs and the published figures
@@ -37,6 +42,8 @@ type Scenario struct {
 	Published string
 	// DefaultReps is the number of repetitions when the caller asks for none.
 	DefaultReps int
+	// Variants are the names Options.Variant accepts besides "".
+	Variants []string
 	// Runs expands the scenario into runs.
 	Runs func(o Options) ([]Run, error)
 }

@@ -134,7 +134,7 @@ func New(cfg Config, newQueue func(onDrop aqm.DropFunc[uint64]) (aqm.Queue[uint6
 	s.rng = rand.New(rand.NewPCG(cfg.Seed, 0x5851f42d4c957f2d))
 	s.setRate(cfg.RateBps)
 	s.pkts = make([]pkt, 0, 1024)
-	s.m.init(&s.cfg)
+	s.m.init(&s.cfg, s.end.Sub(s.warm))
 
 	for _, fs := range cfg.Flows {
 		n := max(fs.Count, 1)
@@ -153,6 +153,9 @@ func New(cfg Config, newQueue func(onDrop aqm.DropFunc[uint64]) (aqm.Queue[uint6
 		s.ag.push(event{at: epoch.Add(s.expGap(cfg.Short.PerSecond)), kind: evShort})
 	}
 	s.ag.push(event{at: epoch.Add(cfg.SampleInterval), kind: evSample})
+	if cfg.QueueSampleInterval > 0 {
+		s.ag.push(event{at: s.warm, kind: evQueueGrid})
+	}
 	return s, nil
 }
 
@@ -168,6 +171,14 @@ func (s *Sim) expGap(perSecond float64) time.Duration {
 func (s *Sim) addFlow(fs FlowSpec, short bool, start aqm.Time) *flow {
 	f := newFlow(int32(len(s.flows)), fs, short, s.cfg.MSS)
 	f.group = fs.Group
+	f.groupIdx = s.m.groupIndex(fs.Group)
+	f.payload = uint64(max(f.pktBytes-s.cfg.HeaderBytes, 0))
+	if f.kind == CBR || f.kind == Ping {
+		f.payload = uint64(f.pktBytes)
+	}
+	if !short {
+		f.bins = make([]uint64, s.m.nBins)
+	}
 	f.start = start
 	if fs.Stop > 0 {
 		f.stop = epoch.Add(fs.Stop)
@@ -219,6 +230,9 @@ func (s *Sim) Run() *Result {
 			s.shortArrival()
 		case evRate:
 			s.setRate(s.cfg.RateChanges[e.arg].RateBps)
+		case evQueueGrid:
+			s.m.queueGrid(s.q.Len())
+			s.ag.push(event{at: s.now.Add(s.cfg.QueueSampleInterval), kind: evQueueGrid})
 		case evSample:
 			s.sample()
 			s.ag.push(event{at: s.now.Add(s.cfg.SampleInterval), kind: evSample})
@@ -253,6 +267,7 @@ func (s *Sim) queueDrop(p aqm.Packet[uint64], _ aqm.Verdict) { s.lost(int32(p.Pa
 func (s *Sim) lost(slot int32) {
 	pk := &s.pkts[slot]
 	f := s.flows[pk.flow]
+	s.m.dropsAll++
 	if s.measuring() {
 		f.drops++
 		s.m.drops++
@@ -322,7 +337,7 @@ func (s *Sim) deliver(slot int32) {
 	switch f.kind {
 	case CBR:
 		f.rcvPkts++
-		s.goodput(f, uint64(pk.size))
+		s.goodput(f, uint64(pk.size), f.payload)
 		s.release(slot)
 		return
 	case Ping:
@@ -330,7 +345,7 @@ func (s *Sim) deliver(slot int32) {
 		return
 	}
 	if f.receive(pk.seq) {
-		s.goodput(f, uint64(f.pktBytes))
+		s.goodput(f, uint64(f.pktBytes), f.payload)
 	}
 	// The slot becomes the ACK: cumulative ACK, a SACK of this segment if
 	// it is held out of order, CE echo of this packet, and the timestamp
@@ -344,10 +359,19 @@ func (s *Sim) deliver(slot int32) {
 	s.toLine(f, slot)
 }
 
-func (s *Sim) goodput(f *flow, bytes uint64) {
+// goodput counts new data at a receiver: bytes on the wire and payload.
+func (s *Sim) goodput(f *flow, bytes, payload uint64) {
 	s.m.winBytes[f.class] += bytes
 	if s.measuring() {
 		f.goodBytes += bytes
+		f.payloadBytes += payload
+		if i := int((s.now - s.warm) / aqm.Time(GoodputBin)); i < s.m.nBins {
+			s.m.aggBins[i] += payload
+			s.m.groupBins[f.groupIdx][i] += payload
+			if f.bins != nil {
+				f.bins[i] += payload
+			}
+		}
 	}
 }
 

@@ -36,6 +36,8 @@ type flow struct {
 	class    Class
 	short    bool
 	group    string
+	groupIdx int32   // index into the run's group table
+	payload  uint64  // payload bytes of one data packet (size minus headers)
 	ecn      aqm.ECN // codepoint of the packets it sends
 	hash     uint32
 	rtt      time.Duration
@@ -88,7 +90,8 @@ type flow struct {
 
 	// statistics (after warmup)
 	sent, retx, drops, marks, timeouts, reductions uint64
-	goodBytes                                      uint64
+	goodBytes, payloadBytes                        uint64
+	bins                                           []uint64 // payload per GoodputBin after warmup (long-lived flows)
 	fct                                            time.Duration
 }
 
@@ -547,6 +550,9 @@ func (s *Sim) cubicGrow(f *flow, n float64) {
 func (s *Sim) rttSample(f *flow, r time.Duration) {
 	if r <= 0 {
 		return
+	}
+	if h := s.m.groupRTT[f.groupIdx]; h != nil && s.measuring() {
+		h.Record(r)
 	}
 	if f.srtt == 0 {
 		f.srtt, f.rttvar = r, r/2

@@ -25,6 +25,7 @@ import (
 	"io"
 	"os"
 	"runtime"
+	"slices"
 	"strconv"
 	"strings"
 	"time"
@@ -72,6 +73,8 @@ func parseFlags(args []string, stderr io.Writer) (options, error) {
 	fs.StringVar(&o.format, "format", "svg", "plot format: svg or png")
 	fs.BoolVar(&o.quiet, "q", false, "no progress on stderr")
 	fs.BoolVar(&o.list, "list", false, "list the scenarios and AQMs and exit")
+	fs.StringVar(&o.sim.Variant, "variant", "", "a named variant of the scenario (see -list)")
+	fs.BoolVar(&o.sim.Quick, "quick", false, "a CI-sized version of the scenario (speedtest)")
 	fs.Usage = func() {
 		fmt.Fprintf(stderr, "usage: aqmsim [flags]\n\nRuns the deterministic bottleneck simulator and prints a table per scenario.\n\nflags:\n")
 		fs.PrintDefaults()
@@ -83,8 +86,12 @@ func parseFlags(args []string, stderr io.Writer) (options, error) {
 		return o, usageError{fmt.Sprintf("unexpected argument %q (all options are flags)", fs.Arg(0))}
 	}
 	o.sim.Seed = seed
-	if _, err := sim.LookupScenario(o.scenario); err != nil {
+	sc, err := sim.LookupScenario(o.scenario)
+	if err != nil {
 		return o, usageError{"-scenario: " + err.Error()}
+	}
+	if o.sim.Variant != "" && !slices.Contains(sc.Variants, o.sim.Variant) {
+		return o, usageError{fmt.Sprintf("-variant: scenario %s has no variant %q (variants: %s)", sc.Name, o.sim.Variant, strings.Join(sc.Variants, ", "))}
 	}
 	if aqms != "" {
 		for _, n := range strings.Split(aqms, ",") {
@@ -220,6 +227,9 @@ func listAll(w io.Writer) {
 	fmt.Fprintln(w, "scenarios:")
 	for _, s := range sim.Scenarios() {
 		fmt.Fprintf(w, "  %-11s %s\n", s.Name, s.Desc)
+		if len(s.Variants) > 0 {
+			fmt.Fprintf(w, "  %-11s variants: %s\n", "", strings.Join(s.Variants, ", "))
+		}
 		if miss := sim.MissingAQMs(sim.ScenarioAQMs(s.Name)); len(miss) > 0 {
 			fmt.Fprintf(w, "  %-11s (not built yet: %s)\n", "", strings.Join(miss, ", "))
 		}

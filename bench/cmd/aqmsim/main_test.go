@@ -20,6 +20,7 @@ func TestBadFlags(t *testing.T) {
 		"rate":     {"-rate", "fast"},
 		"rtts":     {"-rtts", "10ms,banana"},
 		"format":   {"-format", "gif"},
+		"variant":  {"-scenario", "red-family", "-variant", "nope"},
 		"argument": {"stray"},
 	}
 	for name, args := range cases {

@@ -31,11 +31,8 @@ var (
 	colUtil    = column{"util%", func(r *sim.Result) float64 { return 100 * r.Utilization }, "%.1f"}
 	colGood    = column{"goodput Mb/s", func(r *sim.Result) float64 { return r.GoodputMbps }, "%.3g"}
 	colJain    = column{"Jain", func(r *sim.Result) float64 { return r.Jain }, "%.3f"}
-	colDrops   = column{"drops", func(r *sim.Result) float64 { return float64(r.Drops) }, "%.0f"}
 	colDropPct = column{"drop%", func(r *sim.Result) float64 { return 100 * r.DropFraction }, "%.2f"}
 	colMarkPct = column{"mark%", func(r *sim.Result) float64 { return 100 * r.MarkFraction }, "%.2f"}
-	colAvgQ    = column{"avg queue pkts", func(r *sim.Result) float64 { return r.AvgQueuePackets }, "%.1f"}
-	colCoV     = column{"tput CoV", func(r *sim.Result) float64 { return r.ThroughputCoV }, "%.3f"}
 	colPing50  = column{"ping p50 ms", func(r *sim.Result) float64 { return r.Ping.P50Ms }, "%.1f"}
 	colPing99  = column{"ping p99 ms", func(r *sim.Result) float64 { return r.Ping.P99Ms }, "%.1f"}
 )
@@ -44,8 +41,18 @@ var (
 func columnsFor(name string) []column {
 	switch name {
 	case "red-family":
-		return []column{colUtil, colGood, colCoV, colDrops, colDropPct, colAvgQ,
-			{"mean delay ms", delay("all", mean), "%.1f"}, {"p99 delay ms", delay("all", p99), "%.1f"}, colJain}
+		return []column{
+			{"payload Mb/s", func(r *sim.Result) float64 { return r.PayloadGoodputMbps }, "%.3f"},
+			{"util% wire", func(r *sim.Result) float64 { return 100 * r.Utilization }, "%.1f"},
+			{"util% payload", func(r *sim.Result) float64 { return 100 * r.PayloadUtilization }, "%.1f"},
+			{"CoV% 100ms", func(r *sim.Result) float64 { return 100 * r.GoodputCoV100ms }, "%.1f"},
+			{"CoV% 1s", func(r *sim.Result) float64 { return 100 * r.GoodputCoV1s }, "%.1f"},
+			{"flow CoV% 100ms", func(r *sim.Result) float64 { return 100 * r.FlowCoV100ms }, "%.1f"},
+			{"flow CoV% 1s", func(r *sim.Result) float64 { return 100 * r.FlowCoV1s }, "%.1f"},
+			{"drops (run)", func(r *sim.Result) float64 { return float64(r.DropsWholeRun) }, "%.0f"},
+			{"queue mean pkts", func(r *sim.Result) float64 { return r.QueueGrid.MeanPackets }, "%.2f"},
+			{"queue p99 pkts", func(r *sim.Result) float64 { return r.QueueGrid.P99Packets }, "%.0f"},
+			{"mean delay ms", delay("all", mean), "%.1f"}, colJain}
 	case "l4s":
 		return []column{
 			{"L4S p50 ms", delay("l4s", p50), "%.3f"}, {"L4S p99 ms", delay("l4s", p99), "%.2f"},
@@ -154,6 +161,50 @@ func printReport(w io.Writer, sc sim.Scenario, o options, outs []sim.Outcome, re
 		}
 	}
 	tw.Flush()
+	if sc.Name == "red-family" {
+		printRedPublished(w, outs)
+	}
 	fmt.Fprintf(w, "\n%d simulations, %.3g simulated packets, %.3g events in %.1fs (%.2g events/s per core)\n",
 		len(outs), float64(packets), float64(events), elapsed.Seconds(), float64(events)/wall)
+}
+
+// printRedPublished sets the base case of the red-family scenario next to
+// the published figures, metric by metric.
+func printRedPublished(w io.Writer, outs []sim.Outcome) {
+	fmt.Fprintf(w, "\npublished (ns-3 study) against ours (base case, mean ± sd over seeds):\n")
+	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', tabwriter.AlignRight)
+	fmt.Fprintln(tw, "aqm\tmetric\tpublished\tours\t")
+	for _, c := range cells(outs) {
+		if c.group != "base" {
+			continue
+		}
+		good, cv, drops, mq, pq := sim.RedFamilyPublished(c.aqm)
+		for _, m := range []struct {
+			name string
+			pub  float64
+			get  func(r *sim.Result) float64
+			f    string
+		}{
+			{"goodput Mb/s", good, func(r *sim.Result) float64 { return r.PayloadGoodputMbps }, "%.3f"},
+			{"utilization % (payload)", 100 * good / 2, func(r *sim.Result) float64 { return 100 * r.PayloadUtilization }, "%.1f"},
+			{"aggregate CoV % (100 ms)", cv, func(r *sim.Result) float64 { return 100 * r.GoodputCoV100ms }, "%.1f"},
+			{"aggregate CoV % (1 s)", cv, func(r *sim.Result) float64 { return 100 * r.GoodputCoV1s }, "%.1f"},
+			{"per-receiver CoV % (100 ms)", cv, func(r *sim.Result) float64 { return 100 * r.FlowCoV100ms }, "%.1f"},
+			{"per-receiver CoV % (1 s)", cv, func(r *sim.Result) float64 { return 100 * r.FlowCoV1s }, "%.1f"},
+			{"drops over the run", drops, func(r *sim.Result) float64 { return float64(r.DropsWholeRun) }, "%.0f"},
+			{"mean queue pkts", mq, func(r *sim.Result) float64 { return r.QueueGrid.MeanPackets }, "%.2f"},
+			{"p99 queue pkts", pq, func(r *sim.Result) float64 { return r.QueueGrid.P99Packets }, "%.0f"},
+		} {
+			if m.pub == 0 {
+				continue
+			}
+			xs := make([]float64, len(c.results))
+			for i, r := range c.results {
+				xs[i] = m.get(r)
+			}
+			mu, sd := meanSD(xs)
+			fmt.Fprintf(tw, "%s\t%s\t"+m.f+"\t"+m.f+"±"+m.f+"\t\n", c.aqm, m.name, m.pub, mu, sd)
+		}
+	}
+	tw.Flush()
 }
