@@ -25,9 +25,13 @@ const (
 	CBR
 	// Ping sends a small probe every Interval and measures its round trip.
 	Ping
+	// BBR is BBR version 1 (draft-cardwell-iccrg-bbr-congestion-control,
+	// Linux's tcp_bbr constants): a model-based, paced sender that ignores
+	// loss except for one round of packet conservation, Not-ECT.
+	BBR
 )
 
-var kindNames = [...]string{"reno", "cubic", "prague", "cbr", "ping"}
+var kindNames = [...]string{"reno", "cubic", "prague", "cbr", "ping", "bbr"}
 
 // String returns the kind's lower-case name.
 func (k Kind) String() string {
@@ -54,7 +58,7 @@ func ParseKind(s string) (Kind, error) {
 			return Kind(i), nil
 		}
 	}
-	return 0, fmt.Errorf("sim: unknown sender kind %q (want one of reno, cubic, prague, cbr, ping)", s)
+	return 0, fmt.Errorf("sim: unknown sender kind %q (want one of reno, cubic, prague, cbr, ping, bbr)", s)
 }
 
 // FlowSpec describes one group of identical flows.
@@ -216,8 +220,11 @@ func (c *Config) normalize() error {
 		}
 	}
 	for i, f := range c.Flows {
-		if f.Kind > Ping {
+		if f.Kind > BBR {
 			bad(fmt.Sprintf("Flows[%d].Kind", i), f.Kind, "is unknown")
+		}
+		if f.Kind == BBR && f.ECN {
+			bad(fmt.Sprintf("Flows[%d].ECN", i), f.ECN, "must be false for BBR (version 1 does not respond to ECN)")
 		}
 		if f.Count < 0 || f.RTT < 0 || f.Start < 0 || f.Stop < 0 || f.SizePackets < 0 || f.PacketBytes < 0 || f.Interval < 0 {
 			bad(fmt.Sprintf("Flows[%d]", i), f, "has a negative field")

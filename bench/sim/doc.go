@@ -29,6 +29,19 @@
 //     per-packet ECN feedback (as AccECN), α the EWMA (g=1/16) of the
 //     marked fraction per RTT, cwnd·(1−α/2) at most once per RTT, +1 packet
 //     per RTT, paced at 1.2·cwnd/srtt, and a Reno halving on loss.
+//   - BBR: BBR version 1 (the IETF draft's model with Linux v1's
+//     constants): delivery-rate samples from per-segment send records, a
+//     windowed max of them over 10 rounds (exact, where Linux keeps an
+//     approximation), min RTT with a 10 s expiry, Startup (gain 2.89),
+//     Drain, ProbeBW's 8-phase gain cycle from a random phase, ProbeRTT
+//     (4 packets for 200 ms and a round), pacing at 0.99·gain·BtlBw, a
+//     window of gain·BDP plus Linux's three send quanta, and packet
+//     conservation for a round on loss instead of a window cut. Not
+//     modelled: the ACK-aggregation allowance (no ACK aggregation without a
+//     shaper or delayed ACKs) and the long-term ("policer") bandwidth
+//     estimator. A lone flow in a noise-free path would never enter ProbeRTT
+//     (its RTT samples never rise above the minimum); here the queue its
+//     send quanta keep, or other flows, make them vary.
 //   - CBR: unresponsive constant-rate UDP, ECN-capable or not.
 //   - Ping: a probe every Interval; its round-trip time is measured.
 //   - Short flows ([ShortFlows]): finite TCP flows arriving as a Poisson

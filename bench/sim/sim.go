@@ -179,6 +179,9 @@ func (s *Sim) addFlow(fs FlowSpec, short bool, start aqm.Time) *flow {
 	if !short {
 		f.bins = make([]uint64, s.m.nBins)
 	}
+	if f.kind == BBR {
+		s.bbrInit(f, start)
+	}
 	f.start = start
 	if fs.Stop > 0 {
 		f.stop = epoch.Add(fs.Stop)
@@ -408,6 +411,9 @@ func (s *Sim) ackArrives(f *flow) {
 
 // sendData sends one TCP segment (new or retransmitted).
 func (s *Sim) sendData(f *flow, seq int64) {
+	if f.kind == BBR {
+		s.bbrOnSend(f, seq)
+	}
 	if seq < f.highSent {
 		if s.measuring() {
 			f.retx++

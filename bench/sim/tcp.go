@@ -80,6 +80,9 @@ type flow struct {
 	ackedWin, markedWin int64
 	winEnd              int64
 
+	// BBR
+	bbr bbrState
+
 	// receiver
 	rcvNext int64
 	ooo     seqSet
@@ -119,6 +122,9 @@ func newFlow(id int32, fs FlowSpec, short bool, mss int) *flow {
 		f.ecn = aqm.ECT1
 		f.paced = true
 		f.class = ClassL4S
+	case BBR:
+		f.class = ClassClassic
+		f.paced = true
 	case CBR:
 		f.class = ClassUDP
 		if fs.ECN {
@@ -220,6 +226,7 @@ func (f *flow) raiseLost(to int64) {
 	for ; f.lostEnd < to; f.lostEnd++ {
 		if !f.sacked.has(f.lostEnd, f.sndUna) {
 			f.lostHoles++
+			f.bbr.lostTotal++
 		}
 	}
 }
@@ -300,8 +307,12 @@ func (s *Sim) trySend(f *flow) {
 	}
 }
 
-// paceGap is the time between paced packets: srtt/(ratio·cwnd).
+// paceGap is the time between paced packets: srtt/(ratio·cwnd), or a
+// BBR flow's packet size over its pacing rate.
 func (f *flow) paceGap() time.Duration {
+	if f.kind == BBR {
+		return time.Duration(float64(f.pktBytes) / f.bbr.pacingRate * 1e9)
+	}
 	rtt := f.srtt
 	if rtt == 0 {
 		rtt = f.rtt
@@ -353,6 +364,7 @@ func (s *Sim) rtoEvent(f *flow) {
 	if s.measuring() {
 		f.timeouts++
 	}
+	prior := f.cwnd
 	f.congestionEvent(s.now, float64(f.pipe()), true)
 	f.cwnd = 1
 	f.inRecovery = false
@@ -368,6 +380,12 @@ func (s *Sim) rtoEvent(f *flow) {
 	f.rto = min(2*f.rto, maxRTO)
 	f.rtoDeadline = 0
 	f.nextPace = 0
+	if f.kind == BBR {
+		// Linux's Loss state: BBR restores the saved window when the
+		// recovery point is acknowledged.
+		f.bbrOnRTO(prior)
+		f.inRecovery = true
+	}
 	s.trySend(f)
 	if f.rtoDeadline == 0 && f.sndUna < f.highSent {
 		s.armRTO(f)
@@ -404,6 +422,10 @@ func (f *flow) congestionEvent(now aqm.Time, flight float64, loss bool) {
 // timestamp echo of its send time.
 func (s *Sim) onAck(f *flow, ack, sack int64, ce bool, echo aqm.Time) {
 	if f.done {
+		return
+	}
+	if f.kind == BBR {
+		s.bbrOnAck(f, ack, sack, echo)
 		return
 	}
 	if f.kind == Prague {
