@@ -103,7 +103,8 @@ type bbrState struct {
 // srtt from one base RTT plus a packet's serialisation, pacing at
 // high gain × initial window / srtt.
 func (s *Sim) bbrInit(f *flow, start aqm.Time) {
-	b := &f.bbr
+	f.bbr = &bbrState{}
+	b := f.bbr
 	b.recs = make([]sendRec, 64)
 	hs := f.rtt + time.Duration(float64(f.pktBytes)*s.nsPerByte)
 	b.minRTT, b.minRTTStamp = hs, start
@@ -117,7 +118,7 @@ func (s *Sim) bbrInit(f *flow, start aqm.Time) {
 // bbrRec returns the send record of seq, growing the ring to hold
 // [sndUna, highSent].
 func (f *flow) bbrRec(seq int64) *sendRec {
-	b := &f.bbr
+	b := f.bbr
 	if need := f.highSent - f.sndUna + 1; need > int64(len(b.recs)) || seq-f.sndUna >= int64(len(b.recs)) {
 		n := len(b.recs)
 		for int64(n) < max(need, seq-f.sndUna+1) {
@@ -134,7 +135,7 @@ func (f *flow) bbrRec(seq int64) *sendRec {
 
 // bbrOnSend snapshots the delivery state for a segment being sent.
 func (s *Sim) bbrOnSend(f *flow, seq int64) {
-	b := &f.bbr
+	b := f.bbr
 	if f.pipe() == 0 {
 		b.firstSent, b.deliveredTime = s.now, s.now
 	}
@@ -154,7 +155,7 @@ type rateSample struct {
 // bbrDelivered counts segment seq as delivered and keeps the most recently
 // sent segment's snapshot in rs.
 func (f *flow) bbrDelivered(seq int64, rs *rateSample) {
-	b := &f.bbr
+	b := f.bbr
 	rec := f.bbrRec(seq)
 	b.delivered++
 	if !rs.has || rec.delivered > rs.priorDelivered {
@@ -170,7 +171,7 @@ func (f *flow) bbrDelivered(seq int64, rs *rateSample) {
 // window. BBR never reduces its window multiplicatively: loss only brings
 // packet conservation for one round, and lost packets out of the window.
 func (s *Sim) bbrOnAck(f *flow, ack, sack int64, echo aqm.Time) {
-	b := &f.bbr
+	b := f.bbr
 	priorInflight := f.pipe()
 	lostBefore := b.lostTotal
 	var rs rateSample
@@ -298,7 +299,7 @@ func (b *bbrState) bdp(g float64) float64 {
 // quantize adds Linux's allowance for send quanta: three TSO-sized bursts,
 // rounded up to even, and two more packets in the 1.25 phase.
 func (f *flow) bbrQuantize(w float64) float64 {
-	b := &f.bbr
+	b := f.bbr
 	goal := 2.0
 	if b.pacingRate*8 < bbrMinTSORateBps {
 		goal = 1
@@ -317,7 +318,7 @@ func (f *flow) bbrInflight(g float64) float64 { return f.bbrQuantize(f.bbr.bdp(g
 
 // bbrUpdateMode runs the state machine for one ACK.
 func (s *Sim) bbrUpdateMode(f *flow, rs rateSample, priorInflight, lost int64) {
-	b := &f.bbr
+	b := f.bbr
 	// Full pipe: on round starts with non-app-limited samples.
 	if !b.fullBwReached && b.roundStart && rs.has && !rs.appLimited {
 		if b.maxBw >= b.fullBw*bbrFullBwThresh {
@@ -379,7 +380,7 @@ func (s *Sim) bbrUpdateMode(f *flow, rs rateSample, priorInflight, lost int64) {
 // bbrEnterProbeBW starts the gain cycle at a random phase other than the
 // 0.75 one, from the run's random stream.
 func (s *Sim) bbrEnterProbeBW(f *flow) {
-	b := &f.bbr
+	b := f.bbr
 	b.mode = bbrProbeBW
 	b.cwndGain = bbrCwndGain
 	b.cycleIdx = (bbrCycleLen - 1 - s.rng.IntN(bbrCycleRand) + 1) % bbrCycleLen
@@ -390,7 +391,7 @@ func (s *Sim) bbrEnterProbeBW(f *flow) {
 // bbrSetPacing sets the pacing rate to gain × BtlBw less the margin; until
 // the pipe is full it only rises.
 func (s *Sim) bbrSetPacing(f *flow) {
-	b := &f.bbr
+	b := f.bbr
 	if b.maxBw == 0 {
 		return
 	}
@@ -403,7 +404,7 @@ func (s *Sim) bbrSetPacing(f *flow) {
 // bbrSetCwnd moves the window toward gain × BDP plus the send-quantum
 // allowance.
 func (s *Sim) bbrSetCwnd(f *flow, acked, lost int64) {
-	b := &f.bbr
+	b := f.bbr
 	if acked > 0 {
 		if lost > 0 {
 			f.cwnd = max(f.cwnd-float64(lost), 1)
@@ -429,7 +430,7 @@ func (s *Sim) bbrSetCwnd(f *flow, acked, lost int64) {
 // window to one packet; BBR remembers the window it had, restarts its
 // full-pipe count and treats the timeout as a round's end.
 func (f *flow) bbrOnRTO(prior float64) {
-	b := &f.bbr
+	b := f.bbr
 	b.priorCwnd = max(b.priorCwnd, prior)
 	b.fullBw, b.fullBwCount = 0, 0
 	b.conservation = false

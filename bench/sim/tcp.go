@@ -81,7 +81,7 @@ type flow struct {
 	winEnd              int64
 
 	// BBR
-	bbr bbrState
+	bbr *bbrState // nil unless Kind is BBR
 
 	// receiver
 	rcvNext int64
@@ -226,7 +226,9 @@ func (f *flow) raiseLost(to int64) {
 	for ; f.lostEnd < to; f.lostEnd++ {
 		if !f.sacked.has(f.lostEnd, f.sndUna) {
 			f.lostHoles++
-			f.bbr.lostTotal++
+			if f.bbr != nil {
+				f.bbr.lostTotal++
+			}
 		}
 	}
 }
