@@ -143,6 +143,10 @@ const (
 type Config struct {
 	// RateBps is the bottleneck rate in bits per second.
 	RateBps float64
+	// Shaper, if set, puts an HTB-like shaper between the queue and the
+	// link; RateBps is then the physical line rate and Shaper.RateBps the
+	// rate the path is limited to (utilization is against it).
+	Shaper *Shaper `json:",omitempty"`
 	// RateChanges optionally change the rate during the run.
 	RateChanges []RateChange `json:",omitempty"`
 	// MSS is the on-wire size of a full data packet in bytes. Zero means
@@ -246,6 +250,9 @@ func (c *Config) normalize() error {
 	if c.HeaderBytes < 0 || c.HeaderBytes >= mss {
 		bad("HeaderBytes", c.HeaderBytes, "must be in [0, MSS)")
 	}
+	if c.Shaper != nil {
+		c.Shaper.validate(bad)
+	}
 	if c.QueueSampleInterval < 0 {
 		bad("QueueSampleInterval", c.QueueSampleInterval, "must not be negative")
 	}
@@ -277,6 +284,15 @@ func (c *Config) normalize() error {
 		c.Short.RTT = DefaultRTT
 	}
 	return nil
+}
+
+// BottleneckBps is the rate the path is limited to: the shaper's rate if
+// there is one, else the link's.
+func (c *Config) BottleneckBps() float64 {
+	if c.Shaper != nil {
+		return c.Shaper.RateBps
+	}
+	return c.RateBps
 }
 
 // MaxRTT returns the largest base RTT among the configured flows (the

@@ -15,6 +15,7 @@ const (
 	evRate                    // the bottleneck rate changes (arg: index into RateChanges)
 	evSample                  // a time-series sample is due
 	evQueueGrid               // a fixed-grid queue-length sample is due
+	evShaper                  // the shaper's tokens allow the link to send again
 )
 
 // event is one entry of the agenda. Events at the same instant fire in the

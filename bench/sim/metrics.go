@@ -200,7 +200,8 @@ type Result struct {
 	// MeasuredSeconds is the length of the measured period.
 	MeasuredSeconds float64
 	// Utilization is the bytes the bottleneck sent over what it could have
-	// sent at its configured rate(s).
+	// sent at its configured rate(s), or at the shaper's rate if there is
+	// one.
 	Utilization float64
 	// GoodputMbps is the new data delivered to all receivers, counted in
 	// bytes on the wire (headers included).
@@ -342,6 +343,9 @@ func (s *Sim) result(events uint64, wall time.Duration) *Result {
 	cs := []change{{epoch, s.cfg.RateBps}}
 	for _, rc := range s.cfg.RateChanges {
 		cs = append(cs, change{epoch.Add(rc.At), rc.RateBps})
+	}
+	if s.cfg.Shaper != nil {
+		cs = []change{{epoch, s.cfg.Shaper.RateBps}}
 	}
 	slices.SortStableFunc(cs, func(a, b change) int { return cmp.Compare(a.at, b.at) })
 	capBits := 0.0

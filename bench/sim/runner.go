@@ -39,7 +39,7 @@ func (r Run) Execute() (*Result, error) {
 	}
 	s, err := New(r.Config, func(onDrop aqm.DropFunc[uint64]) (aqm.Queue[uint64], error) {
 		return a.New(Env{
-			RateBps: r.Config.RateBps, MSS: max(r.Config.MSS, 0), MaxRTT: r.Config.MaxRTT(),
+			RateBps: r.Config.BottleneckBps(), MSS: max(r.Config.MSS, 0), MaxRTT: r.Config.MaxRTT(),
 			BufferPackets: r.BufferPackets, REDMinThreshold: r.REDMinThreshold,
 			REDMaxThreshold: r.REDMaxThreshold, RED: r.RED, Seed: r.Config.Seed, OnDrop: onDrop,
 		})

@@ -101,6 +101,7 @@ type Sim struct {
 	nsPerByte float64
 	busy      bool
 	cur       int32
+	htb       *htb // nil: no shaper
 
 	// time-weighted queue length
 	qLastT       aqm.Time
@@ -133,6 +134,10 @@ func New(cfg Config, newQueue func(onDrop aqm.DropFunc[uint64]) (aqm.Queue[uint6
 	// Two PCG words from the seed: the same seed always gives the same run.
 	s.rng = rand.New(rand.NewPCG(cfg.Seed, 0x5851f42d4c957f2d))
 	s.setRate(cfg.RateBps)
+	if cfg.Shaper != nil {
+		s.htb = newHTB(*cfg.Shaper)
+		s.htb.last = epoch
+	}
 	s.pkts = make([]pkt, 0, 1024)
 	s.m.init(&s.cfg, s.end.Sub(s.warm))
 
@@ -233,6 +238,8 @@ func (s *Sim) Run() *Result {
 			s.shortArrival()
 		case evRate:
 			s.setRate(s.cfg.RateChanges[e.arg].RateBps)
+		case evShaper:
+			s.shaperWake()
 		case evQueueGrid:
 			s.m.queueGrid(s.q.Len())
 			s.ag.push(event{at: s.now.Add(s.cfg.QueueSampleInterval), kind: evQueueGrid})
@@ -279,6 +286,10 @@ func (s *Sim) lost(slot int32) {
 }
 
 func (s *Sim) startTx() {
+	if s.htb != nil && s.q.Len() > 0 && s.shaperBlocks() {
+		s.busy = false
+		return
+	}
 	p, ok := s.q.Dequeue(s.now)
 	s.noteQueue()
 	if !ok {
@@ -305,6 +316,9 @@ func (s *Sim) startTx() {
 	s.m.winSojN++
 	s.busy = true
 	s.cur = slot
+	if s.htb != nil {
+		s.htb.charge(pk.size)
+	}
 	s.ag.push(event{at: s.now + aqm.Time(float64(pk.size)*s.nsPerByte+0.5), kind: evTxDone})
 }
 
