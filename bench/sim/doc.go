@@ -48,6 +48,10 @@
 //     process with exponential or Pareto sizes; their completion times are
 //     measured.
 //
+// An optional HTB-like [Shaper] sits between the queue and the link: the
+// link then runs at the physical line rate and dequeues only while the
+// shaper's tokens allow (see [Shaper] for where it differs from Linux HTB).
+//
 // # Metrics
 //
 // [Result] holds, over the run minus its warmup: per-class queueing delay
@@ -57,7 +61,12 @@
 // drops and marks as counts, rates and fractions, the time-average queue,
 // the coefficient of variation of the aggregate throughput per sample
 // interval, short-flow completion times, ping RTTs, and (on request) time
-// series.
+// series. It also holds payload goodput (headers excluded) and utilization
+// counted that way, the coefficient of variation of receiver goodput in
+// fixed 100 ms and 1 s bins (aggregate and per receiver), drops over the
+// whole run, the queue length sampled on a fixed grid, and per flow group
+// the goodput in 100 ms bins (instantaneous throughput) and the RTT
+// samples (latency under load).
 //
 // # Determinism and speed
 //

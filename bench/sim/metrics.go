@@ -199,6 +199,9 @@ type FCT struct {
 type Result struct {
 	// MeasuredSeconds is the length of the measured period.
 	MeasuredSeconds float64
+	// BottleneckMbps is the rate the path is limited to (the shaper's if
+	// there is one) at the start of the run.
+	BottleneckMbps float64
 	// Utilization is the bytes the bottleneck sent over what it could have
 	// sent at its configured rate(s), or at the shaper's rate if there is
 	// one.
@@ -334,7 +337,7 @@ func (r *Result) DelayHistogram(class string) *Histogram { return r.delay[class]
 func (s *Sim) result(events uint64, wall time.Duration) *Result {
 	m := &s.m
 	meas := s.end.Sub(s.warm).Seconds()
-	r := &Result{MeasuredSeconds: meas, Events: events, Packets: m.sentPkts, WallSeconds: wall.Seconds()}
+	r := &Result{MeasuredSeconds: meas, BottleneckMbps: s.cfg.BottleneckBps() / 1e6, Events: events, Packets: m.sentPkts, WallSeconds: wall.Seconds()}
 	// Capacity over the measured period, piecewise over the rate changes.
 	type change struct {
 		at   aqm.Time

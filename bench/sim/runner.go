@@ -24,6 +24,10 @@ type Run struct {
 	REDMinThreshold, REDMaxThreshold int `json:",omitempty"`
 	// RED overrides the RED family's settings; passed in [Env].
 	RED REDParams `json:",omitzero"`
+	// Params label the run's sub-case by parameter (for example the
+	// speedtest's tool, rate, burst and cross traffic), for plots and
+	// outputs.
+	Params map[string]string `json:",omitempty"`
 	// Config is the simulation; its Seed is the first repetition's.
 	Config Config
 	// Rep is the repetition index (set by [Execute]).

@@ -208,53 +208,7 @@ var l4sScenario = Scenario{
 	},
 }
 
-// SpeedtestRates are the speedtest scenario's link rates.
-var SpeedtestRates = []float64{100e6, 200e6, 500e6, 1000e6}
-
-var speedtestScenario = Scenario{
-	Name: "speedtest",
-	Desc: "a speed test: 8 parallel CUBIC flows (RTT 20 ms) download for 10 s over a shaped link of 100, 200, 500 " +
-		"and 1000 Mb/s, alone or against 2 long CUBIC cross-traffic flows (RTT 40 ms) started 2 s earlier, " +
-		"with a 10 ms ping; FIFO (1000 packets), CoDel, FQ-CoDel and SFQ with a 1000-packet limit; 3 seeds",
-	Published:   "(no single published figure: throughput and latency under load, and their spread over seeds)",
-	DefaultReps: 3,
-	Runs: func(o Options) ([]Run, error) {
-		names, err := pickAQMs(o, []string{"fifo", "codel", "fq-codel", "sfq"})
-		if err != nil {
-			return nil, err
-		}
-		rates := SpeedtestRates
-		if o.RateBps > 0 {
-			rates = []float64{o.RateBps}
-		}
-		rtts := orRTTs(o.RTTs, []time.Duration{20 * time.Millisecond, 40 * time.Millisecond})
-		crossRTT := rtts[len(rtts)-1]
-		n := orInt(o.Flows, 8)
-		test := orDur(o.Duration, 10*time.Second)
-		var runs []Run
-		for _, rate := range rates {
-			for _, cross := range []bool{false, true} {
-				cfg := Config{
-					RateBps: rate, Duration: 2*time.Second + test, Warmup: 2 * time.Second, Seed: o.Seed,
-					StartJitter: 20 * time.Millisecond, Series: o.Series,
-					Flows: []FlowSpec{
-						{Kind: CUBIC, Count: n, RTT: rtts[0], Start: 2 * time.Second, Group: "test"},
-						{Kind: Ping, RTT: rtts[0], Interval: 10 * time.Millisecond},
-					},
-				}
-				g := fmt.Sprintf("%gMb/s", rate/1e6)
-				if cross {
-					cfg.Flows = append(cfg.Flows, FlowSpec{Kind: CUBIC, Count: 2, RTT: crossRTT, Group: "cross"})
-					g += " +cross"
-				}
-				for _, a := range names {
-					runs = append(runs, Run{Scenario: "speedtest", Group: g, AQM: a, BufferPackets: 1000, Config: cfg})
-				}
-			}
-		}
-		return runs, nil
-	},
-}
+// speedtestScenario is in speedtest.go.
 
 // ScenarioAQMs returns the AQM names a scenario uses by default,
 // registered or not (for reporting which are missing).

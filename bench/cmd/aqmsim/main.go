@@ -12,7 +12,8 @@
 //
 //	go run ./bench/cmd/aqmsim -scenario red-family -out results/red
 //	go run ./bench/cmd/aqmsim -scenario l4s -out results/l4s
-//	go run ./bench/cmd/aqmsim -scenario speedtest -reps 3
+//	go run ./bench/cmd/aqmsim -scenario speedtest -quick
+//	go run ./bench/cmd/aqmsim -scenario speedtest -out results/speedtest
 //
 // Runs are deterministic for a given seed; repetitions use seeds seed,
 // seed+1, … and run in parallel on all cores.
@@ -180,6 +181,9 @@ func run(args []string, stdout, stderr io.Writer) int {
 	reps := o.reps
 	if reps == 0 {
 		reps = sc.DefaultReps
+		if o.sim.Quick {
+			reps = min(reps, 2)
+		}
 	}
 	if o.out != "" {
 		if err := os.MkdirAll(o.out, 0o755); err != nil {

@@ -63,3 +63,22 @@ func TestShortRunWritesOutputs(t *testing.T) {
 	require.NoError(t, err)
 	require.True(t, json.Valid(raw), "the JSON output parses")
 }
+
+// TestSpeedtestQuickEndToEnd protects the speedtest command path: a
+// CI-sized matrix prints the table and the three findings, and writes the
+// study's plots.
+func TestSpeedtestQuickEndToEnd(t *testing.T) {
+	dir := t.TempDir()
+	var out, errb bytes.Buffer
+	code := run([]string{"-scenario", "speedtest", "-quick", "-rate", "200M", "-aqms", "fq-codel,fifo", "-duration", "1s",
+		"-reps", "1", "-q", "-out", dir}, &out, &errb)
+	require.Equal(t, 0, code, "stderr: %s", errb.String())
+	for _, s := range []string{"ndt7 200M burst=on cross=on", "iperf3 200M burst=off cross=off", "finding 1", "finding 2", "finding 3", "inst sd Mb/s"} {
+		require.Contains(t, out.String(), s)
+	}
+	for _, f := range []string{"speedtest-ndt7-burst_on-cross_on-inst-throughput.svg", "speedtest-iperf3-burst_off-cross_off-throughput-box.svg",
+		"speedtest-ndt7-burst_off-cross_on-rtt-rate.svg"} {
+		_, err := os.Stat(filepath.Join(dir, f))
+		require.NoError(t, err, f)
+	}
+}

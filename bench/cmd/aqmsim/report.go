@@ -60,10 +60,15 @@ func columnsFor(name string) []column {
 			{"L4S:Classic", func(r *sim.Result) float64 { return r.L4SClassicRatio }, "%.2f"},
 			colUtil, colMarkPct, colDropPct}
 	case "speedtest":
+		test := func(r *sim.Result) sim.GroupResult { return r.Group("test") }
 		return []column{
-			{"test Mb/s", func(r *sim.Result) float64 { return r.GroupGoodputMbps("test") }, "%.1f"},
-			{"cross Mb/s", func(r *sim.Result) float64 { return r.GroupGoodputMbps("cross") }, "%.1f"},
-			colPing50, colPing99, {"p99 delay ms", delay("all", p99), "%.1f"}, colUtil, colDropPct}
+			{"test Mb/s", func(r *sim.Result) float64 { return test(r).GoodputMbps }, "%.1f"},
+			{"% of rate", func(r *sim.Result) float64 { return 100 * test(r).GoodputMbps / r.BottleneckMbps }, "%.1f"},
+			{"inst sd Mb/s", func(r *sim.Result) float64 { return test(r).BinSDMbps }, "%.2f"},
+			{"RTT p50 ms", func(r *sim.Result) float64 { return test(r).RTT.P50Ms }, "%.1f"},
+			{"RTT p99 ms", func(r *sim.Result) float64 { return test(r).RTT.P99Ms }, "%.1f"},
+			{"cross Mb/s", func(r *sim.Result) float64 { return r.Group("cross").GoodputMbps }, "%.1f"},
+			colPing50, colUtil, colDropPct}
 	}
 	return []column{colUtil, colGood, colJain,
 		{"delay p50 ms", delay("all", p50), "%.1f"}, {"delay p99 ms", delay("all", p99), "%.1f"},
@@ -161,8 +166,11 @@ func printReport(w io.Writer, sc sim.Scenario, o options, outs []sim.Outcome, re
 		}
 	}
 	tw.Flush()
-	if sc.Name == "red-family" {
+	switch sc.Name {
+	case "red-family":
 		printRedPublished(w, outs)
+	case "speedtest":
+		printSpeedtestFindings(w, outs)
 	}
 	fmt.Fprintf(w, "\n%d simulations, %.3g simulated packets, %.3g events in %.1fs (%.2g events/s per core)\n",
 		len(outs), float64(packets), float64(events), elapsed.Seconds(), float64(events)/wall)
@@ -205,6 +213,116 @@ func printRedPublished(w io.Writer, outs []sim.Outcome) {
 			mu, sd := meanSD(xs)
 			fmt.Fprintf(tw, "%s\t%s\t"+m.f+"\t"+m.f+"±"+m.f+"\t\n", c.aqm, m.name, m.pub, mu, sd)
 		}
+	}
+	tw.Flush()
+}
+
+// printSpeedtestFindings condenses the speedtest matrix into the study's
+// three findings: burst allowance against throughput per rate, the
+// instantaneous-throughput spread of FQ-CoDel at 900 Mb/s, and how each
+// queue splits the link between the test and the cross traffic.
+func printSpeedtestFindings(w io.Writer, outs []sim.Outcome) {
+	type key struct{ tool, rate, burst, cross, aqm string }
+	vals := map[key][]*sim.Result{}
+	var tools, rates, aqms []string
+	seen := map[string]bool{}
+	add := func(list *[]string, v string) {
+		if !seen[v] {
+			seen[v] = true
+			*list = append(*list, v)
+		}
+	}
+	for _, oc := range outs {
+		p := oc.Run.Params
+		if p == nil {
+			return // the 8-flow variant has no matrix
+		}
+		add(&tools, "tool:"+p["tool"])
+		add(&rates, "rate:"+p["rate_mbps"])
+		add(&aqms, "aqm:"+oc.Run.AQM)
+		k := key{p["tool"], p["rate_mbps"], p["burst"], p["cross"], oc.Run.AQM}
+		vals[k] = append(vals[k], oc.Result)
+	}
+	strip := func(xs []string) []string {
+		out := make([]string, len(xs))
+		for i, x := range xs {
+			out[i] = x[strings.Index(x, ":")+1:]
+		}
+		return out
+	}
+	tl, rl, al := strip(tools), strip(rates), strip(aqms)
+	avg := func(k key, get func(*sim.Result) float64) (float64, float64, bool) {
+		rs := vals[k]
+		if len(rs) == 0 {
+			return 0, 0, false
+		}
+		xs := make([]float64, len(rs))
+		for i, r := range rs {
+			xs[i] = get(r)
+		}
+		m, sd := meanSD(xs)
+		return m, sd, true
+	}
+	share := func(r *sim.Result) float64 { return 100 * r.Group("test").GoodputMbps / r.BottleneckMbps }
+
+	fmt.Fprintf(w, "\nfinding 1: burst allowance and throughput (test goodput as %% of the shaped rate, no cross traffic, mean over AQMs and seeds):\n")
+	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', tabwriter.AlignRight)
+	fmt.Fprintln(tw, "tool\trate Mb/s\tburst off\tburst on\t")
+	for _, t := range tl {
+		for _, rate := range rl {
+			row := []string{t, rate}
+			for _, b := range []string{"off", "on"} {
+				var xs []float64
+				for _, a := range al {
+					for _, r := range vals[key{t, rate, b, "off", a}] {
+						xs = append(xs, share(r))
+					}
+				}
+				if len(xs) == 0 {
+					row = append(row, "-")
+					continue
+				}
+				m, _ := meanSD(xs)
+				row = append(row, fmt.Sprintf("%.1f", m))
+			}
+			fmt.Fprintln(tw, strings.Join(row, "\t")+"\t")
+		}
+	}
+	tw.Flush()
+
+	fmt.Fprintf(w, "\nfinding 2: std-dev of instantaneous throughput (100 ms bins), FQ-CoDel at 900 Mb/s (published: 138 Mb/s with cross traffic and burst shaping, 1.51 Mb/s with neither):\n")
+	tw = tabwriter.NewWriter(w, 0, 0, 2, ' ', tabwriter.AlignRight)
+	fmt.Fprintln(tw, "tool\tcross+burst\tneither\t")
+	for _, t := range tl {
+		sd := func(r *sim.Result) float64 { return r.Group("test").BinSDMbps }
+		a, as, ok1 := avg(key{t, "900", "on", "on", "fq-codel"}, sd)
+		b, bs, ok2 := avg(key{t, "900", "off", "off", "fq-codel"}, sd)
+		if ok1 && ok2 {
+			fmt.Fprintf(tw, "%s\t%.2f±%.2f\t%.2f±%.2f\t\n", t, a, as, b, bs)
+		}
+	}
+	tw.Flush()
+
+	fmt.Fprintf(w, "\nfinding 3: the test's share of the shaped rate with cross traffic (%%, burst on, mean over rates and seeds):\n")
+	tw = tabwriter.NewWriter(w, 0, 0, 2, ' ', tabwriter.AlignRight)
+	fmt.Fprintln(tw, "tool\t"+strings.Join(al, "\t")+"\t")
+	for _, t := range tl {
+		row := []string{t}
+		for _, a := range al {
+			var xs []float64
+			for _, rate := range rl {
+				for _, r := range vals[key{t, rate, "on", "on", a}] {
+					xs = append(xs, share(r))
+				}
+			}
+			if len(xs) == 0 {
+				row = append(row, "-")
+				continue
+			}
+			m, _ := meanSD(xs)
+			row = append(row, fmt.Sprintf("%.1f", m))
+		}
+		fmt.Fprintln(tw, strings.Join(row, "\t")+"\t")
 	}
 	tw.Flush()
 }
