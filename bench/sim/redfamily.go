@@ -206,6 +206,7 @@ type redSetup struct {
 	limit   int
 	segment int // payload bytes
 	wait    bool
+	device  int // ns-3 device-queue packets under the disc (0: none)
 	flows   int
 	rate    float64
 	dur     time.Duration
@@ -228,16 +229,17 @@ func (u redSetup) runs(names []string, o Options) []Run {
 			BufferPackets: u.limit, REDMinThreshold: redFamilyMinTh, REDMaxThreshold: redFamilyMaxTh,
 			RED: REDParams{
 				Weight: redFamilyWeight, MaxP: redFamilyMaxP, AREDMaxP: redFamilyAREDMaxP, Wait: u.wait,
-				MeanPacketBytes: redFamilyMeanPktBytes, DevicePackets: redFamilyDevicePackets,
+				MeanPacketBytes: redFamilyMeanPktBytes, DevicePackets: u.device,
 			},
 			Config: cfg})
 	}
 	return runs
 }
 
-// redFamilySensitivity lists the sensitivity variant's one-knob changes
-// from the base setup, in order: RTT, queue-disc limit, segment size, and
-// RED's wait between drops.
+// redFamilySensitivity lists the sensitivity variant's changes from the
+// base setup, in order: RTT, queue-disc limit, segment size, RED's wait
+// between drops, and ns-3's device queue under the disc (alone and with a
+// 100 ms RTT).
 var redFamilySensitivity = []func(u *redSetup){
 	func(u *redSetup) { u.rtt = 20 * time.Millisecond },
 	func(u *redSetup) { u.rtt = 100 * time.Millisecond },
@@ -247,6 +249,8 @@ var redFamilySensitivity = []func(u *redSetup){
 	func(u *redSetup) { u.limit = 1000 },
 	func(u *redSetup) { u.segment = 1448 },
 	func(u *redSetup) { u.wait = false },
+	func(u *redSetup) { u.device = redFamilyNS3DevicePkts },
+	func(u *redSetup) { u.device, u.rtt = redFamilyNS3DevicePkts, 100*time.Millisecond },
 }
 
 // redFamilyScenario models the RED study (see the constants above).
@@ -257,7 +261,8 @@ var redFamilyScenario = Scenario{
 		"drops over the whole run); non-gentle RED, Gentle RED and ARED with identical thresholds (min 5, max 15 packets), "+
 		"a %d-packet limit, w_q 0.002 and max_p 1/50 (ARED: automatic w_q, initial max_p 1/10), ns-3's Wait between drops, "+
 		"mean packet 512 B, min RTO 1 s; goodput is payload (headers excluded), CoV over 100 ms bins (and 1 s), queue sampled every 10 ms. "+
-		"Variant 'sensitivity' moves one knob at a time (RTT 20/100/200 ms, limit 25/100/1000, 1448-byte segments, no Wait)",
+		"Variant 'sensitivity' moves one knob at a time (RTT 20/100/200 ms, limit 25/100/1000, 1448-byte segments, no Wait, "+
+		"ns-3's 100-packet device queue under the disc, alone and with a 100 ms RTT; the queue is then the disc's)",
 		redFamilyFlows, redFamilyRTT, redFamilySegmentBytes, redFamilySegmentBytes+redFamilyHeaderBytes, redFamilyDiscLimit),
 	Published: "ns-3 study: about 90% utilization at 1.80 Mb/s goodput for all three; RED the most drops (1240) and the lowest " +
 		"throughput CoV (18.7%); ARED the fewest drops (1003) and the largest queue oscillations (p99 49 packets); Gentle RED " +
@@ -269,7 +274,7 @@ var redFamilyScenario = Scenario{
 		if err != nil {
 			return nil, err
 		}
-		base := redSetup{
+		base := redSetup{device: redFamilyDevicePackets,
 			label: "base", rtt: redFamilyRTT, limit: redFamilyDiscLimit, segment: redFamilySegmentBytes, wait: redFamilyWait,
 			flows: orInt(o.Flows, redFamilyFlows), rate: orRate(o.RateBps, redFamilyRateBps), dur: orDur(o.Duration, redFamilyDuration),
 		}
@@ -296,6 +301,8 @@ var redFamilyScenario = Scenario{
 // describe names what differs from base.
 func (u redSetup) describe(base redSetup) string {
 	switch {
+	case u.rtt != base.rtt && u.device != base.device:
+		return fmt.Sprintf("device=%d rtt=%v", u.device, u.rtt)
 	case u.rtt != base.rtt:
 		return fmt.Sprintf("rtt=%v", u.rtt)
 	case u.limit != base.limit:
@@ -304,6 +311,8 @@ func (u redSetup) describe(base redSetup) string {
 		return fmt.Sprintf("seg=%d", u.segment)
 	case u.wait != base.wait:
 		return fmt.Sprintf("wait=%v", u.wait)
+	case u.device != base.device:
+		return fmt.Sprintf("device=%d", u.device)
 	}
 	return "base"
 }

@@ -63,6 +63,8 @@ func TestRedFamilyFollowsStudy(t *testing.T) {
 		groups[r.Group] = r
 	}
 	require.Len(t, groups, 1+len(redFamilySensitivity))
+	require.Equal(t, 100, groups["device=100"].RED.DevicePackets)
+	require.Equal(t, 100*time.Millisecond, groups["device=100 rtt=100ms"].Config.Flows[0].RTT)
 	require.Equal(t, 100*time.Millisecond, groups["rtt=100ms"].Config.Flows[0].RTT)
 	require.Equal(t, 1000, groups["limit=1000"].BufferPackets)
 	require.Equal(t, 1488, groups["seg=1448"].Config.MSS)

@@ -241,7 +241,13 @@ func (s *Sim) Run() *Result {
 		case evShaper:
 			s.shaperWake()
 		case evQueueGrid:
-			s.m.queueGrid(s.q.Len())
+			// Under a device queue, the grid samples the queue disc
+			// alone, as ns-3's queue-disc statistics do.
+			if d, ok := s.q.(*deviceQueue); ok {
+				s.m.queueGrid(d.disc.Len())
+			} else {
+				s.m.queueGrid(s.q.Len())
+			}
 			s.ag.push(event{at: s.now.Add(s.cfg.QueueSampleInterval), kind: evQueueGrid})
 		case evSample:
 			s.sample()
