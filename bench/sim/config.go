@@ -95,6 +95,15 @@ type FlowSpec struct {
 	// paces): Linux's rate of 2·cwnd/srtt in slow start and 1.2·cwnd/srtt
 	// afterwards.
 	Paced bool
+	// HyStart makes a Reno or CUBIC flow leave slow start by HyStart++
+	// (RFC 9406): a rise of the per-round minimum RTT moves it to
+	// conservative slow start, and five rounds of that to congestion
+	// avoidance. Off, slow start lasts until the first loss or mark.
+	HyStart bool `json:",omitempty"`
+	// PragueNoRTTIndependence turns off a Prague flow's RTT independence
+	// (on by default, as in TCP Prague), leaving DCTCP's +1 segment per own
+	// RTT and an α update and reduction per own RTT.
+	PragueNoRTTIndependence bool `json:",omitempty"`
 }
 
 // ShortFlows is a Poisson process of finite TCP flows (web-like traffic)

@@ -27,8 +27,16 @@
 //     treated as a loss at most once per RTT (RFC 3168).
 //   - Prague: a scalable L4S sender in the DCTCP/TCP Prague mould: ECT(1),
 //     per-packet ECN feedback (as AccECN), α the EWMA (g=1/16) of the
-//     marked fraction per RTT, cwnd·(1−α/2) at most once per RTT, +1 packet
-//     per RTT, paced at 1.2·cwnd/srtt, and a Reno halving on loss.
+//     marked fraction per round, cwnd·(1−α/2) at most once per round,
+//     additive increase on the unmarked deliveries, paced at cwnd/srtt
+//     (doubled below half ssthresh), and a Reno halving on loss. Its RTT
+//     independence (TCP Prague's default "RATE" scaling, v0.7's 4
+//     transition rounds): below 25 ms the increase is (srtt/25 ms)²
+//     segments per RTT, and rounds for α and reductions last at least
+//     25 ms (the virtual RTT); off above 100 ms or with
+//     FlowSpec.PragueNoRTTIndependence.
+//   - HyStart++ (RFC 9406) for Reno and CUBIC on request
+//     (FlowSpec.HyStart).
 //   - BBR: BBR version 1 (the IETF draft's model with Linux v1's
 //     constants): delivery-rate samples from per-segment send records, a
 //     windowed max of them over 10 rounds (exact, where Linux keeps an
@@ -93,11 +101,13 @@
 //     (a single SACK block and the segment's CE bit), and the sender keeps an
 //     exact scoreboard from them; real SACK repeats blocks to survive ACK
 //     loss, which this return path does not have.
-//   - No HyStart, PRR, RACK, TLP or F-RTO; after an RTO the sender treats
+//   - No PRR, RACK, TLP or F-RTO; HyStart++ only where a flow asks for it
+//     (Linux's CUBIC uses its own HyStart); after an RTO the sender treats
 //     every un-SACKed segment as lost and restarts from one segment.
-//   - Prague omits TCP Prague's RTT-independence and its own slow-start
-//     exit tweaks; Classic ECN echoes CE per ACK instead of holding ECE until
-//     CWR (the sender's once-per-RTT reaction makes them equivalent).
+//   - Prague omits its own slow-start exit tweaks, its rate-based mode at
+//     tiny windows and the classic-ECN-AQM detector; Classic ECN echoes CE
+//     per ACK instead of holding ECE until CWR (the sender's once-per-RTT
+//     reaction makes them equivalent).
 //
 // # Self-checks
 //

@@ -169,11 +169,12 @@ var L4SMixes = [][2]int{{1, 1}, {5, 5}, {1, 9}}
 
 var l4sScenario = Scenario{
 	Name: "l4s",
-	Desc: "Prague-like (ECT(1)) and CUBIC (Not-ECT) long-lived flows in the mixes 1:1, 5:5 and 1:9 at 40 Mb/s, " +
-		"one base RTT per sub-case (10, 20, 50, 100 ms), DualPI2 against PIE (ECN, target 15 ms) and FQ-CoDel; " +
-		"1000-packet buffer; 40 s, first 10 s excluded",
+	Desc: "Prague (ECT(1), paced, RTT-independent unless marked no-rtt-indep) and CUBIC (Not-ECT, HyStart++) long-lived flows " +
+		"in the mixes 1:1, 5:5 and 1:9 at 40 Mb/s, one base RTT per sub-case (10, 20, 50, 100 ms), each with Prague's RTT " +
+		"independence on and off; DualPI2 against PIE (target 15 ms) and FQ-CoDel, and PIE and FQ-CoDel again with ECN-CUBIC " +
+		"(ECT(0)) as the Classic flows; 1000-packet buffer; 40 s, first 10 s excluded",
 	Published: "DualPI2 paper: L4S queueing delay median a few hundred µs and P99 < 2 ms under DualPI2, against tens of " +
-		"ms at P99 under PIE; balanced L4S:Classic rate (ratio near 1)",
+		"ms at P99 under PIE; balanced L4S:Classic rate (ratio near 1) with TCP Prague's RTT independence",
 	DefaultReps: 1,
 	Runs: func(o Options) ([]Run, error) {
 		names, err := pickAQMs(o, []string{"dualpi2", "pie", "fq-codel"})
@@ -189,18 +190,33 @@ var l4sScenario = Scenario{
 		var runs []Run
 		for _, mix := range mixes {
 			for _, rtt := range rtts {
-				cfg := Config{
-					RateBps: orRate(o.RateBps, 40e6), Duration: orDur(o.Duration, 40*time.Second), Seed: o.Seed,
-					StartJitter: 100 * time.Millisecond, Series: o.Series,
-					Flows: []FlowSpec{
-						{Kind: Prague, Count: mix[0], RTT: rtt, Group: "l4s"},
-						{Kind: CUBIC, Count: mix[1], RTT: rtt, Group: "classic"},
-					},
-				}
-				cfg.Warmup = cfg.Duration / 4
-				for _, a := range names {
-					runs = append(runs, Run{Scenario: "l4s", Group: fmt.Sprintf("%d:%d rtt=%v", mix[0], mix[1], rtt), AQM: a,
-						BufferPackets: 1000, Config: cfg})
+				for _, indep := range []bool{true, false} {
+					for _, ecnCubic := range []bool{false, true} {
+						cfg := Config{
+							RateBps: orRate(o.RateBps, 40e6), Duration: orDur(o.Duration, 40*time.Second), Seed: o.Seed,
+							StartJitter: 100 * time.Millisecond, Series: o.Series,
+							Flows: []FlowSpec{
+								{Kind: Prague, Count: mix[0], RTT: rtt, Group: "l4s", PragueNoRTTIndependence: !indep},
+								{Kind: CUBIC, Count: mix[1], RTT: rtt, Group: "classic", HyStart: true, ECN: ecnCubic},
+							},
+						}
+						cfg.Warmup = cfg.Duration / 4
+						g := fmt.Sprintf("%d:%d rtt=%v", mix[0], mix[1], rtt)
+						if !indep {
+							g += " no-rtt-indep"
+						}
+						if ecnCubic {
+							g += " ecn-cubic"
+						}
+						for _, a := range names {
+							if ecnCubic && a != "pie" && a != "fq-codel" {
+								continue
+							}
+							runs = append(runs, Run{Scenario: "l4s", Group: g, AQM: a, BufferPackets: 1000, Config: cfg,
+								Params: map[string]string{"mix": fmt.Sprintf("%d:%d", mix[0], mix[1]), "rtt": rtt.String(),
+									"rtt_indep": onOff(indep), "classic": map[bool]string{false: "cubic", true: "ecn-cubic"}[ecnCubic]}})
+						}
+					}
 				}
 			}
 		}

@@ -171,6 +171,8 @@ func printReport(w io.Writer, sc sim.Scenario, o options, outs []sim.Outcome, re
 		printRedPublished(w, outs)
 	case "speedtest":
 		printSpeedtestFindings(w, outs)
+	case "l4s":
+		printL4SBalance(w, outs)
 	}
 	fmt.Fprintf(w, "\n%d simulations, %.3g simulated packets, %.3g events in %.1fs (%.2g events/s per core)\n",
 		len(outs), float64(packets), float64(events), elapsed.Seconds(), float64(events)/wall)
@@ -323,6 +325,41 @@ func printSpeedtestFindings(w io.Writer, outs []sim.Outcome) {
 			row = append(row, fmt.Sprintf("%.1f", m))
 		}
 		fmt.Fprintln(tw, strings.Join(row, "\t")+"\t")
+	}
+	tw.Flush()
+}
+
+// printL4SBalance sets the L4S:Classic rate ratio per mix, RTT and queue
+// with Prague's RTT independence on and off side by side (the DualQ paper
+// reports rough balance, a ratio near 1, under DualPI2).
+func printL4SBalance(w io.Writer, outs []sim.Outcome) {
+	type key struct{ mix, rtt, aqm, classic, indep string }
+	vals := map[key][]float64{}
+	var order []key
+	for _, oc := range outs {
+		p := oc.Run.Params
+		if p == nil {
+			return
+		}
+		k := key{p["mix"], p["rtt"], oc.Run.AQM, p["classic"], p["rtt_indep"]}
+		if _, ok := vals[k]; !ok && k.indep == "on" {
+			order = append(order, k)
+		}
+		vals[k] = append(vals[k], oc.Result.L4SClassicRatio)
+	}
+	fmt.Fprintf(w, "\nL4S:Classic rate ratio, Prague's RTT independence on and off (DualQ paper: near 1 under DualPI2):\n")
+	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', tabwriter.AlignRight)
+	fmt.Fprintln(tw, "mix\trtt\taqm\tclassic\tindependent\tper own RTT\t")
+	for _, k := range order {
+		on, _ := meanSD(vals[k])
+		k2 := k
+		k2.indep = "off"
+		off := "-"
+		if xs := vals[k2]; len(xs) > 0 {
+			m, _ := meanSD(xs)
+			off = fmt.Sprintf("%.2f", m)
+		}
+		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%.2f\t%s\t\n", k.mix, k.rtt, k.aqm, k.classic, on, off)
 	}
 	tw.Flush()
 }
