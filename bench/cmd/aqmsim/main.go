@@ -20,6 +20,7 @@
 package main
 
 import (
+	"encoding/json"
 	"errors"
 	"flag"
 	"fmt"
@@ -48,6 +49,7 @@ type options struct {
 	format   string
 	quiet    bool
 	list     bool
+	from     string
 }
 
 // usageError is a bad flag value: reported with the usage and exit code 2.
@@ -76,6 +78,7 @@ func parseFlags(args []string, stderr io.Writer) (options, error) {
 	fs.BoolVar(&o.list, "list", false, "list the scenarios and AQMs and exit")
 	fs.StringVar(&o.sim.Variant, "variant", "", "a named variant of the scenario (see -list)")
 	fs.BoolVar(&o.sim.Quick, "quick", false, "a CI-sized version of the scenario (speedtest)")
+	fs.StringVar(&o.from, "from", "", "print the tables (and, with -out, plots) from a JSON file an earlier -out wrote, without simulating")
 	fs.Usage = func() {
 		fmt.Fprintf(stderr, "usage: aqmsim [flags]\n\nRuns the deterministic bottleneck simulator and prints a table per scenario.\n\nflags:\n")
 		fs.PrintDefaults()
@@ -173,6 +176,9 @@ func run(args []string, stdout, stderr io.Writer) int {
 		return 0
 	}
 	sc, _ := sim.LookupScenario(o.scenario)
+	if o.from != "" {
+		return replay(o, sc, stdout, stderr)
+	}
 	runs, err := sc.Runs(o.sim)
 	if err != nil {
 		fmt.Fprintf(stderr, "aqmsim: %v\n", err)
@@ -242,4 +248,40 @@ func listAll(w io.Writer) {
 	for _, a := range sim.AQMs() {
 		fmt.Fprintf(w, "  %-11s %s\n", a.Name, a.Desc)
 	}
+}
+
+// replay prints the report of runs saved by an earlier -out, read back
+// from its JSON file: tables and findings need only the exported metrics.
+func replay(o options, sc sim.Scenario, stdout, stderr io.Writer) int {
+	raw, err := os.ReadFile(o.from)
+	if err != nil {
+		fmt.Fprintf(stderr, "aqmsim: -from: %v\n", err)
+		return 1
+	}
+	var recs []record
+	if err := json.Unmarshal(raw, &recs); err != nil {
+		fmt.Fprintf(stderr, "aqmsim: -from: %s is not an aqmsim JSON output: %v\n", o.from, err)
+		return 1
+	}
+	outs := make([]sim.Outcome, 0, len(recs))
+	reps := 1
+	for _, r := range recs {
+		if r.Run.Scenario != sc.Name || r.Result == nil {
+			fmt.Fprintf(stderr, "aqmsim: -from: %s holds a %q run, not one of scenario %s\n", o.from, r.Run.Scenario, sc.Name)
+			return 1
+		}
+		outs = append(outs, sim.Outcome{Run: r.Run, Result: r.Result})
+		reps = max(reps, r.Run.Rep+1)
+	}
+	if len(outs) > 0 {
+		o.sim.Seed = outs[0].Run.Config.Seed
+	}
+	printReport(stdout, sc, o, outs, reps, 0)
+	if o.out != "" {
+		if err := writePlots(o, sc, outs); err != nil {
+			fmt.Fprintf(stderr, "aqmsim: %v\n", err)
+			return 1
+		}
+	}
+	return 0
 }

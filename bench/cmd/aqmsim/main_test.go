@@ -82,3 +82,20 @@ func TestSpeedtestQuickEndToEnd(t *testing.T) {
 		require.NoError(t, err, f)
 	}
 }
+
+// TestReplayFromJSON protects -from: the tables printed from a saved JSON
+// output equal the ones the simulation printed, and a JSON file of another
+// scenario is refused.
+func TestReplayFromJSON(t *testing.T) {
+	dir := t.TempDir()
+	var out, errb bytes.Buffer
+	args := []string{"-scenario", "speedtest", "-quick", "-rate", "200M", "-aqms", "fq-codel", "-duration", "1s", "-reps", "1", "-q"}
+	require.Equal(t, 0, run(append(args, "-out", dir), &out, &errb), errb.String())
+	var again bytes.Buffer
+	require.Equal(t, 0, run([]string{"-scenario", "speedtest", "-from", filepath.Join(dir, "speedtest.json")}, &again, &errb), errb.String())
+	cut := func(s string) string { return s[:strings.LastIndex(s, "simulations,")] }
+	require.Equal(t, cut(out.String()), cut(again.String()))
+	errb.Reset()
+	require.Equal(t, 1, run([]string{"-scenario", "l4s", "-from", filepath.Join(dir, "speedtest.json")}, &again, &errb))
+	require.Contains(t, errb.String(), "not one of scenario l4s")
+}
