@@ -73,8 +73,9 @@ type bbrState struct {
 	bwVal   [bbrBwWindow]float64 // packets per second
 	maxBw   float64
 
-	// RTprop
+	// RTprop (0: no sample yet)
 	minRTT      time.Duration
+	seeded      bool // bbrSeed has run
 	minRTTStamp aqm.Time
 
 	// Startup exit
@@ -99,20 +100,30 @@ type bbrState struct {
 	probeRTTs    uint64 // ProbeRTT episodes entered (for tests)
 }
 
-// bbrInit seeds the model as Linux does after the handshake: min_rtt and
-// srtt from one base RTT plus a packet's serialisation, pacing at
-// high gain × initial window / srtt.
+// bbrInit sets up a BBR flow's state before it starts.
 func (s *Sim) bbrInit(f *flow, start aqm.Time) {
 	f.bbr = &bbrState{}
 	b := f.bbr
 	b.recs = make([]sendRec, 64)
-	hs := f.rtt + time.Duration(float64(f.pktBytes)*s.nsPerByte)
-	b.minRTT, b.minRTTStamp = hs, start
+	b.minRTTStamp = start
+	b.mode, b.pacingGain, b.cwndGain = bbrStartup, bbrHighGain, bbrHighGain
+	b.deliveredTime = start
+}
+
+// bbrSeed runs when the flow starts: it takes the handshake's RTT, which
+// is the base RTT plus the wait of a packet behind the bottleneck's current
+// backlog, as srtt, and paces at high gain × initial window / srtt, as
+// Linux does after the handshake. min_rtt stays unknown until the first
+// RTT sample (seeding it with the base RTT would make a flow that starts
+// behind a standing queue underestimate its BDP for 10 s).
+func (s *Sim) bbrSeed(f *flow) {
+	b := f.bbr
+	b.seeded = true
+	wait := float64(s.q.Backlog()+f.pktBytes) * 8e9 / s.cfg.BottleneckBps()
+	hs := f.rtt + time.Duration(wait)
 	f.srtt, f.rttvar = hs, hs/2
 	f.rto = min(max(f.srtt+4*f.rttvar, s.cfg.MinRTO), maxRTO)
-	b.mode, b.pacingGain, b.cwndGain = bbrStartup, bbrHighGain, bbrHighGain
 	b.pacingRate = bbrHighGain * initCwnd * float64(f.pktBytes) / hs.Seconds()
-	b.deliveredTime = start
 }
 
 // bbrRec returns the send record of seq, growing the ring to hold
@@ -238,7 +249,7 @@ func (s *Sim) bbrOnAck(f *flow, ack, sack int64, echo aqm.Time) {
 	if echo > 0 && acked > 0 {
 		r := s.now.Sub(echo)
 		expired := s.now.Sub(b.minRTTStamp) > bbrMinRTTWindow
-		if r > 0 && (r <= b.minRTT || expired) {
+		if r > 0 && (b.minRTT == 0 || r <= b.minRTT || expired) {
 			b.minRTT, b.minRTTStamp = r, s.now
 		}
 		if expired && b.mode != bbrProbeRTT {
@@ -290,7 +301,7 @@ func (b *bbrState) updateMaxBw(bw float64) {
 // bdp is the window for gain g in packets (the initial window before any
 // RTT sample).
 func (b *bbrState) bdp(g float64) float64 {
-	if b.maxBw == 0 {
+	if b.maxBw == 0 || b.minRTT == 0 {
 		return initCwnd
 	}
 	return math.Ceil(b.maxBw * b.minRTT.Seconds() * g)

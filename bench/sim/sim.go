@@ -480,6 +480,9 @@ func (s *Sim) sendEvent(f *flow) {
 		f.nextSeq++
 		s.ag.push(event{at: s.now.Add(f.interval), kind: evSend, flow: f.id})
 	default:
+		if f.bbr != nil && !f.bbr.seeded {
+			s.bbrSeed(f)
+		}
 		s.trySend(f)
 	}
 }

@@ -69,7 +69,7 @@ func columnsFor(name string) []column {
 			{"RTT p50 ms", func(r *sim.Result) float64 { return test(r).RTT.P50Ms }, "%.1f"},
 			{"RTT p99 ms", func(r *sim.Result) float64 { return test(r).RTT.P99Ms }, "%.1f"},
 			{"cross Mb/s", func(r *sim.Result) float64 { return r.Group("cross").GoodputMbps }, "%.1f"},
-			colPing50, colUtil, colDropPct}
+			colUtil, colDropPct}
 	}
 	return []column{colUtil, colGood, colJain,
 		{"delay p50 ms", delay("all", p50), "%.1f"}, {"delay p99 ms", delay("all", p99), "%.1f"},
