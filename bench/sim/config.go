@@ -25,9 +25,13 @@ const (
 	CBR
 	// Ping sends a small probe every Interval and measures its round trip.
 	Ping
+	// BBR is BBR version 1 (draft-cardwell-iccrg-bbr-congestion-control,
+	// Linux's tcp_bbr constants): a model-based, paced sender that ignores
+	// loss except for one round of packet conservation, Not-ECT.
+	BBR
 )
 
-var kindNames = [...]string{"reno", "cubic", "prague", "cbr", "ping"}
+var kindNames = [...]string{"reno", "cubic", "prague", "cbr", "ping", "bbr"}
 
 // String returns the kind's lower-case name.
 func (k Kind) String() string {
@@ -54,7 +58,7 @@ func ParseKind(s string) (Kind, error) {
 			return Kind(i), nil
 		}
 	}
-	return 0, fmt.Errorf("sim: unknown sender kind %q (want one of reno, cubic, prague, cbr, ping)", s)
+	return 0, fmt.Errorf("sim: unknown sender kind %q (want one of reno, cubic, prague, cbr, ping, bbr)", s)
 }
 
 // FlowSpec describes one group of identical flows.
@@ -91,6 +95,15 @@ type FlowSpec struct {
 	// paces): Linux's rate of 2·cwnd/srtt in slow start and 1.2·cwnd/srtt
 	// afterwards.
 	Paced bool
+	// HyStart makes a Reno or CUBIC flow leave slow start by HyStart++
+	// (RFC 9406): a rise of the per-round minimum RTT moves it to
+	// conservative slow start, and five rounds of that to congestion
+	// avoidance. Off, slow start lasts until the first loss or mark.
+	HyStart bool `json:",omitempty"`
+	// PragueNoRTTIndependence turns off a Prague flow's RTT independence
+	// (on by default, as in TCP Prague), leaving DCTCP's +1 segment per own
+	// RTT and an α update and reduction per own RTT.
+	PragueNoRTTIndependence bool `json:",omitempty"`
 }
 
 // ShortFlows is a Poisson process of finite TCP flows (web-like traffic)
@@ -125,8 +138,13 @@ const (
 	DefaultMSS            = 1500
 	DefaultRTT            = 20 * time.Millisecond
 	DefaultSampleInterval = 100 * time.Millisecond
-	defaultPingInterval   = 100 * time.Millisecond
-	pingBytes             = 64
+	DefaultHeaderBytes    = 40
+	// GoodputBin is the width of the fixed bins of receiver goodput behind
+	// the 100 ms coefficients of variation and the per-group instantaneous
+	// throughput.
+	GoodputBin          = 100 * time.Millisecond
+	defaultPingInterval = 100 * time.Millisecond
+	pingBytes           = 64
 )
 
 // Config is one simulation run: a dumbbell whose senders share one
@@ -134,6 +152,10 @@ const (
 type Config struct {
 	// RateBps is the bottleneck rate in bits per second.
 	RateBps float64
+	// Shaper, if set, puts an HTB-like shaper between the queue and the
+	// link; RateBps is then the physical line rate and Shaper.RateBps the
+	// rate the path is limited to (utilization is against it).
+	Shaper *Shaper `json:",omitempty"`
 	// RateChanges optionally change the rate during the run.
 	RateChanges []RateChange `json:",omitempty"`
 	// MSS is the on-wire size of a full data packet in bytes. Zero means
@@ -166,6 +188,14 @@ type Config struct {
 	SampleInterval time.Duration
 	// Series keeps the time series in the result.
 	Series bool
+	// HeaderBytes is how much of each TCP data packet is headers (not
+	// payload), for the payload goodput. Zero means 40 (IPv4 and TCP
+	// without options); it must be less than every TCP flow's packet size.
+	HeaderBytes int `json:",omitempty"`
+	// QueueSampleInterval, if positive, samples the queue length in
+	// packets on a fixed grid of that period over the measured period, for
+	// [Result.QueueGrid]. Zero disables the grid.
+	QueueSampleInterval time.Duration `json:",omitempty"`
 	// MinRTO is the TCP senders' lower bound on the retransmission timeout.
 	// Zero means 200 ms (Linux's rto_min); RFC 6298 and ns-3 use 1 s.
 	MinRTO time.Duration `json:",omitempty"`
@@ -203,8 +233,11 @@ func (c *Config) normalize() error {
 		}
 	}
 	for i, f := range c.Flows {
-		if f.Kind > Ping {
+		if f.Kind > BBR {
 			bad(fmt.Sprintf("Flows[%d].Kind", i), f.Kind, "is unknown")
+		}
+		if f.Kind == BBR && f.ECN {
+			bad(fmt.Sprintf("Flows[%d].ECN", i), f.ECN, "must be false for BBR (version 1 does not respond to ECN)")
 		}
 		if f.Count < 0 || f.RTT < 0 || f.Start < 0 || f.Stop < 0 || f.SizePackets < 0 || f.PacketBytes < 0 || f.Interval < 0 {
 			bad(fmt.Sprintf("Flows[%d]", i), f, "has a negative field")
@@ -219,6 +252,19 @@ func (c *Config) normalize() error {
 	if c.MinRTO < 0 || c.MinRTO > maxRTO {
 		bad("MinRTO", c.MinRTO, "must be in [0, 60s]")
 	}
+	mss := c.MSS
+	if mss == 0 {
+		mss = DefaultMSS
+	}
+	if c.HeaderBytes < 0 || c.HeaderBytes >= mss {
+		bad("HeaderBytes", c.HeaderBytes, "must be in [0, MSS)")
+	}
+	if c.Shaper != nil {
+		c.Shaper.validate(bad)
+	}
+	if c.QueueSampleInterval < 0 {
+		bad("QueueSampleInterval", c.QueueSampleInterval, "must not be negative")
+	}
 	if c.SampleInterval < 0 || c.StartJitter < 0 {
 		bad("SampleInterval", c.SampleInterval, "and StartJitter must not be negative")
 	}
@@ -230,6 +276,9 @@ func (c *Config) normalize() error {
 	}
 	if c.SampleInterval == 0 {
 		c.SampleInterval = DefaultSampleInterval
+	}
+	if c.HeaderBytes == 0 {
+		c.HeaderBytes = DefaultHeaderBytes
 	}
 	if c.MinRTO == 0 {
 		c.MinRTO = minRTO
@@ -244,6 +293,15 @@ func (c *Config) normalize() error {
 		c.Short.RTT = DefaultRTT
 	}
 	return nil
+}
+
+// BottleneckBps is the rate the path is limited to: the shaper's rate if
+// there is one, else the link's.
+func (c *Config) BottleneckBps() float64 {
+	if c.Shaper != nil {
+		return c.Shaper.RateBps
+	}
+	return c.RateBps
 }
 
 // MaxRTT returns the largest base RTT among the configured flows (the

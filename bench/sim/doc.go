@@ -27,13 +27,38 @@
 //     treated as a loss at most once per RTT (RFC 3168).
 //   - Prague: a scalable L4S sender in the DCTCP/TCP Prague mould: ECT(1),
 //     per-packet ECN feedback (as AccECN), α the EWMA (g=1/16) of the
-//     marked fraction per RTT, cwnd·(1−α/2) at most once per RTT, +1 packet
-//     per RTT, paced at 1.2·cwnd/srtt, and a Reno halving on loss.
+//     marked fraction per round, cwnd·(1−α/2) at most once per round,
+//     additive increase on the unmarked deliveries, paced at cwnd/srtt
+//     (doubled below half ssthresh), and a Reno halving on loss. Its RTT
+//     independence (TCP Prague's default "RATE" scaling, v0.7's 4
+//     transition rounds): below 25 ms the increase is (srtt/25 ms)²
+//     segments per RTT, and rounds for α and reductions last at least
+//     25 ms (the virtual RTT); off above 100 ms or with
+//     FlowSpec.PragueNoRTTIndependence.
+//   - HyStart++ (RFC 9406) for Reno and CUBIC on request
+//     (FlowSpec.HyStart).
+//   - BBR: BBR version 1 (the IETF draft's model with Linux v1's
+//     constants): delivery-rate samples from per-segment send records, a
+//     windowed max of them over 10 rounds (exact, where Linux keeps an
+//     approximation), min RTT with a 10 s expiry, Startup (gain 2.89),
+//     Drain, ProbeBW's 8-phase gain cycle from a random phase, ProbeRTT
+//     (4 packets for 200 ms and a round), pacing at 0.99·gain·BtlBw, a
+//     window of gain·BDP plus Linux's three send quanta, and packet
+//     conservation for a round on loss instead of a window cut. Not
+//     modelled: the ACK-aggregation allowance (no ACK aggregation without a
+//     shaper or delayed ACKs) and the long-term ("policer") bandwidth
+//     estimator. A lone flow in a noise-free path would never enter ProbeRTT
+//     (its RTT samples never rise above the minimum); here the queue its
+//     send quanta keep, or other flows, make them vary.
 //   - CBR: unresponsive constant-rate UDP, ECN-capable or not.
 //   - Ping: a probe every Interval; its round-trip time is measured.
 //   - Short flows ([ShortFlows]): finite TCP flows arriving as a Poisson
 //     process with exponential or Pareto sizes; their completion times are
 //     measured.
+//
+// An optional HTB-like [Shaper] sits between the queue and the link: the
+// link then runs at the physical line rate and dequeues only while the
+// shaper's tokens allow (see [Shaper] for where it differs from Linux HTB).
 //
 // # Metrics
 //
@@ -44,7 +69,12 @@
 // drops and marks as counts, rates and fractions, the time-average queue,
 // the coefficient of variation of the aggregate throughput per sample
 // interval, short-flow completion times, ping RTTs, and (on request) time
-// series.
+// series. It also holds payload goodput (headers excluded) and utilization
+// counted that way, the coefficient of variation of receiver goodput in
+// fixed 100 ms and 1 s bins (aggregate and per receiver), drops over the
+// whole run, the queue length sampled on a fixed grid, and per flow group
+// the goodput in 100 ms bins (instantaneous throughput) and the RTT
+// samples (latency under load).
 //
 // # Determinism and speed
 //
@@ -71,11 +101,13 @@
 //     (a single SACK block and the segment's CE bit), and the sender keeps an
 //     exact scoreboard from them; real SACK repeats blocks to survive ACK
 //     loss, which this return path does not have.
-//   - No HyStart, PRR, RACK, TLP or F-RTO; after an RTO the sender treats
+//   - No PRR, RACK, TLP or F-RTO; HyStart++ only where a flow asks for it
+//     (Linux's CUBIC uses its own HyStart); after an RTO the sender treats
 //     every un-SACKed segment as lost and restarts from one segment.
-//   - Prague omits TCP Prague's RTT-independence and its own slow-start
-//     exit tweaks; Classic ECN echoes CE per ACK instead of holding ECE until
-//     CWR (the sender's once-per-RTT reaction makes them equivalent).
+//   - Prague omits its own slow-start exit tweaks, its rate-based mode at
+//     tiny windows and the classic-ECN-AQM detector; Classic ECN echoes CE
+//     per ACK instead of holding ECE until CWR (the sender's once-per-RTT
+//     reaction makes them equivalent).
 //
 // # Self-checks
 //

@@ -6,14 +6,16 @@ import "github.com/aqmkit/aqmkit/aqm"
 type evKind uint8
 
 const (
-	evTxDone evKind = iota // the bottleneck finished sending its current packet
-	evAck                  // the head of a flow's return line reaches its sender
-	evSend                 // a flow may send (flow start, pacing, CBR or ping tick)
-	evRTO                  // a flow's retransmission timer may have expired
-	evStop                 // a flow stops sending (its Stop time)
-	evShort                // the next Poisson short flow arrives
-	evRate                 // the bottleneck rate changes (arg: index into RateChanges)
-	evSample               // a time-series sample is due
+	evTxDone    evKind = iota // the bottleneck finished sending its current packet
+	evAck                     // the head of a flow's return line reaches its sender
+	evSend                    // a flow may send (flow start, pacing, CBR or ping tick)
+	evRTO                     // a flow's retransmission timer may have expired
+	evStop                    // a flow stops sending (its Stop time)
+	evShort                   // the next Poisson short flow arrives
+	evRate                    // the bottleneck rate changes (arg: index into RateChanges)
+	evSample                  // a time-series sample is due
+	evQueueGrid               // a fixed-grid queue-length sample is due
+	evShaper                  // the shaper's tokens allow the link to send again
 )
 
 // event is one entry of the agenda. Events at the same instant fire in the

@@ -27,12 +27,68 @@ type metrics struct {
 
 	aggSamples []float64 // goodput per sample after warmup, bits/s
 	series     *Series
+
+	dropsAll uint64 // data packets dropped over the whole run, warmup included
+
+	// Payload delivered to receivers in fixed GoodputBin bins over the
+	// measured period, for all flows and per group (groups[i]).
+	nBins     int
+	aggBins   []uint64
+	groups    []string
+	groupBins [][]uint64
+	// groupRTT holds the RTT samples of each named group (nil for the
+	// unnamed one, so plain runs pay nothing per ACK).
+	groupRTT []*Histogram
+
+	qGrid []uint64 // qGrid[n]: fixed-grid samples that found n packets queued
 }
 
-func (m *metrics) init(c *Config) {
+func (m *metrics) init(c *Config, measured time.Duration) {
 	if c.Series {
 		m.series = &Series{}
 	}
+	m.nBins = int((measured + GoodputBin - 1) / GoodputBin)
+	m.aggBins = make([]uint64, m.nBins)
+}
+
+// groupIndex returns the index of a flow group, adding it if new.
+func (m *metrics) groupIndex(name string) int32 {
+	for i, g := range m.groups {
+		if g == name {
+			return int32(i)
+		}
+	}
+	m.groups = append(m.groups, name)
+	m.groupBins = append(m.groupBins, make([]uint64, m.nBins))
+	var h *Histogram
+	if name != "" {
+		h = &Histogram{}
+	}
+	m.groupRTT = append(m.groupRTT, h)
+	return int32(len(m.groups) - 1)
+}
+
+// queueGrid records one fixed-grid sample of the queue length.
+func (m *metrics) queueGrid(n int) {
+	for len(m.qGrid) <= n {
+		m.qGrid = append(m.qGrid, 0)
+	}
+	m.qGrid[n]++
+}
+
+// binRates converts the full bins of payload bytes, merged k at a time,
+// to Mb/s (a trailing partial bin, or partial merge, is left out).
+func binRates(bins []uint64, full, k int) []float64 {
+	out := make([]float64, 0, full/k)
+	sec := (time.Duration(k) * GoodputBin).Seconds()
+	for i := 0; i+k <= full; i += k {
+		var b uint64
+		for _, x := range bins[i : i+k] {
+			b += x
+		}
+		out = append(out, float64(b)*8/sec/1e6)
+	}
+	return out
 }
 
 func (m *metrics) sample(s *Sim) {
@@ -96,12 +152,40 @@ type FlowResult struct {
 	Group       string `json:",omitempty"`
 	RTTMs       float64
 	GoodputMbps float64
-	Sent        uint64
-	Retransmits uint64
-	Drops       uint64
-	Marks       uint64
-	Timeouts    uint64
-	Reductions  uint64
+	// PayloadGoodputMbps excludes headers.
+	PayloadGoodputMbps float64
+	Sent               uint64
+	Retransmits        uint64
+	Drops              uint64
+	Marks              uint64
+	Timeouts           uint64
+	Reductions         uint64
+}
+
+// GroupResult summarises the flows of one [FlowSpec.Group].
+type GroupResult struct {
+	Group string
+	// GoodputMbps is the payload the group's receivers got, headers
+	// excluded, over the measured period.
+	GoodputMbps float64
+	// BinsMbps is the group's payload goodput in consecutive 100 ms bins
+	// ([GoodputBin]) over the measured period (its instantaneous
+	// throughput); BinMeanMbps and BinSDMbps are their mean and
+	// (population) standard deviation.
+	BinsMbps               []float64 `json:",omitempty"`
+	BinMeanMbps, BinSDMbps float64
+	// RTT is the distribution of the group's RTT samples (one per ACK that
+	// advances the cumulative ACK) over the measured period: latency under
+	// load as its senders saw it.
+	RTT DelayStats
+}
+
+// QueueGridStats is the queue length sampled on a fixed time grid
+// ([Config.QueueSampleInterval]) over the measured period.
+type QueueGridStats struct {
+	Samples                 uint64
+	MeanPackets, P99Packets float64
+	MaxPackets              int
 }
 
 // FCT is one short flow's completion.
@@ -115,11 +199,35 @@ type FCT struct {
 type Result struct {
 	// MeasuredSeconds is the length of the measured period.
 	MeasuredSeconds float64
+	// BottleneckMbps is the rate the path is limited to (the shaper's if
+	// there is one) at the start of the run.
+	BottleneckMbps float64
 	// Utilization is the bytes the bottleneck sent over what it could have
-	// sent at its configured rate(s).
+	// sent at its configured rate(s), or at the shaper's rate if there is
+	// one.
 	Utilization float64
-	// GoodputMbps is the in-order data delivered to all receivers.
+	// GoodputMbps is the new data delivered to all receivers, counted in
+	// bytes on the wire (headers included).
 	GoodputMbps float64
+	// PayloadGoodputMbps counts the same data as payload only (each TCP
+	// packet's size minus [Config.HeaderBytes]): application goodput.
+	PayloadGoodputMbps float64
+	// PayloadUtilization is PayloadGoodputMbps over the link capacity (the
+	// other way of counting utilization, next to the wire's).
+	PayloadUtilization float64
+	// GoodputCoV100ms and GoodputCoV1s are the coefficients of variation
+	// (population standard deviation over mean) of the receivers' summed
+	// payload goodput in fixed 100 ms and 1 s bins.
+	GoodputCoV100ms, GoodputCoV1s float64
+	// FlowCoV100ms and FlowCoV1s are the same per receiver: the mean, over
+	// the long-lived TCP flows, of each one's payload-goodput CoV.
+	FlowCoV100ms, FlowCoV1s float64
+	// DropsWholeRun counts every dropped data packet, warmup included.
+	DropsWholeRun uint64
+	// QueueGrid is the fixed-grid queue length (zero if not sampled).
+	QueueGrid QueueGridStats
+	// Groups summarise the flow groups in order of first appearance.
+	Groups []GroupResult `json:",omitempty"`
 	// Jain is Jain's fairness index over the long-lived TCP flows' goodput.
 	Jain float64
 	// L4SClassicRatio is the mean goodput of an L4S flow over that of a
@@ -156,6 +264,58 @@ type Result struct {
 	Series *Series `json:",omitempty"`
 
 	delay map[string]*Histogram
+	rtt   []*Histogram // per group, as Groups
+}
+
+// GroupRTTHistogram returns the RTT-sample histogram of a named flow
+// group, or nil.
+func (r *Result) GroupRTTHistogram(group string) *Histogram {
+	for i, g := range r.Groups {
+		if g.Group == group && i < len(r.rtt) {
+			return r.rtt[i]
+		}
+	}
+	return nil
+}
+
+// Group returns the summary of a flow group (zero if absent).
+func (r *Result) Group(group string) GroupResult {
+	for _, g := range r.Groups {
+		if g.Group == group {
+			return g
+		}
+	}
+	return GroupResult{Group: group}
+}
+
+// gridStats summarises fixed-grid queue-length samples: counts[n] samples
+// saw n packets.
+func gridStats(counts []uint64) QueueGridStats {
+	var q QueueGridStats
+	var sum float64
+	for n, c := range counts {
+		q.Samples += c
+		sum += float64(n) * float64(c)
+		if c > 0 {
+			q.MaxPackets = n
+		}
+	}
+	if q.Samples == 0 {
+		return q
+	}
+	q.MeanPackets = sum / float64(q.Samples)
+	// The 99th percentile: the smallest n with at least 99% of the samples
+	// at or below it.
+	need := uint64(math.Ceil(0.99 * float64(q.Samples)))
+	var cum uint64
+	for n, c := range counts {
+		cum += c
+		if cum >= need {
+			q.P99Packets = float64(n)
+			break
+		}
+	}
+	return q
 }
 
 // GroupGoodputMbps returns the summed goodput of the flows whose Group is
@@ -177,7 +337,7 @@ func (r *Result) DelayHistogram(class string) *Histogram { return r.delay[class]
 func (s *Sim) result(events uint64, wall time.Duration) *Result {
 	m := &s.m
 	meas := s.end.Sub(s.warm).Seconds()
-	r := &Result{MeasuredSeconds: meas, Events: events, Packets: m.sentPkts, WallSeconds: wall.Seconds()}
+	r := &Result{MeasuredSeconds: meas, BottleneckMbps: s.cfg.BottleneckBps() / 1e6, Events: events, Packets: m.sentPkts, WallSeconds: wall.Seconds()}
 	// Capacity over the measured period, piecewise over the rate changes.
 	type change struct {
 		at   aqm.Time
@@ -186,6 +346,9 @@ func (s *Sim) result(events uint64, wall time.Duration) *Result {
 	cs := []change{{epoch, s.cfg.RateBps}}
 	for _, rc := range s.cfg.RateChanges {
 		cs = append(cs, change{epoch.Add(rc.At), rc.RateBps})
+	}
+	if s.cfg.Shaper != nil {
+		cs = []change{{epoch, s.cfg.Shaper.RateBps}}
 	}
 	slices.SortStableFunc(cs, func(a, b change) int { return cmp.Compare(a.at, b.at) })
 	capBits := 0.0
@@ -234,7 +397,7 @@ func (s *Sim) result(events uint64, wall time.Duration) *Result {
 		g := float64(f.goodBytes) * 8 / meas / 1e6
 		r.Flows = append(r.Flows, FlowResult{
 			ID: int(f.id), Kind: f.kind, Class: f.class.String(), Group: f.group, RTTMs: f.rtt.Seconds() * 1e3,
-			GoodputMbps: g, Sent: f.sent, Retransmits: f.retx, Drops: f.drops, Marks: f.marks,
+			GoodputMbps: g, PayloadGoodputMbps: float64(f.payloadBytes) * 8 / meas / 1e6, Sent: f.sent, Retransmits: f.retx, Drops: f.drops, Marks: f.marks,
 			Timeouts: f.timeouts, Reductions: f.reductions,
 		})
 		switch f.class {
@@ -247,6 +410,45 @@ func (s *Sim) result(events uint64, wall time.Duration) *Result {
 		}
 	}
 	r.GoodputMbps = float64(good) * 8 / meas / 1e6
+	var payload uint64
+	for _, f := range s.flows {
+		payload += f.payloadBytes
+	}
+	r.PayloadGoodputMbps = float64(payload) * 8 / meas / 1e6
+	if capBits > 0 {
+		r.PayloadUtilization = float64(payload) * 8 / capBits
+	}
+	r.DropsWholeRun = m.dropsAll
+	full := int(s.end.Sub(s.warm) / GoodputBin)
+	r.GoodputCoV100ms = cov(binRates(m.aggBins, full, 1))
+	r.GoodputCoV1s = cov(binRates(m.aggBins, full, int(time.Second/GoodputBin)))
+	var fc100, fc1s []float64
+	for _, f := range s.flows {
+		if f.bins != nil && (f.class == ClassClassic || f.class == ClassL4S) {
+			fc100 = append(fc100, cov(binRates(f.bins, full, 1)))
+			fc1s = append(fc1s, cov(binRates(f.bins, full, int(time.Second/GoodputBin))))
+		}
+	}
+	r.FlowCoV100ms, r.FlowCoV1s = mean(fc100), mean(fc1s)
+	for i, name := range m.groups {
+		bins := binRates(m.groupBins[i], full, 1)
+		gr := GroupResult{Group: name, BinsMbps: bins}
+		var sum uint64
+		for _, b := range m.groupBins[i] {
+			sum += b
+		}
+		gr.GoodputMbps = float64(sum) * 8 / meas / 1e6
+		gr.BinMeanMbps = mean(bins)
+		gr.BinSDMbps = gr.BinMeanMbps * cov(bins)
+		if h := m.groupRTT[i]; h != nil {
+			gr.RTT = delayStats(h)
+			r.rtt = append(r.rtt, h)
+		} else {
+			r.rtt = append(r.rtt, nil)
+		}
+		r.Groups = append(r.Groups, gr)
+	}
+	r.QueueGrid = gridStats(m.qGrid)
 	r.Jain = Jain(jainX)
 	if len(l4s) > 0 && len(classic) > 0 && mean(classic) > 0 {
 		r.L4SClassicRatio = mean(l4s) / mean(classic)

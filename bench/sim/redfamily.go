@@ -138,88 +138,181 @@ func (d *deviceQueue) Stats() aqm.Stats {
 	return s
 }
 
-// ns-3's red-vs-ared example (src/traffic-control/examples/red-vs-ared.cc,
-// Mohit P. Tahiliani, NITK Surathkal, 2015), the published RED/ARED setup
-// the red-family scenario follows, with the ns-3 defaults it relies on
-// (RedQueueDisc, TcpSocket and TcpSocketBase attributes of that era). The
-// bottleneck rate and the duration are the (2 Mb/s, 60 s); the
-// example itself runs 1 Mb/s for 14 s of traffic.
+// The red-family scenario models the published ns-3 RED study: ns-3 3.41,
+// a dumbbell, ten TCP bulk-send sources, a 2 Mb/s bottleneck, identical
+// thresholds for RED, Gentle RED and ARED, 60 s. What the study does not
+// state is filled in with ns-3's defaults of that era (NewReno with SACK,
+// 536-byte segments, RedQueueDisc QW 0.002, LInterm 50 and Wait on, a 1 s
+// minimum RTO) and two stand-ins: a 40 ms base RTT and a 50-packet
+// queue-disc limit. The layout of ns-3's red-vs-ared example (Mohit P.
+// Tahiliani, NITK Surathkal, 2015) supplies the rest.
 const (
-	redFamilyFlows         = 10                    // nLeaf
-	redFamilyRateBps       = 2e6                   // the study's rate (ns-3's example runs 1 Mb/s)
-	redFamilyBottleneckOWD = 50 * time.Millisecond // bottleNeckLinkDelay
-	redFamilyAccessOWD     = 1 * time.Millisecond  // pointToPointLeaf delay (10 Mb/s)
+	redFamilyFlows         = 10                    // ten bulk-send sources
+	redFamilyRateBps       = 2e6                   // the study's bottleneck
+	redFamilyRTT           = 40 * time.Millisecond // stand-in: not stated
 	redFamilySegmentBytes  = 536                   // ns-3 TcpSocket SegmentSize default
 	redFamilyHeaderBytes   = 40                    // IPv4 + TCP headers without options
-	redFamilyMeanPktBytes  = 512                   // pktSize: OnOff PacketSize and RED MeanPktSize
-	redFamilyMinTh         = 5                     // redMinTh
-	redFamilyMaxTh         = 15                    // redMaxTh
-	redFamilyDiscLimit     = 1000                  // queueDiscLimitPackets
-	redFamilyNS3DevicePkts = 100                   // maxPackets: DropTailQueue under the queue disc (not used, see below)
+	redFamilyMeanPktBytes  = 512                   // RED MeanPktSize as the red-vs-ared example sets it
+	redFamilyMinTh         = 5                     // identical thresholds for the three variants
+	redFamilyMaxTh         = 15                    //
+	redFamilyDiscLimit     = 50                    // stand-in: not stated
+	redFamilyNS3DevicePkts = 100                   // ns-3's DropTail device queue under the disc (left out, see below)
 	redFamilyDevicePackets = 0                     // ours: RED sees the whole queue
 	redFamilyWeight        = 0.002                 // RedQueueDisc QW default
 	redFamilyMaxP          = 1.0 / 50              // RedQueueDisc LInterm default 50
-	redFamilyAREDMaxP      = 1.0 / 10              // the example sets LInterm 10 for ARED
+	redFamilyAREDMaxP      = 1.0 / 10              // red-vs-ared sets LInterm 10 for ARED
 	redFamilyWait          = true                  // RedQueueDisc Wait default (ns-2 wait_)
 	redFamilyMinRTO        = time.Second           // TcpSocketBase MinRto default (RFC 6298)
-	redFamilyStart         = time.Second           // clientApps.Start(1 s)
-	redFamilyDuration      = 60 * time.Second      // the study's duration
-	redFamilyWarmup        = 10 * time.Second      // ours: steady state only
-	redFamilySample        = time.Second           // throughput CoV interval (ours)
+	redFamilyStart         = time.Second           // red-vs-ared: clientApps.Start(1 s)
+	redFamilyDuration      = 60 * time.Second      // the study's run
+	redFamilyWarmup        = 10 * time.Second      // ours: rates, CoV and queue from the steady state
+	redFamilySample        = time.Second           // the legacy aggregate CoV interval
+	redFamilyQueueGrid     = 10 * time.Millisecond // fixed grid of queue-length samples
 )
 
-// The example's queue disc sits on a 100-packet drop-tail device queue
-// (redFamilyNS3DevicePkts) that ns-3's flow control fills first. At 2 Mb/s
-// that device queue holds 230 ms of packets, the link never idles, RED
-// manages only the overflow (about 8 packets) and the three variants tie at
-// 100 % utilization with no throughput variation: a comparison of nothing.
-// The scenario therefore leaves the device queue out, so that RED manages the
-// whole queue; REDParams.DevicePackets = redFamilyNS3DevicePkts restores the
-// example's stack.
+// ns-3 puts the queue disc on a 100-packet drop-tail device queue
+// (redFamilyNS3DevicePkts) that its flow control fills first. At 2 Mb/s that
+// device queue holds 230 ms of packets, the link never idles, RED manages
+// only the overflow and the three variants tie at 100 % utilization: a
+// comparison of nothing. The scenario therefore leaves the device queue out,
+// so that RED manages the whole queue; REDParams.DevicePackets restores it.
 
-// redFamilyRTT is every flow's base RTT: the sender's access link, the
-// bottleneck and the receiver's access link, both ways: 2·(1+50+1) ms.
-const redFamilyRTT = 2 * (redFamilyAccessOWD + redFamilyBottleneckOWD + redFamilyAccessOWD)
+// Published are the RED study's figures, as the table prints them next to
+// ours (zero: not published).
+type redPublished struct {
+	goodputMbps, covPct, drops, meanQueue, p99Queue float64
+}
 
-// redFamilyScenario follows ns-3's red-vs-ared example (see the constants
-// above) with the rate and duration.
+var redFamilyPublished = map[string]redPublished{
+	"red":        {goodputMbps: 1.80, covPct: 18.7, drops: 1240},
+	"gentle-red": {goodputMbps: 1.80, covPct: 24.7, meanQueue: 6.40},
+	"ared":       {goodputMbps: 1.80, drops: 1003, p99Queue: 49},
+}
+
+// RedFamilyPublished returns the study's published figures for a variant
+// ("red", "gentle-red", "ared"): goodput in Mb/s, throughput CoV in %, drops
+// over the run, mean and p99 queue in packets; zero where the study gives
+// none.
+func RedFamilyPublished(aqm string) (goodputMbps, covPct, drops, meanQueue, p99Queue float64) {
+	p := redFamilyPublished[aqm]
+	return p.goodputMbps, p.covPct, p.drops, p.meanQueue, p.p99Queue
+}
+
+// redSetup is one red-family configuration: the study's stand-ins and the
+// knobs the sensitivity variant moves.
+type redSetup struct {
+	label   string
+	rtt     time.Duration
+	limit   int
+	segment int // payload bytes
+	wait    bool
+	device  int // ns-3 device-queue packets under the disc (0: none)
+	flows   int
+	rate    float64
+	dur     time.Duration
+}
+
+func (u redSetup) runs(names []string, o Options) []Run {
+	cfg := Config{
+		RateBps: u.rate, MSS: u.segment + redFamilyHeaderBytes, HeaderBytes: redFamilyHeaderBytes,
+		Duration: u.dur, Seed: o.Seed, MinRTO: redFamilyMinRTO,
+		SampleInterval: redFamilySample, StartJitter: time.Second, Series: o.Series,
+		QueueSampleInterval: redFamilyQueueGrid,
+	}
+	cfg.Warmup = min(redFamilyWarmup, cfg.Duration/6)
+	for range u.flows {
+		cfg.Flows = append(cfg.Flows, FlowSpec{Kind: Reno, RTT: u.rtt, Start: redFamilyStart, Group: "tcp"})
+	}
+	var runs []Run
+	for _, a := range names {
+		runs = append(runs, Run{Scenario: "red-family", Group: u.label, AQM: a,
+			BufferPackets: u.limit, REDMinThreshold: redFamilyMinTh, REDMaxThreshold: redFamilyMaxTh,
+			RED: REDParams{
+				Weight: redFamilyWeight, MaxP: redFamilyMaxP, AREDMaxP: redFamilyAREDMaxP, Wait: u.wait,
+				MeanPacketBytes: redFamilyMeanPktBytes, DevicePackets: u.device,
+			},
+			Config: cfg})
+	}
+	return runs
+}
+
+// redFamilySensitivity lists the sensitivity variant's changes from the
+// base setup, in order: RTT, queue-disc limit, segment size, RED's wait
+// between drops, and ns-3's device queue under the disc (alone and with a
+// 100 ms RTT).
+var redFamilySensitivity = []func(u *redSetup){
+	func(u *redSetup) { u.rtt = 20 * time.Millisecond },
+	func(u *redSetup) { u.rtt = 100 * time.Millisecond },
+	func(u *redSetup) { u.rtt = 200 * time.Millisecond },
+	func(u *redSetup) { u.limit = 25 },
+	func(u *redSetup) { u.limit = 100 },
+	func(u *redSetup) { u.limit = 1000 },
+	func(u *redSetup) { u.segment = 1448 },
+	func(u *redSetup) { u.wait = false },
+	func(u *redSetup) { u.device = redFamilyNS3DevicePkts },
+	func(u *redSetup) { u.device, u.rtt = redFamilyNS3DevicePkts, 100*time.Millisecond },
+}
+
+// redFamilyScenario models the RED study (see the constants above).
 var redFamilyScenario = Scenario{
 	Name: "red-family",
-	Desc: fmt.Sprintf("ns-3's red-vs-ared setup: %d long-lived NewReno (SACK) flows, Not-ECT, base RTT %v "+
-		"(10 Mb/s 1 ms access links, 50 ms bottleneck), %d-byte segments (%d on the wire), through a 2 Mb/s bottleneck for 60 s "+
-		"(flows start at 1 s, first 10 s excluded); RED, Gentle RED and ARED with identical thresholds (min 5, max 15 packets), "+
-		"w_q 0.002 and max_p 1/50 (ARED: automatic w_q, initial max_p 1/10), ns-3's Wait between drops, mean packet 512 B, 1000-packet queue disc "+
-		"with no device queue under it (ns-3's 100-packet one would hold all the queue), min RTO 1 s; throughput sampled every 1 s",
-		redFamilyFlows, redFamilyRTT, redFamilySegmentBytes, redFamilySegmentBytes+redFamilyHeaderBytes),
-	Published: "ns-3 comparison: ~90% utilization for all three; RED the lowest throughput CoV; ARED the fewest drops; " +
-		"Gentle RED the lowest mean queue",
+	Desc: fmt.Sprintf("the ns-3 RED study's setup: %d long-lived NewReno (SACK) flows, Not-ECT, base RTT %v, "+
+		"%d-byte segments (%d on the wire), a 2 Mb/s bottleneck for 60 s (flows start at 1 s; rates, CoV and queue from 10 s on, "+
+		"drops over the whole run); non-gentle RED, Gentle RED and ARED with identical thresholds (min 5, max 15 packets), "+
+		"a %d-packet limit, w_q 0.002 and max_p 1/50 (ARED: automatic w_q, initial max_p 1/10), ns-3's Wait between drops, "+
+		"mean packet 512 B, min RTO 1 s; goodput is payload (headers excluded), CoV over 100 ms bins (and 1 s), queue sampled every 10 ms. "+
+		"Variant 'sensitivity' moves one knob at a time (RTT 20/100/200 ms, limit 25/100/1000, 1448-byte segments, no Wait, "+
+		"ns-3's 100-packet device queue under the disc, alone and with a 100 ms RTT; the queue is then the disc's)",
+		redFamilyFlows, redFamilyRTT, redFamilySegmentBytes, redFamilySegmentBytes+redFamilyHeaderBytes, redFamilyDiscLimit),
+	Published: "ns-3 study: about 90% utilization at 1.80 Mb/s goodput for all three; RED the most drops (1240) and the lowest " +
+		"throughput CoV (18.7%); ARED the fewest drops (1003) and the largest queue oscillations (p99 49 packets); Gentle RED " +
+		"the lowest mean queue (6.40 packets) and the highest CoV (24.7%)",
 	DefaultReps: 5,
+	Variants:    []string{"sensitivity"},
 	Runs: func(o Options) ([]Run, error) {
-		names, err := pickAQMs(o, []string{"red", "ared", "gentle-red"})
+		names, err := pickAQMs(o, []string{"red", "gentle-red", "ared"})
 		if err != nil {
 			return nil, err
 		}
-		n := orInt(o.Flows, redFamilyFlows)
-		rtts := orRTTs(o.RTTs, []time.Duration{redFamilyRTT})
-		cfg := Config{
-			RateBps: orRate(o.RateBps, redFamilyRateBps), MSS: redFamilySegmentBytes + redFamilyHeaderBytes,
-			Duration: orDur(o.Duration, redFamilyDuration), Seed: o.Seed, MinRTO: redFamilyMinRTO,
-			SampleInterval: redFamilySample, StartJitter: time.Second, Series: o.Series,
+		base := redSetup{device: redFamilyDevicePackets,
+			label: "base", rtt: redFamilyRTT, limit: redFamilyDiscLimit, segment: redFamilySegmentBytes, wait: redFamilyWait,
+			flows: orInt(o.Flows, redFamilyFlows), rate: orRate(o.RateBps, redFamilyRateBps), dur: orDur(o.Duration, redFamilyDuration),
 		}
-		cfg.Warmup = min(redFamilyWarmup, cfg.Duration/6)
-		for i := range n {
-			cfg.Flows = append(cfg.Flows, FlowSpec{Kind: Reno, RTT: rtts[i%len(rtts)], Start: redFamilyStart, Group: "tcp"})
+		if len(o.RTTs) > 0 {
+			base.rtt = o.RTTs[0]
 		}
-		var runs []Run
-		for _, a := range names {
-			runs = append(runs, Run{Scenario: "red-family", Group: fmt.Sprintf("%d flows", n), AQM: a,
-				BufferPackets: redFamilyDiscLimit, REDMinThreshold: redFamilyMinTh, REDMaxThreshold: redFamilyMaxTh,
-				RED: REDParams{
-					Weight: redFamilyWeight, MaxP: redFamilyMaxP, AREDMaxP: redFamilyAREDMaxP, Wait: redFamilyWait,
-					MeanPacketBytes: redFamilyMeanPktBytes, DevicePackets: redFamilyDevicePackets,
-				},
-				Config: cfg})
+		switch o.Variant {
+		case "":
+			return base.runs(names, o), nil
+		case "sensitivity":
+			runs := base.runs(names, o)
+			for _, change := range redFamilySensitivity {
+				u := base
+				change(&u)
+				u.label = u.describe(base)
+				runs = append(runs, u.runs(names, o)...)
+			}
+			return runs, nil
 		}
-		return runs, nil
+		return nil, fmt.Errorf("red-family: unknown variant %q (want sensitivity or none)", o.Variant)
 	},
+}
+
+// describe names what differs from base.
+func (u redSetup) describe(base redSetup) string {
+	switch {
+	case u.rtt != base.rtt && u.device != base.device:
+		return fmt.Sprintf("device=%d rtt=%v", u.device, u.rtt)
+	case u.rtt != base.rtt:
+		return fmt.Sprintf("rtt=%v", u.rtt)
+	case u.limit != base.limit:
+		return fmt.Sprintf("limit=%d", u.limit)
+	case u.segment != base.segment:
+		return fmt.Sprintf("seg=%d", u.segment)
+	case u.wait != base.wait:
+		return fmt.Sprintf("wait=%v", u.wait)
+	case u.device != base.device:
+		return fmt.Sprintf("device=%d", u.device)
+	}
+	return "base"
 }

@@ -13,18 +13,14 @@ import (
 	"github.com/aqmkit/aqmkit/red"
 )
 
-// TestRedFamilyFollowsNS3 pins the red-family scenario to its published
-// source, ns-3's src/traffic-control/examples/red-vs-ared.cc (Mohit P.
-// Tahiliani, NITK Surathkal, 2015) and the ns-3 defaults it relies on:
-// 10 leaf pairs on 10 Mb/s 1 ms links around a bottleneck with 50 ms delay
-// (base RTT 2·(1+50+1) = 104 ms), MinTh 5 and MaxTh 15 packets, queue disc
-// limit 1000 packets over a 100-packet DropTail device queue, MeanPktSize
-// 512 B, RedQueueDisc QW 0.002 and LInterm 50 (max_p 1/50), LInterm 10 for
-// ARED, RedQueueDisc Wait true (the default: wait between drops),
-// TcpSocket SegmentSize 536 B (+40 B of IPv4/TCP headers), TCP MinRto 1 s,
-// clients started at 1 s; and the 2 Mb/s for 60 s.
-// The numbers below are typed from those sources, not from the code.
-func TestRedFamilyFollowsNS3(t *testing.T) {
+// TestRedFamilyFollowsStudy pins the red-family scenario to the RED
+// study's stated setup (ten bulk TCP sources, 2 Mb/s, identical thresholds
+// 5 and 15, 60 s), ns-3's defaults of that era (NewReno, 536-byte segments
+// plus 40 bytes of IPv4/TCP headers, min RTO 1 s, RedQueueDisc QW 0.002,
+// LInterm 50, Wait on; LInterm 10 and MeanPktSize 512 as red-vs-ared sets
+// them) and the stand-ins for what it does not state (40 ms base RTT,
+// 50-packet limit). The numbers are typed from those sources, not the code.
+func TestRedFamilyFollowsStudy(t *testing.T) {
 	sc, err := LookupScenario("red-family")
 	require.NoError(t, err)
 	runs, err := sc.Runs(Options{Seed: 1})
@@ -33,9 +29,12 @@ func TestRedFamilyFollowsNS3(t *testing.T) {
 	for _, r := range runs {
 		names = append(names, r.AQM)
 		c := r.Config
+		require.Equal(t, "base", r.Group)
 		require.Equal(t, 2e6, c.RateBps, r.AQM)
 		require.Equal(t, 60*time.Second, c.Duration, r.AQM)
 		require.Equal(t, 576, c.MSS, r.AQM)
+		require.Equal(t, 40, c.HeaderBytes, r.AQM)
+		require.Equal(t, 10*time.Millisecond, c.QueueSampleInterval, r.AQM)
 		require.Equal(t, time.Second, c.MinRTO, r.AQM)
 		require.Empty(t, c.RateChanges, r.AQM)
 		require.Zero(t, c.LossProb, r.AQM)
@@ -43,17 +42,46 @@ func TestRedFamilyFollowsNS3(t *testing.T) {
 		for _, f := range c.Flows {
 			require.Equal(t, Reno, f.Kind)
 			require.False(t, f.ECN, "ns-3's UseEcn is off: Not-ECT flows")
-			require.Equal(t, 104*time.Millisecond, f.RTT)
+			require.Equal(t, 40*time.Millisecond, f.RTT)
 			require.Equal(t, time.Second, f.Start)
 			require.Zero(t, f.SizePackets, "long-lived flows")
 		}
-		require.Equal(t, 1000, r.BufferPackets, r.AQM)
+		require.Equal(t, 50, r.BufferPackets, r.AQM)
 		require.Equal(t, 5, r.REDMinThreshold, r.AQM)
 		require.Equal(t, 15, r.REDMaxThreshold, r.AQM)
 		require.Equal(t, REDParams{Weight: 0.002, MaxP: 0.02, AREDMaxP: 0.1, Wait: true, MeanPacketBytes: 512, DevicePackets: 0}, r.RED, r.AQM)
 		require.Equal(t, 100, redFamilyNS3DevicePkts, "ns-3's device queue, documented and left out")
 	}
 	require.ElementsMatch(t, []string{"red", "ared", "gentle-red"}, names)
+
+	// The sensitivity variant adds one-knob changes, each labelled, on top
+	// of the base case.
+	runs, err = sc.Runs(Options{Seed: 1, Variant: "sensitivity"})
+	require.NoError(t, err)
+	groups := map[string]Run{}
+	for _, r := range runs {
+		groups[r.Group] = r
+	}
+	require.Len(t, groups, 1+len(redFamilySensitivity))
+	require.Equal(t, 100, groups["device=100"].RED.DevicePackets)
+	require.Equal(t, 100*time.Millisecond, groups["device=100 rtt=100ms"].Config.Flows[0].RTT)
+	require.Equal(t, 100*time.Millisecond, groups["rtt=100ms"].Config.Flows[0].RTT)
+	require.Equal(t, 1000, groups["limit=1000"].BufferPackets)
+	require.Equal(t, 1488, groups["seg=1448"].Config.MSS)
+	require.False(t, groups["wait=false"].RED.Wait)
+	_, err = sc.Runs(Options{Variant: "nope"})
+	require.ErrorContains(t, err, "nope")
+}
+
+// TestRedFamilyPublished protects the published figures the table prints
+// next to ours, typed from the study's text.
+func TestRedFamilyPublished(t *testing.T) {
+	g, cv, d, _, _ := RedFamilyPublished("red")
+	require.Equal(t, []float64{1.80, 18.7, 1240}, []float64{g, cv, d})
+	_, cv, _, mq, _ := RedFamilyPublished("gentle-red")
+	require.Equal(t, []float64{24.7, 6.40}, []float64{cv, mq})
+	_, _, d, _, pq := RedFamilyPublished("ared")
+	require.Equal(t, []float64{1003, 49}, []float64{d, pq})
 }
 
 // TestRedFamilyQueues protects how the scenario's Env becomes red.Configs:
@@ -96,7 +124,7 @@ func TestRedFamilyQueues(t *testing.T) {
 		require.Equal(t, w.adaptive, c.Adaptive, r.AQM)
 		require.True(t, c.Wait, "%s: ns-3's RedQueueDisc waits between drops by default", r.AQM)
 		require.Equal(t, 512, c.MeanPacketBytes, r.AQM)
-		require.Equal(t, 1000, c.LimitPackets, r.AQM)
+		require.Equal(t, 50, c.LimitPackets, r.AQM)
 	}
 	// Outside the scenario (REDParams zero) the RED family keeps Floyd and
 	// Jacobson's spacing.

@@ -24,6 +24,10 @@ type Run struct {
 	REDMinThreshold, REDMaxThreshold int `json:",omitempty"`
 	// RED overrides the RED family's settings; passed in [Env].
 	RED REDParams `json:",omitzero"`
+	// Params label the run's sub-case by parameter (for example the
+	// speedtest's tool, rate, burst and cross traffic), for plots and
+	// outputs.
+	Params map[string]string `json:",omitempty"`
 	// Config is the simulation; its Seed is the first repetition's.
 	Config Config
 	// Rep is the repetition index (set by [Execute]).
@@ -39,7 +43,7 @@ func (r Run) Execute() (*Result, error) {
 	}
 	s, err := New(r.Config, func(onDrop aqm.DropFunc[uint64]) (aqm.Queue[uint64], error) {
 		return a.New(Env{
-			RateBps: r.Config.RateBps, MSS: max(r.Config.MSS, 0), MaxRTT: r.Config.MaxRTT(),
+			RateBps: r.Config.BottleneckBps(), MSS: max(r.Config.MSS, 0), MaxRTT: r.Config.MaxRTT(),
 			BufferPackets: r.BufferPackets, REDMinThreshold: r.REDMinThreshold,
 			REDMaxThreshold: r.REDMaxThreshold, RED: r.RED, Seed: r.Config.Seed, OnDrop: onDrop,
 		})

@@ -26,6 +26,11 @@ type Options struct {
 	Seed uint64
 	// Series keeps time series (for plots).
 	Series bool
+	// Variant selects one of the scenario's named variants ("" is the
+	// scenario itself; see Scenario.Variants).
+	Variant string
+	// Quick shrinks the scenario to a CI-sized run where it supports it.
+	Quick bool
 }
 
 // Scenario is a named experiment: a set of runs and the published figures
@@ -37,6 +42,8 @@ type Scenario struct {
 	Published string
 	// DefaultReps is the number of repetitions when the caller asks for none.
 	DefaultReps int
+	// Variants are the names Options.Variant accepts besides "".
+	Variants []string
 	// Runs expands the scenario into runs.
 	Runs func(o Options) ([]Run, error)
 }
@@ -162,11 +169,12 @@ var L4SMixes = [][2]int{{1, 1}, {5, 5}, {1, 9}}
 
 var l4sScenario = Scenario{
 	Name: "l4s",
-	Desc: "Prague-like (ECT(1)) and CUBIC (Not-ECT) long-lived flows in the mixes 1:1, 5:5 and 1:9 at 40 Mb/s, " +
-		"one base RTT per sub-case (10, 20, 50, 100 ms), DualPI2 against PIE (ECN, target 15 ms) and FQ-CoDel; " +
-		"1000-packet buffer; 40 s, first 10 s excluded",
+	Desc: "Prague (ECT(1), paced, RTT-independent unless marked no-rtt-indep) and CUBIC (Not-ECT, HyStart++) long-lived flows " +
+		"in the mixes 1:1, 5:5 and 1:9 at 40 Mb/s, one base RTT per sub-case (10, 20, 50, 100 ms), each with Prague's RTT " +
+		"independence on and off; DualPI2 against PIE (target 15 ms) and FQ-CoDel, and PIE and FQ-CoDel again with ECN-CUBIC " +
+		"(ECT(0)) as the Classic flows; 1000-packet buffer; 40 s, first 10 s excluded",
 	Published: "DualPI2 paper: L4S queueing delay median a few hundred µs and P99 < 2 ms under DualPI2, against tens of " +
-		"ms at P99 under PIE; balanced L4S:Classic rate (ratio near 1)",
+		"ms at P99 under PIE; balanced L4S:Classic rate (ratio near 1) with TCP Prague's RTT independence",
 	DefaultReps: 1,
 	Runs: func(o Options) ([]Run, error) {
 		names, err := pickAQMs(o, []string{"dualpi2", "pie", "fq-codel"})
@@ -182,18 +190,33 @@ var l4sScenario = Scenario{
 		var runs []Run
 		for _, mix := range mixes {
 			for _, rtt := range rtts {
-				cfg := Config{
-					RateBps: orRate(o.RateBps, 40e6), Duration: orDur(o.Duration, 40*time.Second), Seed: o.Seed,
-					StartJitter: 100 * time.Millisecond, Series: o.Series,
-					Flows: []FlowSpec{
-						{Kind: Prague, Count: mix[0], RTT: rtt, Group: "l4s"},
-						{Kind: CUBIC, Count: mix[1], RTT: rtt, Group: "classic"},
-					},
-				}
-				cfg.Warmup = cfg.Duration / 4
-				for _, a := range names {
-					runs = append(runs, Run{Scenario: "l4s", Group: fmt.Sprintf("%d:%d rtt=%v", mix[0], mix[1], rtt), AQM: a,
-						BufferPackets: 1000, Config: cfg})
+				for _, indep := range []bool{true, false} {
+					for _, ecnCubic := range []bool{false, true} {
+						cfg := Config{
+							RateBps: orRate(o.RateBps, 40e6), Duration: orDur(o.Duration, 40*time.Second), Seed: o.Seed,
+							StartJitter: 100 * time.Millisecond, Series: o.Series,
+							Flows: []FlowSpec{
+								{Kind: Prague, Count: mix[0], RTT: rtt, Group: "l4s", PragueNoRTTIndependence: !indep},
+								{Kind: CUBIC, Count: mix[1], RTT: rtt, Group: "classic", HyStart: true, ECN: ecnCubic},
+							},
+						}
+						cfg.Warmup = cfg.Duration / 4
+						g := fmt.Sprintf("%d:%d rtt=%v", mix[0], mix[1], rtt)
+						if !indep {
+							g += " no-rtt-indep"
+						}
+						if ecnCubic {
+							g += " ecn-cubic"
+						}
+						for _, a := range names {
+							if ecnCubic && a != "pie" && a != "fq-codel" {
+								continue
+							}
+							runs = append(runs, Run{Scenario: "l4s", Group: g, AQM: a, BufferPackets: 1000, Config: cfg,
+								Params: map[string]string{"mix": fmt.Sprintf("%d:%d", mix[0], mix[1]), "rtt": rtt.String(),
+									"rtt_indep": onOff(indep), "classic": map[bool]string{false: "cubic", true: "ecn-cubic"}[ecnCubic]}})
+						}
+					}
 				}
 			}
 		}
@@ -201,53 +224,7 @@ var l4sScenario = Scenario{
 	},
 }
 
-// SpeedtestRates are the speedtest scenario's link rates.
-var SpeedtestRates = []float64{100e6, 200e6, 500e6, 1000e6}
-
-var speedtestScenario = Scenario{
-	Name: "speedtest",
-	Desc: "a speed test: 8 parallel CUBIC flows (RTT 20 ms) download for 10 s over a shaped link of 100, 200, 500 " +
-		"and 1000 Mb/s, alone or against 2 long CUBIC cross-traffic flows (RTT 40 ms) started 2 s earlier, " +
-		"with a 10 ms ping; FIFO (1000 packets), CoDel, FQ-CoDel and SFQ with a 1000-packet limit; 3 seeds",
-	Published:   "(no single published figure: throughput and latency under load, and their spread over seeds)",
-	DefaultReps: 3,
-	Runs: func(o Options) ([]Run, error) {
-		names, err := pickAQMs(o, []string{"fifo", "codel", "fq-codel", "sfq"})
-		if err != nil {
-			return nil, err
-		}
-		rates := SpeedtestRates
-		if o.RateBps > 0 {
-			rates = []float64{o.RateBps}
-		}
-		rtts := orRTTs(o.RTTs, []time.Duration{20 * time.Millisecond, 40 * time.Millisecond})
-		crossRTT := rtts[len(rtts)-1]
-		n := orInt(o.Flows, 8)
-		test := orDur(o.Duration, 10*time.Second)
-		var runs []Run
-		for _, rate := range rates {
-			for _, cross := range []bool{false, true} {
-				cfg := Config{
-					RateBps: rate, Duration: 2*time.Second + test, Warmup: 2 * time.Second, Seed: o.Seed,
-					StartJitter: 20 * time.Millisecond, Series: o.Series,
-					Flows: []FlowSpec{
-						{Kind: CUBIC, Count: n, RTT: rtts[0], Start: 2 * time.Second, Group: "test"},
-						{Kind: Ping, RTT: rtts[0], Interval: 10 * time.Millisecond},
-					},
-				}
-				g := fmt.Sprintf("%gMb/s", rate/1e6)
-				if cross {
-					cfg.Flows = append(cfg.Flows, FlowSpec{Kind: CUBIC, Count: 2, RTT: crossRTT, Group: "cross"})
-					g += " +cross"
-				}
-				for _, a := range names {
-					runs = append(runs, Run{Scenario: "speedtest", Group: g, AQM: a, BufferPackets: 1000, Config: cfg})
-				}
-			}
-		}
-		return runs, nil
-	},
-}
+// speedtestScenario is in speedtest.go.
 
 // ScenarioAQMs returns the AQM names a scenario uses by default,
 // registered or not (for reporting which are missing).

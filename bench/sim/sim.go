@@ -101,6 +101,7 @@ type Sim struct {
 	nsPerByte float64
 	busy      bool
 	cur       int32
+	htb       *htb // nil: no shaper
 
 	// time-weighted queue length
 	qLastT       aqm.Time
@@ -133,8 +134,12 @@ func New(cfg Config, newQueue func(onDrop aqm.DropFunc[uint64]) (aqm.Queue[uint6
 	// Two PCG words from the seed: the same seed always gives the same run.
 	s.rng = rand.New(rand.NewPCG(cfg.Seed, 0x5851f42d4c957f2d))
 	s.setRate(cfg.RateBps)
+	if cfg.Shaper != nil {
+		s.htb = newHTB(*cfg.Shaper)
+		s.htb.last = epoch
+	}
 	s.pkts = make([]pkt, 0, 1024)
-	s.m.init(&s.cfg)
+	s.m.init(&s.cfg, s.end.Sub(s.warm))
 
 	for _, fs := range cfg.Flows {
 		n := max(fs.Count, 1)
@@ -153,6 +158,9 @@ func New(cfg Config, newQueue func(onDrop aqm.DropFunc[uint64]) (aqm.Queue[uint6
 		s.ag.push(event{at: epoch.Add(s.expGap(cfg.Short.PerSecond)), kind: evShort})
 	}
 	s.ag.push(event{at: epoch.Add(cfg.SampleInterval), kind: evSample})
+	if cfg.QueueSampleInterval > 0 {
+		s.ag.push(event{at: s.warm, kind: evQueueGrid})
+	}
 	return s, nil
 }
 
@@ -168,6 +176,17 @@ func (s *Sim) expGap(perSecond float64) time.Duration {
 func (s *Sim) addFlow(fs FlowSpec, short bool, start aqm.Time) *flow {
 	f := newFlow(int32(len(s.flows)), fs, short, s.cfg.MSS)
 	f.group = fs.Group
+	f.groupIdx = s.m.groupIndex(fs.Group)
+	f.payload = uint64(max(f.pktBytes-s.cfg.HeaderBytes, 0))
+	if f.kind == CBR || f.kind == Ping {
+		f.payload = uint64(f.pktBytes)
+	}
+	if !short {
+		f.bins = make([]uint64, s.m.nBins)
+	}
+	if f.kind == BBR {
+		s.bbrInit(f, start)
+	}
 	f.start = start
 	if fs.Stop > 0 {
 		f.stop = epoch.Add(fs.Stop)
@@ -219,6 +238,17 @@ func (s *Sim) Run() *Result {
 			s.shortArrival()
 		case evRate:
 			s.setRate(s.cfg.RateChanges[e.arg].RateBps)
+		case evShaper:
+			s.shaperWake()
+		case evQueueGrid:
+			// Under a device queue, the grid samples the queue disc
+			// alone, as ns-3's queue-disc statistics do.
+			if d, ok := s.q.(*deviceQueue); ok {
+				s.m.queueGrid(d.disc.Len())
+			} else {
+				s.m.queueGrid(s.q.Len())
+			}
+			s.ag.push(event{at: s.now.Add(s.cfg.QueueSampleInterval), kind: evQueueGrid})
 		case evSample:
 			s.sample()
 			s.ag.push(event{at: s.now.Add(s.cfg.SampleInterval), kind: evSample})
@@ -253,6 +283,7 @@ func (s *Sim) queueDrop(p aqm.Packet[uint64], _ aqm.Verdict) { s.lost(int32(p.Pa
 func (s *Sim) lost(slot int32) {
 	pk := &s.pkts[slot]
 	f := s.flows[pk.flow]
+	s.m.dropsAll++
 	if s.measuring() {
 		f.drops++
 		s.m.drops++
@@ -261,6 +292,10 @@ func (s *Sim) lost(slot int32) {
 }
 
 func (s *Sim) startTx() {
+	if s.htb != nil && s.q.Len() > 0 && s.shaperBlocks() {
+		s.busy = false
+		return
+	}
 	p, ok := s.q.Dequeue(s.now)
 	s.noteQueue()
 	if !ok {
@@ -287,6 +322,9 @@ func (s *Sim) startTx() {
 	s.m.winSojN++
 	s.busy = true
 	s.cur = slot
+	if s.htb != nil {
+		s.htb.charge(pk.size)
+	}
 	s.ag.push(event{at: s.now + aqm.Time(float64(pk.size)*s.nsPerByte+0.5), kind: evTxDone})
 }
 
@@ -322,7 +360,7 @@ func (s *Sim) deliver(slot int32) {
 	switch f.kind {
 	case CBR:
 		f.rcvPkts++
-		s.goodput(f, uint64(pk.size))
+		s.goodput(f, uint64(pk.size), f.payload)
 		s.release(slot)
 		return
 	case Ping:
@@ -330,7 +368,7 @@ func (s *Sim) deliver(slot int32) {
 		return
 	}
 	if f.receive(pk.seq) {
-		s.goodput(f, uint64(f.pktBytes))
+		s.goodput(f, uint64(f.pktBytes), f.payload)
 	}
 	// The slot becomes the ACK: cumulative ACK, a SACK of this segment if
 	// it is held out of order, CE echo of this packet, and the timestamp
@@ -344,10 +382,19 @@ func (s *Sim) deliver(slot int32) {
 	s.toLine(f, slot)
 }
 
-func (s *Sim) goodput(f *flow, bytes uint64) {
+// goodput counts new data at a receiver: bytes on the wire and payload.
+func (s *Sim) goodput(f *flow, bytes, payload uint64) {
 	s.m.winBytes[f.class] += bytes
 	if s.measuring() {
 		f.goodBytes += bytes
+		f.payloadBytes += payload
+		if i := int((s.now - s.warm) / aqm.Time(GoodputBin)); i < s.m.nBins {
+			s.m.aggBins[i] += payload
+			s.m.groupBins[f.groupIdx][i] += payload
+			if f.bins != nil {
+				f.bins[i] += payload
+			}
+		}
 	}
 }
 
@@ -384,6 +431,9 @@ func (s *Sim) ackArrives(f *flow) {
 
 // sendData sends one TCP segment (new or retransmitted).
 func (s *Sim) sendData(f *flow, seq int64) {
+	if f.kind == BBR {
+		s.bbrOnSend(f, seq)
+	}
 	if seq < f.highSent {
 		if s.measuring() {
 			f.retx++
@@ -430,6 +480,9 @@ func (s *Sim) sendEvent(f *flow) {
 		f.nextSeq++
 		s.ag.push(event{at: s.now.Add(f.interval), kind: evSend, flow: f.id})
 	default:
+		if f.bbr != nil && !f.bbr.seeded {
+			s.bbrSeed(f)
+		}
 		s.trySend(f)
 	}
 }

@@ -24,6 +24,7 @@ func mixed(seed uint64) Config {
 			{Kind: Reno, Count: 2, RTT: 30 * time.Millisecond},
 			{Kind: CUBIC, ECN: true, RTT: 60 * time.Millisecond},
 			{Kind: Prague, RTT: 20 * time.Millisecond},
+			{Kind: BBR, RTT: 40 * time.Millisecond},
 			{Kind: CBR, RateBps: 1e6, ECN: true},
 			{Kind: Ping, Interval: 10 * time.Millisecond},
 		},

@@ -17,12 +17,24 @@ const (
 	cubicBeta = 0.7                    // RFC 9438 §4.6 beta_cubic
 	cubicC    = 0.4                    // RFC 9438 §5 C
 	pragueG   = 1.0 / 16               // DCTCP/Prague EWMA gain g (RFC 8257 §4.2)
-	dupThresh = 3                      // RFC 5681 duplicate-ACK threshold
-	paceSS    = 2.0                    // Linux pacing ratio in slow start
-	paceCA    = 1.2                    // Linux pacing ratio in congestion avoidance
-	hashMul   = 0x9e3779b1             // Knuth's multiplicative hash (2^32/phi), spreads flow ids
-	minCwnd   = 2.0                    // floor of ssthresh and reduced windows, segments
-	maxCwnd   = 1 << 20                // a sanity cap, far above any scenario's BDP
+	pragueR0  = 25 * time.Millisecond  // TCP Prague's reference (virtual) RTT
+	// pragueTransition is how many rounds after slow start Prague waits
+	// before RTT independence takes effect (v0.7; v0.6 waited 500), and
+	// pragueMaxIndepRTT the srtt above which it is off.
+	pragueTransition  = 4
+	pragueMaxIndepRTT = 100 * time.Millisecond
+	// RFC 9406 §4.3 constants.
+	hsMinRTTThresh = 4 * time.Millisecond
+	hsMaxRTTThresh = 16 * time.Millisecond
+	hsMinSamples   = 8          // N_RTT_SAMPLE
+	hsCSSDivisor   = 4          // CSS_GROWTH_DIVISOR
+	hsCSSRounds    = 5          // CSS_ROUNDS
+	dupThresh      = 3          // RFC 5681 duplicate-ACK threshold
+	paceSS         = 2.0        // Linux pacing ratio in slow start
+	paceCA         = 1.2        // Linux pacing ratio in congestion avoidance
+	hashMul        = 0x9e3779b1 // Knuth's multiplicative hash (2^32/phi), spreads flow ids
+	minCwnd        = 2.0        // floor of ssthresh and reduced windows, segments
+	maxCwnd        = 1 << 20    // a sanity cap, far above any scenario's BDP
 )
 
 // cubicAlphaRenoFriendly is RFC 9438 §4.3's alpha_cubic = 3(1-beta)/(1+beta):
@@ -36,6 +48,8 @@ type flow struct {
 	class    Class
 	short    bool
 	group    string
+	groupIdx int32   // index into the run's group table
+	payload  uint64  // payload bytes of one data packet (size minus headers)
 	ecn      aqm.ECN // codepoint of the packets it sends
 	hash     uint32
 	rtt      time.Duration
@@ -77,6 +91,22 @@ type flow struct {
 	alpha               float64
 	ackedWin, markedWin int64
 	winEnd              int64
+	noRTTIndep          bool
+	lastAlpha           aqm.Time // last α update
+	lastReduce          aqm.Time // last ECN reduction
+	caRounds            int      // α rounds since slow start ended
+
+	// HyStart++ (RFC 9406)
+	hystart             bool
+	hsRoundEnd          int64
+	hsLastMin, hsCurMin time.Duration // per-round minimum RTTs (0: none yet)
+	hsSamples           int
+	hsCSS               bool
+	hsCSSBaseline       time.Duration
+	hsCSSRounds         int
+
+	// BBR
+	bbr *bbrState // nil unless Kind is BBR
 
 	// receiver
 	rcvNext int64
@@ -88,7 +118,8 @@ type flow struct {
 
 	// statistics (after warmup)
 	sent, retx, drops, marks, timeouts, reductions uint64
-	goodBytes                                      uint64
+	goodBytes, payloadBytes                        uint64
+	bins                                           []uint64 // payload per GoodputBin after warmup (long-lived flows)
 	fct                                            time.Duration
 }
 
@@ -96,6 +127,7 @@ func newFlow(id int32, fs FlowSpec, short bool, mss int) *flow {
 	f := &flow{
 		id: id, kind: fs.Kind, short: short, rtt: fs.RTT, pktBytes: fs.PacketBytes,
 		size: fs.SizePackets, cbrRate: fs.RateBps, interval: fs.Interval, paced: fs.Paced,
+		hystart: fs.HyStart && (fs.Kind == Reno || fs.Kind == CUBIC), noRTTIndep: fs.PragueNoRTTIndependence,
 		hash: uint32(id+1) * hashMul,
 		cwnd: initCwnd, ssthresh: math.Inf(1), rto: initRTO, recover: -1, alpha: 1,
 	}
@@ -116,6 +148,9 @@ func newFlow(id int32, fs FlowSpec, short bool, mss int) *flow {
 		f.ecn = aqm.ECT1
 		f.paced = true
 		f.class = ClassL4S
+	case BBR:
+		f.class = ClassClassic
+		f.paced = true
 	case CBR:
 		f.class = ClassUDP
 		if fs.ECN {
@@ -217,6 +252,9 @@ func (f *flow) raiseLost(to int64) {
 	for ; f.lostEnd < to; f.lostEnd++ {
 		if !f.sacked.has(f.lostEnd, f.sndUna) {
 			f.lostHoles++
+			if f.bbr != nil {
+				f.bbr.lostTotal++
+			}
 		}
 	}
 }
@@ -297,8 +335,12 @@ func (s *Sim) trySend(f *flow) {
 	}
 }
 
-// paceGap is the time between paced packets: srtt/(ratio·cwnd).
+// paceGap is the time between paced packets: srtt/(ratio·cwnd), or a
+// BBR flow's packet size over its pacing rate.
 func (f *flow) paceGap() time.Duration {
+	if f.kind == BBR {
+		return time.Duration(float64(f.pktBytes) / f.bbr.pacingRate * 1e9)
+	}
 	rtt := f.srtt
 	if rtt == 0 {
 		rtt = f.rtt
@@ -306,6 +348,13 @@ func (f *flow) paceGap() time.Duration {
 	ratio := paceCA
 	if f.cwnd < f.ssthresh {
 		ratio = paceSS
+	}
+	if f.kind == Prague {
+		// TCP Prague paces at MTU·cwnd/srtt, doubled below half ssthresh.
+		ratio = 1
+		if f.cwnd < f.ssthresh/2 {
+			ratio = 2
+		}
 	}
 	return time.Duration(float64(rtt) / (ratio * f.cwnd))
 }
@@ -350,6 +399,7 @@ func (s *Sim) rtoEvent(f *flow) {
 	if s.measuring() {
 		f.timeouts++
 	}
+	prior := f.cwnd
 	f.congestionEvent(s.now, float64(f.pipe()), true)
 	f.cwnd = 1
 	f.inRecovery = false
@@ -365,6 +415,12 @@ func (s *Sim) rtoEvent(f *flow) {
 	f.rto = min(2*f.rto, maxRTO)
 	f.rtoDeadline = 0
 	f.nextPace = 0
+	if f.kind == BBR {
+		// Linux's Loss state: BBR restores the saved window when the
+		// recovery point is acknowledged.
+		f.bbrOnRTO(prior)
+		f.inRecovery = true
+	}
 	s.trySend(f)
 	if f.rtoDeadline == 0 && f.sndUna < f.highSent {
 		s.armRTO(f)
@@ -375,6 +431,7 @@ func (s *Sim) rtoEvent(f *flow) {
 // loss false, for an ECN echo. flight is the data outstanding.
 func (f *flow) congestionEvent(now aqm.Time, flight float64, loss bool) {
 	f.reductions++
+	f.hsCSS = false
 	switch f.kind {
 	case CUBIC:
 		// RFC 9438 §4.7 fast convergence, §4.6 multiplicative decrease.
@@ -401,6 +458,10 @@ func (f *flow) congestionEvent(now aqm.Time, flight float64, loss bool) {
 // timestamp echo of its send time.
 func (s *Sim) onAck(f *flow, ack, sack int64, ce bool, echo aqm.Time) {
 	if f.done {
+		return
+	}
+	if f.kind == BBR {
+		s.bbrOnAck(f, ack, sack, echo)
 		return
 	}
 	if f.kind == Prague {
@@ -436,6 +497,9 @@ func (s *Sim) onAck(f *flow, ack, sack int64, ce bool, echo aqm.Time) {
 		}
 	case !f.inRecovery && newly > 0:
 		s.ecnResponse(f, ack, ce)
+		if f.kind == Prague && ce && f.cwnd >= f.ssthresh {
+			newly-- // Prague grows on the bytes delivered unmarked
+		}
 		s.grow(f, newly)
 	case !f.inRecovery:
 		s.ecnResponse(f, ack, ce)
@@ -465,6 +529,10 @@ func (s *Sim) ecnResponse(f *flow, ack int64, ce bool) {
 	}
 	switch {
 	case f.kind == Prague:
+		if f.rttIndependent() && f.lastReduce != 0 && s.now.Sub(f.lastReduce) < pragueR0 {
+			return // at most one reduction per virtual RTT
+		}
+		f.lastReduce = s.now
 		f.reductions++
 		f.cwnd = max(f.cwnd*(1-f.alpha/2), minCwnd)
 		f.ssthresh = f.cwnd
@@ -479,18 +547,52 @@ func (s *Sim) ecnResponse(f *flow, ack int64, ce bool) {
 
 // pragueWindowEnd closes an observation window (about one RTT): alpha is
 // the EWMA of the fraction of CE-echoing ACKs (RFC 8257 §3.3).
+//
+// With RTT independence the window lasts at least the virtual RTT
+// max(RTT, 25 ms): until then the counts keep accumulating.
 func (s *Sim) pragueWindowEnd(f *flow) {
+	if f.rttIndependent() && s.now.Sub(f.lastAlpha) < pragueR0 {
+		return
+	}
 	if f.ackedWin > 0 {
 		frac := float64(f.markedWin) / float64(f.ackedWin)
 		f.alpha += pragueG * (frac - f.alpha)
+	}
+	f.lastAlpha = s.now
+	if f.cwnd >= f.ssthresh {
+		f.caRounds++
 	}
 	f.ackedWin, f.markedWin = 0, 0
 	f.winEnd = f.highSent
 }
 
+// rttIndependent reports whether a Prague flow's RTT independence is in
+// force: on, past slow start and the transition rounds, srtt ≤ 100 ms.
+func (f *flow) rttIndependent() bool {
+	return f.kind == Prague && !f.noRTTIndep && f.caRounds >= pragueTransition && f.srtt <= pragueMaxIndepRTT
+}
+
+// pragueAI is Prague's additive increase per own RTT: (srtt/R0)² below
+// the reference RTT once RTT-independent (the rate then grows as for a
+// flow at 25 ms), else 1 segment.
+func (f *flow) pragueAI() float64 {
+	if !f.rttIndependent() || f.srtt >= pragueR0 {
+		return 1
+	}
+	x := float64(f.srtt) / float64(pragueR0)
+	return x * x
+}
+
 // grow opens the window for newly acknowledged segments.
 func (s *Sim) grow(f *flow, newly int64) {
+	if newly <= 0 {
+		return
+	}
 	n := float64(newly)
+	if f.cwnd < f.ssthresh && f.hystart {
+		s.hystartGrow(f, n)
+		return
+	}
 	if f.cwnd < f.ssthresh {
 		// Slow start with appropriate byte counting, L = 2 (RFC 3465).
 		f.cwnd += min(n, 2)
@@ -500,12 +602,63 @@ func (s *Sim) grow(f *flow, newly int64) {
 		f.cwnd = min(f.cwnd, maxCwnd)
 		return
 	}
-	if f.kind == CUBIC {
+	switch f.kind {
+	case CUBIC:
 		s.cubicGrow(f, n)
-	} else {
+	case Prague:
+		f.cwnd += n * f.pragueAI() / f.cwnd
+	default:
 		f.cwnd += n / f.cwnd
 	}
 	f.cwnd = min(f.cwnd, maxCwnd)
+}
+
+// hystartGrow is slow start under HyStart++ (RFC 9406 §4.2-4.3): rounds
+// end when the ACK passes the data outstanding at the round's start; a
+// round whose minimum RTT (after 8 samples) exceeds the previous round's by
+// clamp(min/8, 4 ms, 16 ms) starts conservative slow start (growth / 4),
+// which returns to slow start if the RTT falls back below its baseline and
+// ends in congestion avoidance after 5 rounds.
+func (s *Sim) hystartGrow(f *flow, n float64) {
+	if f.sndUna >= f.hsRoundEnd {
+		f.hsRoundEnd = f.highSent
+		f.hsLastMin, f.hsCurMin, f.hsSamples = f.hsCurMin, 0, 0
+		if f.hsCSS {
+			if f.hsCSSRounds++; f.hsCSSRounds >= hsCSSRounds {
+				f.hsCSS = false
+				f.ssthresh = f.cwnd
+				return
+			}
+		}
+	}
+	if f.hsCSS {
+		f.cwnd += n / hsCSSDivisor
+	} else {
+		f.cwnd += min(n, 2)
+	}
+	f.cwnd = min(f.cwnd, maxCwnd)
+}
+
+// hystartSample feeds one RTT sample to HyStart++ during slow start.
+func (f *flow) hystartSample(r time.Duration) {
+	if !f.hystart || f.cwnd >= f.ssthresh {
+		return
+	}
+	if f.hsCurMin == 0 || r < f.hsCurMin {
+		f.hsCurMin = r
+	}
+	f.hsSamples++
+	if f.hsSamples < hsMinSamples || f.hsLastMin == 0 {
+		return
+	}
+	if !f.hsCSS {
+		thresh := min(max(f.hsLastMin/8, hsMinRTTThresh), hsMaxRTTThresh)
+		if f.hsCurMin >= f.hsLastMin+thresh {
+			f.hsCSS, f.hsCSSBaseline, f.hsCSSRounds = true, f.hsCurMin, 0
+		}
+	} else if f.hsCurMin < f.hsCSSBaseline {
+		f.hsCSS = false // the delay rise was spurious
+	}
 }
 
 // cubicGrow is RFC 9438 §4.2-4.4 for one ACK of n segments.
@@ -548,6 +701,10 @@ func (s *Sim) rttSample(f *flow, r time.Duration) {
 	if r <= 0 {
 		return
 	}
+	if h := s.m.groupRTT[f.groupIdx]; h != nil && s.measuring() {
+		h.Record(r)
+	}
+	f.hystartSample(r)
 	if f.srtt == 0 {
 		f.srtt, f.rttvar = r, r/2
 	} else {

@@ -12,19 +12,22 @@
 //
 //	go run ./bench/cmd/aqmsim -scenario red-family -out results/red
 //	go run ./bench/cmd/aqmsim -scenario l4s -out results/l4s
-//	go run ./bench/cmd/aqmsim -scenario speedtest -reps 3
+//	go run ./bench/cmd/aqmsim -scenario speedtest -quick
+//	go run ./bench/cmd/aqmsim -scenario speedtest -out results/speedtest
 //
 // Runs are deterministic for a given seed; repetitions use seeds seed,
 // seed+1, … and run in parallel on all cores.
 package main
 
 import (
+	"encoding/json"
 	"errors"
 	"flag"
 	"fmt"
 	"io"
 	"os"
 	"runtime"
+	"slices"
 	"strconv"
 	"strings"
 	"time"
@@ -46,6 +49,7 @@ type options struct {
 	format   string
 	quiet    bool
 	list     bool
+	from     string
 }
 
 // usageError is a bad flag value: reported with the usage and exit code 2.
@@ -72,6 +76,9 @@ func parseFlags(args []string, stderr io.Writer) (options, error) {
 	fs.StringVar(&o.format, "format", "svg", "plot format: svg or png")
 	fs.BoolVar(&o.quiet, "q", false, "no progress on stderr")
 	fs.BoolVar(&o.list, "list", false, "list the scenarios and AQMs and exit")
+	fs.StringVar(&o.sim.Variant, "variant", "", "a named variant of the scenario (see -list)")
+	fs.BoolVar(&o.sim.Quick, "quick", false, "a CI-sized version of the scenario (speedtest)")
+	fs.StringVar(&o.from, "from", "", "print the tables (and, with -out, plots) from a JSON file an earlier -out wrote, without simulating")
 	fs.Usage = func() {
 		fmt.Fprintf(stderr, "usage: aqmsim [flags]\n\nRuns the deterministic bottleneck simulator and prints a table per scenario.\n\nflags:\n")
 		fs.PrintDefaults()
@@ -83,8 +90,12 @@ func parseFlags(args []string, stderr io.Writer) (options, error) {
 		return o, usageError{fmt.Sprintf("unexpected argument %q (all options are flags)", fs.Arg(0))}
 	}
 	o.sim.Seed = seed
-	if _, err := sim.LookupScenario(o.scenario); err != nil {
+	sc, err := sim.LookupScenario(o.scenario)
+	if err != nil {
 		return o, usageError{"-scenario: " + err.Error()}
+	}
+	if o.sim.Variant != "" && !slices.Contains(sc.Variants, o.sim.Variant) {
+		return o, usageError{fmt.Sprintf("-variant: scenario %s has no variant %q (variants: %s)", sc.Name, o.sim.Variant, strings.Join(sc.Variants, ", "))}
 	}
 	if aqms != "" {
 		for _, n := range strings.Split(aqms, ",") {
@@ -165,6 +176,9 @@ func run(args []string, stdout, stderr io.Writer) int {
 		return 0
 	}
 	sc, _ := sim.LookupScenario(o.scenario)
+	if o.from != "" {
+		return replay(o, sc, stdout, stderr)
+	}
 	runs, err := sc.Runs(o.sim)
 	if err != nil {
 		fmt.Fprintf(stderr, "aqmsim: %v\n", err)
@@ -173,6 +187,9 @@ func run(args []string, stdout, stderr io.Writer) int {
 	reps := o.reps
 	if reps == 0 {
 		reps = sc.DefaultReps
+		if o.sim.Quick {
+			reps = min(reps, 2)
+		}
 	}
 	if o.out != "" {
 		if err := os.MkdirAll(o.out, 0o755); err != nil {
@@ -220,6 +237,9 @@ func listAll(w io.Writer) {
 	fmt.Fprintln(w, "scenarios:")
 	for _, s := range sim.Scenarios() {
 		fmt.Fprintf(w, "  %-11s %s\n", s.Name, s.Desc)
+		if len(s.Variants) > 0 {
+			fmt.Fprintf(w, "  %-11s variants: %s\n", "", strings.Join(s.Variants, ", "))
+		}
 		if miss := sim.MissingAQMs(sim.ScenarioAQMs(s.Name)); len(miss) > 0 {
 			fmt.Fprintf(w, "  %-11s (not built yet: %s)\n", "", strings.Join(miss, ", "))
 		}
@@ -228,4 +248,40 @@ func listAll(w io.Writer) {
 	for _, a := range sim.AQMs() {
 		fmt.Fprintf(w, "  %-11s %s\n", a.Name, a.Desc)
 	}
+}
+
+// replay prints the report of runs saved by an earlier -out, read back
+// from its JSON file: tables and findings need only the exported metrics.
+func replay(o options, sc sim.Scenario, stdout, stderr io.Writer) int {
+	raw, err := os.ReadFile(o.from)
+	if err != nil {
+		fmt.Fprintf(stderr, "aqmsim: -from: %v\n", err)
+		return 1
+	}
+	var recs []record
+	if err := json.Unmarshal(raw, &recs); err != nil {
+		fmt.Fprintf(stderr, "aqmsim: -from: %s is not an aqmsim JSON output: %v\n", o.from, err)
+		return 1
+	}
+	outs := make([]sim.Outcome, 0, len(recs))
+	reps := 1
+	for _, r := range recs {
+		if r.Run.Scenario != sc.Name || r.Result == nil {
+			fmt.Fprintf(stderr, "aqmsim: -from: %s holds a %q run, not one of scenario %s\n", o.from, r.Run.Scenario, sc.Name)
+			return 1
+		}
+		outs = append(outs, sim.Outcome{Run: r.Run, Result: r.Result})
+		reps = max(reps, r.Run.Rep+1)
+	}
+	if len(outs) > 0 {
+		o.sim.Seed = outs[0].Run.Config.Seed
+	}
+	printReport(stdout, sc, o, outs, reps, 0)
+	if o.out != "" {
+		if err := writePlots(o, sc, outs); err != nil {
+			fmt.Fprintf(stderr, "aqmsim: %v\n", err)
+			return 1
+		}
+	}
+	return 0
 }

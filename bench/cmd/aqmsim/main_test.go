@@ -20,6 +20,7 @@ func TestBadFlags(t *testing.T) {
 		"rate":     {"-rate", "fast"},
 		"rtts":     {"-rtts", "10ms,banana"},
 		"format":   {"-format", "gif"},
+		"variant":  {"-scenario", "red-family", "-variant", "nope"},
 		"argument": {"stray"},
 	}
 	for name, args := range cases {
@@ -61,4 +62,40 @@ func TestShortRunWritesOutputs(t *testing.T) {
 	raw, err := os.ReadFile(js[0])
 	require.NoError(t, err)
 	require.True(t, json.Valid(raw), "the JSON output parses")
+}
+
+// TestSpeedtestQuickEndToEnd protects the speedtest command path: a
+// CI-sized matrix prints the table and the three findings, and writes the
+// study's plots.
+func TestSpeedtestQuickEndToEnd(t *testing.T) {
+	dir := t.TempDir()
+	var out, errb bytes.Buffer
+	code := run([]string{"-scenario", "speedtest", "-quick", "-rate", "200M", "-aqms", "fq-codel,fifo", "-duration", "1s",
+		"-reps", "1", "-q", "-out", dir}, &out, &errb)
+	require.Equal(t, 0, code, "stderr: %s", errb.String())
+	for _, s := range []string{"ndt7 200M burst=on cross=on", "iperf3 200M burst=off cross=off", "finding 1", "finding 2", "finding 3", "inst sd Mb/s"} {
+		require.Contains(t, out.String(), s)
+	}
+	for _, f := range []string{"speedtest-ndt7-burst_on-cross_on-inst-throughput.svg", "speedtest-iperf3-burst_off-cross_off-throughput-box.svg",
+		"speedtest-ndt7-burst_off-cross_on-rtt-rate.svg"} {
+		_, err := os.Stat(filepath.Join(dir, f))
+		require.NoError(t, err, f)
+	}
+}
+
+// TestReplayFromJSON protects -from: the tables printed from a saved JSON
+// output equal the ones the simulation printed, and a JSON file of another
+// scenario is refused.
+func TestReplayFromJSON(t *testing.T) {
+	dir := t.TempDir()
+	var out, errb bytes.Buffer
+	args := []string{"-scenario", "speedtest", "-quick", "-rate", "200M", "-aqms", "fq-codel", "-duration", "1s", "-reps", "1", "-q"}
+	require.Equal(t, 0, run(append(args, "-out", dir), &out, &errb), errb.String())
+	var again bytes.Buffer
+	require.Equal(t, 0, run([]string{"-scenario", "speedtest", "-from", filepath.Join(dir, "speedtest.json")}, &again, &errb), errb.String())
+	cut := func(s string) string { return s[:strings.LastIndex(s, "simulations,")] }
+	require.Equal(t, cut(out.String()), cut(again.String()))
+	errb.Reset()
+	require.Equal(t, 1, run([]string{"-scenario", "l4s", "-from", filepath.Join(dir, "speedtest.json")}, &again, &errb))
+	require.Contains(t, errb.String(), "not one of scenario l4s")
 }

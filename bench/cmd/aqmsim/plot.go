@@ -18,6 +18,9 @@ import (
 // first repetition: the queueing-delay CDF (per traffic class where there
 // are several), the queueing delay over time and the throughput over time.
 func writePlots(o options, sc sim.Scenario, outs []sim.Outcome) error {
+	if sc.Name == "speedtest" && len(outs) > 0 && outs[0].Run.Params != nil {
+		return writeSpeedtestPlots(o, outs)
+	}
 	type entry struct {
 		aqm string
 		r   *sim.Result

@@ -31,11 +31,8 @@ var (
 	colUtil    = column{"util%", func(r *sim.Result) float64 { return 100 * r.Utilization }, "%.1f"}
 	colGood    = column{"goodput Mb/s", func(r *sim.Result) float64 { return r.GoodputMbps }, "%.3g"}
 	colJain    = column{"Jain", func(r *sim.Result) float64 { return r.Jain }, "%.3f"}
-	colDrops   = column{"drops", func(r *sim.Result) float64 { return float64(r.Drops) }, "%.0f"}
 	colDropPct = column{"drop%", func(r *sim.Result) float64 { return 100 * r.DropFraction }, "%.2f"}
 	colMarkPct = column{"mark%", func(r *sim.Result) float64 { return 100 * r.MarkFraction }, "%.2f"}
-	colAvgQ    = column{"avg queue pkts", func(r *sim.Result) float64 { return r.AvgQueuePackets }, "%.1f"}
-	colCoV     = column{"tput CoV", func(r *sim.Result) float64 { return r.ThroughputCoV }, "%.3f"}
 	colPing50  = column{"ping p50 ms", func(r *sim.Result) float64 { return r.Ping.P50Ms }, "%.1f"}
 	colPing99  = column{"ping p99 ms", func(r *sim.Result) float64 { return r.Ping.P99Ms }, "%.1f"}
 )
@@ -44,8 +41,18 @@ var (
 func columnsFor(name string) []column {
 	switch name {
 	case "red-family":
-		return []column{colUtil, colGood, colCoV, colDrops, colDropPct, colAvgQ,
-			{"mean delay ms", delay("all", mean), "%.1f"}, {"p99 delay ms", delay("all", p99), "%.1f"}, colJain}
+		return []column{
+			{"payload Mb/s", func(r *sim.Result) float64 { return r.PayloadGoodputMbps }, "%.3f"},
+			{"util% wire", func(r *sim.Result) float64 { return 100 * r.Utilization }, "%.1f"},
+			{"util% payload", func(r *sim.Result) float64 { return 100 * r.PayloadUtilization }, "%.1f"},
+			{"CoV% 100ms", func(r *sim.Result) float64 { return 100 * r.GoodputCoV100ms }, "%.1f"},
+			{"CoV% 1s", func(r *sim.Result) float64 { return 100 * r.GoodputCoV1s }, "%.1f"},
+			{"flow CoV% 100ms", func(r *sim.Result) float64 { return 100 * r.FlowCoV100ms }, "%.1f"},
+			{"flow CoV% 1s", func(r *sim.Result) float64 { return 100 * r.FlowCoV1s }, "%.1f"},
+			{"drops (run)", func(r *sim.Result) float64 { return float64(r.DropsWholeRun) }, "%.0f"},
+			{"queue mean pkts", func(r *sim.Result) float64 { return r.QueueGrid.MeanPackets }, "%.2f"},
+			{"queue p99 pkts", func(r *sim.Result) float64 { return r.QueueGrid.P99Packets }, "%.0f"},
+			{"mean delay ms", delay("all", mean), "%.1f"}, colJain}
 	case "l4s":
 		return []column{
 			{"L4S p50 ms", delay("l4s", p50), "%.3f"}, {"L4S p99 ms", delay("l4s", p99), "%.2f"},
@@ -53,10 +60,16 @@ func columnsFor(name string) []column {
 			{"L4S:Classic", func(r *sim.Result) float64 { return r.L4SClassicRatio }, "%.2f"},
 			colUtil, colMarkPct, colDropPct}
 	case "speedtest":
+		test := func(r *sim.Result) sim.GroupResult { return r.Group("test") }
 		return []column{
-			{"test Mb/s", func(r *sim.Result) float64 { return r.GroupGoodputMbps("test") }, "%.1f"},
-			{"cross Mb/s", func(r *sim.Result) float64 { return r.GroupGoodputMbps("cross") }, "%.1f"},
-			colPing50, colPing99, {"p99 delay ms", delay("all", p99), "%.1f"}, colUtil, colDropPct}
+			{"test Mb/s", func(r *sim.Result) float64 { return test(r).GoodputMbps }, "%.1f"},
+			{"% of rate", func(r *sim.Result) float64 { return 100 * test(r).GoodputMbps / r.BottleneckMbps }, "%.1f"},
+			{"inst sd Mb/s", func(r *sim.Result) float64 { return test(r).BinSDMbps }, "%.2f"},
+			{"inst sd >1s", func(r *sim.Result) float64 { return steadySD(test(r)) }, "%.2f"},
+			{"RTT p50 ms", func(r *sim.Result) float64 { return test(r).RTT.P50Ms }, "%.1f"},
+			{"RTT p99 ms", func(r *sim.Result) float64 { return test(r).RTT.P99Ms }, "%.1f"},
+			{"cross Mb/s", func(r *sim.Result) float64 { return r.Group("cross").GoodputMbps }, "%.1f"},
+			colUtil, colDropPct}
 	}
 	return []column{colUtil, colGood, colJain,
 		{"delay p50 ms", delay("all", p50), "%.1f"}, {"delay p99 ms", delay("all", p99), "%.1f"},
@@ -154,6 +167,219 @@ func printReport(w io.Writer, sc sim.Scenario, o options, outs []sim.Outcome, re
 		}
 	}
 	tw.Flush()
+	switch sc.Name {
+	case "red-family":
+		printRedPublished(w, outs)
+	case "speedtest":
+		printSpeedtestFindings(w, outs)
+	case "l4s":
+		printL4SBalance(w, outs)
+	}
 	fmt.Fprintf(w, "\n%d simulations, %.3g simulated packets, %.3g events in %.1fs (%.2g events/s per core)\n",
 		len(outs), float64(packets), float64(events), elapsed.Seconds(), float64(events)/wall)
+}
+
+// printRedPublished sets the base case of the red-family scenario next to
+// the published figures, metric by metric.
+func printRedPublished(w io.Writer, outs []sim.Outcome) {
+	fmt.Fprintf(w, "\npublished (ns-3 study) against ours (base case, mean ± sd over seeds):\n")
+	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', tabwriter.AlignRight)
+	fmt.Fprintln(tw, "aqm\tmetric\tpublished\tours\t")
+	for _, c := range cells(outs) {
+		if c.group != "base" {
+			continue
+		}
+		good, cv, drops, mq, pq := sim.RedFamilyPublished(c.aqm)
+		for _, m := range []struct {
+			name string
+			pub  float64
+			get  func(r *sim.Result) float64
+			f    string
+		}{
+			{"goodput Mb/s", good, func(r *sim.Result) float64 { return r.PayloadGoodputMbps }, "%.3f"},
+			{"utilization % (payload)", 100 * good / 2, func(r *sim.Result) float64 { return 100 * r.PayloadUtilization }, "%.1f"},
+			{"aggregate CoV % (100 ms)", cv, func(r *sim.Result) float64 { return 100 * r.GoodputCoV100ms }, "%.1f"},
+			{"aggregate CoV % (1 s)", cv, func(r *sim.Result) float64 { return 100 * r.GoodputCoV1s }, "%.1f"},
+			{"per-receiver CoV % (100 ms)", cv, func(r *sim.Result) float64 { return 100 * r.FlowCoV100ms }, "%.1f"},
+			{"per-receiver CoV % (1 s)", cv, func(r *sim.Result) float64 { return 100 * r.FlowCoV1s }, "%.1f"},
+			{"drops over the run", drops, func(r *sim.Result) float64 { return float64(r.DropsWholeRun) }, "%.0f"},
+			{"mean queue pkts", mq, func(r *sim.Result) float64 { return r.QueueGrid.MeanPackets }, "%.2f"},
+			{"p99 queue pkts", pq, func(r *sim.Result) float64 { return r.QueueGrid.P99Packets }, "%.0f"},
+		} {
+			if m.pub == 0 {
+				continue
+			}
+			xs := make([]float64, len(c.results))
+			for i, r := range c.results {
+				xs[i] = m.get(r)
+			}
+			mu, sd := meanSD(xs)
+			fmt.Fprintf(tw, "%s\t%s\t"+m.f+"\t"+m.f+"±"+m.f+"\t\n", c.aqm, m.name, m.pub, mu, sd)
+		}
+	}
+	tw.Flush()
+}
+
+// printSpeedtestFindings condenses the speedtest matrix into the study's
+// three findings: burst allowance against throughput per rate, the
+// instantaneous-throughput spread of FQ-CoDel at 900 Mb/s, and how each
+// queue splits the link between the test and the cross traffic.
+func printSpeedtestFindings(w io.Writer, outs []sim.Outcome) {
+	type key struct{ tool, rate, burst, cross, aqm string }
+	vals := map[key][]*sim.Result{}
+	var tools, rates, aqms []string
+	seen := map[string]bool{}
+	add := func(list *[]string, v string) {
+		if !seen[v] {
+			seen[v] = true
+			*list = append(*list, v)
+		}
+	}
+	for _, oc := range outs {
+		p := oc.Run.Params
+		if p == nil {
+			return // the 8-flow variant has no matrix
+		}
+		add(&tools, "tool:"+p["tool"])
+		add(&rates, "rate:"+p["rate_mbps"])
+		add(&aqms, "aqm:"+oc.Run.AQM)
+		k := key{p["tool"], p["rate_mbps"], p["burst"], p["cross"], oc.Run.AQM}
+		vals[k] = append(vals[k], oc.Result)
+	}
+	strip := func(xs []string) []string {
+		out := make([]string, len(xs))
+		for i, x := range xs {
+			out[i] = x[strings.Index(x, ":")+1:]
+		}
+		return out
+	}
+	tl, rl, al := strip(tools), strip(rates), strip(aqms)
+	avg := func(k key, get func(*sim.Result) float64) (float64, float64, bool) {
+		rs := vals[k]
+		if len(rs) == 0 {
+			return 0, 0, false
+		}
+		xs := make([]float64, len(rs))
+		for i, r := range rs {
+			xs[i] = get(r)
+		}
+		m, sd := meanSD(xs)
+		return m, sd, true
+	}
+	share := func(r *sim.Result) float64 { return 100 * r.Group("test").GoodputMbps / r.BottleneckMbps }
+
+	fmt.Fprintf(w, "\nfinding 1: burst allowance and throughput (test goodput as %% of the shaped rate, no cross traffic, mean over AQMs and seeds):\n")
+	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', tabwriter.AlignRight)
+	fmt.Fprintln(tw, "tool\trate Mb/s\tburst off\tburst on\t")
+	for _, t := range tl {
+		for _, rate := range rl {
+			row := []string{t, rate}
+			for _, b := range []string{"off", "on"} {
+				var xs []float64
+				for _, a := range al {
+					for _, r := range vals[key{t, rate, b, "off", a}] {
+						xs = append(xs, share(r))
+					}
+				}
+				if len(xs) == 0 {
+					row = append(row, "-")
+					continue
+				}
+				m, _ := meanSD(xs)
+				row = append(row, fmt.Sprintf("%.1f", m))
+			}
+			fmt.Fprintln(tw, strings.Join(row, "\t")+"\t")
+		}
+	}
+	tw.Flush()
+
+	fmt.Fprintf(w, "\nfinding 2: std-dev of instantaneous throughput (100 ms bins, Mb/s), FQ-CoDel at 900 Mb/s, over the whole test and after its first second (published: 138 Mb/s with cross traffic and burst shaping, 1.51 Mb/s with neither):\n")
+	tw = tabwriter.NewWriter(w, 0, 0, 2, ' ', tabwriter.AlignRight)
+	fmt.Fprintln(tw, "tool\tcross+burst\tneither\tcross+burst >1s\tneither >1s\t")
+	for _, t := range tl {
+		sd := func(r *sim.Result) float64 { return r.Group("test").BinSDMbps }
+		sd1 := func(r *sim.Result) float64 { return steadySD(r.Group("test")) }
+		a, as, ok1 := avg(key{t, "900", "on", "on", "fq-codel"}, sd)
+		b, bs, ok2 := avg(key{t, "900", "off", "off", "fq-codel"}, sd)
+		c, cs, _ := avg(key{t, "900", "on", "on", "fq-codel"}, sd1)
+		d, ds, _ := avg(key{t, "900", "off", "off", "fq-codel"}, sd1)
+		if ok1 && ok2 {
+			fmt.Fprintf(tw, "%s\t%.2f±%.2f\t%.2f±%.2f\t%.2f±%.2f\t%.2f±%.2f\t\n", t, a, as, b, bs, c, cs, d, ds)
+		}
+	}
+	tw.Flush()
+
+	fmt.Fprintf(w, "\nfinding 3: the test's share of the shaped rate with cross traffic (%%, burst on, mean over rates and seeds):\n")
+	tw = tabwriter.NewWriter(w, 0, 0, 2, ' ', tabwriter.AlignRight)
+	fmt.Fprintln(tw, "tool\t"+strings.Join(al, "\t")+"\t")
+	for _, t := range tl {
+		row := []string{t}
+		for _, a := range al {
+			var xs []float64
+			for _, rate := range rl {
+				for _, r := range vals[key{t, rate, "on", "on", a}] {
+					xs = append(xs, share(r))
+				}
+			}
+			if len(xs) == 0 {
+				row = append(row, "-")
+				continue
+			}
+			m, _ := meanSD(xs)
+			row = append(row, fmt.Sprintf("%.1f", m))
+		}
+		fmt.Fprintln(tw, strings.Join(row, "\t")+"\t")
+	}
+	tw.Flush()
+}
+
+// printL4SBalance sets the L4S:Classic rate ratio per mix, RTT and queue
+// with Prague's RTT independence on and off side by side (the DualQ paper
+// reports rough balance, a ratio near 1, under DualPI2).
+func printL4SBalance(w io.Writer, outs []sim.Outcome) {
+	type key struct{ mix, rtt, aqm, classic, indep string }
+	vals := map[key][]float64{}
+	var order []key
+	for _, oc := range outs {
+		p := oc.Run.Params
+		if p == nil {
+			return
+		}
+		k := key{p["mix"], p["rtt"], oc.Run.AQM, p["classic"], p["rtt_indep"]}
+		if _, ok := vals[k]; !ok && k.indep == "on" {
+			order = append(order, k)
+		}
+		vals[k] = append(vals[k], oc.Result.L4SClassicRatio)
+	}
+	fmt.Fprintf(w, "\nL4S:Classic rate ratio, Prague's RTT independence on and off (DualQ paper: near 1 under DualPI2):\n")
+	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', tabwriter.AlignRight)
+	fmt.Fprintln(tw, "mix\trtt\taqm\tclassic\tindependent\tper own RTT\t")
+	for _, k := range order {
+		on, _ := meanSD(vals[k])
+		k2 := k
+		k2.indep = "off"
+		off := "-"
+		if xs := vals[k2]; len(xs) > 0 {
+			m, _ := meanSD(xs)
+			off = fmt.Sprintf("%.2f", m)
+		}
+		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%.2f\t%s\t\n", k.mix, k.rtt, k.aqm, k.classic, on, off)
+	}
+	tw.Flush()
+}
+
+// steadySD is the population standard deviation of a group's 100 ms
+// throughput bins after the first second (the test's start-up ramp).
+func steadySD(g sim.GroupResult) float64 {
+	skip := int(time.Second / sim.GoodputBin)
+	if len(g.BinsMbps) <= skip {
+		return 0
+	}
+	xs := g.BinsMbps[skip:]
+	m, _ := meanSD(xs)
+	v := 0.0
+	for _, x := range xs {
+		v += (x - m) * (x - m)
+	}
+	return math.Sqrt(v / float64(len(xs)))
 }
