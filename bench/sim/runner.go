@@ -45,7 +45,7 @@ func (r Run) Execute() (*Result, error) {
 		return a.New(Env{
 			RateBps: r.Config.BottleneckBps(), MSS: max(r.Config.MSS, 0), MaxRTT: r.Config.MaxRTT(),
 			BufferPackets: r.BufferPackets, REDMinThreshold: r.REDMinThreshold,
-			REDMaxThreshold: r.REDMaxThreshold, RED: r.RED, Seed: r.Config.Seed, OnDrop: onDrop,
+			REDMaxThreshold: r.REDMaxThreshold, RED: r.RED, Seed: queueSeed(r.Config.Seed), OnDrop: onDrop,
 		})
 	})
 	if err != nil {
@@ -105,4 +105,14 @@ func ExecuteAll(runs []Run, reps, workers int, progress func(done, total int, o 
 	close(next)
 	wg.Wait()
 	return out
+}
+
+// queueSeed is the seed a run's queue gets: the run's own, except that zero,
+// which the queues take as "draw a secret from crypto/rand", becomes a fixed
+// value, so every simulation stays reproducible from its seed.
+func queueSeed(seed uint64) uint64 {
+	if seed == 0 {
+		return 0x5eed
+	}
+	return seed
 }
