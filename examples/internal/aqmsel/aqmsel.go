@@ -1,5 +1,5 @@
 // Package aqmsel builds the queue an example program's -aqm flag names, with
-// each algorithm's defaults apart from the packet limit.
+// each algorithm's link preset when a rate is given.
 package aqmsel
 
 import (
@@ -34,36 +34,70 @@ type builder func(o Options, onDrop aqm.DropFunc[uint32]) (aqm.Queue[uint32], er
 
 var builders = map[string]builder{
 	"fifo": func(o Options, onDrop aqm.DropFunc[uint32]) (aqm.Queue[uint32], error) {
-		return aqm.NewFIFO(aqm.FIFOConfig{LimitPackets: o.LimitPackets}, onDrop)
+		cfg := aqm.FIFOConfig{}
+		if o.Rate > 0 {
+			cfg = aqm.FIFOConfigForLink(o.Rate, 0)
+		}
+		cfg.LimitPackets = orLimit(o.LimitPackets, cfg.LimitPackets)
+		return aqm.NewFIFO(cfg, onDrop)
 	},
 	"codel": func(o Options, onDrop aqm.DropFunc[uint32]) (aqm.Queue[uint32], error) {
-		return codel.New(codel.Config{LimitPackets: o.LimitPackets}, onDrop)
+		cfg := codel.Config{}
+		if o.Rate > 0 {
+			cfg = codel.ConfigForLink(o.Rate, 0)
+		}
+		cfg.LimitPackets = orLimit(o.LimitPackets, cfg.LimitPackets)
+		return codel.New(cfg, onDrop)
 	},
 	"fq-codel": func(o Options, onDrop aqm.DropFunc[uint32]) (aqm.Queue[uint32], error) {
-		cfg := fq.CoDelConfig{LimitPackets: o.LimitPackets, Seed: o.Seed}
+		cfg := fq.CoDelConfig{}
 		if o.Rate > 0 {
-			// The sizing of the link presets: four RTTs of buffer at the
-			// rate, in bytes of memory as well as in packets.
-			cfg.MemoryLimitBytes = o.Rate.BufferBytes(0)
+			cfg = fq.CoDelConfigForLink(o.Rate, 0)
 		}
+		cfg.LimitPackets, cfg.Seed = orLimit(o.LimitPackets, cfg.LimitPackets), o.Seed
 		return fq.NewCoDel(cfg, onDrop)
 	},
 	"sfq": func(o Options, onDrop aqm.DropFunc[uint32]) (aqm.Queue[uint32], error) {
-		return fq.NewSFQ(fq.SFQConfig{LimitPackets: o.LimitPackets, Seed: o.Seed}, onDrop)
+		cfg := fq.SFQConfig{}
+		if o.Rate > 0 {
+			cfg = fq.SFQConfigForLink(o.Rate, 0)
+		}
+		cfg.LimitPackets, cfg.Seed = orLimit(o.LimitPackets, cfg.LimitPackets), o.Seed
+		return fq.NewSFQ(cfg, onDrop)
 	},
 	"pie": func(o Options, onDrop aqm.DropFunc[uint32]) (aqm.Queue[uint32], error) {
-		return pie.New(pie.Config{LimitPackets: o.LimitPackets, Seed: o.Seed}, onDrop)
+		cfg := pie.Config{}
+		if o.Rate > 0 {
+			cfg = pie.ConfigForLink(o.Rate, 0)
+		}
+		cfg.LimitPackets, cfg.Seed = orLimit(o.LimitPackets, cfg.LimitPackets), o.Seed
+		return pie.New(cfg, onDrop)
 	},
 	"dualpi2": func(o Options, onDrop aqm.DropFunc[uint32]) (aqm.Queue[uint32], error) {
-		return dualq.New(dualq.Config{LimitPackets: o.LimitPackets, Seed: o.Seed}, onDrop)
+		cfg := dualq.Config{}
+		if o.Rate > 0 {
+			cfg = dualq.ConfigForLink(o.Rate, 0)
+		}
+		cfg.LimitPackets, cfg.Seed = orLimit(o.LimitPackets, cfg.LimitPackets), o.Seed
+		return dualq.New(cfg, onDrop)
 	},
 	"red": func(o Options, onDrop aqm.DropFunc[uint32]) (aqm.Queue[uint32], error) {
-		cfg := red.Config{LimitPackets: o.LimitPackets, Gentle: true, Adaptive: true, Seed: o.Seed}
+		cfg := red.Config{}
 		if o.Rate > 0 {
-			cfg.LinkRate = min(o.Rate, red.MaxLinkRate)
+			cfg = red.ConfigForLink(min(o.Rate, red.MaxLinkRate), 0)
 		}
+		cfg.Gentle, cfg.Adaptive, cfg.Seed = true, true, o.Seed
+		cfg.LimitPackets = orLimit(o.LimitPackets, cfg.LimitPackets)
 		return red.New(cfg, onDrop)
 	},
+}
+
+// orLimit returns the limit the user gave, or else the preset's.
+func orLimit(given, preset int) int {
+	if given > 0 {
+		return given
+	}
+	return preset
 }
 
 // Names returns the algorithm names New accepts, sorted.
@@ -79,17 +113,14 @@ func Names() []string {
 // New builds the queue called name. onDrop receives the packets the queue
 // drops after accepting them.
 //
-// With a Rate and no LimitPackets, the limit is o.Rate.BufferPackets(0):
-// four round trips of 100 ms at the rate, at least 64 KiB, the sizing every
-// algorithm's link preset uses, so that one unresponsive flow cannot build
-// seconds of queue.
+// With a Rate, the queue starts from its algorithm's link preset
+// (ConfigForLink: four round trips of 100 ms at the rate, at least 64 KiB),
+// so that one unresponsive flow cannot build seconds of queue; a
+// LimitPackets given replaces the preset's packet limit.
 func New(name string, o Options, onDrop aqm.DropFunc[uint32]) (aqm.Queue[uint32], error) {
 	b, ok := builders[name]
 	if !ok {
 		return nil, fmt.Errorf("unknown AQM %q (have %s)", name, strings.Join(Names(), ", "))
-	}
-	if o.LimitPackets == 0 && o.Rate > 0 {
-		o.LimitPackets = o.Rate.BufferPackets(0)
 	}
 	return b(o, onDrop)
 }
