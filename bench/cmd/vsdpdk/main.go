@@ -6,7 +6,8 @@
 // bench/dpdkref (installing libdpdk-dev with apt-get if pkg-config cannot
 // find it and it runs as root), then runs them in rounds, interleaved (Go
 // bursts, C, Go single calls, Go flow growth, then again), each pinned to
-// one CPU with taskset, so that a change in the machine's load hits Go and
+// one CPU with taskset (Go with GOMAXPROCS=1, as the C harness runs one
+// thread), so that a change in the machine's load hits Go and
 // C alike. It prints the median and minimum of every row and the ratios
 // against their targets:
 //
@@ -82,7 +83,7 @@ func run(rounds, cpu int, benchtime string, iters int, out string) error {
 		pin = func(args ...string) []string { return args }
 	}
 	goArgs := func(bin, pattern string) []string {
-		return pin(bin, "-test.run", "^$", "-test.bench", pattern, "-test.benchtime", benchtime)
+		return pin(bin, "-test.run", "^$", "-test.bench", pattern, "-test.benchtime", benchtime, "-test.cpu", "1")
 	}
 	runs := []struct {
 		what string
