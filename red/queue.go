@@ -180,25 +180,25 @@ func (q *Queue[T]) EnqueueBatch(ps []aqm.Packet[T], vs []aqm.Verdict, now aqm.Ti
 	limP, limB := q.p.limitPackets, q.p.limitBytes
 	byteMode, adaptive := q.p.byteMode, q.p.adaptive
 	plainBand := !q.p.wait && !byteMode // Figure 17's test inline
-	avg, backlog, maxSize := q.avg, q.backlog, q.stats.MaxSize
+	avg, backlog, maxSize, count := q.avg, q.backlog, q.stats.MaxSize, q.count
 	qlen := q.ring.Len()
 	run := q.ring.Spare(n)
-	j := 0 // slots of run written
-	var enqBytes uint64
-	accepted := 0
+	j := 0          // slots of run written
+	base := backlog // the backlog before the packets in run[:j]
+	accepted := 0   // packets accepted by Enqueue and committed runs
 	for i := range ps {
 		p := &ps[i]
 		size := uint64(p.Size)
 		if j >= len(run) || qlen == 0 || qlen >= limP || backlog+size > limB || (adaptive && q.adaptDue(now)) {
 			// Rare: hand the packet to Enqueue with the state written back.
 			q.ring.Commit(j)
-			q.avg, q.backlog, q.stats.MaxSize = avg, backlog, maxSize
+			q.avg, q.backlog, q.stats.MaxSize, q.count = avg, backlog, maxSize, count
 			q.stats.Enqueued.Packets += uint64(j)
-			q.stats.Enqueued.Bytes += enqBytes
+			q.stats.Enqueued.Bytes += backlog - base
 			accepted += j
-			enqBytes = 0
 			v := q.Enqueue(*p, now)
-			avg, backlog, maxSize = q.avg, q.backlog, q.stats.MaxSize
+			avg, backlog, maxSize, count = q.avg, q.backlog, q.stats.MaxSize, q.count
+			base = backlog
 			qlen = q.ring.Len()
 			run, j = q.ring.Spare(n-i-1), 0
 			vs[i] = v
@@ -217,15 +217,16 @@ func (q *Queue[T]) EnqueueBatch(ps []aqm.Packet[T], vs []aqm.Verdict, now aqm.Ti
 		v := aqm.Enqueued
 		switch {
 		case avg < minTh:
-			q.count = -1
-		case plainBand && avg < maxTh && q.count >= 0 && q.count < maxCount &&
-			uint64(q.count+1)*q.prob(avg) < q.r:
+			count = -1
+		case plainBand && avg < maxTh && count >= 0 && count < maxCount &&
+			uint64(count+1)*q.prob(avg) < q.r:
 			// In the band, not signalled: signal's outcome, without the call.
-			q.count++
+			count++
 			q.lastProb = q.prob(avg)
 		default:
-			q.avg = avg
+			q.avg, q.count = avg, count
 			v = q.signal(p.Size, ecn)
+			count = q.count
 			if !v.Accepted() {
 				q.stats.CountDrop(v, p.Size, false)
 				vs[i] = v
@@ -236,19 +237,18 @@ func (q *Queue[T]) EnqueueBatch(ps []aqm.Packet[T], vs []aqm.Verdict, now aqm.Ti
 				q.stats.Marked.Add(p.Size)
 			}
 		}
-		slot := &run[j]
-		*slot = *p
-		slot.ECN, slot.Enqueued = ecn, now
+		m := p.Meta
+		m.ECN = ecn
+		run[j] = aqm.Packet[T]{Payload: p.Payload, Meta: m, Enqueued: now}
 		j++
 		qlen++
 		backlog += size
-		enqBytes += size
 		vs[i] = v
 	}
 	q.ring.Commit(j)
-	q.avg, q.backlog, q.stats.MaxSize = avg, backlog, maxSize
+	q.avg, q.backlog, q.stats.MaxSize, q.count = avg, backlog, maxSize, count
 	q.stats.Enqueued.Packets += uint64(j)
-	q.stats.Enqueued.Bytes += enqBytes
+	q.stats.Enqueued.Bytes += backlog - base
 	return accepted + j
 }
 
