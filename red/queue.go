@@ -171,6 +171,14 @@ func (q *Queue[T]) Enqueue(p aqm.Packet[T], now aqm.Time) aqm.Verdict {
 // the ring's storage, an Adaptive RED instant) is handed to Enqueue.
 func (q *Queue[T]) EnqueueBatch(ps []aqm.Packet[T], vs []aqm.Verdict, now aqm.Time) int {
 	n := min(len(ps), len(vs))
+	if n == 1 { // no run to share the set-up with
+		v := q.Enqueue(ps[0], now)
+		vs[0] = v
+		if v.Accepted() {
+			return 1
+		}
+		return 0
+	}
 	ps, vs = ps[:n], vs[:n]
 	// The average, the backlog, the queue length and the counters live in
 	// registers for the burst and are written back before any call that
@@ -256,6 +264,14 @@ func (q *Queue[T]) EnqueueBatch(ps []aqm.Packet[T], vs []aqm.Verdict, now aqm.Ti
 // many calls of Dequeue would, and returns how many (see
 // [aqm.BatchQueue]). The packets leave the ring in whole runs.
 func (q *Queue[T]) DequeueBatch(buf []aqm.Packet[T], now aqm.Time) int {
+	if len(buf) == 1 { // no run to share the set-up with
+		p, ok := q.Dequeue(now)
+		if !ok {
+			return 0
+		}
+		buf[0] = p
+		return 1
+	}
 	k := q.ring.PopFrontN(buf)
 	if k == 0 {
 		return 0
