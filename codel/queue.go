@@ -253,6 +253,9 @@ func (q *Queue[T]) DequeueBatch(buf []aqm.Packet[T], now aqm.Time) int {
 // deadline; the run records the last sojourn time once.
 func (q *Queue[T]) runBelowTarget(buf []aqm.Packet[T], i int, now aqm.Time) int {
 	target := q.p.target
+	if f := q.ring.Front(); f == nil || int64(f.Enqueued.Since(now)) >= target {
+		return i // no run: the common case when CoDel is about to act
+	}
 	start := i
 	var by uint64
 	for i < len(buf) {
@@ -292,8 +295,11 @@ func (q *Queue[T]) runBelowTarget(buf []aqm.Packet[T], i int, now aqm.Time) int 
 // last sojourn time once.
 func (q *Queue[T]) runNotDue(buf []aqm.Packet[T], i int, now aqm.Time) int {
 	target, mtu := q.p.target, q.p.mtu
-	start := i
 	backlog := q.backlog
+	if f := q.ring.Front(); f == nil || int64(f.Enqueued.Since(now)) < target || int64(backlog)-int64(f.Size) <= mtu {
+		return i // no run
+	}
+	start := i
 	var by uint64
 	for i < len(buf) {
 		run := q.ring.Peek(len(buf) - i)
