@@ -142,18 +142,58 @@ func (q *Queue[T]) Dequeue(now aqm.Time) (p aqm.Packet[T], ok bool) {
 	}
 }
 
-// EnqueueBatch offers ps in order at now, exactly as a loop of Enqueue
-// calls would (see [aqm.BatchQueue]).
+// EnqueueBatch offers ps[i] for i < n = min(len(ps), len(vs)) at now,
+// exactly as a loop of Enqueue calls would, writes each verdict into vs[i]
+// and returns the number accepted (see [aqm.BatchQueue]). Packets that fit
+// are written straight into their ring slots; a packet that meets a full
+// limit is handed to Enqueue, which also tells the controller.
 func (q *Queue[T]) EnqueueBatch(ps []aqm.Packet[T], vs []aqm.Verdict, now aqm.Time) int {
 	n := min(len(ps), len(vs))
-	accepted := 0
-	for i := range n {
-		v := q.Enqueue(ps[i], now)
-		vs[i] = v
-		if v.Accepted() {
-			accepted++
-		}
+	ps, vs = ps[:n], vs[:n]
+	limitBytes := int64(q.cfg.LimitBytes)
+	if limitBytes == 0 {
+		limitBytes = 1<<63 - 1
 	}
+	room := q.cfg.LimitPackets - q.ring.Len() // may be negative after Reconfigure
+	backlog0 := int64(q.backlog)
+	backlog := backlog0
+	maxSize := q.stats.MaxSize
+	// Accepted packets are written into run, the ring's free slots, and
+	// committed together; run is refilled where the storage wraps. room > 0
+	// means a free slot: the ring's capacity is at least LimitPackets.
+	var run []aqm.Packet[T]
+	j := 0
+	accepted := 0
+	for i := range ps {
+		p := &ps[i]
+		size := p.Size
+		if room <= 0 || backlog+int64(size) > limitBytes {
+			// Rare: Enqueue refuses it and tells the controller.
+			q.ring.Commit(j)
+			run, j = run[j:], 0
+			q.backlog, q.stats.MaxSize = int(backlog), maxSize
+			vs[i] = q.Enqueue(*p, now) // refused: the state above is unchanged
+			maxSize = q.stats.MaxSize
+			continue
+		}
+		maxSize = max(maxSize, size)
+		if j == len(run) {
+			q.ring.Commit(j)
+			run, j = q.ring.Spare(n-i), 0
+		}
+		m := p.Meta
+		m.ECN &= aqm.ECNMask
+		run[j] = aqm.Packet[T]{Payload: p.Payload, Meta: m, Enqueued: now}
+		j++
+		room--
+		accepted++
+		backlog += int64(size)
+		vs[i] = aqm.Enqueued
+	}
+	q.ring.Commit(j)
+	q.backlog, q.stats.MaxSize = int(backlog), maxSize
+	q.stats.Enqueued.Packets += uint64(accepted)
+	q.stats.Enqueued.Bytes += uint64(backlog - backlog0) // refusals leave the backlog alone
 	return accepted
 }
 

@@ -162,13 +162,17 @@ func (q *Queue[T]) EnqueueBatch(ps []aqm.Packet[T], vs []aqm.Verdict, now aqm.Ti
 	if limitBytes == 0 {
 		limitBytes = math.MaxInt64
 	}
-	backlog := int64(q.backlog)
+	backlog0 := int64(q.backlog)
+	backlog, room0 := backlog0, room
 	maxSize := q.stats.MaxSize
-	var pk, by uint64
+	// Accepted packets are written straight into run, the ring's free
+	// slots, and committed together; run is refilled where the storage
+	// wraps. room > 0 means a free slot: the ring's capacity is at least
+	// limitPackets.
+	var run []aqm.Packet[T]
+	j := 0
 	for i := range ps {
-		p := ps[i]
-		p.ECN &= aqm.ECNMask
-		p.Enqueued = now
+		p := &ps[i]
 		size := p.Size
 		maxSize = max(maxSize, size)
 		if room <= 0 || backlog+int64(size) > limitBytes {
@@ -176,18 +180,26 @@ func (q *Queue[T]) EnqueueBatch(ps []aqm.Packet[T], vs []aqm.Verdict, now aqm.Ti
 			vs[i] = aqm.DroppedOverlimit
 			continue
 		}
-		q.ring.PushBack(p) // room: checked above
+		if j == len(run) {
+			q.ring.Commit(j)
+			run, j = q.ring.Spare(n-i), 0
+		}
+		m := p.Meta
+		m.ECN &= aqm.ECNMask
+		run[j] = aqm.Packet[T]{Payload: p.Payload, Meta: m, Enqueued: now}
+		j++
 		room--
 		backlog += int64(size)
-		pk++
-		by += uint64(size)
 		vs[i] = aqm.Enqueued
 	}
+	q.ring.Commit(j)
 	q.backlog = int(backlog)
 	q.stats.MaxSize = maxSize
-	q.stats.Enqueued.Packets += pk
-	q.stats.Enqueued.Bytes += by
-	return int(pk)
+	// Every accepted packet took one unit of room and its size of backlog.
+	pk := room0 - room
+	q.stats.Enqueued.Packets += uint64(pk)
+	q.stats.Enqueued.Bytes += uint64(backlog - backlog0)
+	return pk
 }
 
 // DequeueBatch removes up to len(buf) packets at now into buf[:n], as n
@@ -241,16 +253,28 @@ func (q *Queue[T]) DequeueBatch(buf []aqm.Packet[T], now aqm.Time) int {
 // deadline; the run records the last sojourn time once.
 func (q *Queue[T]) runBelowTarget(buf []aqm.Packet[T], i int, now aqm.Time) int {
 	target := q.p.target
-	k := min(len(buf), i+q.ring.Len())
+	if f := q.ring.Front(); f == nil || int64(f.Enqueued.Since(now)) >= target {
+		return i // no run: the common case when CoDel is about to act
+	}
 	start := i
 	var by uint64
-	for ; i < k; i++ {
-		if int64(q.ring.Front().Enqueued.Since(now)) >= target { // not nil: i < k
+	for i < len(buf) {
+		run := q.ring.Peek(len(buf) - i) // the oldest packets, up to the storage's end
+		dst := buf[i:]
+		dst = dst[:len(run)]
+		m := 0
+		for ; m < len(run); m++ {
+			if int64(run[m].Enqueued.Since(now)) >= target {
+				break
+			}
+			dst[m] = run[m]
+			by += uint64(run[m].Size)
+		}
+		q.ring.Discard(m)
+		i += m
+		if m == 0 || m < len(run) {
 			break
 		}
-		p, _ := q.ring.PopFront()
-		buf[i] = p
-		by += uint64(p.Size)
 	}
 	if i > start {
 		q.c.DeliverIfBelowTarget(&q.p, buf[i-1].Enqueued.Since(now))
@@ -271,19 +295,31 @@ func (q *Queue[T]) runBelowTarget(buf []aqm.Packet[T], i int, now aqm.Time) int 
 // last sojourn time once.
 func (q *Queue[T]) runNotDue(buf []aqm.Packet[T], i int, now aqm.Time) int {
 	target, mtu := q.p.target, q.p.mtu
-	k := min(len(buf), i+q.ring.Len())
-	start := i
 	backlog := q.backlog
+	if f := q.ring.Front(); f == nil || int64(f.Enqueued.Since(now)) < target || int64(backlog)-int64(f.Size) <= mtu {
+		return i // no run
+	}
+	start := i
 	var by uint64
-	for ; i < k; i++ {
-		f := q.ring.Front() // not nil: i < k
-		if int64(f.Enqueued.Since(now)) < target || int64(backlog)-int64(f.Size) <= mtu {
+	for i < len(buf) {
+		run := q.ring.Peek(len(buf) - i)
+		dst := buf[i:]
+		dst = dst[:len(run)]
+		m := 0
+		for ; m < len(run); m++ {
+			f := &run[m]
+			if int64(f.Enqueued.Since(now)) < target || int64(backlog)-int64(f.Size) <= mtu {
+				break
+			}
+			dst[m] = *f
+			backlog -= int(f.Size)
+			by += uint64(f.Size)
+		}
+		q.ring.Discard(m)
+		i += m
+		if m == 0 || m < len(run) {
 			break
 		}
-		p, _ := q.ring.PopFront()
-		buf[i] = p
-		backlog -= int(p.Size)
-		by += uint64(p.Size)
 	}
 	if i > start {
 		q.c.ldelay = uint32(min(int64(buf[i-1].Enqueued.Since(now)), math.MaxUint32))

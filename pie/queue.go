@@ -204,6 +204,9 @@ func (q *Queue[T]) EnqueueBatch(ps []aqm.Packet[T], vs []aqm.Verdict, now aqm.Ti
 	if limitBytes == 0 {
 		limitBytes = 1<<63 - 1
 	}
+	if quiet {
+		return q.enqueueQuiet(ps, vs, now, room, limitBytes)
+	}
 	safe, prob := int64(pp.safeBytes), c.p
 	backlog := int64(q.backlog)
 	maxSize := q.stats.MaxSize
@@ -246,6 +249,52 @@ func (q *Queue[T]) EnqueueBatch(ps []aqm.Packet[T], vs []aqm.Verdict, now aqm.Ti
 	return acc + int(pk)
 }
 
+// enqueueQuiet is EnqueueBatch's loop while PIE cannot drop early: only
+// the limits refuse packets, room packets and limitBytes bytes in all.
+// Accepted packets are written straight into run, the ring's free slots,
+// and committed together; run is refilled where the storage wraps. room >
+// 0 means a free slot: the ring's capacity is at least limitPackets. The
+// loop makes no call on its common path, so its state stays in registers.
+func (q *Queue[T]) enqueueQuiet(ps []aqm.Packet[T], vs []aqm.Verdict, now aqm.Time, room int, limitBytes int64) int {
+	vs = vs[:len(ps)]
+	backlog0 := int64(q.backlog)
+	backlog, room0 := backlog0, room
+	maxSize := q.stats.MaxSize
+	var run []aqm.Packet[T]
+	j := 0
+	for i := range ps {
+		p := &ps[i]
+		size := p.Size
+		maxSize = max(maxSize, size)
+		if room <= 0 || backlog+int64(size) > limitBytes {
+			q.ctl.accu = 0
+			q.stats.CountDrop(aqm.DroppedOverlimit, size, false)
+			vs[i] = aqm.DroppedOverlimit
+			continue
+		}
+		if j == len(run) {
+			q.ring.Commit(j)
+			run, j = q.ring.Spare(len(ps)-i), 0
+		}
+		slot := &run[j]
+		*slot = *p
+		slot.ECN &= aqm.ECNMask
+		slot.Enqueued = now
+		j++
+		room--
+		backlog += int64(size)
+		vs[i] = aqm.Enqueued
+	}
+	q.ring.Commit(j)
+	q.backlog = int(backlog)
+	q.stats.MaxSize = maxSize
+	// Every accepted packet took one unit of room and its size of backlog.
+	pk := room0 - room
+	q.stats.Enqueued.Packets += uint64(pk)
+	q.stats.Enqueued.Bytes += uint64(backlog - backlog0)
+	return pk
+}
+
 // DequeueBatch removes up to len(buf) packets at now into buf[:n], as n
 // calls of Dequeue would, and returns n; n < len(buf) only when the queue
 // is empty ([aqm.BatchQueue]). The updates due run once, for the whole
@@ -278,12 +327,10 @@ func (q *Queue[T]) DequeueBatch(buf []aqm.Packet[T], now aqm.Time) int {
 		}
 		return len(buf)
 	}
-	n := min(len(buf), q.ring.Len())
+	n := q.ring.PopFrontN(buf)
 	var by uint64
 	for i := range buf[:n] {
-		p, _ := q.ring.PopFront()
-		by += uint64(p.Size)
-		buf[i] = p
+		by += uint64(buf[i].Size)
 	}
 	q.backlog -= int(by)
 	q.stats.Dequeued.Packets += uint64(n)

@@ -166,32 +166,49 @@ func (q *Queue[T]) Enqueue(p aqm.Packet[T], now aqm.Time) aqm.Verdict {
 // EnqueueBatch offers ps[i] for i < n = min(len(ps), len(vs)) at now, as
 // n calls of Enqueue would, writes each verdict to vs[i] and returns the
 // number accepted (see [aqm.BatchQueue]). The common case, an arrival to a
-// busy queue with room for it, runs inline; the rest (an empty queue, a
-// full limit, an Adaptive RED instant) is handed to Enqueue.
+// busy queue with room for it, runs inline and writes the packet straight
+// into its ring slot; the rest (an empty queue, a full limit, the end of
+// the ring's storage, an Adaptive RED instant) is handed to Enqueue.
 func (q *Queue[T]) EnqueueBatch(ps []aqm.Packet[T], vs []aqm.Verdict, now aqm.Time) int {
 	n := min(len(ps), len(vs))
+	if n == 1 { // no run to share the set-up with
+		v := q.Enqueue(ps[0], now)
+		vs[0] = v
+		if v.Accepted() {
+			return 1
+		}
+		return 0
+	}
 	ps, vs = ps[:n], vs[:n]
-	// The average, the backlog and the counters live in registers for the
-	// burst and are written back before any call that reads them.
+	// The average, the backlog, the queue length and the counters live in
+	// registers for the burst and are written back before any call that
+	// reads them. Accepted packets go into run, the ring's free slots, and
+	// are committed in one step.
 	w, omw, minTh, maxTh := q.p.w, q.p.omw, q.p.minTh, q.p.maxTh
 	limP, limB := q.p.limitPackets, q.p.limitBytes
 	byteMode, adaptive := q.p.byteMode, q.p.adaptive
 	plainBand := !q.p.wait && !byteMode // Figure 17's test inline
-	avg, backlog, maxSize := q.avg, q.backlog, q.stats.MaxSize
-	var enqPkts, enqBytes uint64
-	accepted := 0
+	avg, backlog, maxSize, count := q.avg, q.backlog, q.stats.MaxSize, q.count
+	qlen := q.ring.Len()
+	run := q.ring.Spare(n)
+	j := 0          // slots of run written
+	base := backlog // the backlog before the packets in run[:j]
+	accepted := 0   // packets accepted by Enqueue and committed runs
 	for i := range ps {
 		p := &ps[i]
-		qlen := q.ring.Len()
 		size := uint64(p.Size)
-		if qlen == 0 || qlen >= limP || backlog+size > limB || (adaptive && q.adaptDue(now)) {
+		if j >= len(run) || qlen == 0 || qlen >= limP || backlog+size > limB || (adaptive && q.adaptDue(now)) {
 			// Rare: hand the packet to Enqueue with the state written back.
-			q.avg, q.backlog, q.stats.MaxSize = avg, backlog, maxSize
-			q.stats.Enqueued.Packets += enqPkts
-			q.stats.Enqueued.Bytes += enqBytes
-			enqPkts, enqBytes = 0, 0
+			q.ring.Commit(j)
+			q.avg, q.backlog, q.stats.MaxSize, q.count = avg, backlog, maxSize, count
+			q.stats.Enqueued.Packets += uint64(j)
+			q.stats.Enqueued.Bytes += backlog - base
+			accepted += j
 			v := q.Enqueue(*p, now)
-			avg, backlog, maxSize = q.avg, q.backlog, q.stats.MaxSize
+			avg, backlog, maxSize, count = q.avg, q.backlog, q.stats.MaxSize, q.count
+			base = backlog
+			qlen = q.ring.Len()
+			run, j = q.ring.Spare(n-i-1), 0
 			vs[i] = v
 			if v.Accepted() {
 				accepted++
@@ -208,15 +225,16 @@ func (q *Queue[T]) EnqueueBatch(ps []aqm.Packet[T], vs []aqm.Verdict, now aqm.Ti
 		v := aqm.Enqueued
 		switch {
 		case avg < minTh:
-			q.count = -1
-		case plainBand && avg < maxTh && q.count >= 0 && q.count < maxCount &&
-			uint64(q.count+1)*q.prob(avg) < q.r:
+			count = -1
+		case plainBand && avg < maxTh && count >= 0 && count < maxCount &&
+			uint64(count+1)*q.prob(avg) < q.r:
 			// In the band, not signalled: signal's outcome, without the call.
-			q.count++
+			count++
 			q.lastProb = q.prob(avg)
 		default:
-			q.avg = avg
+			q.avg, q.count = avg, count
 			v = q.signal(p.Size, ecn)
+			count = q.count
 			if !v.Accepted() {
 				q.stats.CountDrop(v, p.Size, false)
 				vs[i] = v
@@ -227,35 +245,40 @@ func (q *Queue[T]) EnqueueBatch(ps []aqm.Packet[T], vs []aqm.Verdict, now aqm.Ti
 				q.stats.Marked.Add(p.Size)
 			}
 		}
-		pk := *p
-		pk.ECN, pk.Enqueued = ecn, now
-		q.ring.PushBack(pk) // room: qlen < limitPackets ≤ Cap
+		m := p.Meta
+		m.ECN = ecn
+		run[j] = aqm.Packet[T]{Payload: p.Payload, Meta: m, Enqueued: now}
+		j++
+		qlen++
 		backlog += size
-		enqPkts++
-		enqBytes += size
 		vs[i] = v
-		accepted++
 	}
-	q.avg, q.backlog, q.stats.MaxSize = avg, backlog, maxSize
-	q.stats.Enqueued.Packets += enqPkts
-	q.stats.Enqueued.Bytes += enqBytes
-	return accepted
+	q.ring.Commit(j)
+	q.avg, q.backlog, q.stats.MaxSize, q.count = avg, backlog, maxSize, count
+	q.stats.Enqueued.Packets += uint64(j)
+	q.stats.Enqueued.Bytes += backlog - base
+	return accepted + j
 }
 
 // DequeueBatch removes up to len(buf) packets into buf at now, as that
 // many calls of Dequeue would, and returns how many (see
-// [aqm.BatchQueue]).
+// [aqm.BatchQueue]). The packets leave the ring in whole runs.
 func (q *Queue[T]) DequeueBatch(buf []aqm.Packet[T], now aqm.Time) int {
-	k := min(len(buf), q.ring.Len())
-	buf = buf[:k]
-	var bytes uint64
-	for i := range buf {
-		p, _ := q.ring.PopFront()
-		buf[i] = p
-		bytes += uint64(p.Size)
+	if len(buf) == 1 { // no run to share the set-up with
+		p, ok := q.Dequeue(now)
+		if !ok {
+			return 0
+		}
+		buf[0] = p
+		return 1
 	}
+	k := q.ring.PopFrontN(buf)
 	if k == 0 {
 		return 0
+	}
+	var bytes uint64
+	for i := range buf[:k] {
+		bytes += uint64(buf[i].Size)
 	}
 	q.backlog -= bytes
 	q.stats.Dequeued.Packets += uint64(k)

@@ -127,3 +127,90 @@ func (r *Ring[T]) Clear() {
 	clear(r.buf)
 	r.head, r.n = 0, 0
 }
+
+// PushBackN appends the longest prefix of src that fits and returns its
+// length. It copies whole runs (at most two, when the storage wraps) and
+// updates the ring's length once.
+func (r *Ring[T]) PushBackN(src []T) int {
+	k := min(len(src), int(r.max-min(r.n, r.max)))
+	done := 0
+	for done < k {
+		run := r.Spare(k - done)
+		copy(run, src[done:])
+		r.n += uint32(len(run))
+		done += len(run)
+	}
+	return k
+}
+
+// PopFrontN moves the oldest min(len(dst), Len()) values into dst, oldest
+// first, clears the slots they leave and returns how many it moved. It
+// copies and clears whole runs (at most two) and updates the ring's head
+// and length once per run.
+func (r *Ring[T]) PopFrontN(dst []T) int {
+	k := min(len(dst), int(r.n))
+	done := 0
+	for done < k {
+		run := r.Peek(k - done)
+		copy(dst[done:], run)
+		clear(run)
+		r.head += uint32(len(run))
+		r.n -= uint32(len(run))
+		done += len(run)
+	}
+	return k
+}
+
+// Spare returns the free slots right after the newest value, up to k of
+// them and no further than the end of the storage, so the slice may be
+// shorter than k (and is empty when the ring is full or k ≤ 0). A burst
+// writes values into it in order and then makes them part of the ring with
+// [Ring.Commit]; values written but not committed stay in the storage
+// (clear them, or overwrite them later) and are not part of the ring.
+func (r *Ring[T]) Spare(k int) []T {
+	free := int(r.max - min(r.n, r.max))
+	k = min(k, free)
+	if k <= 0 {
+		return nil
+	}
+	t := int((r.head + r.n) & r.mask)
+	return r.buf[t:min(t+k, len(r.buf))]
+}
+
+// Commit appends the first k slots last returned by [Ring.Spare], which
+// the caller has written. k must not exceed that slice's length.
+func (r *Ring[T]) Commit(k int) {
+	if k < 0 || r.n+uint32(k) > r.max {
+		panic("ring: commit beyond the free slots")
+	}
+	r.n += uint32(k)
+}
+
+// Peek returns the oldest values, up to k of them and no further than the
+// end of the storage, so the slice may be shorter than k (and is empty when
+// the ring is empty or k ≤ 0). The slice is valid until the next Push, Pop
+// or Discard. Reading a burst from it and then calling [Ring.Discard]
+// pops the burst with one update.
+func (r *Ring[T]) Peek(k int) []T {
+	k = min(k, int(r.n))
+	if k <= 0 {
+		return nil
+	}
+	h := int(r.head & r.mask)
+	return r.buf[h:min(h+k, len(r.buf))]
+}
+
+// Discard removes the oldest k values, clearing their slots. It panics if
+// k is negative or above Len.
+func (r *Ring[T]) Discard(k int) {
+	if k < 0 || uint32(k) > r.n {
+		panic("ring: discard beyond the values")
+	}
+	for k > 0 {
+		run := r.Peek(k)
+		clear(run)
+		r.head += uint32(len(run))
+		r.n -= uint32(len(run))
+		k -= len(run)
+	}
+}
