@@ -22,15 +22,15 @@ type refCobalt struct {
 	ecn                                  bool
 	limitP, limitB                       int
 
-	fifo                []aqm.Packet[uint64]
-	bytes               int
-	count               int64
-	next, stamp         int64
-	dropping            bool
-	p                   float64
-	src                 rng.Source
-	dropped             []aqm.Packet[uint64]
-	dropWhy             []aqm.Verdict
+	fifo        []aqm.Packet[uint64]
+	bytes       int
+	count       int64
+	next, stamp int64
+	dropping    bool
+	p           float64
+	src         rng.Source
+	dropped     []aqm.Packet[uint64]
+	dropWhy     []aqm.Verdict
 }
 
 func newRef(cfg Config) *refCobalt {
