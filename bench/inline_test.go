@@ -12,13 +12,12 @@ import (
 var inlineWant = []string{
 	"aqm (*FIFO).Len", "aqm (*Stats).NoteSize", "aqm (*Count).Add", "aqm Time.Since",
 	"internal/ring ring.(*Ring).PushBack", "internal/ring ring.(*Ring).PopFront",
-	"internal/pktlist pktlist.(*Slab).PushBack", "internal/pktlist pktlist.(*Slab).PopFront",
 	"internal/rng (*Source).Uint64", // Uint32 and Float64 cost 83-85, just over the budget of 80
 }
 
 // TestInlining protects the hot-path shape the per-packet costs depend on:
 // the building blocks' per-packet methods must inline into the queues, so
-// that a packet moves between ring or slab and the caller in registers (see
+// that a packet moves between ring and the caller in registers (see
 // aqm.TestPacketFitsRegisters for the other half). It reads the compiler's
 // own -m report, as net/netip's TestInlining does.
 func TestInlining(t *testing.T) {
@@ -27,7 +26,7 @@ func TestInlining(t *testing.T) {
 	}
 	cmd := exec.Command("go", "build", "-gcflags=-m",
 		"github.com/aqmkit/aqmkit/aqm", "github.com/aqmkit/aqmkit/internal/ring",
-		"github.com/aqmkit/aqmkit/internal/pktlist", "github.com/aqmkit/aqmkit/internal/rng",
+		"github.com/aqmkit/aqmkit/internal/rng",
 		"github.com/aqmkit/aqmkit/red", "github.com/aqmkit/aqmkit/codel", "github.com/aqmkit/aqmkit/pie",
 		"github.com/aqmkit/aqmkit/dualq", "github.com/aqmkit/aqmkit/fq")
 	out, err := cmd.CombinedOutput()
