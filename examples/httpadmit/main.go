@@ -101,7 +101,10 @@ func run(ctx context.Context, args []string, out io.Writer, ready func(addr stri
 		// Stop the dispatcher first: waiting requests get 503 and their
 		// handlers return, so Shutdown does not wait out the queue.
 		stopDispatch()
-		shutCtx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+		// Longer than the five seconds net/http gives a connection that
+		// was accepted but has sent no request before Shutdown counts it
+		// as idle.
+		shutCtx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 		err = srv.Shutdown(shutCtx)
 		cancel()
 		<-serveErr
