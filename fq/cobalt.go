@@ -270,7 +270,7 @@ func (q *Cobalt[T]) Dequeue(now aqm.Time) (p aqm.Packet[T], ok bool) {
 	for {
 		idx := q.head()
 		if idx == cqNone {
-			return p, false
+			return aqm.Packet[T]{}, false // not a packet dropped on the way
 		}
 		f := &q.flows[idx]
 		if f.deficit < 0 {
