@@ -24,7 +24,7 @@ import (
 type PIEConfig struct {
 	// Flows is the number of flow queues packets are hashed into. Zero
 	// means [DefaultCoDelFlows] (1024); at most 65536. Each flow's state
-	// (its PIE controller, packet list and DRR state, about 150 bytes) and
+	// (its PIE controller, packet list and DRR state, 136 bytes) and
 	// 32 bytes of overload bookkeeping are allocated up front (see
 	// [PIEDetail.MemoryBytes]).
 	Flows int
