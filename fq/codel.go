@@ -134,24 +134,9 @@ func (c CoDelConfig) codel() codel.Config {
 // each, joined; the error wraps [aqm.ErrInvalidConfig]. It does not change
 // c: zero fields are valid and mean their defaults.
 func (c CoDelConfig) Validate() error {
-	var errs []error
+	errs := validateSched(c.Flows, c.LimitPackets, c.MemoryLimitBytes, c.QuantumBytes, c.DropBatchPackets)
 	bad := func(field string, v any, rule string) {
 		errs = append(errs, &aqm.ConfigError{Pkg: "fq", Field: field, Value: v, Rule: rule})
-	}
-	if c.Flows < 0 || c.Flows > maxCoDelFlows {
-		bad("Flows", c.Flows, "must be in [0, 65536]")
-	}
-	if c.LimitPackets < 0 || c.LimitPackets > maxCoDelLimit {
-		bad("LimitPackets", c.LimitPackets, "must be in [0, 16777216]")
-	}
-	if c.MemoryLimitBytes < 0 || c.MemoryLimitBytes > maxCoDelMemoryLimit {
-		bad("MemoryLimitBytes", c.MemoryLimitBytes, "must be in [0, 2147483648]")
-	}
-	if c.QuantumBytes != 0 && (c.QuantumBytes < minCoDelQuantum || c.QuantumBytes > maxCoDelQuantum) {
-		bad("QuantumBytes", c.QuantumBytes, "must be 0 or in [256, 1048576]")
-	}
-	if c.DropBatchPackets < 0 || c.DropBatchPackets > maxCoDelBatch {
-		bad("DropBatchPackets", c.DropBatchPackets, "must be in [0, 65536]")
 	}
 	cc := c.codel() // a copy: package codel's check may fill in its defaults
 	named := false  // whether package codel named Target
@@ -181,21 +166,7 @@ func (c CoDelConfig) Validate() error {
 // withDefaults returns c with every zero field that has a default set to it
 // (the seed is left alone: NewCoDel draws it).
 func (c CoDelConfig) withDefaults() CoDelConfig {
-	if c.Flows == 0 {
-		c.Flows = DefaultCoDelFlows
-	}
-	if c.LimitPackets == 0 {
-		c.LimitPackets = DefaultCoDelLimitPackets
-	}
-	if c.MemoryLimitBytes == 0 {
-		c.MemoryLimitBytes = DefaultCoDelMemoryLimitBytes
-	}
-	if c.QuantumBytes == 0 {
-		c.QuantumBytes = DefaultCoDelQuantumBytes
-	}
-	if c.DropBatchPackets == 0 {
-		c.DropBatchPackets = DefaultCoDelDropBatchPackets
-	}
+	schedDefaults(&c.Flows, &c.LimitPackets, &c.MemoryLimitBytes, &c.QuantumBytes, &c.DropBatchPackets)
 	if c.Target == 0 {
 		c.Target = codel.DefaultTarget
 	}

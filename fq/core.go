@@ -1,6 +1,7 @@
 package fq
 
 import (
+	"errors"
 	"math/bits"
 	"unsafe"
 
@@ -567,4 +568,61 @@ func (q *sched[T, A]) flowPackets(i uint32) (n int, isNew, isOld bool) {
 	}
 	l := f.tag & cqListMask >> cqListShift
 	return n, l == cqNew, l == cqOld
+}
+
+// validateSched checks the scheduler's fields, shared by the FQ configs.
+func validateSched(flows, limit, mem, quantum, batch int) []error {
+	var errs []error
+	bad := func(field string, v any, rule string) {
+		errs = append(errs, &aqm.ConfigError{Pkg: "fq", Field: field, Value: v, Rule: rule})
+	}
+	if flows < 0 || flows > maxCoDelFlows {
+		bad("Flows", flows, "must be in [0, 65536]")
+	}
+	if limit < 0 || limit > maxCoDelLimit {
+		bad("LimitPackets", limit, "must be in [0, 16777216]")
+	}
+	if mem < 0 || mem > maxCoDelMemoryLimit {
+		bad("MemoryLimitBytes", mem, "must be in [0, 2147483648]")
+	}
+	if quantum != 0 && (quantum < minCoDelQuantum || quantum > maxCoDelQuantum) {
+		bad("QuantumBytes", quantum, "must be 0 or in [256, 1048576]")
+	}
+	if batch < 0 || batch > maxCoDelBatch {
+		bad("DropBatchPackets", batch, "must be in [0, 65536]")
+	}
+	return errs
+}
+
+// refield turns the errors of another package's Validate into fq's.
+func refield(err error) []error {
+	if err == nil {
+		return nil
+	}
+	list := []error{err}
+	if u, ok := err.(interface{ Unwrap() []error }); ok {
+		list = u.Unwrap()
+	}
+	var errs []error
+	for _, err := range list {
+		var ce *aqm.ConfigError
+		if errors.As(err, &ce) {
+			errs = append(errs, &aqm.ConfigError{Pkg: "fq", Field: ce.Field, Value: ce.Value, Rule: ce.Rule})
+		}
+	}
+	return errs
+}
+
+// schedDefaults fills in the scheduler's zero fields.
+func schedDefaults(flows, limit, mem, quantum, batch *int) {
+	def := func(v *int, d int) {
+		if *v == 0 {
+			*v = d
+		}
+	}
+	def(flows, DefaultCoDelFlows)
+	def(limit, DefaultCoDelLimitPackets)
+	def(mem, DefaultCoDelMemoryLimitBytes)
+	def(quantum, DefaultCoDelQuantumBytes)
+	def(batch, DefaultCoDelDropBatchPackets)
 }
