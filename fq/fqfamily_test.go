@@ -93,6 +93,9 @@ func TestCobaltConformance(t *testing.T) {
 			Target: time.Microsecond, Interval: 20 * time.Microsecond, BlueThreshold: 50 * time.Microsecond, BlueIncrement: 0.25},
 		"one": {Flows: 1, LimitPackets: 2, MemoryLimitBytes: 3000, BlueIncrement: 1},
 	} {
+		if testing.Short() && name != "default" && name != "small" {
+			continue // -short: the defaults and the aggressive settings
+		}
 		t.Run(name, func(t *testing.T) { aqmtest.Run(t, cobaltFactory(cfg)) })
 	}
 }
@@ -109,6 +112,9 @@ func TestPIEConformance(t *testing.T) {
 		"rate": {Flows: 2, LimitPackets: 16, MemoryLimitBytes: 12000, RateEstimator: true, DequeueThresholdBytes: 1000,
 			Target: 10 * time.Microsecond, TUpdate: 20 * time.Microsecond, MaxBurst: 40 * time.Microsecond, ByteMode: true},
 	} {
+		if testing.Short() && name != "default" && name != "small" {
+			continue // -short: the defaults and the aggressive settings
+		}
 		t.Run(name, func(t *testing.T) { aqmtest.Run(t, pieFactory(cfg)) })
 	}
 }
