@@ -255,6 +255,98 @@ func stepsDirectSFQ(dr *driver, n int) {
 	}
 }
 
+// directFQCobalt is driver.step on *fq.Cobalt[uint64].
+type directFQCobalt struct {
+	*driver
+	q *fq.Cobalt[uint64]
+}
+
+func (d *directFQCobalt) step() {
+	d.now += d.dt
+	d.seq++
+	if d.flow++; d.flow == d.flows {
+		d.flow = 0
+	}
+	if d.q.Enqueue(aqm.Packet[uint64]{Payload: d.seq, Meta: aqm.Meta{Size: 1500, Hash: d.flow}}, d.now).Accepted() {
+		d.n++
+	}
+	for d.n > d.depth {
+		p, ok := d.q.Dequeue(d.now)
+		if !ok {
+			break
+		}
+		d.n--
+		d.forwarded++
+		d.sum += p.Payload
+	}
+}
+
+func runDirectFQCobalt(b *testing.B, dr *driver) {
+	d := &directFQCobalt{driver: dr, q: dr.q.(*fq.Cobalt[uint64])}
+	b.ReportAllocs()
+	for i := 0; i < warmPackets || b.Loop(); i++ {
+		d.step()
+	}
+	b.StopTimer()
+	if err := dr.check(); err != nil {
+		b.Fatal(err)
+	}
+	reportPacket(b, dr)
+}
+
+func stepsDirectFQCobalt(dr *driver, n int) {
+	d := &directFQCobalt{driver: dr, q: dr.q.(*fq.Cobalt[uint64])}
+	for range n {
+		d.step()
+	}
+}
+
+// directFQPIE is driver.step on *fq.PIE[uint64].
+type directFQPIE struct {
+	*driver
+	q *fq.PIE[uint64]
+}
+
+func (d *directFQPIE) step() {
+	d.now += d.dt
+	d.seq++
+	if d.flow++; d.flow == d.flows {
+		d.flow = 0
+	}
+	if d.q.Enqueue(aqm.Packet[uint64]{Payload: d.seq, Meta: aqm.Meta{Size: 1500, Hash: d.flow}}, d.now).Accepted() {
+		d.n++
+	}
+	for d.n > d.depth {
+		p, ok := d.q.Dequeue(d.now)
+		if !ok {
+			break
+		}
+		d.n--
+		d.forwarded++
+		d.sum += p.Payload
+	}
+}
+
+func runDirectFQPIE(b *testing.B, dr *driver) {
+	d := &directFQPIE{driver: dr, q: dr.q.(*fq.PIE[uint64])}
+	b.ReportAllocs()
+	for i := 0; i < warmPackets || b.Loop(); i++ {
+		d.step()
+	}
+	b.StopTimer()
+	if err := dr.check(); err != nil {
+		b.Fatal(err)
+	}
+	reportPacket(b, dr)
+}
+
+func stepsDirectFQPIE(dr *driver, n int) {
+	d := &directFQPIE{driver: dr, q: dr.q.(*fq.PIE[uint64])}
+	for range n {
+		d.step()
+	}
+}
+
 // directPIE is driver.step on *pie.Queue[uint64].
 type directPIE struct {
 	*driver

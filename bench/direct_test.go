@@ -29,6 +29,8 @@ var directTypes = []struct{ Name, Type string }{
 	{"CoDel", "*codel.Queue[uint64]"},
 	{"FQCoDel", "*fq.CoDel[uint64]"},
 	{"SFQ", "*fq.SFQ[uint64]"},
+	{"FQCobalt", "*fq.Cobalt[uint64]"},
+	{"FQPIE", "*fq.PIE[uint64]"},
 	{"PIE", "*pie.Queue[uint64]"},
 	{"DualPI2", "*dualq.Queue[uint64]"},
 	{"COBALT", "*cobalt.Queue[uint64]"},
@@ -41,11 +43,13 @@ var (
 	directRunner = map[string]func(b *testing.B, d *driver){
 		"fifo": runDirectFIFO, "red": runDirectRED, "gentle-red": runDirectRED, "ared": runDirectRED,
 		"codel": runDirectCoDel, "fq-codel": runDirectFQCoDel, "sfq": runDirectSFQ,
+		"fq-cobalt": runDirectFQCobalt, "fq-pie": runDirectFQPIE,
 		"pie": runDirectPIE, "dualpi2": runDirectDualPI2, "cobalt": runDirectCOBALT, "cake": runDirectCAKE,
 	}
 	directSteps = map[string]func(d *driver, n int){
 		"fifo": stepsDirectFIFO, "red": stepsDirectRED, "gentle-red": stepsDirectRED, "ared": stepsDirectRED,
 		"codel": stepsDirectCoDel, "fq-codel": stepsDirectFQCoDel, "sfq": stepsDirectSFQ,
+		"fq-cobalt": stepsDirectFQCobalt, "fq-pie": stepsDirectFQPIE,
 		"pie": stepsDirectPIE, "dualpi2": stepsDirectDualPI2, "cobalt": stepsDirectCOBALT, "cake": stepsDirectCAKE,
 	}
 )

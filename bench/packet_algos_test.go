@@ -19,6 +19,7 @@ func init() {
 	registerRed()
 	registerCodel()
 	registerSfq()
+	registerFQFamily()
 	registerPie()
 	registerDualpi2()
 	registerCobalt()
@@ -81,6 +82,20 @@ func registerSfq() {
 			cfg.LimitPackets = 2 * sc.Depth
 		}
 		return fq.NewSFQ(cfg, onDrop)
+	}})
+}
+
+// FQ-COBALT and FQ-PIE with their defaults: "standing" (about 1 ms of
+// sojourn per flow) stays under COBALT's 5 ms target and its 400 ms BLUE
+// ceiling, and under PIE's half-target safeguard; "congested" (about
+// 100 ms) runs COBALT's CoDel drops at dequeue and PIE's early drops at
+// enqueue. Packets are Not-ECT, so signals are drops.
+func registerFQFamily() {
+	registerPacket(PacketAlgo{Name: "fq-cobalt", FQ: true, New: func(sc Scenario, onDrop aqm.DropFunc[uint64]) (aqm.Queue[uint64], error) {
+		return fq.NewCobalt(fq.CobaltConfig{Seed: 1}, onDrop)
+	}})
+	registerPacket(PacketAlgo{Name: "fq-pie", FQ: true, New: func(sc Scenario, onDrop aqm.DropFunc[uint64]) (aqm.Queue[uint64], error) {
+		return fq.NewPIE(fq.PIEConfig{Seed: 1}, onDrop)
 	}})
 }
 

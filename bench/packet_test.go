@@ -51,7 +51,7 @@ type PacketAlgo struct {
 
 // algoOrder is the table's fixed order; algorithms not registered yet are
 // reported as skipped.
-var algoOrder = []string{"fifo", "red", "gentle-red", "ared", "codel", "fq-codel", "sfq", "pie", "dualpi2", "cobalt", "cake"}
+var algoOrder = []string{"fifo", "red", "gentle-red", "ared", "codel", "fq-codel", "sfq", "fq-cobalt", "fq-pie", "pie", "dualpi2", "cobalt", "cake"}
 
 var packetAlgos = map[string]PacketAlgo{}
 

@@ -1,6 +1,12 @@
 // Package fq implements fair queueing with active queue management:
-// FQ-CoDel (RFC 8290) as [CoDel] and Stochastic Fair Queueing (McKenney 1990,
-// as Linux sch_sfq) as [SFQ].
+// FQ-CoDel (RFC 8290) as [CoDel], FQ-COBALT (ns-3's FqCobaltQueueDisc) as
+// [Cobalt], FQ-PIE (Linux sch_fq_pie, ns-3's FqPieQueueDisc) as [PIE], and
+// Stochastic Fair Queueing (McKenney 1990, as Linux sch_sfq) as [SFQ].
+//
+// CoDel, Cobalt and PIE share one scheduler: the keyed flow table, DRR++
+// and the overload dropper below are the same code for all three; only the
+// per-flow AQM differs (a codel.Controller, a cobalt.Controller or a
+// pie.Flow), and each runs inline in its queue's Enqueue or Dequeue.
 //
 // # Algorithm
 //
@@ -146,6 +152,75 @@
 //     codel.
 //   - DPDK has no FQ-CoDel; its rte_sched offers WRR with RED or PIE.
 //
+// # FQ-COBALT
+//
+// [Cobalt] runs the scheduler above with a COBALT controller (package
+// cobalt) per flow instead of CoDel: at dequeue the flow's CoDel half
+// drops or marks as CoDel does, and BLUE drops the packets it lets through
+// with the flow's probability, which rises when a packet leaves after more
+// than BlueThreshold or when an overload drop hits the flow, and decays
+// (1/4096 at most once per Target) each time the flow's last packet
+// leaves. BLUE's probability is the flow's own: an unresponsive flow's
+// rises while every other flow's stays 0.
+// Its defaults are ns-3's FqCobalt: target 5 ms, interval 100 ms, ECN on,
+// BLUE steps 1/256 and 1/4096, a 400 ms ceiling, 1024 flows, 10240
+// packets, batches of 64.
+//
+// # FQ-PIE
+//
+// [PIE] runs the scheduler with a PIE controller (package pie) per flow,
+// deciding at enqueue: an arrival may be refused or marked on its flow's
+// probability, with PIE's safeguards looking at its flow (no early drop
+// while the flow holds at most two mean packets, as Linux fq_pie). Each
+// flow's probability is updated every TUpdate from the age of its head
+// packet; the updates of a flow run when its next packet arrives or
+// leaves, replaying the periods that passed exactly as a per-flow timer
+// would have (ns-3 gives each flow its own timer; Linux runs one timer
+// over all flows, so its flows update at shared instants where here each
+// flow's period starts at its first packet). Defaults: target and
+// update period 15 ms, alpha 0.125, beta 1.25, a 150 ms burst allowance per
+// flow, 1024 flows, 10240 packets, quantum 1514, 32 MiB (Linux fq_pie),
+// ECN marking while the probability is below 10% (ns-3; Linux's is off by
+// default), no derandomization (ns-3; Linux always derandomizes:
+// Derandomize).
+//
+// # Differences of FQ-COBALT and FQ-PIE from Linux and ns-3
+//
+//   - The scheduler is FQ-CoDel's (above), with its choices: a flow is
+//     served while its credit is not negative, an empty new flow moves to
+//     the old list, a keyed multiply-shift hash instead of ns-3's modulo of
+//     a perturbed hash (and no packet filters, so no packet is dropped as
+//     unclassified), no set-associative hashing, a packet costs at most 64
+//     quanta.
+//   - Overload, FQ-PIE: Linux fq_pie tail-drops the arrival at its packet
+//     limit whatever its flow and only counts memory above memory_limit;
+//     here, as in ns-3, the fattest flow loses a batch from its head, and
+//     the memory limit is enforced like the packet limit (Linux's
+//     overmemory counter becomes DropOvermemory). The flow that loses
+//     packets restarts its derandomization, as Linux restarts the arrival's
+//     flow's on a tail drop.
+//   - Overload, FQ-COBALT: the fattest flow's COBALT is told its queue
+//     overflowed (BLUE rises, CoDel signals at once), as Linux CAKE does;
+//     ns-3's FqCobalt takes the packets from under its child queue without
+//     telling it, so BLUE rises only through the ceiling.
+//   - FQ-COBALT's BLUE decays when a flow's last packet leaves; ns-3 and
+//     CAKE decay it when a dequeue finds the flow empty, which under light
+//     traffic served one packet at a time may never happen.
+//   - FQ-COBALT draws BLUE's random numbers from one stream for the whole
+//     queue; FQ-PIE gives each flow its own stream (as ns-3's children
+//     have), derived from Seed.
+//   - Per-flow state is kept for the life of the queue (ns-3 creates
+//     children lazily and keeps them; Linux preallocates): a flow that goes
+//     idle keeps its probability, which decays (PIE's idle decay of 2% per
+//     update, replayed when the flow returns; BLUE's at its next
+//     departures).
+//   - No CE threshold or L4S mode (ns-3's CeThreshold and UseL4s), no tc
+//     filters or priority overrides (Linux), and one Dequeue drops at most
+//     [cobalt.MaxDropsPerDequeue] packets in FQ-COBALT.
+//   - The differences of the per-flow controllers themselves (exact
+//     control law, full 64-bit BLUE stamps, fixed-point PIE, its time
+//     policy) are those of packages cobalt and pie.
+//
 // # SFQ
 //
 // [SFQ] is documented on its type, including its differences from Linux
@@ -160,6 +235,11 @@
 // flow's CoDel stores (its deadline and next drop) follow package codel's
 // handling of readings far in the future, so light traffic gets through as
 // on a fresh queue shortly after a clock glitch.
+//
+// FQ-COBALT and FQ-PIE follow the same policy through their controllers:
+// a COBALT next-signal time or BLUE stamp, or a PIE update schedule, left
+// further ahead of now than it could have been scheduled is re-anchored at
+// the flow's next packet.
 //
 // # Concurrency
 //

@@ -1,0 +1,433 @@
+package fq
+
+import (
+	"errors"
+	"iter"
+	"time"
+
+	"github.com/aqmkit/aqmkit/aqm"
+	"github.com/aqmkit/aqmkit/cobalt"
+	"github.com/aqmkit/aqmkit/internal/rng"
+)
+
+// CobaltConfig configures an FQ-COBALT queue ([Cobalt]). The zero value is
+// ns-3's FqCobalt: 1024 flows, 10240 packets, quantum 1514 bytes, COBALT
+// per flow with target 5 ms, interval 100 ms, ECN, BLUE steps 1/256 and
+// 1/4096 and a 400 ms BLUE ceiling, the batch overload drop from the
+// fattest flow and a 32 MiB memory limit, and a hash key drawn from
+// crypto/rand.
+//
+// The default limits suit a fast link (10 Gb/s). On a slower one they hold
+// far more than a second of queue, which defeats the AQM's purpose under
+// unresponsive traffic: use [CobaltConfigForLink] to size them for the
+// link's rate.
+type CobaltConfig struct {
+	// Flows is the number of flow queues packets are hashed into. Zero
+	// means [DefaultCoDelFlows] (1024); at most 65536. Each takes 56 bytes,
+	// plus 32 bytes of overload bookkeeping, allocated up front (see
+	// [CobaltDetail.MemoryBytes]).
+	Flows int
+	// LimitPackets is the most packets queued in all flows together; an
+	// arrival beyond it makes the queue drop from the fattest flow. Zero
+	// means [DefaultCoDelLimitPackets] (10240); at most 2^24. Storage for
+	// this many packets is allocated up front. A limit that holds more than
+	// a second of queue at the link's rate defeats the purpose of the AQM
+	// under unresponsive traffic; see [CobaltConfigForLink].
+	LimitPackets int
+	// MemoryLimitBytes is the most bytes (sum of Size) queued in all flows;
+	// beyond it the queue drops from the fattest flow, and a packet larger
+	// than it is refused. Zero means [DefaultCoDelMemoryLimitBytes]
+	// (32 MiB); at most 2^31.
+	MemoryLimitBytes int
+	// QuantumBytes is the DRR quantum. Zero means
+	// [DefaultCoDelQuantumBytes] (1514); in [256, 2^20].
+	QuantumBytes int
+	// DropBatchPackets is the most packets one overload drop removes from
+	// the fattest flow (it stops earlier once half that flow's bytes are
+	// gone). Zero means [DefaultCoDelDropBatchPackets] (64); at most 65536.
+	DropBatchPackets int
+	// Target, Interval, MTUTime, BlueIncrement, BlueDecrement,
+	// BlueThreshold, DisableBlueThreshold and DisableECN configure each
+	// flow's COBALT as in [cobalt.Config], with the same defaults.
+	Target               time.Duration
+	Interval             time.Duration
+	MTUTime              time.Duration
+	BlueIncrement        float64
+	BlueDecrement        float64
+	BlueThreshold        time.Duration
+	DisableBlueThreshold bool
+	DisableECN           bool
+	// Seed keys the flow hash and seeds BLUE's random draws. Zero, the
+	// default and the right choice in production, draws a secret from
+	// crypto/rand; a fixed seed makes the queue reproducible, for tests and
+	// simulations. [Cobalt.Config] reports the seed in use.
+	Seed uint64
+}
+
+// CobaltConfigForLink returns the FQ-COBALT configuration for a link of the
+// given rate carrying flows whose round-trip time is about rtt (zero means
+// [aqm.DefaultRTT]): LimitPackets and MemoryLimitBytes hold
+// [aqm.Rate.BufferBytes] (four round trips at the rate), MTUTime is one
+// full-size packet's time at the rate (COBALT's slow-link guard), and every
+// other field keeps its default.
+func CobaltConfigForLink(rate aqm.Rate, rtt time.Duration) CobaltConfig {
+	return CobaltConfig{
+		LimitPackets:     rate.BufferPackets(rtt),
+		MemoryLimitBytes: rate.BufferBytes(rtt),
+		MTUTime:          rate.TxTime(aqm.FullPacketBytes),
+	}
+}
+
+func (c CobaltConfig) cobalt() cobalt.Config {
+	return cobalt.Config{
+		Target: c.Target, Interval: c.Interval, MTUTime: c.MTUTime,
+		BlueIncrement: c.BlueIncrement, BlueDecrement: c.BlueDecrement,
+		BlueThreshold: c.BlueThreshold, DisableBlueThreshold: c.DisableBlueThreshold,
+		DisableECN: c.DisableECN,
+	}
+}
+
+// Validate reports every field that is out of range, one [aqm.ConfigError]
+// each, joined; the error wraps [aqm.ErrInvalidConfig]. It does not change
+// c: zero fields are valid and mean their defaults.
+func (c CobaltConfig) Validate() error {
+	errs := validateSched(c.Flows, c.LimitPackets, c.MemoryLimitBytes, c.QuantumBytes, c.DropBatchPackets)
+	errs = append(errs, refield(c.cobalt().Validate())...)
+	return errors.Join(errs...)
+}
+
+// withDefaults returns c with every zero field that has a default set to it
+// (the seed is left alone: NewCobalt draws it).
+func (c CobaltConfig) withDefaults() CobaltConfig {
+	schedDefaults(&c.Flows, &c.LimitPackets, &c.MemoryLimitBytes, &c.QuantumBytes, &c.DropBatchPackets)
+	if c.Target == 0 {
+		c.Target = cobalt.DefaultTarget
+	}
+	if c.Interval == 0 {
+		c.Interval = cobalt.DefaultInterval
+	}
+	if c.BlueIncrement == 0 {
+		c.BlueIncrement = cobalt.DefaultBlueIncrement
+	}
+	if c.BlueDecrement == 0 {
+		c.BlueDecrement = cobalt.DefaultBlueDecrement
+	}
+	if c.BlueThreshold == 0 {
+		c.BlueThreshold = cobalt.DefaultBlueThreshold
+	}
+	return c
+}
+
+// Cobalt is FQ-COBALT: FQ-CoDel's flow queues and DRR++ scheduler with a
+// COBALT controller (package cobalt: CoDel plus BLUE) per flow, as ns-3's
+// FqCobaltQueueDisc. It implements [aqm.Queue] and [aqm.BatchQueue]. It is
+// not safe for concurrent use.
+type Cobalt[T any] struct {
+	sched[T, cobalt.Controller]
+	cp  cobalt.Params
+	src rng.Source
+	cfg CobaltConfig
+	d   CobaltDetail
+}
+
+var (
+	_ aqm.Queue[int]      = (*Cobalt[int])(nil)
+	_ aqm.BatchQueue[int] = (*Cobalt[int])(nil)
+)
+
+// NewCobalt returns an empty FQ-COBALT queue. onDrop receives the packets
+// COBALT drops at dequeue (CoDel's drops and BLUE's drops of packets that
+// are not ECN-capable as [aqm.DroppedEarly], BLUE's drops of ECN-capable
+// ones as [aqm.DroppedOverload]) and those the overload dropper evicts
+// ([aqm.DroppedOverlimit]); it may be nil. The error wraps
+// [aqm.ErrInvalidConfig] for each bad field.
+func NewCobalt[T any](cfg CobaltConfig, onDrop aqm.DropFunc[T]) (*Cobalt[T], error) {
+	if err := cfg.Validate(); err != nil {
+		return nil, err
+	}
+	cfg = cfg.withDefaults()
+	cfg.Seed = rng.SeedOrRandom(cfg.Seed)
+	q := &Cobalt[T]{}
+	q.onDrop = onDrop
+	q.init(cfg.Flows, cfg.LimitPackets, cfg.Seed)
+	q.src.Seed(cfg.Seed ^ 0x5851f42d4c957f2d)
+	q.apply(cfg)
+	return q, nil
+}
+
+func (q *Cobalt[T]) apply(cfg CobaltConfig) {
+	q.cfg = cfg
+	q.setLimits(cfg.LimitPackets, cfg.MemoryLimitBytes, cfg.QuantumBytes, cfg.DropBatchPackets)
+	q.cp = cfg.cobalt().Params()
+}
+
+// Config returns the configuration in effect, every default filled in and
+// Seed the one in use (drawn from crypto/rand if none was given).
+func (q *Cobalt[T]) Config() CobaltConfig { return q.cfg }
+
+// Enqueue classifies p into its flow and appends it, as [CoDel.Enqueue]
+// does. An overload drop also tells the fattest flow's COBALT that its
+// queue overflowed: its BLUE probability rises and its CoDel half signals
+// at once (as CAKE does).
+func (q *Cobalt[T]) Enqueue(p aqm.Packet[T], now aqm.Time) aqm.Verdict {
+	p.ECN &= aqm.ECNMask
+	p.Enqueued = now
+	q.stats.NoteSize(p.Size)
+	if q.refuses(p.Size) {
+		q.stats.CountDrop(aqm.DroppedOverlimit, p.Size, false)
+		return aqm.DroppedOverlimit
+	}
+	idx := q.bucket(p.Hash)
+	if q.admit(&p, idx) {
+		q.d.NewFlowCount++
+	}
+	if q.over() {
+		memory := q.backlog > q.memLim
+		for q.over() {
+			fat, dropped, gone := q.dropFat(idx)
+			q.d.DropOverlimit += uint64(dropped)
+			if memory {
+				q.d.DropOvermemory += uint64(dropped)
+			}
+			q.flows[fat].cv.QueueFull(&q.cp, now)
+			if gone {
+				q.stats.CountDrop(aqm.DroppedOverlimit, p.Size, false)
+				return aqm.DroppedOverlimit
+			}
+		}
+	}
+	q.stats.Enqueued.Add(p.Size)
+	return aqm.Enqueued
+}
+
+// Dequeue returns the next packet by DRR++ over the new then the old flows,
+// after the COBALT of the flow it comes from has dropped (through the
+// DropFunc) the packets it drops, at most [cobalt.MaxDropsPerDequeue] in
+// one call. When a flow's last packet leaves, its COBALT is told that its
+// queue is empty (BLUE's probability decays, at most once per Target).
+func (q *Cobalt[T]) Dequeue(now aqm.Time) (p aqm.Packet[T], ok bool) {
+	if q.tracking {
+		q.tick()
+	}
+	drops := 0
+	for {
+		idx := q.head()
+		if idx == cqNone {
+			return aqm.Packet[T]{}, false // not a packet dropped on the way
+		}
+		f := &q.flows[idx]
+		if f.deficit < 0 {
+			q.refill(idx)
+			continue
+		}
+		for f.head != cqNone {
+			p = q.pop(f)
+			if q.tracking {
+				q.reclass(f, idx)
+			}
+			act := cobalt.Deliver
+			if drops < cobalt.MaxDropsPerDequeue {
+				act = f.cv.Signal(&q.cp, &q.src, now, p.Enqueued.Since(now), p.ECN)
+			} else {
+				q.d.DropCapHits++
+			}
+			if f.head == cqNone {
+				// The flow's last packet is leaving: its queue is empty
+				// now (BLUE decays), whether or not the scheduler looks
+				// at it again before the next arrival.
+				f.cv.QueueEmpty(&q.cp, now)
+			}
+			switch act {
+			case cobalt.Mark:
+				p.ECN = aqm.CE
+				q.d.ECNMarks++
+				q.stats.Marked.Add(p.Size)
+			case cobalt.DropCoDel, cobalt.DropBlue:
+				why := aqm.DroppedEarly
+				if act == cobalt.DropBlue {
+					q.d.BlueDrops++
+					if p.ECN != aqm.NotECT {
+						why = aqm.DroppedOverload
+					}
+				} else {
+					q.d.CoDelDrops++
+				}
+				drops++
+				q.stats.CountDrop(why, p.Size, true)
+				if q.onDrop != nil {
+					q.onDrop(p, why)
+				}
+				continue
+			}
+			q.charged(f, p.Size)
+			q.stats.Dequeued.Add(p.Size)
+			return p, true
+		}
+		q.retire(idx)
+	}
+}
+
+// EnqueueBatch offers ps[i] for i in [0, min(len(ps), len(vs))) at now, as
+// that many calls of Enqueue would, writing each verdict to vs[i], and
+// returns the number accepted ([aqm.BatchQueue]).
+func (q *Cobalt[T]) EnqueueBatch(ps []aqm.Packet[T], vs []aqm.Verdict, now aqm.Time) int {
+	n := min(len(ps), len(vs))
+	accepted := 0
+	for i := range n {
+		v := q.Enqueue(ps[i], now)
+		vs[i] = v
+		if v.Accepted() {
+			accepted++
+		}
+	}
+	return accepted
+}
+
+// DequeueBatch removes up to len(buf) packets at now into buf, as that many
+// calls of Dequeue would, and returns how many ([aqm.BatchQueue]).
+func (q *Cobalt[T]) DequeueBatch(buf []aqm.Packet[T], now aqm.Time) int {
+	for i := range buf {
+		p, ok := q.Dequeue(now)
+		if !ok {
+			return i
+		}
+		buf[i] = p
+	}
+	return len(buf)
+}
+
+// CobaltDetail is the FQ-COBALT-specific state of a [Cobalt] queue.
+type CobaltDetail struct {
+	// DropOverlimit counts queued packets the overload dropper removed;
+	// DropOvermemory the subset removed because the memory limit was
+	// exceeded. An arrival refused because only it would have been left to
+	// drop is not counted here.
+	DropOverlimit  uint64
+	DropOvermemory uint64
+	// NewFlowCount counts flows that became active (joined the new list).
+	NewFlowCount uint64
+	// ECNMarks counts packets COBALT's CoDel half marked CE.
+	ECNMarks uint64
+	// CoDelDrops and BlueDrops count the drops of each half of COBALT.
+	CoDelDrops uint64
+	BlueDrops  uint64
+	// DropCapHits counts Dequeue calls that reached
+	// [cobalt.MaxDropsPerDequeue].
+	DropCapHits uint64
+	// NewFlowsLen and OldFlowsLen are the lengths of the two lists.
+	NewFlowsLen int
+	OldFlowsLen int
+	// MaxFlowBacklog is the byte backlog of the fattest flow (a scan of the
+	// flow table).
+	MaxFlowBacklog int
+	// MemoryUsage is the bytes queued (the sum of Size).
+	MemoryUsage int
+	// MemoryBytes is the memory the queue's configuration preallocated: 56
+	// bytes per flow, 32 bytes per flow of overload bookkeeping and one node
+	// per packet of LimitPackets+1.
+	MemoryBytes int
+}
+
+// Detail returns a snapshot of the FQ-COBALT counters and gauges. It scans
+// the flow table, O(Flows).
+func (q *Cobalt[T]) Detail() CobaltDetail {
+	d := q.d
+	d.NewFlowsLen, d.OldFlowsLen = q.nNew, q.nOld
+	d.MaxFlowBacklog = q.maxFlowBytes()
+	d.MemoryUsage = q.backlog
+	d.MemoryBytes = q.memoryBytes()
+	return d
+}
+
+// Metrics lists the values of d as [aqm.Metric]s with tc-like names and
+// their units: drop_overlimit_packets, drop_overmemory_packets,
+// new_flow_count, ecn_mark_packets, codel_drop_packets, blue_drop_packets,
+// drop_cap_hits (counters), new_flows_len, old_flows_len,
+// max_flow_backlog_bytes, memory_used_bytes and memory_allocated_bytes
+// (gauges).
+func (d CobaltDetail) Metrics() iter.Seq[aqm.Metric] {
+	return func(yield func(aqm.Metric) bool) {
+		ms := [...]aqm.Metric{
+			{Name: "drop_overlimit_packets", Kind: aqm.Counter, Value: float64(d.DropOverlimit)},
+			{Name: "drop_overmemory_packets", Kind: aqm.Counter, Value: float64(d.DropOvermemory)},
+			{Name: "new_flow_count", Kind: aqm.Counter, Value: float64(d.NewFlowCount)},
+			{Name: "ecn_mark_packets", Kind: aqm.Counter, Value: float64(d.ECNMarks)},
+			{Name: "codel_drop_packets", Kind: aqm.Counter, Value: float64(d.CoDelDrops)},
+			{Name: "blue_drop_packets", Kind: aqm.Counter, Value: float64(d.BlueDrops)},
+			{Name: "drop_cap_hits", Kind: aqm.Counter, Value: float64(d.DropCapHits)},
+			{Name: "new_flows_len", Kind: aqm.Gauge, Value: float64(d.NewFlowsLen)},
+			{Name: "old_flows_len", Kind: aqm.Gauge, Value: float64(d.OldFlowsLen)},
+			{Name: "max_flow_backlog_bytes", Kind: aqm.Gauge, Value: float64(d.MaxFlowBacklog)},
+			{Name: "memory_used_bytes", Kind: aqm.Gauge, Value: float64(d.MemoryUsage)},
+			{Name: "memory_allocated_bytes", Kind: aqm.Gauge, Value: float64(d.MemoryBytes)},
+		}
+		for _, m := range ms {
+			if !yield(m) {
+				return
+			}
+		}
+	}
+}
+
+// CobaltFlow is the state of one flow queue of a [Cobalt] queue.
+type CobaltFlow struct {
+	// Bucket is the flow queue's index in [0, Flows).
+	Bucket int
+	// Packets and Bytes are its backlog.
+	Packets int
+	Bytes   int
+	// Deficit is its DRR credit in bytes.
+	Deficit int
+	// New and Old report which scheduling list it is on (neither: idle).
+	New bool
+	Old bool
+	// Cobalt is its COBALT controller's state.
+	Cobalt cobalt.State
+}
+
+// Flow returns the state of the flow queue that packets with the given
+// hash go to. It walks that flow's packets to count them.
+func (q *Cobalt[T]) Flow(hash uint32) CobaltFlow {
+	i := q.bucket(hash)
+	f := &q.flows[i]
+	n, isNew, isOld := q.flowPackets(i)
+	return CobaltFlow{
+		Bucket: int(i), Packets: n, Bytes: int(f.bytes), Deficit: int(f.deficit),
+		New: isNew, Old: isOld, Cobalt: f.cv.State(),
+	}
+}
+
+// Reconfigure validates cfg and applies it without losing, duplicating or
+// reordering queued packets. A zero Seed keeps the current key and random
+// stream. If Flows and the key are unchanged, every flow keeps its place,
+// credit and COBALT state. Otherwise the packets are re-hashed into a new
+// flow table flow by flow, keeping their order, and the COBALT states start
+// afresh. Limits below the current occupancy keep the queued packets and
+// refuse arrivals until the queue drains below them. It allocates when the
+// table or the packet capacity changes.
+func (q *Cobalt[T]) Reconfigure(cfg CobaltConfig) error {
+	if err := cfg.Validate(); err != nil {
+		return err
+	}
+	cfg = cfg.withDefaults()
+	if cfg.Seed == 0 {
+		cfg.Seed = q.cfg.Seed
+	}
+	need := max(cfg.LimitPackets, q.used)
+	if cfg.Flows == q.cfg.Flows && cfg.Seed == q.cfg.Seed {
+		if need+1 > len(q.nodes) || cfg.LimitPackets+1 < len(q.nodes) {
+			q.resize(need)
+		}
+		q.apply(cfg)
+		return nil
+	}
+	old := q.sched
+	q.init(cfg.Flows, need, cfg.Seed)
+	if cfg.Seed != q.cfg.Seed {
+		q.src.Seed(cfg.Seed ^ 0x5851f42d4c957f2d)
+	}
+	q.apply(cfg)
+	q.stats = old.stats
+	q.rehash(&old)
+	return nil
+}

@@ -1,0 +1,457 @@
+package fq
+
+import (
+	"errors"
+	"iter"
+	"time"
+
+	"github.com/aqmkit/aqmkit/aqm"
+	"github.com/aqmkit/aqmkit/internal/rng"
+	"github.com/aqmkit/aqmkit/pie"
+)
+
+// PIEConfig configures an FQ-PIE queue ([PIE]). The zero value is Linux
+// fq_pie's structure with ns-3's FqPie signalling: 1024 flows, 10240
+// packets, quantum 1514 bytes, a 32 MiB memory limit, PIE per flow with
+// target 15 ms, update period 15 ms, alpha 0.125, beta 1.25, a 150 ms burst
+// allowance and ECN marking below 10% probability, the batch overload drop
+// from the fattest flow, and a hash key drawn from crypto/rand.
+//
+// The default limits suit a fast link (10 Gb/s). On a slower one they hold
+// far more than a second of queue, which defeats the AQM's purpose under
+// unresponsive traffic: use [PIEConfigForLink] to size them for the link's
+// rate.
+type PIEConfig struct {
+	// Flows is the number of flow queues packets are hashed into. Zero
+	// means [DefaultCoDelFlows] (1024); at most 65536. Each flow's state
+	// (its PIE controller, packet list and DRR state, 136 bytes) and
+	// 32 bytes of overload bookkeeping are allocated up front (see
+	// [PIEDetail.MemoryBytes]).
+	Flows int
+	// LimitPackets is the most packets queued in all flows together; an
+	// arrival beyond it makes the queue drop from the fattest flow. Zero
+	// means [DefaultCoDelLimitPackets] (10240); at most 2^24. Storage for
+	// this many packets is allocated up front. A limit that holds more than
+	// a second of queue at the link's rate defeats the purpose of the AQM
+	// under unresponsive traffic; see [PIEConfigForLink].
+	LimitPackets int
+	// MemoryLimitBytes is the most bytes (sum of Size) queued in all flows;
+	// beyond it the queue drops from the fattest flow, and a packet larger
+	// than it is refused. Zero means [DefaultCoDelMemoryLimitBytes]
+	// (32 MiB); at most 2^31.
+	MemoryLimitBytes int
+	// QuantumBytes is the DRR quantum. Zero means
+	// [DefaultCoDelQuantumBytes] (1514); in [256, 2^20].
+	QuantumBytes int
+	// DropBatchPackets is the most packets one overload drop removes from
+	// the fattest flow (it stops earlier once half that flow's bytes are
+	// gone). Zero means [DefaultCoDelDropBatchPackets] (64); at most 65536.
+	DropBatchPackets int
+	// Target, TUpdate, Alpha, Beta, MaxBurst, DisableBurstAllowance,
+	// MeanPacketBytes, DisableECN, ECNThreshold, Derandomize, ByteMode,
+	// RateEstimator, DequeueThresholdBytes and HighDelayBoost configure each
+	// flow's PIE as in [pie.Config], with the same defaults. The safeguard
+	// "no early drop while at most two mean packets are queued" looks at
+	// the flow's own backlog, as in Linux fq_pie.
+	Target                time.Duration
+	TUpdate               time.Duration
+	Alpha                 float64
+	Beta                  float64
+	MaxBurst              time.Duration
+	DisableBurstAllowance bool
+	MeanPacketBytes       int
+	DisableECN            bool
+	ECNThreshold          float64
+	Derandomize           bool
+	ByteMode              bool
+	RateEstimator         bool
+	DequeueThresholdBytes int
+	HighDelayBoost        bool
+	// Seed keys the flow hash and seeds every flow's random draws. Zero,
+	// the default and the right choice in production, draws a secret from
+	// crypto/rand; a fixed seed makes the queue reproducible, for tests and
+	// simulations. [PIE.Config] reports the seed in use.
+	Seed uint64
+}
+
+// PIEConfigForLink returns the FQ-PIE configuration for a link of the given
+// rate carrying flows whose round-trip time is about rtt (zero means
+// [aqm.DefaultRTT]): LimitPackets and MemoryLimitBytes hold
+// [aqm.Rate.BufferBytes] (four round trips at the rate), and every other
+// field keeps its default.
+func PIEConfigForLink(rate aqm.Rate, rtt time.Duration) PIEConfig {
+	return PIEConfig{
+		LimitPackets:     rate.BufferPackets(rtt),
+		MemoryLimitBytes: rate.BufferBytes(rtt),
+	}
+}
+
+func (c PIEConfig) pie() pie.Config {
+	return pie.Config{
+		Target: c.Target, TUpdate: c.TUpdate, Alpha: c.Alpha, Beta: c.Beta,
+		MaxBurst: c.MaxBurst, DisableBurstAllowance: c.DisableBurstAllowance,
+		MeanPacketBytes: c.MeanPacketBytes, DisableECN: c.DisableECN,
+		ECNThreshold: c.ECNThreshold, Derandomize: c.Derandomize, ByteMode: c.ByteMode,
+		RateEstimator: c.RateEstimator, DequeueThresholdBytes: c.DequeueThresholdBytes,
+		HighDelayBoost: c.HighDelayBoost,
+	}
+}
+
+// Validate reports every field that is out of range, one [aqm.ConfigError]
+// each, joined; the error wraps [aqm.ErrInvalidConfig]. It does not change
+// c: zero fields are valid and mean their defaults.
+func (c PIEConfig) Validate() error {
+	errs := validateSched(c.Flows, c.LimitPackets, c.MemoryLimitBytes, c.QuantumBytes, c.DropBatchPackets)
+	errs = append(errs, refield(c.pie().Validate())...)
+	return errors.Join(errs...)
+}
+
+// withDefaults returns c with every zero field that has a default set to it
+// (the seed is left alone: NewPIE draws it).
+func (c PIEConfig) withDefaults() PIEConfig {
+	schedDefaults(&c.Flows, &c.LimitPackets, &c.MemoryLimitBytes, &c.QuantumBytes, &c.DropBatchPackets)
+	def := func(v *time.Duration, d time.Duration) {
+		if *v == 0 {
+			*v = d
+		}
+	}
+	def(&c.Target, pie.DefaultTarget)
+	def(&c.TUpdate, pie.DefaultTUpdate)
+	def(&c.MaxBurst, pie.DefaultMaxBurst)
+	if c.Alpha == 0 {
+		c.Alpha = pie.DefaultAlpha
+	}
+	if c.Beta == 0 {
+		c.Beta = pie.DefaultBeta
+	}
+	if c.MeanPacketBytes == 0 {
+		c.MeanPacketBytes = pie.DefaultMeanPacketBytes
+	}
+	if c.ECNThreshold == 0 {
+		c.ECNThreshold = pie.DefaultECNThreshold
+	}
+	if c.DequeueThresholdBytes == 0 {
+		c.DequeueThresholdBytes = pie.DefaultDequeueThresholdBytes
+	}
+	return c
+}
+
+// pieFlowSeed is the seed of flow i's random source in a queue seeded with
+// seed: distinct per flow, so flows do not draw in lockstep.
+func pieFlowSeed(seed uint64, i int) uint64 { return seed + uint64(i+1)*0x9e3779b97f4a7c15 }
+
+// PIE is FQ-PIE: FQ-CoDel's flow queues and DRR++ scheduler with a PIE
+// controller (package pie) per flow, deciding at enqueue, as Linux fq_pie
+// and ns-3's FqPieQueueDisc. It implements [aqm.Queue] and
+// [aqm.BatchQueue]. It is not safe for concurrent use.
+type PIE[T any] struct {
+	sched[T, pie.Flow]
+	fp  pie.FlowParams
+	cfg PIEConfig
+	d   PIEDetail
+}
+
+var (
+	_ aqm.Queue[int]      = (*PIE[int])(nil)
+	_ aqm.BatchQueue[int] = (*PIE[int])(nil)
+)
+
+// NewPIE returns an empty FQ-PIE queue. PIE refuses packets at enqueue, so
+// onDrop receives only the packets the overload dropper evicts
+// ([aqm.DroppedOverlimit]); it may be nil. The error wraps
+// [aqm.ErrInvalidConfig] for each bad field.
+func NewPIE[T any](cfg PIEConfig, onDrop aqm.DropFunc[T]) (*PIE[T], error) {
+	if err := cfg.Validate(); err != nil {
+		return nil, err
+	}
+	cfg = cfg.withDefaults()
+	cfg.Seed = rng.SeedOrRandom(cfg.Seed)
+	q := &PIE[T]{}
+	q.onDrop = onDrop
+	q.build(cfg, cfg.LimitPackets)
+	return q, nil
+}
+
+// build makes a fresh table for cfg with capacity packets and fresh PIE
+// states.
+func (q *PIE[T]) build(cfg PIEConfig, capacity int) {
+	q.init(cfg.Flows, capacity, cfg.Seed)
+	q.apply(cfg)
+	for i := range q.flows {
+		q.flows[i].cv.Init(&q.fp, pieFlowSeed(cfg.Seed, i))
+	}
+}
+
+func (q *PIE[T]) apply(cfg PIEConfig) {
+	q.cfg = cfg
+	q.setLimits(cfg.LimitPackets, cfg.MemoryLimitBytes, cfg.QuantumBytes, cfg.DropBatchPackets)
+	q.fp = cfg.pie().FlowParams()
+}
+
+// Config returns the configuration in effect, every default filled in and
+// Seed the one in use (drawn from crypto/rand if none was given).
+func (q *PIE[T]) Config() PIEConfig { return q.cfg }
+
+// update runs the PIE updates of flow f due at now (the caller checked
+// that there is work).
+func (q *PIE[T]) update(f *flowOf[pie.Flow], now aqm.Time) {
+	var head aqm.Time
+	if f.head != cqNone {
+		head = q.nodes[f.head].enqueued
+	}
+	f.cv.Update(&q.fp, now, f.head == cqNone, head, int(f.bytes))
+}
+
+// Enqueue classifies p into its flow and lets that flow's PIE decide on it,
+// on the flow's own backlog: refused ([aqm.DroppedEarly], or
+// [aqm.DroppedOverload] for an ECN-capable packet while the probability is
+// at or above ECNThreshold), marked CE and queued ([aqm.Marked]) or queued.
+// A queued packet that takes the queue over a limit makes it drop from the
+// fattest flow, as [CoDel.Enqueue] does; the arrival is refused
+// ([aqm.DroppedOverlimit]) if it was the last packet of that flow.
+func (q *PIE[T]) Enqueue(p aqm.Packet[T], now aqm.Time) aqm.Verdict {
+	p.ECN &= aqm.ECNMask
+	p.Enqueued = now
+	q.stats.NoteSize(p.Size)
+	if q.refuses(p.Size) {
+		q.stats.CountDrop(aqm.DroppedOverlimit, p.Size, false)
+		return aqm.DroppedOverlimit
+	}
+	idx := q.bucket(p.Hash)
+	f := &q.flows[idx]
+	if f.cv.Due(&q.fp, now) {
+		q.update(f, now)
+	}
+	v := f.cv.Decide(&q.fp, p.Size, p.ECN, int(f.bytes))
+	switch v {
+	case aqm.Marked:
+		p.ECN = aqm.CE
+	case aqm.DroppedEarly, aqm.DroppedOverload:
+		q.d.EarlyDrops++
+		q.stats.CountDrop(v, p.Size, false)
+		return v
+	}
+	if q.admit(&p, idx) {
+		q.d.NewFlowCount++
+	}
+	if q.over() {
+		memory := q.backlog > q.memLim
+		for q.over() {
+			fat, dropped, gone := q.dropFat(idx)
+			q.d.DropOverlimit += uint64(dropped)
+			if memory {
+				q.d.DropOvermemory += uint64(dropped)
+			}
+			q.flows[fat].cv.Overflowed()
+			if gone {
+				q.stats.CountDrop(aqm.DroppedOverlimit, p.Size, false)
+				return aqm.DroppedOverlimit
+			}
+		}
+	}
+	if v == aqm.Marked {
+		q.d.ECNMarks++
+		q.stats.Marked.Add(p.Size)
+	}
+	q.stats.Enqueued.Add(p.Size)
+	return v
+}
+
+// Dequeue returns the next packet by DRR++ over the new then the old flows.
+// PIE does not drop at dequeue; with RateEstimator the packet feeds its
+// flow's departure-rate estimate.
+func (q *PIE[T]) Dequeue(now aqm.Time) (p aqm.Packet[T], ok bool) {
+	if q.tracking {
+		q.tick()
+	}
+	for {
+		idx := q.head()
+		if idx == cqNone {
+			return p, false
+		}
+		f := &q.flows[idx]
+		if f.deficit < 0 {
+			q.refill(idx)
+			continue
+		}
+		if f.head == cqNone {
+			q.retire(idx)
+			continue
+		}
+		if f.cv.Due(&q.fp, now) {
+			q.update(f, now)
+		}
+		backlog := int(f.bytes)
+		p = q.pop(f)
+		if q.tracking {
+			q.reclass(f, idx)
+		}
+		f.cv.Dequeued(&q.fp, now, p.Size, backlog)
+		q.charged(f, p.Size)
+		q.stats.Dequeued.Add(p.Size)
+		return p, true
+	}
+}
+
+// EnqueueBatch offers ps[i] for i in [0, min(len(ps), len(vs))) at now, as
+// that many calls of Enqueue would, writing each verdict to vs[i], and
+// returns the number accepted ([aqm.BatchQueue]).
+func (q *PIE[T]) EnqueueBatch(ps []aqm.Packet[T], vs []aqm.Verdict, now aqm.Time) int {
+	n := min(len(ps), len(vs))
+	accepted := 0
+	for i := range n {
+		v := q.Enqueue(ps[i], now)
+		vs[i] = v
+		if v.Accepted() {
+			accepted++
+		}
+	}
+	return accepted
+}
+
+// DequeueBatch removes up to len(buf) packets at now into buf, as that many
+// calls of Dequeue would, and returns how many ([aqm.BatchQueue]).
+func (q *PIE[T]) DequeueBatch(buf []aqm.Packet[T], now aqm.Time) int {
+	for i := range buf {
+		p, ok := q.Dequeue(now)
+		if !ok {
+			return i
+		}
+		buf[i] = p
+	}
+	return len(buf)
+}
+
+// PIEDetail is the FQ-PIE-specific state of a [PIE] queue, the analogue of
+// Linux's tc_fq_pie_xstats.
+type PIEDetail struct {
+	// DropOverlimit counts queued packets the overload dropper removed
+	// (Linux overlimit); DropOvermemory the subset removed because the
+	// memory limit was exceeded (Linux overmemory). An arrival refused
+	// because only it would have been left to drop is not counted here.
+	DropOverlimit  uint64
+	DropOvermemory uint64
+	// NewFlowCount counts flows that became active (joined the new list).
+	NewFlowCount uint64
+	// EarlyDrops counts arrivals PIE refused (Linux dropped).
+	EarlyDrops uint64
+	// ECNMarks counts arrivals PIE marked CE instead (Linux ecn_mark).
+	ECNMarks uint64
+	// NewFlowsLen and OldFlowsLen are the lengths of the two lists.
+	NewFlowsLen int
+	OldFlowsLen int
+	// MaxFlowBacklog is the byte backlog of the fattest flow (a scan of the
+	// flow table).
+	MaxFlowBacklog int
+	// MemoryUsage is the bytes queued (Linux memory_usage; here the sum of
+	// Size).
+	MemoryUsage int
+	// MemoryBytes is the memory the queue's configuration preallocated: one
+	// flow state (with its PIE controller) per flow, 32 bytes per flow of
+	// overload bookkeeping and one node per packet of LimitPackets+1.
+	MemoryBytes int
+}
+
+// Detail returns a snapshot of the FQ-PIE counters and gauges. It scans the
+// flow table, O(Flows).
+func (q *PIE[T]) Detail() PIEDetail {
+	d := q.d
+	d.NewFlowsLen, d.OldFlowsLen = q.nNew, q.nOld
+	d.MaxFlowBacklog = q.maxFlowBytes()
+	d.MemoryUsage = q.backlog
+	d.MemoryBytes = q.memoryBytes()
+	return d
+}
+
+// Metrics lists the values of d as [aqm.Metric]s named after Linux tc's
+// fq_pie statistics with their units: drop_overlimit_packets,
+// drop_overmemory_packets, new_flow_count, early_drop_packets,
+// ecn_mark_packets (counters), new_flows_len, old_flows_len,
+// max_flow_backlog_bytes, memory_used_bytes and memory_allocated_bytes
+// (gauges).
+func (d PIEDetail) Metrics() iter.Seq[aqm.Metric] {
+	return func(yield func(aqm.Metric) bool) {
+		ms := [...]aqm.Metric{
+			{Name: "drop_overlimit_packets", Kind: aqm.Counter, Value: float64(d.DropOverlimit)},
+			{Name: "drop_overmemory_packets", Kind: aqm.Counter, Value: float64(d.DropOvermemory)},
+			{Name: "new_flow_count", Kind: aqm.Counter, Value: float64(d.NewFlowCount)},
+			{Name: "early_drop_packets", Kind: aqm.Counter, Value: float64(d.EarlyDrops)},
+			{Name: "ecn_mark_packets", Kind: aqm.Counter, Value: float64(d.ECNMarks)},
+			{Name: "new_flows_len", Kind: aqm.Gauge, Value: float64(d.NewFlowsLen)},
+			{Name: "old_flows_len", Kind: aqm.Gauge, Value: float64(d.OldFlowsLen)},
+			{Name: "max_flow_backlog_bytes", Kind: aqm.Gauge, Value: float64(d.MaxFlowBacklog)},
+			{Name: "memory_used_bytes", Kind: aqm.Gauge, Value: float64(d.MemoryUsage)},
+			{Name: "memory_allocated_bytes", Kind: aqm.Gauge, Value: float64(d.MemoryBytes)},
+		}
+		for _, m := range ms {
+			if !yield(m) {
+				return
+			}
+		}
+	}
+}
+
+// PIEFlow is the state of one flow queue of a [PIE] queue.
+type PIEFlow struct {
+	// Bucket is the flow queue's index in [0, Flows).
+	Bucket int
+	// Packets and Bytes are its backlog.
+	Packets int
+	Bytes   int
+	// Deficit is its DRR credit in bytes.
+	Deficit int
+	// New and Old report which scheduling list it is on (neither: idle).
+	New bool
+	Old bool
+	// PIE is its PIE controller's state, as of its last update (updates
+	// due since then run at the flow's next packet).
+	PIE pie.FlowState
+}
+
+// Flow returns the state of the flow queue that packets with the given
+// hash go to. It walks that flow's packets to count them.
+func (q *PIE[T]) Flow(hash uint32) PIEFlow {
+	i := q.bucket(hash)
+	f := &q.flows[i]
+	n, isNew, isOld := q.flowPackets(i)
+	return PIEFlow{
+		Bucket: int(i), Packets: n, Bytes: int(f.bytes), Deficit: int(f.deficit),
+		New: isNew, Old: isOld, PIE: f.cv.State(),
+	}
+}
+
+// Reconfigure validates cfg and applies it without losing, duplicating or
+// reordering queued packets. A zero Seed keeps the current key and random
+// streams. If Flows and the key are unchanged, every flow keeps its place,
+// credit and PIE state (its burst allowance cut to the new MaxBurst, as
+// [pie.Queue.Reconfigure] does). Otherwise the packets are re-hashed into
+// a new flow table flow by flow, keeping their order, and the PIE states
+// start afresh. Limits below the current occupancy keep the queued packets
+// and refuse arrivals until the queue drains below them. It allocates when
+// the table or the packet capacity changes.
+func (q *PIE[T]) Reconfigure(cfg PIEConfig) error {
+	if err := cfg.Validate(); err != nil {
+		return err
+	}
+	cfg = cfg.withDefaults()
+	if cfg.Seed == 0 {
+		cfg.Seed = q.cfg.Seed
+	}
+	need := max(cfg.LimitPackets, q.used)
+	if cfg.Flows == q.cfg.Flows && cfg.Seed == q.cfg.Seed {
+		if need+1 > len(q.nodes) || cfg.LimitPackets+1 < len(q.nodes) {
+			q.resize(need)
+		}
+		old := q.fp
+		q.apply(cfg)
+		for i := range q.flows {
+			q.flows[i].cv.Reconfigured(&old, &q.fp)
+		}
+		return nil
+	}
+	old := q.sched
+	q.build(cfg, need)
+	q.stats = old.stats
+	q.rehash(&old)
+	return nil
+}
