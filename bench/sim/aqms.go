@@ -46,7 +46,7 @@ type AQM struct {
 var aqms = map[string]AQM{}
 
 // aqmOrder is the display order; names not registered are skipped.
-var aqmOrder = []string{"fifo", "red", "gentle-red", "ared", "codel", "fq-codel", "sfq", "pie", "pie-ecn", "dualpi2", "cobalt", "cake"}
+var aqmOrder = []string{"fifo", "red", "gentle-red", "ared", "codel", "fq-codel", "sfq", "pie", "pie-ecn", "dualpi2", "cobalt", "fq-cobalt", "fq-pie", "cake"}
 
 // register adds an AQM to the table; each aqm_<name>.go file calls it from
 // init.

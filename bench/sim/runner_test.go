@@ -12,7 +12,7 @@ import (
 // still gives every queue a fixed seed, so two such runs agree exactly, for
 // every randomised and hashing AQM.
 func TestZeroSeedRunsAreReproducible(t *testing.T) {
-	for _, name := range []string{"red", "pie", "dualpi2", "fq-codel", "sfq", "cobalt", "cake"} {
+	for _, name := range []string{"red", "pie", "dualpi2", "fq-codel", "sfq", "cobalt", "fq-cobalt", "fq-pie", "cake"} {
 		run := func() string {
 			r := Run{Scenario: "t", Group: "g", AQM: name, BufferPackets: 100, Config: Config{
 				RateBps: 10e6, Duration: 2 * time.Second, Seed: 0,

@@ -128,7 +128,7 @@ func orRate(v, d float64) float64 {
 }
 
 // CompareAQMs is the default comparison's list: every queue in the library.
-var CompareAQMs = []string{"fifo", "red", "gentle-red", "ared", "codel", "fq-codel", "sfq", "pie", "dualpi2", "cobalt", "cake"}
+var CompareAQMs = []string{"fifo", "red", "gentle-red", "ared", "codel", "fq-codel", "sfq", "pie", "dualpi2", "cobalt", "fq-cobalt", "fq-pie", "cake"}
 
 // compareScenario is what the command runs with no arguments: every AQM on
 // one representative home-access link.
