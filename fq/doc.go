@@ -224,7 +224,11 @@
 // # SFQ
 //
 // [SFQ] is documented on its type, including its differences from Linux
-// sch_sfq.
+// sch_sfq. A zero SFQConfig.Seed keys its hash from crypto/rand; use a fixed
+// seed only for tests and simulations. [SFQConfigForLink] sizes its limits
+// for a link. Its re-key schedule follows the time policy of package aqm: a
+// re-key scheduled more than one PerturbPeriod ahead of now is moved back to
+// one period from now.
 //
 // # Time
 //

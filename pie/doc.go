@@ -164,6 +164,12 @@
 // only a positive decision, derandomization or byte mode call the single
 // path. Without the rate estimator departures take a tight loop too.
 //
+// # Per-flow use
+//
+// [Flow] is PIE's per-queue state as a value, driven by a scheduler that
+// owns the packets (package fq's FQ-PIE embeds one per flow); a FIFO driven
+// through it decides exactly as [Queue] does.
+//
 // # Concurrency
 //
 // A Queue is not safe for concurrent use; its randomness comes from its own
