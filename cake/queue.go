@@ -440,7 +440,12 @@ func (q *Queue[T]) enqueue(p aqm.Packet[T], info *Info, hosts bool, now aqm.Time
 			q.next, q.failsafe = now, now
 		}
 	}
-	fi := q.classify(t, p.Hash, info, hosts)
+	return q.enqueueFlow(p, info, b, q.classify(t, p.Hash, info, hosts), now)
+}
+
+// enqueueFlow is the rest of enqueue once p (stamped and counted) has its
+// tin b and flow queue fi.
+func (q *Queue[T]) enqueueFlow(p aqm.Packet[T], info *Info, b *tin, fi uint32, now aqm.Time) aqm.Verdict {
 	f := &q.flows[fi]
 	ni := q.free
 	nd := &q.nodes[ni]
@@ -457,8 +462,9 @@ func (q *Queue[T]) enqueue(p aqm.Packet[T], info *Info, hosts bool, now aqm.Time
 	b.backlog += int(p.Size)
 	q.len++
 	q.backlog += int(p.Size)
-	adj := q.adjLen(p.Size)
-	q.noteLen(b, p.Size, adj)
+	if adj := q.adjLen(p.Size); !q.lenSeen(b, p.Size, adj) {
+		q.noteNewLen(b, p.Size, adj)
+	}
 	b.s.arrived.Add(p.Size)
 	if q.acks != nil {
 		q.acks[ni] = info.ACK
@@ -502,7 +508,16 @@ func (q *Queue[T]) enqueue(p aqm.Packet[T], info *Info, hosts bool, now aqm.Time
 	return aqm.Enqueued
 }
 
-func (q *Queue[T]) noteLen(b *tin, size, adj uint32) {
+// lenSeen reports whether a packet of size bytes, adj adjusted, changes
+// none of the size extremes noted so far (and so needs no noteNewLen).
+func (q *Queue[T]) lenSeen(b *tin, size, adj uint32) bool {
+	d := &q.d
+	return d.maxLen != 0 && size-d.minLen <= d.maxLen-d.minLen &&
+		d.maxAdj != 0 && adj-d.minAdj <= d.maxAdj-d.minAdj &&
+		adj <= b.s.maxAdj && adj <= q.maxAdj
+}
+
+func (q *Queue[T]) noteNewLen(b *tin, size, adj uint32) {
 	if q.d.maxLen == 0 && q.d.minLen == 0 || size < q.d.minLen {
 		q.d.minLen = size
 	}
@@ -858,13 +873,23 @@ func (q *Queue[T]) Dequeue(now aqm.Time) (p aqm.Packet[T], ok bool) {
 			return p, false
 		}
 	}
-	first := true
+	return q.dequeue(now, true)
+}
+
+// dequeue is Dequeue past the shaper's gate. With first set, the head of
+// the chosen tin's decaying list is visited before any other flow (one
+// decaying flow per call); DequeueBatch passes false when it has made
+// that visit itself.
+func (q *Queue[T]) dequeue(now aqm.Time, first bool) (p aqm.Packet[T], ok bool) {
 begin:
 	for {
 		if q.len == 0 {
 			return p, false
 		}
-		t := q.pickTin(now)
+		t := 0
+		if q.ntins > 1 {
+			t = q.pickTin(now)
+		}
 		b := &q.tins[t]
 	retry:
 		for {
@@ -902,6 +927,16 @@ begin:
 			}
 			for {
 				if f.head == nilIdx {
+					if f.state == stDecaying && q.stillDecaying(b, f, now) {
+						// A decaying flow that keeps waiting goes to
+						// the back of its list; no count changes, so
+						// the tin choice stands (and q.len is unchanged).
+						if l != &b.decL || b.decL.tail != fi {
+							q.popHead(l)
+							q.pushTail(&b.decL, fi)
+						}
+						continue retry
+					}
 					q.flowEmpty(b, l, fi, now)
 					continue begin
 				}
@@ -953,7 +988,9 @@ func (q *Queue[T]) sent(b *tin, f *flow, p aqm.Packet[T], now aqm.Time) {
 		b.s.baseDelay = ewma(b.s.baseDelay, d, 8)
 	}
 	adj := q.adjLen(p.Size)
-	q.charge(b, adj, now, false)
+	if q.shaped {
+		q.charge(b, adj, now, false)
+	}
 	c := int32(min(adj, maxCharge))
 	f.deficit -= c
 	b.deficit -= c
@@ -966,14 +1003,21 @@ func (q *Queue[T]) sent(b *tin, f *flow, p aqm.Packet[T], now aqm.Time) {
 // ewma moves avg towards v by 1/2^shift.
 func ewma(avg, v uint64, shift uint) uint64 { return avg - avg>>shift + v>>shift }
 
-// flowEmpty handles flow fi (head of l) found empty: it rests if its
-// COBALT is at rest, else waits on the decaying list.
-func (q *Queue[T]) flowEmpty(b *tin, l *list, fi uint32, now aqm.Time) {
-	f := &q.flows[fi]
+// stillDecaying tells f's COBALT that its queue was found empty at now
+// and reports whether it is not yet at rest.
+func (q *Queue[T]) stillDecaying(b *tin, f *flow, now aqm.Time) bool {
 	f.cv.QueueEmpty(&b.cp, now)
 	st := f.cv.State()
+	return f.cv.Active() || st.Count > 0 || now < st.Next
+}
+
+// flowEmpty handles flow fi (head of l) found empty: it rests if its
+// COBALT is at rest, else waits on the decaying list. A flow already
+// decaying has had its COBALT told (stillDecaying) and found at rest.
+func (q *Queue[T]) flowEmpty(b *tin, l *list, fi uint32, now aqm.Time) {
+	f := &q.flows[fi]
 	q.popHead(l)
-	if f.cv.Active() || st.Count > 0 || now < st.Next {
+	if f.state != stDecaying && q.stillDecaying(b, f, now) {
 		q.pushTail(&b.decL, fi)
 		switch f.state {
 		case stBulk:
