@@ -1165,14 +1165,78 @@ func (q *Queue[T]) Stats() aqm.Stats {
 // exactly as that many Enqueue calls would, writing each verdict to vs.
 func (q *Queue[T]) EnqueueBatch(ps []aqm.Packet[T], vs []aqm.Verdict, now aqm.Time) int {
 	n := min(len(ps), len(vs))
+	ps, vs = ps[:n], vs[:n]
 	acc := 0
 	var none Info
-	for i := range n {
-		v := q.enqueue(ps[i], &none, false, now)
-		vs[i] = v
-		if v <= aqm.Marked {
-			acc++
+	if q.shaped || q.acks != nil {
+		for i := range ps {
+			v := q.enqueue(ps[i], &none, false, now)
+			vs[i] = v
+			if v <= aqm.Marked {
+				acc++
+			}
 		}
+		return acc
+	}
+	// Unshaped without the ACK filter, a packet for a flow that is
+	// already scheduled and fits the limits is linked in here; anything
+	// else (refusal, a flow to schedule, pruning, the pruner's heap) goes
+	// on through the single-packet path from the same point.
+	t := 0
+	if q.ntins > 1 {
+		t = int(q.dscpTin[0])
+	}
+	b := &q.tins[t]
+	for i := range ps {
+		p := ps[i]
+		size := p.Size
+		if int64(size) > int64(q.memLimit) || q.len > q.limit || q.backlog > q.memLimit {
+			v := q.enqueue(p, &none, false, now)
+			vs[i] = v
+			if v <= aqm.Marked {
+				acc++
+			}
+			continue
+		}
+		p.ECN &= aqm.ECNMask
+		p.Enqueued = now
+		q.stats.NoteSize(size)
+		fi := q.classify(t, p.Hash, &none, false)
+		f := &q.flows[fi]
+		if f.state != stSparse && f.state != stBulk || q.len >= q.limit ||
+			q.backlog+int(size) > q.memLimit || q.overTTL > 0 {
+			v := q.enqueueFlow(p, &none, b, fi, now)
+			vs[i] = v
+			if v <= aqm.Marked {
+				acc++
+			}
+			continue
+		}
+		ni := q.free
+		nd := &q.nodes[ni]
+		q.free = nd.next
+		nd.pkt, nd.next = p, nilIdx
+		if f.tail == nilIdx {
+			f.head = ni
+		} else {
+			q.nodes[f.tail].next = ni
+		}
+		f.tail = ni
+		f.backlog += size
+		b.pkts++
+		b.backlog += int(size)
+		q.len++
+		q.backlog += int(size)
+		if adj := q.adjLen(size); !q.lenSeen(b, size, adj) {
+			q.noteNewLen(b, size, adj)
+		}
+		b.s.arrived.Add(size)
+		if q.backlog > q.d.memPeak {
+			q.d.memPeak = q.backlog
+		}
+		q.stats.Enqueued.Add(size)
+		vs[i] = aqm.Enqueued
+		acc++
 	}
 	return acc
 }
@@ -1197,12 +1261,91 @@ func (q *Queue[T]) EnqueueInfoBatch(ps []aqm.Packet[T], infos []Info, vs []aqm.V
 // than len(buf) when the queue is empty or the shaper holds the rest
 // back.
 func (q *Queue[T]) DequeueBatch(buf []aqm.Packet[T], now aqm.Time) int {
+	if q.shaped || q.ingress {
+		for i := range buf {
+			p, ok := q.Dequeue(now)
+			if !ok {
+				return i
+			}
+			buf[i] = p
+		}
+		return len(buf)
+	}
+	// Unshaped and not ingress: the visit to a decaying flow and a packet
+	// its COBALT delivers from a flow with credit are done here; any
+	// other turn (credit to refill, a flow found empty, a drop) is handed
+	// to dequeue at the point reached. The tin choice is repeated there,
+	// which picks the same tin: nothing done here changes a tin's credit
+	// or its count of flows with packets.
 	for i := range buf {
-		p, ok := q.Dequeue(now)
-		if !ok {
+		if q.len == 0 {
 			return i
 		}
-		buf[i] = p
+		t := 0
+		if q.ntins > 1 {
+			t = q.pickTin(now)
+		}
+		b := &q.tins[t]
+		first := true
+		if di := b.decL.head; di != nilIdx {
+			f := &q.flows[di]
+			if f.deficit <= 0 || f.head != nilIdx || f.state != stDecaying {
+				if !q.dequeueTo(&buf[i], now, true) {
+					return i
+				}
+				continue
+			}
+			if q.stillDecaying(b, f, now) {
+				if b.decL.tail != di {
+					q.popHead(&b.decL)
+					q.pushTail(&b.decL, di)
+				}
+			} else {
+				q.flowEmpty(b, &b.decL, di, now)
+			}
+			first = false
+		}
+		l := &b.newL
+		if l.head == nilIdx {
+			l = &b.oldL
+		}
+		fi := l.head
+		if fi == nilIdx || q.flows[fi].deficit <= 0 || q.flows[fi].head == nilIdx {
+			if !q.dequeueTo(&buf[i], now, first) {
+				return i
+			}
+			continue
+		}
+		f := &q.flows[fi]
+		p, _ := q.popFlow(fi, b)
+		act := f.cv.Signal(&b.cp, &q.src, now, p.Enqueued.Since(now), p.ECN)
+		if act == cobalt.Deliver || act == cobalt.Mark || f.head == nilIdx {
+			if act == cobalt.Mark {
+				p.ECN = aqm.CE
+				b.s.marks++
+				q.stats.Marked.Add(p.Size)
+			}
+			q.sent(b, f, p, now)
+			buf[i] = p
+			continue
+		}
+		b.s.drops++
+		q.stats.CountDrop(aqm.DroppedEarly, p.Size, true)
+		if q.onDrop != nil {
+			q.onDrop(p, aqm.DroppedEarly)
+		}
+		if !q.dequeueTo(&buf[i], now, false) {
+			return i
+		}
 	}
 	return len(buf)
+}
+
+// dequeueTo is dequeue storing the packet at *dst.
+func (q *Queue[T]) dequeueTo(dst *aqm.Packet[T], now aqm.Time, first bool) bool {
+	p, ok := q.dequeue(now, first)
+	if ok {
+		*dst = p
+	}
+	return ok
 }
