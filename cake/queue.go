@@ -921,8 +921,10 @@ begin:
 					}
 				}
 				f.deficit += q.flowQuantum(b, f)
-				q.popHead(l)
-				q.pushTail(&b.oldL, fi)
+				if l != &b.oldL || l.tail != fi {
+					q.popHead(l)
+					q.pushTail(&b.oldL, fi)
+				}
 				continue retry
 			}
 			for {
@@ -1305,18 +1307,43 @@ func (q *Queue[T]) DequeueBatch(buf []aqm.Packet[T], now aqm.Time) int {
 			}
 			first = false
 		}
-		l := &b.newL
-		if l.head == nilIdx {
-			l = &b.oldL
+		// DRR++: the head of the new list, else of the old list; a flow
+		// out of credit is refilled and goes to the back of the old list.
+		var f *flow
+		fi := nilIdx
+		for {
+			l := &b.newL
+			if l.head == nilIdx {
+				l = &b.oldL
+			}
+			if fi = l.head; fi == nilIdx {
+				break
+			}
+			if f = &q.flows[fi]; f.deficit > 0 {
+				break
+			}
+			if f.state == stSparse {
+				if f.head != nilIdx {
+					f.state = stBulk
+					b.sparse--
+					b.bulk++
+					q.bulkInc(b, f)
+				} else {
+					f.state = stSparseWait
+				}
+			}
+			f.deficit += q.flowQuantum(b, f)
+			if l != &b.oldL || l.tail != fi {
+				q.popHead(l)
+				q.pushTail(&b.oldL, fi)
+			}
 		}
-		fi := l.head
-		if fi == nilIdx || q.flows[fi].deficit <= 0 || q.flows[fi].head == nilIdx {
+		if fi == nilIdx || f.head == nilIdx {
 			if !q.dequeueTo(&buf[i], now, first) {
 				return i
 			}
 			continue
 		}
-		f := &q.flows[fi]
 		p, _ := q.popFlow(fi, b)
 		act := f.cv.Signal(&b.cp, &q.src, now, p.Enqueued.Since(now), p.ECN)
 		if act == cobalt.Deliver || act == cobalt.Mark || f.head == nilIdx {
