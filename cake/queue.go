@@ -1288,7 +1288,6 @@ func (q *Queue[T]) DequeueBatch(buf []aqm.Packet[T], now aqm.Time) int {
 			t = q.pickTin(now)
 		}
 		b := &q.tins[t]
-		first := true
 		if di := b.decL.head; di != nilIdx {
 			f := &q.flows[di]
 			if f.deficit <= 0 || f.head != nilIdx || f.state != stDecaying {
@@ -1305,10 +1304,12 @@ func (q *Queue[T]) DequeueBatch(buf []aqm.Packet[T], now aqm.Time) int {
 			} else {
 				q.flowEmpty(b, &b.decL, di, now)
 			}
-			first = false
 		}
 		// DRR++: the head of the new list, else of the old list; a flow
-		// out of credit is refilled and goes to the back of the old list.
+		// out of credit is refilled and goes to the back of the old list,
+		// a flow found empty waits on the decaying list or rests. From
+		// here on Dequeue has passed its first list choice, so what is
+		// handed on continues with first false.
 		var f *flow
 		fi := nilIdx
 		for {
@@ -1320,7 +1321,23 @@ func (q *Queue[T]) DequeueBatch(buf []aqm.Packet[T], now aqm.Time) int {
 				break
 			}
 			if f = &q.flows[fi]; f.deficit > 0 {
-				break
+				if f.head != nilIdx {
+					break
+				}
+				if f.state == stDecaying && q.stillDecaying(b, f, now) {
+					q.popHead(l)
+					q.pushTail(&b.decL, fi)
+					continue
+				}
+				q.flowEmpty(b, l, fi, now)
+				if q.ntins > 1 && b.sparse+b.bulk == 0 {
+					// The tin choice changes only when this tin has
+					// no flow with packets left (its credit is as
+					// it was when it was chosen).
+					fi = nilIdx
+					break
+				}
+				continue
 			}
 			if f.state == stSparse {
 				if f.head != nilIdx {
@@ -1338,8 +1355,8 @@ func (q *Queue[T]) DequeueBatch(buf []aqm.Packet[T], now aqm.Time) int {
 				q.pushTail(&b.oldL, fi)
 			}
 		}
-		if fi == nilIdx || f.head == nilIdx {
-			if !q.dequeueTo(&buf[i], now, first) {
+		if fi == nilIdx {
+			if !q.dequeueTo(&buf[i], now, false) {
 				return i
 			}
 			continue
