@@ -703,7 +703,11 @@ func (q *Queue[T]) flowQuantum(b *tin, f *flow) int32 {
 		}
 	}
 	r := uint32(q.src.Uint64() >> 48)
-	return int32((b.quantum*(65535/load) + r) >> 16)
+	share := uint32(65535)
+	if load > 1 { // a division costs tens of cycles; most flows have load 1
+		share = 65535 / load
+	}
+	return int32((b.quantum*share + r) >> 16)
 }
 
 func (q *Queue[T]) pushTail(l *list, i uint32) {
