@@ -1193,10 +1193,15 @@ func (q *Queue[T]) EnqueueBatch(ps []aqm.Packet[T], vs []aqm.Verdict, now aqm.Ti
 		t = int(q.dscpTin[0])
 	}
 	b := &q.tins[t]
+	// A packet of the same flow as the one before it, whose lookup was a
+	// direct hit on a flow still in use, would hit it again (only lookups
+	// change tags): it is counted as such without the lookup.
+	lastFi, lastHash := nilIdx, uint32(0)
 	for i := range ps {
 		p := ps[i]
 		size := p.Size
 		if int64(size) > int64(q.memLimit) || q.len > q.limit || q.backlog > q.memLimit {
+			lastFi = nilIdx
 			v := q.enqueue(p, &none, false, now)
 			vs[i] = v
 			if v <= aqm.Marked {
@@ -1207,7 +1212,18 @@ func (q *Queue[T]) EnqueueBatch(ps []aqm.Packet[T], vs []aqm.Verdict, now aqm.Ti
 		p.ECN &= aqm.ECNMask
 		p.Enqueued = now
 		q.stats.NoteSize(size)
-		fi := q.classify(t, p.Hash, &none, false)
+		var fi uint32
+		if lastFi != nilIdx && p.Hash == lastHash && q.flows[lastFi].state != stNone {
+			b.s.wayDirect++
+			fi = lastFi
+		} else {
+			direct := b.s.wayDirect
+			fi = q.classify(t, p.Hash, &none, false)
+			lastFi, lastHash = nilIdx, p.Hash
+			if b.s.wayDirect != direct {
+				lastFi = fi
+			}
+		}
 		f := &q.flows[fi]
 		if f.state != stSparse && f.state != stBulk || q.len >= q.limit ||
 			q.backlog+int(size) > q.memLimit || q.overTTL > 0 {
