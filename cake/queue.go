@@ -440,7 +440,12 @@ func (q *Queue[T]) enqueue(p aqm.Packet[T], info *Info, hosts bool, now aqm.Time
 			q.next, q.failsafe = now, now
 		}
 	}
-	fi := q.classify(t, p.Hash, info, hosts)
+	return q.enqueueFlow(p, info, b, q.classify(t, p.Hash, info, hosts), now)
+}
+
+// enqueueFlow is the rest of enqueue once p (stamped and counted) has its
+// tin b and flow queue fi.
+func (q *Queue[T]) enqueueFlow(p aqm.Packet[T], info *Info, b *tin, fi uint32, now aqm.Time) aqm.Verdict {
 	f := &q.flows[fi]
 	ni := q.free
 	nd := &q.nodes[ni]
@@ -457,8 +462,9 @@ func (q *Queue[T]) enqueue(p aqm.Packet[T], info *Info, hosts bool, now aqm.Time
 	b.backlog += int(p.Size)
 	q.len++
 	q.backlog += int(p.Size)
-	adj := q.adjLen(p.Size)
-	q.noteLen(b, p.Size, adj)
+	if adj := q.adjLen(p.Size); !q.lenSeen(b, p.Size, adj) {
+		q.noteNewLen(b, p.Size, adj)
+	}
 	b.s.arrived.Add(p.Size)
 	if q.acks != nil {
 		q.acks[ni] = info.ACK
@@ -502,7 +508,16 @@ func (q *Queue[T]) enqueue(p aqm.Packet[T], info *Info, hosts bool, now aqm.Time
 	return aqm.Enqueued
 }
 
-func (q *Queue[T]) noteLen(b *tin, size, adj uint32) {
+// lenSeen reports whether a packet of size bytes, adj adjusted, changes
+// none of the size extremes noted so far (and so needs no noteNewLen).
+func (q *Queue[T]) lenSeen(b *tin, size, adj uint32) bool {
+	d := &q.d
+	return d.maxLen != 0 && size-d.minLen <= d.maxLen-d.minLen &&
+		d.maxAdj != 0 && adj-d.minAdj <= d.maxAdj-d.minAdj &&
+		adj <= b.s.maxAdj && adj <= q.maxAdj
+}
+
+func (q *Queue[T]) noteNewLen(b *tin, size, adj uint32) {
 	if q.d.maxLen == 0 && q.d.minLen == 0 || size < q.d.minLen {
 		q.d.minLen = size
 	}
@@ -688,7 +703,11 @@ func (q *Queue[T]) flowQuantum(b *tin, f *flow) int32 {
 		}
 	}
 	r := uint32(q.src.Uint64() >> 48)
-	return int32((b.quantum*(65535/load) + r) >> 16)
+	share := uint32(65535)
+	if load > 1 { // a division costs tens of cycles; most flows have load 1
+		share = 65535 / load
+	}
+	return int32((b.quantum*share + r) >> 16)
 }
 
 func (q *Queue[T]) pushTail(l *list, i uint32) {
@@ -858,13 +877,23 @@ func (q *Queue[T]) Dequeue(now aqm.Time) (p aqm.Packet[T], ok bool) {
 			return p, false
 		}
 	}
-	first := true
+	return q.dequeue(now, true)
+}
+
+// dequeue is Dequeue past the shaper's gate. With first set, the head of
+// the chosen tin's decaying list is visited before any other flow (one
+// decaying flow per call); DequeueBatch passes false when it has made
+// that visit itself.
+func (q *Queue[T]) dequeue(now aqm.Time, first bool) (p aqm.Packet[T], ok bool) {
 begin:
 	for {
 		if q.len == 0 {
 			return p, false
 		}
-		t := q.pickTin(now)
+		t := 0
+		if q.ntins > 1 {
+			t = q.pickTin(now)
+		}
 		b := &q.tins[t]
 	retry:
 		for {
@@ -896,12 +925,24 @@ begin:
 					}
 				}
 				f.deficit += q.flowQuantum(b, f)
-				q.popHead(l)
-				q.pushTail(&b.oldL, fi)
+				if l != &b.oldL || l.tail != fi {
+					q.popHead(l)
+					q.pushTail(&b.oldL, fi)
+				}
 				continue retry
 			}
 			for {
 				if f.head == nilIdx {
+					if f.state == stDecaying && q.stillDecaying(b, f, now) {
+						// A decaying flow that keeps waiting goes to
+						// the back of its list; no count changes, so
+						// the tin choice stands (and q.len is unchanged).
+						if l != &b.decL || b.decL.tail != fi {
+							q.popHead(l)
+							q.pushTail(&b.decL, fi)
+						}
+						continue retry
+					}
 					q.flowEmpty(b, l, fi, now)
 					continue begin
 				}
@@ -953,7 +994,9 @@ func (q *Queue[T]) sent(b *tin, f *flow, p aqm.Packet[T], now aqm.Time) {
 		b.s.baseDelay = ewma(b.s.baseDelay, d, 8)
 	}
 	adj := q.adjLen(p.Size)
-	q.charge(b, adj, now, false)
+	if q.shaped {
+		q.charge(b, adj, now, false)
+	}
 	c := int32(min(adj, maxCharge))
 	f.deficit -= c
 	b.deficit -= c
@@ -966,14 +1009,21 @@ func (q *Queue[T]) sent(b *tin, f *flow, p aqm.Packet[T], now aqm.Time) {
 // ewma moves avg towards v by 1/2^shift.
 func ewma(avg, v uint64, shift uint) uint64 { return avg - avg>>shift + v>>shift }
 
-// flowEmpty handles flow fi (head of l) found empty: it rests if its
-// COBALT is at rest, else waits on the decaying list.
-func (q *Queue[T]) flowEmpty(b *tin, l *list, fi uint32, now aqm.Time) {
-	f := &q.flows[fi]
+// stillDecaying tells f's COBALT that its queue was found empty at now
+// and reports whether it is not yet at rest.
+func (q *Queue[T]) stillDecaying(b *tin, f *flow, now aqm.Time) bool {
 	f.cv.QueueEmpty(&b.cp, now)
 	st := f.cv.State()
+	return f.cv.Active() || st.Count > 0 || now < st.Next
+}
+
+// flowEmpty handles flow fi (head of l) found empty: it rests if its
+// COBALT is at rest, else waits on the decaying list. A flow already
+// decaying has had its COBALT told (stillDecaying) and found at rest.
+func (q *Queue[T]) flowEmpty(b *tin, l *list, fi uint32, now aqm.Time) {
+	f := &q.flows[fi]
 	q.popHead(l)
-	if f.cv.Active() || st.Count > 0 || now < st.Next {
+	if f.state != stDecaying && q.stillDecaying(b, f, now) {
 		q.pushTail(&b.decL, fi)
 		switch f.state {
 		case stBulk:
@@ -1121,14 +1171,94 @@ func (q *Queue[T]) Stats() aqm.Stats {
 // exactly as that many Enqueue calls would, writing each verdict to vs.
 func (q *Queue[T]) EnqueueBatch(ps []aqm.Packet[T], vs []aqm.Verdict, now aqm.Time) int {
 	n := min(len(ps), len(vs))
+	ps, vs = ps[:n], vs[:n]
 	acc := 0
 	var none Info
-	for i := range n {
-		v := q.enqueue(ps[i], &none, false, now)
-		vs[i] = v
-		if v <= aqm.Marked {
-			acc++
+	if q.shaped || q.acks != nil {
+		for i := range ps {
+			v := q.enqueue(ps[i], &none, false, now)
+			vs[i] = v
+			if v <= aqm.Marked {
+				acc++
+			}
 		}
+		return acc
+	}
+	// Unshaped without the ACK filter, a packet for a flow that is
+	// already scheduled and fits the limits is linked in here; anything
+	// else (refusal, a flow to schedule, pruning, the pruner's heap) goes
+	// on through the single-packet path from the same point.
+	t := 0
+	if q.ntins > 1 {
+		t = int(q.dscpTin[0])
+	}
+	b := &q.tins[t]
+	// A packet of the same flow as the one before it, whose lookup was a
+	// direct hit on a flow still in use, would hit it again (only lookups
+	// change tags): it is counted as such without the lookup.
+	lastFi, lastHash := nilIdx, uint32(0)
+	for i := range ps {
+		p := ps[i]
+		size := p.Size
+		if int64(size) > int64(q.memLimit) || q.len > q.limit || q.backlog > q.memLimit {
+			lastFi = nilIdx
+			v := q.enqueue(p, &none, false, now)
+			vs[i] = v
+			if v <= aqm.Marked {
+				acc++
+			}
+			continue
+		}
+		p.ECN &= aqm.ECNMask
+		p.Enqueued = now
+		q.stats.NoteSize(size)
+		var fi uint32
+		if lastFi != nilIdx && p.Hash == lastHash && q.flows[lastFi].state != stNone {
+			b.s.wayDirect++
+			fi = lastFi
+		} else {
+			direct := b.s.wayDirect
+			fi = q.classify(t, p.Hash, &none, false)
+			lastFi, lastHash = nilIdx, p.Hash
+			if b.s.wayDirect != direct {
+				lastFi = fi
+			}
+		}
+		f := &q.flows[fi]
+		if f.state != stSparse && f.state != stBulk || q.len >= q.limit ||
+			q.backlog+int(size) > q.memLimit || q.overTTL > 0 {
+			v := q.enqueueFlow(p, &none, b, fi, now)
+			vs[i] = v
+			if v <= aqm.Marked {
+				acc++
+			}
+			continue
+		}
+		ni := q.free
+		nd := &q.nodes[ni]
+		q.free = nd.next
+		nd.pkt, nd.next = p, nilIdx
+		if f.tail == nilIdx {
+			f.head = ni
+		} else {
+			q.nodes[f.tail].next = ni
+		}
+		f.tail = ni
+		f.backlog += size
+		b.pkts++
+		b.backlog += int(size)
+		q.len++
+		q.backlog += int(size)
+		if adj := q.adjLen(size); !q.lenSeen(b, size, adj) {
+			q.noteNewLen(b, size, adj)
+		}
+		b.s.arrived.Add(size)
+		if q.backlog > q.d.memPeak {
+			q.d.memPeak = q.backlog
+		}
+		q.stats.Enqueued.Add(size)
+		vs[i] = aqm.Enqueued
+		acc++
 	}
 	return acc
 }
@@ -1153,12 +1283,133 @@ func (q *Queue[T]) EnqueueInfoBatch(ps []aqm.Packet[T], infos []Info, vs []aqm.V
 // than len(buf) when the queue is empty or the shaper holds the rest
 // back.
 func (q *Queue[T]) DequeueBatch(buf []aqm.Packet[T], now aqm.Time) int {
+	if q.shaped || q.ingress {
+		for i := range buf {
+			p, ok := q.Dequeue(now)
+			if !ok {
+				return i
+			}
+			buf[i] = p
+		}
+		return len(buf)
+	}
+	// Unshaped and not ingress: the visit to a decaying flow and a packet
+	// its COBALT delivers from a flow with credit are done here; any
+	// other turn (credit to refill, a flow found empty, a drop) is handed
+	// to dequeue at the point reached. The tin choice is repeated there,
+	// which picks the same tin: nothing done here changes a tin's credit
+	// or its count of flows with packets.
 	for i := range buf {
-		p, ok := q.Dequeue(now)
-		if !ok {
+		if q.len == 0 {
 			return i
 		}
-		buf[i] = p
+		t := 0
+		if q.ntins > 1 {
+			t = q.pickTin(now)
+		}
+		b := &q.tins[t]
+		if di := b.decL.head; di != nilIdx {
+			f := &q.flows[di]
+			if f.deficit <= 0 || f.head != nilIdx || f.state != stDecaying {
+				if !q.dequeueTo(&buf[i], now, true) {
+					return i
+				}
+				continue
+			}
+			if q.stillDecaying(b, f, now) {
+				if b.decL.tail != di {
+					q.popHead(&b.decL)
+					q.pushTail(&b.decL, di)
+				}
+			} else {
+				q.flowEmpty(b, &b.decL, di, now)
+			}
+		}
+		// DRR++: the head of the new list, else of the old list; a flow
+		// out of credit is refilled and goes to the back of the old list,
+		// a flow found empty waits on the decaying list or rests. From
+		// here on Dequeue has passed its first list choice, so what is
+		// handed on continues with first false.
+		var f *flow
+		fi := nilIdx
+		for {
+			l := &b.newL
+			if l.head == nilIdx {
+				l = &b.oldL
+			}
+			if fi = l.head; fi == nilIdx {
+				break
+			}
+			if f = &q.flows[fi]; f.deficit > 0 {
+				if f.head != nilIdx {
+					break
+				}
+				if f.state == stDecaying && q.stillDecaying(b, f, now) {
+					q.popHead(l)
+					q.pushTail(&b.decL, fi)
+					continue
+				}
+				q.flowEmpty(b, l, fi, now)
+				if q.ntins > 1 && b.sparse+b.bulk == 0 {
+					// The tin choice changes only when this tin has
+					// no flow with packets left (its credit is as
+					// it was when it was chosen).
+					fi = nilIdx
+					break
+				}
+				continue
+			}
+			if f.state == stSparse {
+				if f.head != nilIdx {
+					f.state = stBulk
+					b.sparse--
+					b.bulk++
+					q.bulkInc(b, f)
+				} else {
+					f.state = stSparseWait
+				}
+			}
+			f.deficit += q.flowQuantum(b, f)
+			if l != &b.oldL || l.tail != fi {
+				q.popHead(l)
+				q.pushTail(&b.oldL, fi)
+			}
+		}
+		if fi == nilIdx {
+			if !q.dequeueTo(&buf[i], now, false) {
+				return i
+			}
+			continue
+		}
+		p, _ := q.popFlow(fi, b)
+		act := f.cv.Signal(&b.cp, &q.src, now, p.Enqueued.Since(now), p.ECN)
+		if act == cobalt.Deliver || act == cobalt.Mark || f.head == nilIdx {
+			if act == cobalt.Mark {
+				p.ECN = aqm.CE
+				b.s.marks++
+				q.stats.Marked.Add(p.Size)
+			}
+			q.sent(b, f, p, now)
+			buf[i] = p
+			continue
+		}
+		b.s.drops++
+		q.stats.CountDrop(aqm.DroppedEarly, p.Size, true)
+		if q.onDrop != nil {
+			q.onDrop(p, aqm.DroppedEarly)
+		}
+		if !q.dequeueTo(&buf[i], now, false) {
+			return i
+		}
 	}
 	return len(buf)
+}
+
+// dequeueTo is dequeue storing the packet at *dst.
+func (q *Queue[T]) dequeueTo(dst *aqm.Packet[T], now aqm.Time, first bool) bool {
+	p, ok := q.dequeue(now, first)
+	if ok {
+		*dst = p
+	}
+	return ok
 }
