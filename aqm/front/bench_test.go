@@ -16,6 +16,11 @@ import (
 // benchDepth is the depth of every queue and channel in the benchmarks.
 const benchDepth = 1024
 
+// consumerBatch is the most packets a front's consumer takes at once in
+// the concurrent benchmarks: gVisor's fifo.BatchSize, as in the side by
+// side benchmark of module bench/peers, whose design these follow.
+const consumerBatch = 47
+
 // runProducers splits n packets among p producer goroutines and waits for
 // them. b.Loop cannot spread one benchmark's iterations over goroutines, so
 // these benchmarks divide b.N themselves; one op is one packet.
@@ -73,7 +78,7 @@ func benchChan(b *testing.B, p int) {
 type frontLike interface {
 	Enqueue(aqm.Packet[uint64]) (aqm.Verdict, error)
 	EnqueueBatch([]aqm.Packet[uint64], []aqm.Verdict) (int, error)
-	Run(context.Context, func([]aqm.Packet[uint64])) error
+	DequeueBatch(context.Context, []aqm.Packet[uint64]) (int, error)
 	Close()
 	Stats() aqm.Stats
 }
@@ -91,10 +96,26 @@ func benchFront(b *testing.B, p, batch, shards int) {
 	runFront(b, f, p, batch)
 }
 
-// runFront runs p producers against f with one consumer in Run. Like the
-// senders on a channel, producers are held back when the queue is full:
-// each reserves room for 32 packets in a shared count of packets in flight
-// (at most benchDepth, yielding while there is none), so no packet is ever
+// consume takes packets from f in batches of up to consumerBatch and hands
+// them to send until f is closed and drained.
+func consume(f interface {
+	DequeueBatch(context.Context, []aqm.Packet[uint64]) (int, error)
+}, send func([]aqm.Packet[uint64])) {
+	buf := make([]aqm.Packet[uint64], consumerBatch)
+	for {
+		n, err := f.DequeueBatch(context.Background(), buf)
+		if err != nil {
+			return
+		}
+		send(buf[:n])
+	}
+}
+
+// runFront runs p producers against f with one consumer (see consume).
+// Like the senders on a channel, producers are held back when the queue is
+// full: each reserves room for 32 packets in a shared count of packets in
+// flight (at most benchDepth, yielding while there is none), so no packet
+// is ever
 // refused or dropped and every packet is delivered. The reservation costs
 // one atomic add per 32 packets on each side.
 func runFront(b *testing.B, f frontLike, p, batch int) {
@@ -109,10 +130,10 @@ func runFront(b *testing.B, f frontLike, p, batch int) {
 		// One consumer per shard, as gVisor runs one dispatcher per queue
 		// and Linux one qdisc per transmit queue.
 		for i := range s.Shards() {
-			consumers.Go(func() { _ = s.Shard(i).Run(context.Background(), send) })
+			consumers.Go(func() { consume(s.Shard(i), send) })
 		}
 	} else {
-		consumers.Go(func() { _ = f.Run(context.Background(), send) })
+		consumers.Go(func() { consume(f, send) })
 	}
 	b.ReportAllocs()
 	b.ResetTimer()
