@@ -16,6 +16,11 @@ import (
 // benchDepth is the depth of every queue and channel in the benchmarks.
 const benchDepth = 1024
 
+// consumerBatch is the most packets a front's consumer takes at once in
+// the concurrent benchmarks: gVisor's fifo.BatchSize, as in the side by
+// side benchmark of module bench/peers, whose design these follow.
+const consumerBatch = 47
+
 // runProducers splits n packets among p producer goroutines and waits for
 // them. b.Loop cannot spread one benchmark's iterations over goroutines, so
 // these benchmarks divide b.N themselves; one op is one packet.
@@ -73,7 +78,7 @@ func benchChan(b *testing.B, p int) {
 type frontLike interface {
 	Enqueue(aqm.Packet[uint64]) (aqm.Verdict, error)
 	EnqueueBatch([]aqm.Packet[uint64], []aqm.Verdict) (int, error)
-	Run(context.Context, func([]aqm.Packet[uint64])) error
+	DequeueBatch(context.Context, []aqm.Packet[uint64]) (int, error)
 	Close()
 	Stats() aqm.Stats
 }
@@ -88,31 +93,56 @@ func benchFront(b *testing.B, p, batch, shards int) {
 			return aqm.NewFIFO[uint64](aqm.FIFOConfig{LimitPackets: benchDepth}, nil)
 		}, nil, front.ShardedConfig{Shards: shards})
 	}
-	runFront(b, f, p, batch)
+	runFront(b, f, new(flight), p, batch)
 }
 
-// runFront runs p producers against f with one consumer in Run. Like the
-// senders on a channel, producers are held back when the queue is full:
-// each reserves room for 32 packets in a shared count of packets in flight
-// (at most benchDepth, yielding while there is none), so no packet is ever
-// refused or dropped and every packet is delivered. The reservation costs
-// one atomic add per 32 packets on each side.
-func runFront(b *testing.B, f frontLike, p, batch int) {
-	const chunk = 32
-	var received, inflight atomic.Int64
-	send := func(ps []aqm.Packet[uint64]) {
-		received.Add(int64(len(ps)))
-		inflight.Add(-int64(len(ps)))
+// flight counts the packets of a concurrent benchmark that left the front,
+// sent or dropped, and how many are in flight.
+type flight struct{ received, inflight atomic.Int64 }
+
+func (fl *flight) left(n int) {
+	fl.received.Add(int64(n))
+	fl.inflight.Add(-int64(n))
+}
+
+// drop is a DropFunc: a packet the AQM drops leaves too, so its producer
+// is not held back for it.
+func (fl *flight) drop(aqm.Packet[uint64], aqm.Verdict) { fl.left(1) }
+
+// consume takes packets from f in batches of up to consumerBatch and hands
+// them to send until f is closed and drained.
+func consume(f interface {
+	DequeueBatch(context.Context, []aqm.Packet[uint64]) (int, error)
+}, send func([]aqm.Packet[uint64])) {
+	buf := make([]aqm.Packet[uint64], consumerBatch)
+	for {
+		n, err := f.DequeueBatch(context.Background(), buf)
+		if err != nil {
+			return
+		}
+		send(buf[:n])
 	}
+}
+
+// runFront runs p producers against f with one consumer (see consume).
+// Like the senders on a channel, producers are held back when the queue is
+// full: each reserves room for 32 packets in a shared count of packets in
+// flight (at most benchDepth, yielding while there is none), so no packet
+// is ever refused and every packet leaves: delivered, or dropped by an AQM
+// whose DropFunc is fl.drop. The reservation costs one atomic add per 32
+// packets on each side.
+func runFront(b *testing.B, f frontLike, fl *flight, p, batch int) {
+	const chunk = 32
+	send := func(ps []aqm.Packet[uint64]) { fl.left(len(ps)) }
 	var consumers sync.WaitGroup
 	if s, ok := f.(*front.Sharded[uint64]); ok {
 		// One consumer per shard, as gVisor runs one dispatcher per queue
 		// and Linux one qdisc per transmit queue.
 		for i := range s.Shards() {
-			consumers.Go(func() { _ = s.Shard(i).Run(context.Background(), send) })
+			consumers.Go(func() { consume(s.Shard(i), send) })
 		}
 	} else {
-		consumers.Go(func() { _ = f.Run(context.Background(), send) })
+		consumers.Go(func() { consume(f, send) })
 	}
 	b.ReportAllocs()
 	b.ResetTimer()
@@ -121,8 +151,8 @@ func runFront(b *testing.B, f frontLike, p, batch int) {
 		vs := make([]aqm.Verdict, chunk)
 		for i := 0; i < count; i += chunk {
 			m := min(chunk, count-i)
-			for inflight.Add(int64(m)) > benchDepth {
-				inflight.Add(-int64(m))
+			for fl.inflight.Add(int64(m)) > benchDepth {
+				fl.inflight.Add(-int64(m))
 				runtime.Gosched()
 			}
 			for j := range m {
@@ -140,7 +170,7 @@ func runFront(b *testing.B, f frontLike, p, batch int) {
 	f.Close()
 	consumers.Wait()
 	b.StopTimer()
-	if got := received.Load(); got != int64(b.N) {
+	if got := fl.received.Load(); got != int64(b.N) {
 		b.Fatalf("received %d of %d: %+v", got, b.N, f.Stats())
 	}
 }
@@ -151,12 +181,14 @@ func runFront(b *testing.B, f frontLike, p, batch int) {
 // of FQ-CoDel queues (one per P, batches of 32, one consumer per shard)
 // from p producers; "front" is one front and one FQ-CoDel queue.
 func BenchmarkFrontFQCoDel(b *testing.B) {
-	newQ := func(int) (aqm.Queue[uint64], error) {
-		return fq.NewCoDel[uint64](fq.CoDelConfig{LimitPackets: 2 * benchDepth, Flows: 1024, Seed: 1}, nil)
+	newQueue := func(onDrop aqm.DropFunc[uint64]) func(int) (aqm.Queue[uint64], error) {
+		return func(int) (aqm.Queue[uint64], error) {
+			return fq.NewCoDel[uint64](fq.CoDelConfig{LimitPackets: 2 * benchDepth, Flows: 1024, Seed: 1}, onDrop)
+		}
 	}
 	b.Run("thread", func(b *testing.B) {
 		// The packets of the front benchmarks' producer 0: 64 flows.
-		q, _ := newQ(0)
+		q, _ := newQueue(nil)(0)
 		ps := make([]aqm.Packet[uint64], 32)
 		vs := make([]aqm.Verdict, 32)
 		buf := make([]aqm.Packet[uint64], 32)
@@ -176,13 +208,17 @@ func BenchmarkFrontFQCoDel(b *testing.B) {
 	})
 	for _, p := range []int{1, 2, 4, 16} {
 		b.Run("sharded/producers="+strconv.Itoa(p), func(b *testing.B) {
-			s, _ := front.NewSharded(newQ, nil, front.ShardedConfig{Shards: runtime.GOMAXPROCS(0)})
-			runFront(b, s, p, 32)
+			// A consumer starved by a loaded machine lets sojourns
+			// grow past CoDel's target: its drops leave the front too.
+			fl := new(flight)
+			s, _ := front.NewSharded(newQueue(fl.drop), nil, front.ShardedConfig{Shards: runtime.GOMAXPROCS(0)})
+			runFront(b, s, fl, p, 32)
 		})
 		b.Run("front/producers="+strconv.Itoa(p), func(b *testing.B) {
-			q, _ := newQ(0)
+			fl := new(flight)
+			q, _ := newQueue(fl.drop)(0)
 			f, _ := front.New(q, nil, front.Config{})
-			runFront(b, f, p, 32)
+			runFront(b, f, fl, p, 32)
 		})
 	}
 }

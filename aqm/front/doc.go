@@ -19,7 +19,9 @@
 // read of up to 128 packets, a recvmmsg): one lock and one clock reading
 // per call, the queue's own burst path when it has one ([aqm.BatchQueue]),
 // and exactly the outcome of the same packets enqueued one by one at that
-// instant. A producer that adds to an empty queue wakes the consumer.
+// instant. A producer that adds to an empty queue wakes the consumer if it
+// sleeps; a consumer that is awake costs producers nothing, not even a
+// channel operation.
 //
 // # Consumer
 //
@@ -28,7 +30,10 @@
 // clock reading. [Front.Run] loops over it and hands each batch to a send
 // function, for senders that use sendmmsg or GSO. [Front.TryDequeueBatch] is
 // the non-blocking form for event loops: it says how long to wait when
-// nothing may leave yet. A packet is taken from the queue (Dequeue) only at
+// nothing may leave yet. A blocking consumer that finds the queue empty
+// yields to other goroutines a few times, checking for arrivals, before it
+// parks, so a steady stream of batches keeps it running without a park and
+// a wake-up per batch. A packet is taken from the queue (Dequeue) only at
 // the moment it leaves, never staged in the front, so the AQM measures each
 // packet's sojourn up to its actual departure.
 //
@@ -90,8 +95,8 @@
 // With a [clock.Coarse] clock (the default when New gets a nil clock)
 // producers read the time in about a nanosecond instead of tens: the
 // consumer refreshes the clock on every look at the queue, and a producer
-// that finds the queue empty refreshes it too, because the consumer may
-// have slept. A packet's arrival stamp is then at most one consumer wake-up
+// that finds the queue empty refreshes it too unless a consumer is awake
+// in a blocking dequeue, because the consumer may have slept. A packet's arrival stamp is then at most one consumer wake-up
 // interval old: with a rate, at most the transmission time of a packet or
 // two; without one, the time the consumer spends between batches. Run a
 // ticker ([clock.Coarse.Run]) to bound it further.

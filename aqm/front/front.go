@@ -5,6 +5,7 @@ import (
 	"errors"
 	"iter"
 	"reflect"
+	"runtime"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -53,12 +54,30 @@ type Front[T any] struct {
 	// ready holds at most one pending wake-up for a blocked consumer: an
 	// arrival into an empty queue, a rate change, or a turn passed on.
 	ready chan struct{}
+	// cs tells producers whether a blocking consumer of this front is
+	// parked (so an arrival must wake it) or busy (so it needs no wake-up
+	// and keeps the clock fresh).
+	cs consumers
 	// notify is the ready channel of the Sharded front this front is a
-	// shard of, or nil.
+	// shard of, or nil; parent is that front's consumer state.
 	notify chan struct{}
+	parent *consumers
 	// done is closed by Close.
 	done chan struct{}
 	wt   waitTimer
+}
+
+// consumers counts the blocking consumers of a front by state, so that
+// producers wake one only when it sleeps. A consumer counts itself in
+// looking while it is inside a blocking dequeue and awake, and moves to
+// waiting before it parks; after counting itself in waiting it checks the
+// queue once more under the lock before it sleeps. A producer adds its
+// packets under the lock and then reads waiting: either the consumer's
+// check sees the packets, or the producer sees the consumer waiting and
+// wakes it, so no arrival is missed, and a busy consumer is never woken.
+type consumers struct {
+	waiting atomic.Int32
+	looking atomic.Int32
 }
 
 // waitTimer is a reusable timer for blocked consumers: the consumer that
@@ -230,11 +249,11 @@ func (f *Front[T]) Enqueue(p aqm.Packet[T]) (aqm.Verdict, error) {
 		return aqm.DroppedOverlimit, ErrClosed
 	}
 	wasEmpty := f.q.Len() == 0
-	v := f.q.Enqueue(p, f.read(wasEmpty))
-	f.mu.Unlock()
+	v := f.q.Enqueue(p, f.read(wasEmpty && f.idle()))
 	if wasEmpty && v.Accepted() {
-		f.signal()
+		f.wakeLocked()
 	}
+	f.mu.Unlock()
 	return v, nil
 }
 
@@ -260,19 +279,46 @@ func (f *Front[T]) EnqueueBatch(ps []aqm.Packet[T], vs []aqm.Verdict) (int, erro
 		return 0, nil
 	}
 	wasEmpty := f.q.Len() == 0
-	now := f.read(wasEmpty)
+	now := f.read(wasEmpty && f.idle())
 	var acc int
 	if f.bq != nil {
 		acc = f.bq.EnqueueBatch(ps[:n], vs[:n], now)
 	} else {
 		acc = aqm.EnqueueLoop(f.q, ps[:n], vs[:n], now)
 	}
-	wake := wasEmpty && f.q.Len() > 0
-	f.mu.Unlock()
-	if wake {
-		f.signal()
+	if wasEmpty && f.q.Len() > 0 {
+		f.wakeLocked()
 	}
+	f.mu.Unlock()
 	return acc, nil
+}
+
+// idle reports whether no blocking consumer of this front is awake: then
+// the Coarse clock may be as old as the consumer's sleep, and a producer
+// that finds the queue empty refreshes it. While a consumer is awake it
+// refreshes the clock on each look itself.
+func (f *Front[T]) idle() bool {
+	return f.cs.looking.Load() == 0 && (f.parent == nil || f.parent.looking.Load() == 0)
+}
+
+// wakeLocked is signal for an arrival into an empty queue: it wakes only
+// consumers that are parked (or about to park), so that a busy consumer
+// costs producers nothing. See consumers for why no wake-up is lost. The
+// caller holds f.mu, so that a consumer that finds the arrival in its last
+// check before parking (grewFrom) also finds its wake-up and can drop it.
+func (f *Front[T]) wakeLocked() {
+	if f.cs.waiting.Load() > 0 {
+		select {
+		case f.ready <- struct{}{}:
+		default:
+		}
+	}
+	if f.parent != nil && f.parent.waiting.Load() > 0 {
+		select {
+		case f.notify <- struct{}{}:
+		default:
+		}
+	}
 }
 
 // signal leaves a wake-up for a blocked consumer without blocking.
@@ -416,16 +462,76 @@ func (f *Front[T]) takeOneLocked(now aqm.Time) (p aqm.Packet[T], ok bool, wait t
 // tryTake is one look at the queue: take what may leave, report why it
 // stopped, and pass the turn on to another consumer if packets are left
 // that may leave now.
-func (f *Front[T]) tryTake(buf []aqm.Packet[T]) (n int, wait time.Duration, closed bool) {
+func (f *Front[T]) tryTake(buf []aqm.Packet[T]) (n int, wait time.Duration, closed bool, left int) {
 	f.mu.Lock()
 	n, wait = f.takeLocked(buf, f.read(true))
 	closed = f.closed
-	more := n > 0 && wait == 0 && f.q.Len() > 0
+	left = f.q.Len()
 	f.mu.Unlock()
-	if more {
-		f.signal()
+	if n > 0 && wait == 0 && left > 0 {
+		f.passTurn()
 	}
-	return n, wait, closed
+	return n, wait, closed, left
+}
+
+// passTurn wakes another parked consumer, if any, when packets are left
+// that may leave now.
+func (f *Front[T]) passTurn() {
+	if f.cs.waiting.Load() > 0 {
+		select {
+		case f.ready <- struct{}{}:
+		default:
+		}
+	}
+}
+
+// spinYields is how many times a blocking consumer that found the queue
+// empty yields to other goroutines, checking the queue after each, before
+// it parks. A yield costs well under a microsecond when nothing else runs.
+const spinYields = 3
+
+// park waits, as a blocking consumer whose last look found nothing to take
+// and left queued packets, for a wake-up (see sleep). It first counts the
+// consumer as waiting and checks once more that nothing arrived since the
+// look, and returns at once if something did.
+func (f *Front[T]) park(ctx context.Context, wait time.Duration, closed bool, left int) error {
+	if wait == 0 {
+		// Yield a few times before parking: a producer about to add
+		// more then finds the consumer awake and needs no wake-up, and
+		// the consumer skips a park and unpark.
+		for range spinYields {
+			runtime.Gosched()
+			if f.grewFrom(left) {
+				return nil
+			}
+		}
+	}
+	f.cs.waiting.Add(1)
+	f.cs.looking.Add(-1)
+	var err error
+	if wait > 0 || !f.grewFrom(left) {
+		err = f.sleep(ctx, wait, closed)
+	}
+	f.cs.looking.Add(1)
+	f.cs.waiting.Add(-1)
+	return err
+}
+
+// grewFrom reports whether the queue holds more than left packets. If it
+// does, the consumer will look again instead of parking, so it drops the
+// wake-up a producer may have left for it (under the lock, where producers
+// leave them): a stale wake-up would cut its next sleep short.
+func (f *Front[T]) grewFrom(left int) bool {
+	f.mu.Lock()
+	grew := f.q.Len() > left
+	if grew {
+		select {
+		case <-f.ready:
+		default:
+		}
+	}
+	f.mu.Unlock()
+	return grew
 }
 
 // TryDequeueBatch is the non-blocking consumer, for event loops: it fills
@@ -441,7 +547,7 @@ func (f *Front[T]) tryTake(buf []aqm.Packet[T]) (n int, wait time.Duration, clos
 // Each packet comes from the queue's Dequeue at the moment it leaves, so an
 // AQM that decides at dequeue time (CoDel, PIE) judges its whole sojourn.
 func (f *Front[T]) TryDequeueBatch(buf []aqm.Packet[T]) (n int, wait time.Duration) {
-	n, wait, _ = f.tryTake(buf)
+	n, wait, _, _ = f.tryTake(buf)
 	return n, wait
 }
 
@@ -459,15 +565,17 @@ func (f *Front[T]) DequeueBatch(ctx context.Context, buf []aqm.Packet[T]) (int, 
 	if len(buf) == 0 {
 		return 0, nil
 	}
+	f.cs.looking.Add(1)
+	defer f.cs.looking.Add(-1)
 	for {
-		n, wait, closed := f.tryTake(buf)
+		n, wait, closed, left := f.tryTake(buf)
 		if n > 0 {
 			return n, nil
 		}
 		if closed && wait == 0 {
 			return 0, ErrClosed
 		}
-		if err := f.sleep(ctx, wait, closed); err != nil {
+		if err := f.park(ctx, wait, closed, left); err != nil {
 			return 0, err
 		}
 	}
@@ -475,14 +583,16 @@ func (f *Front[T]) DequeueBatch(ctx context.Context, buf []aqm.Packet[T]) (int, 
 
 // Dequeue is DequeueBatch for one packet.
 func (f *Front[T]) Dequeue(ctx context.Context) (aqm.Packet[T], error) {
+	f.cs.looking.Add(1)
+	defer f.cs.looking.Add(-1)
 	for {
 		f.mu.Lock()
 		p, ok, wait := f.takeOneLocked(f.read(true))
 		closed := f.closed
-		more := ok && f.q.Len() > 0
+		left := f.q.Len()
 		f.mu.Unlock()
-		if more {
-			f.signal()
+		if ok && left > 0 {
+			f.passTurn()
 		}
 		if ok {
 			return p, nil
@@ -490,7 +600,7 @@ func (f *Front[T]) Dequeue(ctx context.Context) (aqm.Packet[T], error) {
 		if closed && wait == 0 {
 			return p, ErrClosed
 		}
-		if err := f.sleep(ctx, wait, closed); err != nil {
+		if err := f.park(ctx, wait, closed, left); err != nil {
 			return p, err
 		}
 	}
@@ -708,11 +818,10 @@ func (f *Front[T]) WithQueue(fn func(q aqm.Queue[T])) {
 	f.mu.Lock()
 	wasEmpty := f.q.Len() == 0
 	fn(f.q)
-	wake := wasEmpty && f.q.Len() > 0
-	f.mu.Unlock()
-	if wake {
-		f.signal()
+	if wasEmpty && f.q.Len() > 0 {
+		f.wakeLocked()
 	}
+	f.mu.Unlock()
 }
 
 // Len returns the number of queued packets.

@@ -48,6 +48,7 @@ type Sharded[T any] struct {
 	n         uint64
 	next      atomic.Uint32 // the round-robin start
 	ready     chan struct{}
+	cs        consumers // the round-robin consumers'
 	done      chan struct{}
 	closed    atomic.Bool
 	closeOnce sync.Once
@@ -106,6 +107,7 @@ func NewSharded[T any](newQueue func(shard int) (aqm.Queue[T], error), c clock.C
 		}
 		f.shared = s.shared
 		f.notify = s.ready
+		f.parent = &s.cs
 		s.shards[i] = f
 	}
 	return s, nil
@@ -206,21 +208,21 @@ func (s *Sharded[T]) EnqueueBatch(ps []aqm.Packet[T], vs []aqm.Verdict) (int, er
 				// One clock reading per call; it is refreshed (once) if
 				// any shard it lands in was empty, as Front.Enqueue does.
 				wasEmpty := f.q.Len() == 0
-				if !timed || wasEmpty && !fresh {
-					now = s.read(wasEmpty)
+				refresh := wasEmpty && f.idle()
+				if !timed || refresh && !fresh {
+					now = s.read(refresh)
 					timed = true
-					fresh = wasEmpty
+					fresh = refresh
 				}
 				if f.bq != nil {
 					acc += f.bq.EnqueueBatch(pkts[:len(run)], vts[:len(run)], now)
 				} else {
 					acc += aqm.EnqueueLoop(f.q, pkts[:len(run)], vts[:len(run)], now)
 				}
-				wake := wasEmpty && f.q.Len() > 0
-				f.mu.Unlock()
-				if wake {
-					f.signal()
+				if wasEmpty && f.q.Len() > 0 {
+					f.wakeLocked()
 				}
+				f.mu.Unlock()
 			}
 			for j, i := range run {
 				vs[base+int(i)] = vts[j]
@@ -253,13 +255,15 @@ func (s *Sharded[T]) read(refresh bool) aqm.Time {
 // fewer than len(buf), wait is positive if the rate allows the next packet
 // after wait, zero if every shard is empty.
 func (s *Sharded[T]) TryDequeueBatch(buf []aqm.Packet[T]) (n int, wait time.Duration) {
-	n, wait, _ = s.tryTake(buf)
+	n, wait, _, _ = s.tryTake(buf)
 	return n, wait
 }
 
-func (s *Sharded[T]) tryTake(buf []aqm.Packet[T]) (n int, wait time.Duration, closedEmpty bool) {
+// tryTake is one look of the round-robin consumer; left is the number of
+// packets the shards held after it.
+func (s *Sharded[T]) tryTake(buf []aqm.Packet[T]) (n int, wait time.Duration, closedEmpty bool, left int) {
 	if len(buf) == 0 {
-		return 0, 0, false
+		return 0, 0, false, 0
 	}
 	now := s.read(true)
 	quota := (len(buf) + int(s.n) - 1) / int(s.n)
@@ -268,6 +272,7 @@ func (s *Sharded[T]) tryTake(buf []aqm.Packet[T]) (n int, wait time.Duration, cl
 	closedEmpty = true
 	for full := false; !full; {
 		progress := false
+		left = 0
 		for k := range int(s.n) {
 			if n == len(buf) {
 				full = true
@@ -277,7 +282,9 @@ func (s *Sharded[T]) tryTake(buf []aqm.Packet[T]) (n int, wait time.Duration, cl
 			f := s.shards[i]
 			f.mu.Lock()
 			m, w := f.takeLocked(buf[n:min(n+quota, len(buf))], now)
-			if !f.closed || f.q.Len() > 0 {
+			l := f.q.Len()
+			left += l
+			if !f.closed || l > 0 {
 				closedEmpty = false
 			}
 			f.mu.Unlock()
@@ -305,7 +312,7 @@ func (s *Sharded[T]) tryTake(buf []aqm.Packet[T]) (n int, wait time.Duration, cl
 	if n == len(buf) {
 		wait = 0
 	}
-	return n, wait, closedEmpty && n == 0 && wait == 0
+	return n, wait, closedEmpty && n == 0 && wait == 0, left
 }
 
 // DequeueBatch is the round-robin, blocking consumer: [Front.DequeueBatch]
@@ -315,12 +322,14 @@ func (s *Sharded[T]) DequeueBatch(ctx context.Context, buf []aqm.Packet[T]) (int
 	if len(buf) == 0 {
 		return 0, nil
 	}
+	s.cs.looking.Add(1)
+	defer s.cs.looking.Add(-1)
 	for {
 		// Loaded before the look: once it is true, every shard was closed
 		// before the look, so closedEmpty is final; while it is false,
 		// the wait below includes done, which Close closes after it.
 		closed := s.closed.Load()
-		n, wait, closedEmpty := s.tryTake(buf)
+		n, wait, closedEmpty, left := s.tryTake(buf)
 		if n > 0 {
 			return n, nil
 		}
@@ -331,10 +340,36 @@ func (s *Sharded[T]) DequeueBatch(ctx context.Context, buf []aqm.Packet[T]) (int
 		if !closed {
 			done = s.done
 		}
-		if err := s.wt.sleep(ctx, wait, s.ready, done); err != nil {
+		if err := s.park(ctx, wait, done, left); err != nil {
 			return 0, err
 		}
 	}
+}
+
+// park is [Front.park] for the round-robin consumer, over all shards.
+func (s *Sharded[T]) park(ctx context.Context, wait time.Duration, done <-chan struct{}, left int) error {
+	if wait == 0 {
+		for range spinYields {
+			runtime.Gosched()
+			if s.Len() > left {
+				return nil
+			}
+		}
+	}
+	s.cs.waiting.Add(1)
+	s.cs.looking.Add(-1)
+	var err error
+	if wait > 0 || s.Len() <= left {
+		err = s.wt.sleep(ctx, wait, s.ready, done)
+	} else {
+		select {
+		case <-s.ready:
+		default:
+		}
+	}
+	s.cs.looking.Add(1)
+	s.cs.waiting.Add(-1)
+	return err
 }
 
 // Run is [Front.Run] over all shards with the round-robin consumer.
