@@ -20,7 +20,7 @@ var (
 
 // TestAllocs protects the per-packet paths from allocating: Enqueue,
 // EnqueueBatch, Dequeue, DequeueBatch and TryDequeueBatch, with and without
-// a rate, on a front and on a sharded front.
+// a rate, staged or not, on a front and on a sharded front.
 func TestAllocs(t *testing.T) {
 	ctx := context.Background()
 	ps := make([]aqm.Packet[uint64], 32)
@@ -30,9 +30,13 @@ func TestAllocs(t *testing.T) {
 	}
 	vs := make([]aqm.Verdict, 32)
 	buf := make([]aqm.Packet[uint64], 32)
-	for _, rate := range []aqm.Rate{0, 100 * aqm.Gbit} {
-		f := newFront(t, newFIFO(t, aqm.FIFOConfig{}, nil), nil, front.Config{Rate: rate})
-		t.Run("Front/"+rate.String(), func(t *testing.T) {
+	for _, c := range []front.Config{{}, {Rate: 100 * aqm.Gbit}, {Staged: true}, {Rate: 100 * aqm.Gbit, Staged: true}} {
+		rate, name := c.Rate, c.Rate.String()
+		if c.Staged {
+			name += "/staged"
+		}
+		f := newFront(t, newFIFO(t, aqm.FIFOConfig{}, nil), nil, c)
+		t.Run("Front/"+name, func(t *testing.T) {
 			require.Zero(t, testing.AllocsPerRun(1000, func() {
 				sinkVerdict, sinkErr = f.Enqueue(pkt(0, 100))
 				sinkPacket, sinkErr = f.Dequeue(ctx)
@@ -43,9 +47,9 @@ func TestAllocs(t *testing.T) {
 		})
 		s, err := front.NewSharded(func(int) (aqm.Queue[uint64], error) {
 			return aqm.NewFIFO[uint64](aqm.FIFOConfig{}, nil)
-		}, nil, front.ShardedConfig{Shards: 4, Config: front.Config{Rate: rate}})
+		}, nil, front.ShardedConfig{Shards: 4, Config: front.Config{Rate: rate, Staged: c.Staged}})
 		require.NoError(t, err)
-		t.Run("Sharded/"+rate.String(), func(t *testing.T) {
+		t.Run("Sharded/"+name, func(t *testing.T) {
 			require.Zero(t, testing.AllocsPerRun(1000, func() {
 				sinkVerdict, sinkErr = s.Enqueue(pkt(0, 100))
 				sinkN, sinkErr = s.EnqueueBatch(ps, vs)

@@ -179,7 +179,9 @@ func runFront(b *testing.B, f frontLike, fl *flight, p, batch int) {
 // one thread, per packet: "thread" enqueues a burst of 32 and dequeues it
 // on one goroutine (the queue's own cost); "sharded" feeds a sharded front
 // of FQ-CoDel queues (one per P, batches of 32, one consumer per shard)
-// from p producers; "front" is one front and one FQ-CoDel queue.
+// from p producers; "front" is one front and one FQ-CoDel queue. The
+// "-staged" rows are the same with Config.Staged, where each queue's work
+// runs on its consumer.
 func BenchmarkFrontFQCoDel(b *testing.B) {
 	newQueue := func(onDrop aqm.DropFunc[uint64]) func(int) (aqm.Queue[uint64], error) {
 		return func(int) (aqm.Queue[uint64], error) {
@@ -213,6 +215,19 @@ func BenchmarkFrontFQCoDel(b *testing.B) {
 			fl := new(flight)
 			s, _ := front.NewSharded(newQueue(fl.drop), nil, front.ShardedConfig{Shards: runtime.GOMAXPROCS(0)})
 			runFront(b, s, fl, p, 32)
+		})
+		b.Run("sharded-staged/producers="+strconv.Itoa(p), func(b *testing.B) {
+			fl := new(flight)
+			s, _ := front.NewSharded(newQueue(fl.drop), nil, front.ShardedConfig{Shards: runtime.GOMAXPROCS(0), Config: front.Config{Staged: true}})
+			s.OnRefused(fl.drop)
+			runFront(b, s, fl, p, 32)
+		})
+		b.Run("front-staged/producers="+strconv.Itoa(p), func(b *testing.B) {
+			fl := new(flight)
+			q, _ := newQueue(fl.drop)(0)
+			f, _ := front.New(q, nil, front.Config{Staged: true})
+			f.OnRefused(fl.drop)
+			runFront(b, f, fl, p, 32)
 		})
 		b.Run("front/producers="+strconv.Itoa(p), func(b *testing.B) {
 			fl := new(flight)

@@ -22,7 +22,8 @@ const DefaultMinBurstBytes = 3028
 // MaxShards is the largest number of shards of a [Sharded] front.
 const MaxShards = 256
 
-// Config configures the rate at which a [Front] releases packets.
+// Config configures a [Front]: the rate at which it releases packets, and
+// whether producers hand packets over to the consumer ([Config.Staged]).
 //
 // The zero Config releases every queued packet as soon as the consumer asks:
 // no shaping. Set Rate a little below the real bottleneck (sqm-scripts and
@@ -41,6 +42,20 @@ type Config struct {
 	// default follows the rate when it changes. It must be at most
 	// [MaxBurstBytes] (1 GiB).
 	BurstBytes int
+	// Staged moves the queue's work to the consumer. Producers then only
+	// hand their packets over (one short lock and a copy per call) and
+	// get [aqm.Enqueued] for each; the consumer moves them into the queue,
+	// at the instant each call arrived, before each look at it. The AQM's
+	// state then stays in the consumer's core cache instead of moving
+	// between cores with every batch, which is what makes a fair queue
+	// behind a front cost about what it costs on one thread. The price: a
+	// producer no longer learns the queue's verdict. Packets the queue
+	// refuses are counted in its Stats and handed to the function set with
+	// [Front.OnRefused]. At most [StageLimit] packets wait in the hand-over;
+	// a producer that finds it full moves them into the queue itself, so
+	// nothing is lost or reordered and the AQM still sees every packet
+	// when the consumer is slow or asleep. Fixed when the front is made.
+	Staged bool
 }
 
 // Validate reports every bad field, each as an [aqm.ConfigError] wrapping

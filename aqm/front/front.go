@@ -46,6 +46,10 @@ type Front[T any] struct {
 	b      bucket        // the rate, unless shared is set
 	shared *sharedRate   // the bucket of a Sharded front, or nil
 	closed bool
+	// st and stg are the hand-over of a staged front (Config.Staged):
+	// the producers' side and the consumer's. Both nil otherwise.
+	st  *stage[T]
+	stg *staging[T]
 
 	wakeups       uint64
 	refusedClosed aqm.Count
@@ -156,11 +160,15 @@ type Detail struct {
 	// Flushed counts the packets [Front.Flush] took out of the queue (the
 	// queue's Stats count them as dequeued).
 	Flushed aqm.Count
+	// Staged is the number of packets a staged front ([Config.Staged])
+	// holds handed over and not yet moved into its queue.
+	Staged int
 }
 
 // Metrics lists the Detail's values: rate_bits_per_second, burst_bytes,
 // credit_bytes (gauges), wakeups (counter), closed (gauge, 0 or 1), and
-// refused_closed and flushed in packets and bytes (counters).
+// refused_closed and flushed in packets and bytes (counters), and
+// staged_packets (gauge).
 func (d Detail) Metrics() iter.Seq[aqm.Metric] {
 	return func(yield func(aqm.Metric) bool) {
 		closed := 0.0
@@ -177,6 +185,7 @@ func (d Detail) Metrics() iter.Seq[aqm.Metric] {
 			{Name: "refused_closed_bytes", Kind: aqm.Counter, Value: float64(d.RefusedClosed.Bytes)},
 			{Name: "flushed_packets", Kind: aqm.Counter, Value: float64(d.Flushed.Packets)},
 			{Name: "flushed_bytes", Kind: aqm.Counter, Value: float64(d.Flushed.Bytes)},
+			{Name: "staged_packets", Kind: aqm.Gauge, Value: float64(d.Staged)},
 		}
 		for _, m := range ms {
 			if !yield(m) {
@@ -209,6 +218,9 @@ func New[T any](q aqm.Queue[T], c clock.Clock, cfg Config) (*Front[T], error) {
 	f.wt.init()
 	f.b.setRate(0, uint64(cfg.Rate), cfg.burstBytes())
 	f.b.credit = f.b.capacity
+	if cfg.Staged {
+		f.st, f.stg = newStage[T]()
+	}
 	return f, nil
 }
 
@@ -240,13 +252,25 @@ func (f *Front[T]) read(refresh bool) aqm.Time {
 // the lock, and wakes a blocked consumer if the queue was empty. After
 // [Front.Close] it refuses p with [aqm.DroppedOverlimit] and [ErrClosed]
 // without offering it to the queue; err is nil otherwise, and the verdict
-// is the queue's.
+// is the queue's. On a staged front ([Config.Staged]) p is handed over to
+// the consumer instead, and the verdict is [aqm.Enqueued].
 func (f *Front[T]) Enqueue(p aqm.Packet[T]) (aqm.Verdict, error) {
+	if f.st != nil {
+		ps := [1]aqm.Packet[T]{p}
+		var v [1]aqm.Verdict
+		var clk batchClock
+		if f.stageRun(ps[:], v[:], &clk) {
+			return v[0], nil
+		}
+	}
 	f.mu.Lock()
 	if f.closed {
 		f.refusedClosed.Add(p.Size)
 		f.mu.Unlock()
 		return aqm.DroppedOverlimit, ErrClosed
+	}
+	if f.st != nil {
+		f.moveStagedLocked()
 	}
 	wasEmpty := f.q.Len() == 0
 	v := f.q.Enqueue(p, f.read(wasEmpty && f.idle()))
@@ -262,9 +286,17 @@ func (f *Front[T]) Enqueue(p aqm.Packet[T]) (aqm.Verdict, error) {
 // ([aqm.BatchQueue]), and writes each packet's verdict into vs[i]: exactly
 // what n calls of Enqueue at one instant would do. It returns how many were
 // accepted. After [Front.Close] it refuses all n with [aqm.DroppedOverlimit]
-// and returns 0 and [ErrClosed].
+// and returns 0 and [ErrClosed]. On a staged front ([Config.Staged]) the n
+// packets are handed over to the consumer with one arrival instant, and
+// each verdict is [aqm.Enqueued].
 func (f *Front[T]) EnqueueBatch(ps []aqm.Packet[T], vs []aqm.Verdict) (int, error) {
 	n := min(len(ps), len(vs))
+	if f.st != nil && n > 0 {
+		var clk batchClock
+		if f.stageRun(ps[:n], vs[:n], &clk) {
+			return n, nil
+		}
+	}
 	f.mu.Lock()
 	if f.closed {
 		for i := range n {
@@ -277,6 +309,9 @@ func (f *Front[T]) EnqueueBatch(ps []aqm.Packet[T], vs []aqm.Verdict) (int, erro
 	if n == 0 {
 		f.mu.Unlock()
 		return 0, nil
+	}
+	if f.st != nil {
+		f.moveStagedLocked()
 	}
 	wasEmpty := f.q.Len() == 0
 	now := f.read(wasEmpty && f.idle())
@@ -357,6 +392,9 @@ func (f *Front[T]) unlockBucket() {
 // the queue ran empty or buf is full. The caller holds f.mu.
 func (f *Front[T]) takeLocked(buf []aqm.Packet[T], now aqm.Time) (n int, wait time.Duration) {
 	f.wakeups++
+	if f.st != nil {
+		f.moveStagedLocked()
+	}
 	if f.pq != nil {
 		// A paced queue that holds its packets back: learn the wait
 		// without a Dequeue that would refuse.
@@ -435,6 +473,9 @@ func (f *Front[T]) pacedWaitLocked(now aqm.Time) time.Duration {
 // escape through the queue's interface.
 func (f *Front[T]) takeOneLocked(now aqm.Time) (p aqm.Packet[T], ok bool, wait time.Duration) {
 	f.wakeups++
+	if f.st != nil {
+		f.moveStagedLocked()
+	}
 	if f.pq != nil {
 		if w := f.pacedHoldLocked(now); w > 0 {
 			return p, false, w
@@ -466,7 +507,7 @@ func (f *Front[T]) tryTake(buf []aqm.Packet[T]) (n int, wait time.Duration, clos
 	f.mu.Lock()
 	n, wait = f.takeLocked(buf, f.read(true))
 	closed = f.closed
-	left = f.q.Len()
+	left = f.lenLocked()
 	f.mu.Unlock()
 	if n > 0 && wait == 0 && left > 0 {
 		f.passTurn()
@@ -523,7 +564,7 @@ func (f *Front[T]) park(ctx context.Context, wait time.Duration, closed bool, le
 // leave them): a stale wake-up would cut its next sleep short.
 func (f *Front[T]) grewFrom(left int) bool {
 	f.mu.Lock()
-	grew := f.q.Len() > left
+	grew := f.lenLocked() > left
 	if grew {
 		select {
 		case <-f.ready:
@@ -589,7 +630,7 @@ func (f *Front[T]) Dequeue(ctx context.Context) (aqm.Packet[T], error) {
 		f.mu.Lock()
 		p, ok, wait := f.takeOneLocked(f.read(true))
 		closed := f.closed
-		left := f.q.Len()
+		left := f.lenLocked()
 		f.mu.Unlock()
 		if ok && left > 0 {
 			f.passTurn()
@@ -645,6 +686,11 @@ func (f *Front[T]) Close() {
 	f.mu.Lock()
 	if !f.closed {
 		f.closed = true
+		if f.st != nil {
+			f.st.mu.Lock()
+			f.st.closed = true
+			f.st.mu.Unlock()
+		}
 		close(f.done)
 	}
 	f.mu.Unlock()
@@ -673,6 +719,9 @@ func (f *Front[T]) Closed() bool {
 func (f *Front[T]) Flush(drop aqm.DropFunc[T]) int {
 	f.mu.Lock()
 	defer f.mu.Unlock()
+	if f.st != nil {
+		f.moveStagedLocked()
+	}
 	now := f.read(true)
 	n := 0
 	for refused := 0; ; {
@@ -725,6 +774,9 @@ func (f *Front[T]) SetRate(r aqm.Rate) {
 func (f *Front[T]) Reconfigure(cfg Config) error {
 	if err := cfg.Validate(); err != nil {
 		return err
+	}
+	if cfg.Staged != (f.st != nil) {
+		return &aqm.ConfigError{Pkg: "front", Field: "Staged", Value: cfg.Staged, Rule: "is fixed when the front is made"}
 	}
 	f.mu.Lock()
 	f.applyLocked(func(c *Config) { *c = cfg })
@@ -783,6 +835,7 @@ func (f *Front[T]) detailLocked() Detail {
 		Flushed:       f.flushed,
 	}
 	f.unlockBucket()
+	d.Staged, _ = f.stagedLen()
 	return d
 }
 
@@ -816,6 +869,9 @@ func concat(seqs ...iter.Seq[aqm.Metric]) iter.Seq[aqm.Metric] {
 // if fn left packets in a queue that was empty.
 func (f *Front[T]) WithQueue(fn func(q aqm.Queue[T])) {
 	f.mu.Lock()
+	if f.st != nil {
+		f.moveStagedLocked()
+	}
 	wasEmpty := f.q.Len() == 0
 	fn(f.q)
 	if wasEmpty && f.q.Len() > 0 {
@@ -824,22 +880,27 @@ func (f *Front[T]) WithQueue(fn func(q aqm.Queue[T])) {
 	f.mu.Unlock()
 }
 
-// Len returns the number of queued packets.
+// Len returns the number of queued packets, including those handed over to
+// a staged front's consumer and not yet in the queue.
 func (f *Front[T]) Len() int {
 	f.mu.Lock()
 	defer f.mu.Unlock()
-	return f.q.Len()
+	return f.lenLocked()
 }
 
-// Backlog returns the number of queued bytes.
+// Backlog returns the number of queued bytes, including those handed over
+// to a staged front's consumer and not yet in the queue.
 func (f *Front[T]) Backlog() int {
 	f.mu.Lock()
 	defer f.mu.Unlock()
-	return f.q.Backlog()
+	_, b := f.stagedLen()
+	return f.q.Backlog() + b
 }
 
 // Stats returns a snapshot of the queue's counters. Dequeued counts the
-// packets the front released (and any it flushed).
+// packets the front released (and any it flushed). On a staged front,
+// packets handed over and not yet moved into the queue are not in Stats
+// yet; [Detail.Staged] counts them.
 func (f *Front[T]) Stats() aqm.Stats {
 	f.mu.Lock()
 	defer f.mu.Unlock()

@@ -25,6 +25,9 @@ import (
 // Consume it either per shard, with one goroutine on each [Sharded.Shard]
 // (the gVisor and mq shape), or from one goroutine with
 // [Sharded.DequeueBatch] or [Sharded.Run], which visit the shards in turn.
+// With a fair queue in each shard, set [Config.Staged] and use per-shard
+// consumers: each shard's queue then works on its consumer's core (see the
+// package doc, Staged hand-over).
 //
 // # Shared rate
 //
@@ -101,7 +104,7 @@ func NewSharded[T any](newQueue func(shard int) (aqm.Queue[T], error), c clock.C
 		if err != nil {
 			return nil, err
 		}
-		f, err := New(q, c, Config{})
+		f, err := New(q, c, Config{Staged: cfg.Staged})
 		if err != nil {
 			return nil, err
 		}
@@ -155,9 +158,7 @@ func (s *Sharded[T]) EnqueueBatch(ps []aqm.Packet[T], vs []aqm.Verdict) (int, er
 		order  [shardChunk]uint8
 		count  [MaxShards + 1]uint16
 		acc    int
-		now    aqm.Time
-		timed  bool // now was read
-		fresh  bool // now was refreshed
+		clk    batchClock
 		closed bool
 	)
 	if n == 0 {
@@ -196,8 +197,9 @@ func (s *Sharded[T]) EnqueueBatch(ps []aqm.Packet[T], vs []aqm.Verdict) (int, er
 				pkts[j] = chunk[i]
 			}
 			f := s.shards[k]
-			f.mu.Lock()
-			if f.closed {
+			if f.st != nil && f.stageRun(pkts[:len(run)], vts[:len(run)], &clk) {
+				acc += len(run)
+			} else if f.mu.Lock(); f.closed {
 				for j, i := range run {
 					f.refusedClosed.Add(chunk[i].Size)
 					vts[j] = aqm.DroppedOverlimit
@@ -207,13 +209,11 @@ func (s *Sharded[T]) EnqueueBatch(ps []aqm.Packet[T], vs []aqm.Verdict) (int, er
 			} else {
 				// One clock reading per call; it is refreshed (once) if
 				// any shard it lands in was empty, as Front.Enqueue does.
-				wasEmpty := f.q.Len() == 0
-				refresh := wasEmpty && f.idle()
-				if !timed || refresh && !fresh {
-					now = s.read(refresh)
-					timed = true
-					fresh = refresh
+				if f.st != nil {
+					f.moveStagedLocked()
 				}
+				wasEmpty := f.q.Len() == 0
+				now := clk.at(wasEmpty && f.idle(), s.read)
 				if f.bq != nil {
 					acc += f.bq.EnqueueBatch(pkts[:len(run)], vts[:len(run)], now)
 				} else {
@@ -282,7 +282,7 @@ func (s *Sharded[T]) tryTake(buf []aqm.Packet[T]) (n int, wait time.Duration, cl
 			f := s.shards[i]
 			f.mu.Lock()
 			m, w := f.takeLocked(buf[n:min(n+quota, len(buf))], now)
-			l := f.q.Len()
+			l := f.lenLocked()
 			left += l
 			if !f.closed || l > 0 {
 				closedEmpty = false
@@ -400,6 +400,14 @@ func (s *Sharded[T]) Close() {
 	})
 }
 
+// OnRefused sets the refusal function of every shard of a staged sharded
+// front (see [Front.OnRefused]).
+func (s *Sharded[T]) OnRefused(fn aqm.DropFunc[T]) {
+	for _, f := range s.shards {
+		f.OnRefused(fn)
+	}
+}
+
 // Flush flushes every shard (see [Front.Flush]) and returns the total.
 func (s *Sharded[T]) Flush(drop aqm.DropFunc[T]) int {
 	n := 0
@@ -468,6 +476,7 @@ func (s *Sharded[T]) Detail() Detail {
 		t.Wakeups += d.Wakeups
 		t.RefusedClosed = t.RefusedClosed.Plus(d.RefusedClosed)
 		t.Flushed = t.Flushed.Plus(d.Flushed)
+		t.Staged += d.Staged
 	}
 	t.Closed = s.closed.Load()
 	return t
