@@ -322,17 +322,10 @@ func TestManyProducers(t *testing.T) {
 	var received atomic.Int64
 	consumerDone := make(chan error)
 	go func() {
-		last := make([]int, producers)
-		for i := range last {
-			last[i] = -1
-		}
+		check := inOrder(t, producers, each)
 		consumerDone <- f.Run(context.Background(), func(ps []aqm.Packet[uint64]) {
 			for _, p := range ps {
-				g, i := int(p.Payload)/each, int(p.Payload)%each
-				if i <= last[g] {
-					t.Errorf("producer %d: packet %d after %d", g, i, last[g])
-				}
-				last[g] = i
+				check(p)
 				seen[p.Payload].Add(1)
 				received.Add(1)
 			}
@@ -372,6 +365,23 @@ func TestManyProducers(t *testing.T) {
 	require.Equal(t, uint64(received.Load()), st.Dequeued.Packets)
 	require.Equal(t, uint64(dropped.Load()), st.DroppedQueued.Packets)
 	requireNoLeak(t, before)
+}
+
+// inOrder returns a check, for one consumer, that the packets of each of
+// producers producers (payload g*each + i for producer g's packet i) come
+// in increasing i.
+func inOrder(t *testing.T, producers, each int) func(aqm.Packet[uint64]) {
+	last := make([]int, producers)
+	for g := range last {
+		last[g] = -1
+	}
+	return func(p aqm.Packet[uint64]) {
+		g, i := int(p.Payload)/each, int(p.Payload)%each
+		if i <= last[g] {
+			t.Errorf("producer %d: packet %d after %d", g, i, last[g])
+		}
+		last[g] = i
+	}
 }
 
 // requireNoLeak waits up to 5 s for the goroutine count to fall back to

@@ -204,17 +204,10 @@ func TestStagedManyProducers(t *testing.T) {
 	var consumers sync.WaitGroup
 	for i := range s.Shards() {
 		consumers.Go(func() {
-			last := make([]int, producers)
-			for g := range last {
-				last[g] = -1
-			}
+			check := inOrder(t, producers, each)
 			err := s.Shard(i).Run(context.Background(), func(ps []aqm.Packet[uint64]) {
 				for _, p := range ps {
-					g, k := int(p.Payload)/each, int(p.Payload)%each
-					if k <= last[g] {
-						t.Errorf("producer %d: packet %d after %d", g, k, last[g])
-					}
-					last[g] = k
+					check(p)
 					seen[p.Payload].Add(1)
 					received.Add(1)
 				}
