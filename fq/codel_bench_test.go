@@ -2,6 +2,7 @@ package fq
 
 import (
 	"fmt"
+	"math/rand/v2"
 	"testing"
 	"time"
 
@@ -156,3 +157,33 @@ func BenchmarkCoDelBurst(b *testing.B) {
 		}
 	}
 }
+
+// BenchmarkMemoryLatency measures the machine, not the queue: ns per load of
+// a dependent random walk over size bytes, one load per 64-byte line. Run
+// it beside BenchmarkCoDelHashFlood: at 65536 flows the flow table is
+// 4 MiB, and whether a walk over 4 MiB costs a last-level cache hit or a
+// trip to memory (the cache is shared with whatever else runs on the
+// host) decides how much the flood's per-arrival cost grows with Flows.
+func BenchmarkMemoryLatency(b *testing.B) {
+	for _, size := range []int{256 << 10, 4 << 20, 64 << 20} {
+		b.Run(fmt.Sprintf("size=%dKiB", size>>10), func(b *testing.B) {
+			lines := size / 64
+			next := make([]uint32, lines*16) // one uint32 used per line
+			perm := rand.New(rand.NewPCG(1, 2)).Perm(lines)
+			for i, l := range perm {
+				next[l*16] = uint32(perm[(i+1)%lines] * 16)
+			}
+			p := uint32(0)
+			for range lines {
+				p = next[p]
+			}
+			b.ResetTimer()
+			for range b.N {
+				p = next[p]
+			}
+			memorySink = p
+		})
+	}
+}
+
+var memorySink uint32
