@@ -269,9 +269,7 @@ func (f *Front[T]) Enqueue(p aqm.Packet[T]) (aqm.Verdict, error) {
 		f.mu.Unlock()
 		return aqm.DroppedOverlimit, ErrClosed
 	}
-	if f.st != nil {
-		f.moveStagedLocked()
-	}
+	f.moveStagedLocked()
 	wasEmpty := f.q.Len() == 0
 	v := f.q.Enqueue(p, f.read(wasEmpty && f.idle()))
 	if wasEmpty && v.Accepted() {
@@ -310,9 +308,7 @@ func (f *Front[T]) EnqueueBatch(ps []aqm.Packet[T], vs []aqm.Verdict) (int, erro
 		f.mu.Unlock()
 		return 0, nil
 	}
-	if f.st != nil {
-		f.moveStagedLocked()
-	}
+	f.moveStagedLocked()
 	wasEmpty := f.q.Len() == 0
 	now := f.read(wasEmpty && f.idle())
 	var acc int
@@ -392,9 +388,7 @@ func (f *Front[T]) unlockBucket() {
 // the queue ran empty or buf is full. The caller holds f.mu.
 func (f *Front[T]) takeLocked(buf []aqm.Packet[T], now aqm.Time) (n int, wait time.Duration) {
 	f.wakeups++
-	if f.st != nil {
-		f.moveStagedLocked()
-	}
+	f.moveStagedLocked()
 	if f.pq != nil {
 		// A paced queue that holds its packets back: learn the wait
 		// without a Dequeue that would refuse.
@@ -473,9 +467,7 @@ func (f *Front[T]) pacedWaitLocked(now aqm.Time) time.Duration {
 // escape through the queue's interface.
 func (f *Front[T]) takeOneLocked(now aqm.Time) (p aqm.Packet[T], ok bool, wait time.Duration) {
 	f.wakeups++
-	if f.st != nil {
-		f.moveStagedLocked()
-	}
+	f.moveStagedLocked()
 	if f.pq != nil {
 		if w := f.pacedHoldLocked(now); w > 0 {
 			return p, false, w
@@ -719,9 +711,7 @@ func (f *Front[T]) Closed() bool {
 func (f *Front[T]) Flush(drop aqm.DropFunc[T]) int {
 	f.mu.Lock()
 	defer f.mu.Unlock()
-	if f.st != nil {
-		f.moveStagedLocked()
-	}
+	f.moveStagedLocked()
 	now := f.read(true)
 	n := 0
 	for refused := 0; ; {
@@ -869,9 +859,7 @@ func concat(seqs ...iter.Seq[aqm.Metric]) iter.Seq[aqm.Metric] {
 // if fn left packets in a queue that was empty.
 func (f *Front[T]) WithQueue(fn func(q aqm.Queue[T])) {
 	f.mu.Lock()
-	if f.st != nil {
-		f.moveStagedLocked()
-	}
+	f.moveStagedLocked()
 	wasEmpty := f.q.Len() == 0
 	fn(f.q)
 	if wasEmpty && f.q.Len() > 0 {

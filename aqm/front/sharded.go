@@ -209,9 +209,7 @@ func (s *Sharded[T]) EnqueueBatch(ps []aqm.Packet[T], vs []aqm.Verdict) (int, er
 			} else {
 				// One clock reading per call; it is refreshed (once) if
 				// any shard it lands in was empty, as Front.Enqueue does.
-				if f.st != nil {
-					f.moveStagedLocked()
-				}
+				f.moveStagedLocked()
 				wasEmpty := f.q.Len() == 0
 				now := clk.at(wasEmpty && f.idle(), s.read)
 				if f.bq != nil {

@@ -111,9 +111,16 @@ func (f *Front[T]) stageRun(ps []aqm.Packet[T], vs []aqm.Verdict, clk *batchCloc
 
 // moveStagedLocked moves every staged packet into the queue, run by run at
 // each run's arrival instant, in the order they were handed over, and gives
-// the packets the queue refuses to the refusal function. The caller holds
-// f.mu; f.st is not nil.
+// the packets the queue refuses to the refusal function. It does nothing on
+// a front that is not staged (and is small enough to inline there). The
+// caller holds f.mu.
 func (f *Front[T]) moveStagedLocked() {
+	if f.st != nil {
+		f.moveStaged()
+	}
+}
+
+func (f *Front[T]) moveStaged() {
 	s, g := f.st, f.stg
 	s.mu.Lock()
 	if len(s.pkts) == 0 {
