@@ -159,11 +159,11 @@ func BenchmarkCoDelBurst(b *testing.B) {
 }
 
 // BenchmarkMemoryLatency measures the machine, not the queue: ns per load of
-// a dependent random walk over size bytes, one load per 64-byte line. Run
-// it beside BenchmarkCoDelHashFlood: at 65536 flows the flow table is
-// 4 MiB, and whether a walk over 4 MiB costs a last-level cache hit or a
-// trip to memory (the cache is shared with whatever else runs on the
-// host) decides how much the flood's per-arrival cost grows with Flows.
+// a dependent random walk over size bytes, one load per 64-byte line, in a
+// freshly allocated array. Run it beside BenchmarkCoDelHashFlood: at 65536
+// flows the flow table is 4 MiB and each arrival reads about one and a half
+// random flow lines, so the flood's growth with Flows follows what a random
+// load in 4 MiB costs on the machine at the time.
 func BenchmarkMemoryLatency(b *testing.B) {
 	for _, size := range []int{256 << 10, 4 << 20, 64 << 20} {
 		b.Run(fmt.Sprintf("size=%dKiB", size>>10), func(b *testing.B) {
