@@ -52,7 +52,7 @@ func BenchmarkCoDel(b *testing.B) {
 // dequeue with 2048 packets standing, below the limit, in ns per packet
 // (an Enqueue and a Dequeue).
 func BenchmarkCoDelHashFlood(b *testing.B) {
-	for _, mode := range []string{"flood", "steady"} {
+	for _, mode := range []string{"flood", "steady", "flood-burst"} {
 		for _, n := range []int{1024, 16384, 65536} {
 			b.Run(fmt.Sprintf("%s/flows=%d", mode, n), func(b *testing.B) {
 				q, err := NewCoDel[uint64](CoDelConfig{Flows: n, Seed: 1}, nil)
@@ -82,6 +82,35 @@ func BenchmarkCoDelHashFlood(b *testing.B) {
 						arrive()
 						coDelSinkPacket, _ = q.Dequeue(now)
 					}
+					return
+				}
+				if mode == "flood-burst" {
+					ps := make([]aqm.Packet[uint64], 32)
+					vs := make([]aqm.Verdict, 32)
+					out := make([]aqm.Packet[uint64], 16)
+					burst := func() {
+						for j := range ps {
+							if i++; i == 1_000_000 {
+								i = 0
+							}
+							ps[j] = aqm.Packet[uint64]{Meta: aqm.Meta{Size: 1500, Hash: i * 2654435761}}
+						}
+						now += 750 * 32
+						q.EnqueueBatch(ps, vs, now)
+						q.DequeueBatch(out, now)
+					}
+					for range 100000 / 32 {
+						burst()
+					}
+					if q.Detail().DropOverlimit == 0 {
+						b.Fatal("no overload")
+					}
+					b.ReportAllocs()
+					b.ResetTimer()
+					for b.Loop() {
+						burst()
+					}
+					b.ReportMetric(float64(b.Elapsed().Nanoseconds())/float64(b.N*32), "ns/arrival")
 					return
 				}
 				odd := false

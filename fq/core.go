@@ -109,6 +109,7 @@ type sched[T, A any] struct {
 	quantum int32
 	charge  uint32 // most bytes one packet costs its deficit
 	batch   int
+	touched uint32 // see touch
 
 	// Overload bookkeeping: one stack of entries per backlog class, linked
 	// through pool; a flow's current entry sits on its class's stack, and
@@ -625,4 +626,21 @@ func schedDefaults(flows, limit, mem, quantum, batch *int) {
 	def(mem, DefaultCoDelMemoryLimitBytes)
 	def(quantum, DefaultCoDelQuantumBytes)
 	def(batch, DefaultCoDelDropBatchPackets)
+}
+
+// touchAhead is how many packets of a burst touch classifies ahead.
+const touchAhead = 16
+
+// touch writes the flow index of each packet of ps into idxs and loads one
+// word of each flow's line, folding them into s.touched so that the loads
+// are not dropped. The loads do not depend on each other, so the CPU issues
+// them together.
+func (s *sched[T, A]) touch(ps []aqm.Packet[T], idxs *[touchAhead]uint32) {
+	var acc uint32
+	for i := range ps {
+		idx := s.bucket(ps[i].Hash)
+		idxs[i] = idx
+		acc ^= s.flows[idx].tag
+	}
+	s.touched ^= acc
 }

@@ -299,7 +299,11 @@ func (q *PIE[T]) Dequeue(now aqm.Time) (p aqm.Packet[T], ok bool) {
 func (q *PIE[T]) EnqueueBatch(ps []aqm.Packet[T], vs []aqm.Verdict, now aqm.Time) int {
 	n := min(len(ps), len(vs))
 	accepted := 0
+	var idxs [touchAhead]uint32
 	for i := range n {
+		if i%touchAhead == 0 {
+			q.touch(ps[i:min(i+touchAhead, n)], &idxs) // see CoDel.EnqueueBatch
+		}
 		v := q.Enqueue(ps[i], now)
 		vs[i] = v
 		if v.Accepted() {
