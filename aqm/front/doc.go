@@ -59,7 +59,9 @@
 // consumer is slow or asleep (a low rate), at most [StageLimit] packets
 // wait in the hand-over; the producer that finds it full moves them into
 // the queue itself, so the AQM's view lags by at most that many packets and
-// nothing is refused for lack of room. Len and Backlog count handed-over
+// nothing is refused for lack of room. A consumer asleep until the next
+// departure the rate allows is not woken by a hand-over (nothing could leave
+// earlier); one asleep on an empty queue is. Len and Backlog count handed-over
 // packets; Stats counts them once they are in the queue, and
 // [Detail.Staged] counts those still in the hand-over.
 //

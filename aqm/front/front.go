@@ -79,9 +79,40 @@ type Front[T any] struct {
 // packets under the lock and then reads waiting: either the consumer's
 // check sees the packets, or the producer sees the consumer waiting and
 // wakes it, so no arrival is missed, and a busy consumer is never woken.
+//
+// A consumer that parks until a departure the rate or a paced queue allows
+// (its queue holds packets) also counts itself in timed: an arrival need not
+// wake it, and on a staged front, where producers cannot see the queue, the
+// hand-over wakes only consumers that wait for an arrival.
 type consumers struct {
 	waiting atomic.Int32
 	looking atomic.Int32
+	timed   atomic.Int32
+}
+
+// park counts a consumer going to sleep, timed if it waits for a departure.
+// timed is counted first, so that a producer that sees the consumer in
+// waiting also sees it in timed.
+func (c *consumers) park(timed bool) {
+	if timed {
+		c.timed.Add(1)
+	}
+	c.waiting.Add(1)
+	c.looking.Add(-1)
+}
+
+// unpark undoes park.
+func (c *consumers) unpark(timed bool) {
+	c.looking.Add(1)
+	c.waiting.Add(-1)
+	if timed {
+		c.timed.Add(-1)
+	}
+}
+
+// awaitArrival reports whether a consumer sleeps until an arrival.
+func (c *consumers) awaitArrival() bool {
+	return c.waiting.Load() > c.timed.Load()
 }
 
 // waitTimer is a reusable timer for blocked consumers: the consumer that
@@ -539,14 +570,12 @@ func (f *Front[T]) park(ctx context.Context, wait time.Duration, closed bool, le
 			}
 		}
 	}
-	f.cs.waiting.Add(1)
-	f.cs.looking.Add(-1)
+	f.cs.park(wait > 0)
 	var err error
 	if wait > 0 || !f.grewFrom(left) {
 		err = f.sleep(ctx, wait, closed)
 	}
-	f.cs.looking.Add(1)
-	f.cs.waiting.Add(-1)
+	f.cs.unpark(wait > 0)
 	return err
 }
 

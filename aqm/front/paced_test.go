@@ -2,6 +2,7 @@ package front_test
 
 import (
 	"context"
+	"fmt"
 	"sync"
 	"testing"
 	"testing/synctest"
@@ -141,21 +142,23 @@ func TestPacedDequeueAndFlush(t *testing.T) {
 // TestPacedShards protects the round-robin consumer over paced shards
 // whose waits differ (CAKE at 2 and at 6 Mbit/s, in either order): each
 // shard keeps its own rate, the total is their sum, and the consumer
-// sleeps between departures instead of spinning.
+// sleeps between departures instead of spinning, staged or not.
 func TestPacedShards(t *testing.T) {
 	for _, rates := range [][]aqm.Rate{{2 * aqm.Mbit, 6 * aqm.Mbit}, {6 * aqm.Mbit, 2 * aqm.Mbit}} {
-		t.Run(rates[0].String(), func(t *testing.T) { testPacedShards(t, rates) })
+		for _, staged := range []bool{false, true} {
+			t.Run(fmt.Sprint(rates[0], "/staged=", staged), func(t *testing.T) { testPacedShards(t, rates, staged) })
+		}
 	}
 }
 
-func testPacedShards(t *testing.T, rates []aqm.Rate) {
+func testPacedShards(t *testing.T, rates []aqm.Rate, staged bool) {
 	synctest.Test(t, func(t *testing.T) {
 		const size, d = 1000, 5 * time.Second
 		qs := make([]*countingCake, len(rates))
 		s, err := front.NewSharded(func(i int) (aqm.Queue[uint64], error) {
 			qs[i] = newCountingCake(t, rates[i])
 			return qs[i], nil
-		}, bubbleClock(), front.ShardedConfig{Shards: len(rates), Seed: 1})
+		}, bubbleClock(), front.ShardedConfig{Shards: len(rates), Seed: 1, Config: front.Config{Staged: staged}})
 		require.NoError(t, err)
 		ctx, cancel := context.WithTimeout(t.Context(), d)
 		defer cancel()

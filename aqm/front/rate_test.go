@@ -2,6 +2,7 @@ package front_test
 
 import (
 	"context"
+	"fmt"
 	"math/rand/v2"
 	"sync"
 	"testing"
@@ -252,13 +253,19 @@ func TestFarFutureGlitch(t *testing.T) {
 // where timers fire exactly): with a producer keeping the queue backlogged,
 // Run releases rate × duration / 8 bytes within 1%, never more than that
 // plus the burst and one packet, and sleeps between departures instead of
-// spinning. synctest also fails the test if Run or the producer leaks a
+// spinning, on a front and on a staged front. synctest also fails the test if Run or the producer leaks a
 // goroutine.
 func TestRunRateVirtual(t *testing.T) {
+	for _, staged := range []bool{false, true} {
+		t.Run(fmt.Sprint("staged=", staged), func(t *testing.T) { testRunRateVirtual(t, staged) })
+	}
+}
+
+func testRunRateVirtual(t *testing.T, staged bool) {
 	synctest.Test(t, func(t *testing.T) {
 		const rate, d = 10 * aqm.Mbit, 10 * time.Second
 		clk := bubbleClock()
-		f := newFront(t, newFIFO(t, aqm.FIFOConfig{LimitPackets: 1000}, nil), clk, front.Config{Rate: rate})
+		f := newFront(t, newFIFO(t, aqm.FIFOConfig{LimitPackets: 1000}, nil), clk, front.Config{Rate: rate, Staged: staged})
 		ctx, cancel := context.WithTimeout(t.Context(), d)
 		defer cancel()
 		var producer sync.WaitGroup

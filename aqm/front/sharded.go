@@ -354,8 +354,7 @@ func (s *Sharded[T]) park(ctx context.Context, wait time.Duration, done <-chan s
 			}
 		}
 	}
-	s.cs.waiting.Add(1)
-	s.cs.looking.Add(-1)
+	s.cs.park(wait > 0)
 	var err error
 	if wait > 0 || s.Len() <= left {
 		err = s.wt.sleep(ctx, wait, s.ready, done)
@@ -365,8 +364,7 @@ func (s *Sharded[T]) park(ctx context.Context, wait time.Duration, done <-chan s
 		default:
 		}
 	}
-	s.cs.looking.Add(1)
-	s.cs.waiting.Add(-1)
+	s.cs.unpark(wait > 0)
 	return err
 }
 

@@ -102,11 +102,30 @@ func (f *Front[T]) stageRun(ps []aqm.Packet[T], vs []aqm.Verdict, clk *batchCloc
 	if wasEmpty {
 		// Under the stage's lock, where the consumer's last check
 		// before parking (grewFrom) looks, so that check either sees
-		// these packets or the consumer is counted as waiting here.
-		f.wakeLocked()
+		// these packets or the consumer is counted as waiting here. A
+		// consumer asleep until a departure is left to sleep: nothing can
+		// leave before then, and it moves these packets in when it wakes.
+		f.wakeArrival()
 	}
 	s.mu.Unlock()
 	return true
+}
+
+// wakeArrival wakes the consumers of f, or of the sharded front it is a
+// shard of, that sleep until an arrival.
+func (f *Front[T]) wakeArrival() {
+	if f.cs.awaitArrival() {
+		select {
+		case f.ready <- struct{}{}:
+		default:
+		}
+	}
+	if f.parent != nil && f.parent.awaitArrival() {
+		select {
+		case f.notify <- struct{}{}:
+		default:
+		}
+	}
 }
 
 // moveStagedLocked moves every staged packet into the queue, run by run at
