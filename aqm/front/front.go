@@ -342,12 +342,7 @@ func (f *Front[T]) EnqueueBatch(ps []aqm.Packet[T], vs []aqm.Verdict) (int, erro
 	f.moveStagedLocked()
 	wasEmpty := f.q.Len() == 0
 	now := f.read(wasEmpty && f.idle())
-	var acc int
-	if f.bq != nil {
-		acc = f.bq.EnqueueBatch(ps[:n], vs[:n], now)
-	} else {
-		acc = aqm.EnqueueLoop(f.q, ps[:n], vs[:n], now)
-	}
+	acc := f.enqueueLocked(ps[:n], vs[:n], now)
 	if wasEmpty && f.q.Len() > 0 {
 		f.wakeLocked()
 	}

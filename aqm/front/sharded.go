@@ -212,11 +212,7 @@ func (s *Sharded[T]) EnqueueBatch(ps []aqm.Packet[T], vs []aqm.Verdict) (int, er
 				f.moveStagedLocked()
 				wasEmpty := f.q.Len() == 0
 				now := clk.at(wasEmpty && f.idle(), s.read)
-				if f.bq != nil {
-					acc += f.bq.EnqueueBatch(pkts[:len(run)], vts[:len(run)], now)
-				} else {
-					acc += aqm.EnqueueLoop(f.q, pkts[:len(run)], vts[:len(run)], now)
-				}
+				acc += f.enqueueLocked(pkts[:len(run)], vts[:len(run)], now)
 				if wasEmpty && f.q.Len() > 0 {
 					f.wakeLocked()
 				}

@@ -153,11 +153,7 @@ func (f *Front[T]) moveStaged() {
 	off := 0
 	for _, r := range g.runs {
 		ps, vs := g.pkts[off:off+r.n], g.vts[:r.n]
-		if f.bq != nil {
-			f.bq.EnqueueBatch(ps, vs, r.now)
-		} else {
-			aqm.EnqueueLoop(f.q, ps, vs, r.now)
-		}
+		f.enqueueLocked(ps, vs, r.now)
 		if g.refused != nil {
 			for i, v := range vs {
 				if !v.Accepted() {
@@ -170,6 +166,16 @@ func (f *Front[T]) moveStaged() {
 	g.moved += uint64(off)
 	clear(g.pkts) // let the payloads go
 	g.pkts = g.pkts[:0]
+}
+
+// enqueueLocked offers ps to the queue at now, through its burst path if
+// it has one, writing the verdicts to vs, and returns the number accepted.
+// The caller holds f.mu.
+func (f *Front[T]) enqueueLocked(ps []aqm.Packet[T], vs []aqm.Verdict, now aqm.Time) int {
+	if f.bq != nil {
+		return f.bq.EnqueueBatch(ps, vs, now)
+	}
+	return aqm.EnqueueLoop(f.q, ps, vs, now)
 }
 
 // stagedLen returns the number and bytes of the staged packets.
