@@ -6,6 +6,7 @@ import (
 	"time"
 
 	"github.com/aqmkit/aqmkit/aqm"
+	"github.com/aqmkit/aqmkit/fifo"
 	"github.com/stretchr/testify/require"
 )
 
@@ -67,7 +68,7 @@ func TestStatsArithmetic(t *testing.T) {
 
 // TestFIFONoAllocs protects the baseline's hot path, per method.
 func TestFIFONoAllocs(t *testing.T) {
-	q, err := aqm.NewFIFO[uint64](aqm.FIFOConfig{LimitPackets: 16, HeadDrop: true}, func(aqm.Packet[uint64], aqm.Verdict) {})
+	q, err := fifo.New[uint64](fifo.Config{LimitPackets: 16, HeadDrop: true}, func(aqm.Packet[uint64], aqm.Verdict) {})
 	require.NoError(t, err)
 	p := aqm.Packet[uint64]{Meta: aqm.Meta{Size: 100}}
 	t.Run("Enqueue+Dequeue", func(t *testing.T) {

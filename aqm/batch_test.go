@@ -4,6 +4,7 @@ import (
 	"testing"
 
 	"github.com/aqmkit/aqmkit/aqm"
+	"github.com/aqmkit/aqmkit/fifo"
 	"github.com/stretchr/testify/require"
 )
 
@@ -15,7 +16,7 @@ type loopOnly[T any] struct{ aqm.Queue[T] }
 // verdict slices offering only what they can hold, and dequeue stopping
 // when the queue is empty.
 func TestBatchHelpersFallBack(t *testing.T) {
-	f, err := aqm.NewFIFO[int](aqm.FIFOConfig{LimitPackets: 3}, nil)
+	f, err := fifo.New[int](fifo.Config{LimitPackets: 3}, nil)
 	require.NoError(t, err)
 	q := loopOnly[int]{f}
 	ps := make([]aqm.Packet[int], 5)

@@ -15,7 +15,7 @@
 // now minus [Packet.Enqueued]. The zero Time means "unset"; clocks never
 // return it.
 //
-// Every queue and the front (package aqm/front) follow one policy for readings that
+// Every queue and the front (package front) follow one policy for readings that
 // are wrong, so that one bad reading costs at most a short, bounded upset:
 //
 //   - Time that goes backwards counts as zero elapsed time: sojourn times,

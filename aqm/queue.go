@@ -28,7 +28,7 @@ type Queue[T any] interface {
 // Paced is implemented by queues that pace their own output, such as CAKE
 // with a shaping rate: their Dequeue returns false while packets are queued
 // but none may leave yet, and NextDeparture says when one may. The front in
-// package aqm/front waits until then instead of treating the queue as
+// package front waits until then instead of treating the queue as
 // empty.
 type Paced interface {
 	// NextDeparture returns when Dequeue can next return a packet if

@@ -13,8 +13,9 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/aqmkit/aqmkit/aqm"
-	"github.com/aqmkit/aqmkit/aqm/aqmexpvar"
-	"github.com/aqmkit/aqmkit/aqm/front"
+	"github.com/aqmkit/aqmkit/aqmexpvar"
+	"github.com/aqmkit/aqmkit/fifo"
+	"github.com/aqmkit/aqmkit/front"
 )
 
 // TestPublishFront protects the exporter's purpose under -race: a front
@@ -22,7 +23,7 @@ import (
 // producers and a consumer run, every read is valid JSON with the front's
 // metric names, and the final read equals the front's own Stats.
 func TestPublishFront(t *testing.T) {
-	q, err := aqm.NewFIFO[int](aqm.FIFOConfig{LimitPackets: 64}, nil)
+	q, err := fifo.New[int](fifo.Config{LimitPackets: 64}, nil)
 	require.NoError(t, err)
 	f, err := front.New(q, nil, front.Config{})
 	require.NoError(t, err)

@@ -10,9 +10,11 @@ import (
 	"github.com/aqmkit/aqmkit/cobalt"
 	"github.com/aqmkit/aqmkit/codel"
 	"github.com/aqmkit/aqmkit/dualq"
+	"github.com/aqmkit/aqmkit/fifo"
 	"github.com/aqmkit/aqmkit/fq"
 	"github.com/aqmkit/aqmkit/pie"
 	"github.com/aqmkit/aqmkit/red"
+	"github.com/aqmkit/aqmkit/sfq"
 )
 
 var (
@@ -20,15 +22,17 @@ var (
 	_ = cobalt.New[uint64]
 	_ = codel.New[uint64]
 	_ = dualq.New[uint64]
-	_ = fq.NewSFQ[uint64]
+	_ = fifo.New[uint64]
+	_ = fq.NewCoDel[uint64]
 	_ = pie.New[uint64]
 	_ = red.New[uint64]
+	_ = sfq.New[uint64]
 )
 
-// directFIFO is driver.step on *aqm.FIFO[uint64].
+// directFIFO is driver.step on *fifo.Queue[uint64].
 type directFIFO struct {
 	*driver
-	q *aqm.FIFO[uint64]
+	q *fifo.Queue[uint64]
 }
 
 func (d *directFIFO) step() {
@@ -52,7 +56,7 @@ func (d *directFIFO) step() {
 }
 
 func runDirectFIFO(b *testing.B, dr *driver) {
-	d := &directFIFO{driver: dr, q: dr.q.(*aqm.FIFO[uint64])}
+	d := &directFIFO{driver: dr, q: dr.q.(*fifo.Queue[uint64])}
 	b.ReportAllocs()
 	for i := 0; i < warmPackets || b.Loop(); i++ {
 		d.step()
@@ -65,7 +69,7 @@ func runDirectFIFO(b *testing.B, dr *driver) {
 }
 
 func stepsDirectFIFO(dr *driver, n int) {
-	d := &directFIFO{driver: dr, q: dr.q.(*aqm.FIFO[uint64])}
+	d := &directFIFO{driver: dr, q: dr.q.(*fifo.Queue[uint64])}
 	for range n {
 		d.step()
 	}
@@ -209,10 +213,10 @@ func stepsDirectFQCoDel(dr *driver, n int) {
 	}
 }
 
-// directSFQ is driver.step on *fq.SFQ[uint64].
+// directSFQ is driver.step on *sfq.Queue[uint64].
 type directSFQ struct {
 	*driver
-	q *fq.SFQ[uint64]
+	q *sfq.Queue[uint64]
 }
 
 func (d *directSFQ) step() {
@@ -236,7 +240,7 @@ func (d *directSFQ) step() {
 }
 
 func runDirectSFQ(b *testing.B, dr *driver) {
-	d := &directSFQ{driver: dr, q: dr.q.(*fq.SFQ[uint64])}
+	d := &directSFQ{driver: dr, q: dr.q.(*sfq.Queue[uint64])}
 	b.ReportAllocs()
 	for i := 0; i < warmPackets || b.Loop(); i++ {
 		d.step()
@@ -249,7 +253,7 @@ func runDirectSFQ(b *testing.B, dr *driver) {
 }
 
 func stepsDirectSFQ(dr *driver, n int) {
-	d := &directSFQ{driver: dr, q: dr.q.(*fq.SFQ[uint64])}
+	d := &directSFQ{driver: dr, q: dr.q.(*sfq.Queue[uint64])}
 	for range n {
 		d.step()
 	}

@@ -24,11 +24,11 @@ import (
 
 // directTypes are the concrete queue types, in the table's order.
 var directTypes = []struct{ Name, Type string }{
-	{"FIFO", "*aqm.FIFO[uint64]"},
+	{"FIFO", "*fifo.Queue[uint64]"},
 	{"RED", "*red.Queue[uint64]"},
 	{"CoDel", "*codel.Queue[uint64]"},
 	{"FQCoDel", "*fq.CoDel[uint64]"},
-	{"SFQ", "*fq.SFQ[uint64]"},
+	{"SFQ", "*sfq.Queue[uint64]"},
 	{"FQCobalt", "*fq.Cobalt[uint64]"},
 	{"FQPIE", "*fq.PIE[uint64]"},
 	{"PIE", "*pie.Queue[uint64]"},
@@ -66,9 +66,11 @@ import (
 	"github.com/aqmkit/aqmkit/cobalt"
 	"github.com/aqmkit/aqmkit/codel"
 	"github.com/aqmkit/aqmkit/dualq"
+	"github.com/aqmkit/aqmkit/fifo"
 	"github.com/aqmkit/aqmkit/fq"
 	"github.com/aqmkit/aqmkit/pie"
 	"github.com/aqmkit/aqmkit/red"
+	"github.com/aqmkit/aqmkit/sfq"
 )
 
 var (
@@ -76,9 +78,11 @@ var (
 	_ = cobalt.New[uint64]
 	_ = codel.New[uint64]
 	_ = dualq.New[uint64]
-	_ = fq.NewSFQ[uint64]
+	_ = fifo.New[uint64]
+	_ = fq.NewCoDel[uint64]
 	_ = pie.New[uint64]
 	_ = red.New[uint64]
+	_ = sfq.New[uint64]
 )
 {{range .}}
 // direct{{.Name}} is driver.step on {{.Type}}.

@@ -12,8 +12,8 @@
 // push+pop and a buffered channel send+receive, so every figure reads as a
 // ratio to them.
 //
-// The simulator lives in [github.com/aqmkit/aqmkit/bench/sim] and its command
-// in bench/cmd/aqmsim; bench/dpdkref times DPDK's C RED and PIE in the same
+// The simulator lives in [github.com/aqmkit/aqmkit/sim] and its command
+// in sim/cmd/aqmsim; bench/dpdkref times DPDK's C RED and PIE in the same
 // scenarios.
 //
 // # Differences and decisions

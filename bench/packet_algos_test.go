@@ -11,6 +11,7 @@ import (
 	"github.com/aqmkit/aqmkit/fq"
 	"github.com/aqmkit/aqmkit/pie"
 	"github.com/aqmkit/aqmkit/red"
+	"github.com/aqmkit/aqmkit/sfq"
 )
 
 // The algorithms of the BenchmarkPacket table, each configured so that
@@ -74,14 +75,14 @@ func registerCodel() {
 // 1024 buckets, so some flows share a bucket).
 func registerSfq() {
 	registerPacket(PacketAlgo{Name: "sfq", FQ: true, New: func(sc Scenario, onDrop aqm.DropFunc[uint64]) (aqm.Queue[uint64], error) {
-		cfg := fq.SFQConfig{Seed: 1, LimitPackets: 256, DepthPackets: 256}
+		cfg := sfq.Config{Seed: 1, LimitPackets: 256, DepthPackets: 256}
 		switch sc.Name {
 		case "congested":
 			cfg.LimitPackets, cfg.HeadDrop = sc.Depth, true
 		case "flows=1024":
 			cfg.LimitPackets = 2 * sc.Depth
 		}
-		return fq.NewSFQ(cfg, onDrop)
+		return sfq.New(cfg, onDrop)
 	}})
 }
 

@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/aqmkit/aqmkit/aqm"
+	"github.com/aqmkit/aqmkit/fifo"
 	"github.com/aqmkit/aqmkit/internal/ring"
 )
 
@@ -65,7 +66,7 @@ func registerPacket(a PacketAlgo) {
 
 func init() {
 	registerPacket(PacketAlgo{Name: "fifo", New: func(sc Scenario, onDrop aqm.DropFunc[uint64]) (aqm.Queue[uint64], error) {
-		return aqm.NewFIFO(aqm.FIFOConfig{LimitPackets: 10000}, onDrop)
+		return fifo.New(fifo.Config{LimitPackets: 10000}, onDrop)
 	}})
 }
 

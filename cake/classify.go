@@ -5,8 +5,8 @@ import (
 	"math/bits"
 
 	"github.com/aqmkit/aqmkit/aqm"
-	"github.com/aqmkit/aqmkit/aqm/iphdr"
 	"github.com/aqmkit/aqmkit/internal/rng"
+	"github.com/aqmkit/aqmkit/iphdr"
 )
 
 // Errors of [Classifier.Classify]: those of package iphdr, which parses

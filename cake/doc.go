@@ -152,9 +152,9 @@
 //   - ACK-filter drops reach the DropFunc as [aqm.DroppedEarly].
 //   - Shaped, Dequeue returns false while the shaper holds packets back
 //     ([aqm.Paced]): drive a shaped queue with [Queue.NextDeparture], as
-//     the front in package aqm/front does. Unshaped, it returns false only
+//     the front in package front does. Unshaped, it returns false only
 //     when empty, and package aqm/aqmtest checks the contract.
-//   - The [Classifier]'s flow key is package aqm/iphdr's, endpoints in
+//   - The [Classifier]'s flow key is package iphdr's, endpoints in
 //     order: ICMP echo identifiers, ESP SPIs and GRE keys are part of it,
 //     AH is walked through, fragments (the first one too) are keyed on
 //     addresses and protocol alone and get no ACK summary, and no tunnel

@@ -105,7 +105,7 @@ func Since(start time.Time) Clock {
 // Its resolution is the interval between refreshes: Now lags the source by
 // at most that much. Refresh it from the goroutine that matters most (a
 // front's consumer refreshes it on every batch and a producer that finds
-// the queue empty refreshes it, see package aqm/front), from a ticker with
+// the queue empty refreshes it, see package front), from a ticker with
 // [Coarse.Run], or both. A stale reading makes a packet look older than it
 // is, so an AQM that judges sojourn times sees them too long by up to the
 // lag: keep the lag well below the AQM's target (CoDel's 5 ms).

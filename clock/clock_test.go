@@ -10,6 +10,7 @@ import (
 
 	"github.com/aqmkit/aqmkit/aqm"
 	"github.com/aqmkit/aqmkit/clock"
+	"github.com/aqmkit/aqmkit/fifo"
 	"github.com/stretchr/testify/require"
 )
 
@@ -53,7 +54,7 @@ func TestCached(t *testing.T) {
 // TestWrap protects the adapter: it stamps packets with the clock's time and
 // dequeues at it.
 func TestWrap(t *testing.T) {
-	q, err := aqm.NewFIFO[string](aqm.FIFOConfig{LimitPackets: 4}, nil)
+	q, err := fifo.New[string](fifo.Config{LimitPackets: 4}, nil)
 	require.NoError(t, err)
 	m := clock.NewManual(clock.Epoch)
 	b := clock.Wrap[string](q, m)
@@ -70,7 +71,7 @@ func TestWrap(t *testing.T) {
 	require.True(t, ok)
 	require.Equal(t, aqm.Time(99), p.Enqueued)
 	require.Equal(t, uint64(2), b.Stats().Dequeued.Packets)
-	require.Same(t, q, b.Queue().(*aqm.FIFO[string]))
+	require.Same(t, q, b.Queue().(*fifo.Queue[string]))
 }
 
 // TestMonoSharedEpoch protects the process-wide epoch: two Mono clocks

@@ -6,12 +6,13 @@ import (
 
 	"github.com/aqmkit/aqmkit/aqm"
 	"github.com/aqmkit/aqmkit/clock"
+	"github.com/aqmkit/aqmkit/fifo"
 )
 
 // A manual clock drives a queue in tests and simulations; the sojourn time
 // is exactly the time the clock was advanced.
 func ExampleWrap() {
-	q, _ := aqm.NewFIFO[string](aqm.FIFOConfig{}, nil)
+	q, _ := fifo.New[string](fifo.Config{}, nil)
 	c := clock.NewManual(0)
 	b := clock.Wrap[string](q, c)
 

@@ -1,4 +1,4 @@
-package aqm_test
+package fifo_test
 
 import (
 	"errors"
@@ -11,36 +11,37 @@ import (
 	"weak"
 
 	"github.com/aqmkit/aqmkit/aqm"
+	"github.com/aqmkit/aqmkit/fifo"
 	"github.com/stretchr/testify/require"
 )
 
 // TestFIFOConfigValidate protects the config shape: Validate names every
 // bad field at once, wraps ErrInvalidConfig and never changes its receiver.
 func TestFIFOConfigValidate(t *testing.T) {
-	bad := aqm.FIFOConfig{LimitPackets: aqm.MaxFIFOLimitPackets + 1, LimitBytes: -1, HeadDrop: true}
+	bad := fifo.Config{LimitPackets: fifo.MaxLimitPackets + 1, LimitBytes: -1, HeadDrop: true}
 	before := bad
 	err := bad.Validate()
 	require.Equal(t, before, bad, "Validate changed its receiver")
 	require.True(t, errors.Is(err, aqm.ErrInvalidConfig))
 	for _, field := range []string{"LimitPackets", "LimitBytes"} {
-		require.ErrorContains(t, err, "aqm: "+field+" (")
+		require.ErrorContains(t, err, "fifo: "+field+" (")
 	}
 	var ce *aqm.ConfigError
 	require.True(t, errors.As(err, &ce))
-	zero := aqm.FIFOConfig{}
+	zero := fifo.Config{}
 	require.NoError(t, zero.Validate())
-	require.Equal(t, aqm.FIFOConfig{}, zero, "Validate filled in defaults")
+	require.Equal(t, fifo.Config{}, zero, "Validate filled in defaults")
 
 	r := rand.New(rand.NewPCG(1, 2))
 	for range 1000 {
-		c := aqm.FIFOConfig{LimitPackets: int(r.Int64()) >> r.IntN(64), LimitBytes: int(r.Int64()) >> r.IntN(64), HeadDrop: r.IntN(2) == 0}
+		c := fifo.Config{LimitPackets: int(r.Int64()) >> r.IntN(64), LimitBytes: int(r.Int64()) >> r.IntN(64), HeadDrop: r.IntN(2) == 0}
 		if r.IntN(2) == 0 {
 			c.LimitPackets = -c.LimitPackets
 		}
 		cp := c
 		err := c.Validate()
 		require.Equal(t, cp, c)
-		wantBad := (c.LimitPackets < 0 || c.LimitPackets > aqm.MaxFIFOLimitPackets) || c.LimitBytes < 0
+		wantBad := (c.LimitPackets < 0 || c.LimitPackets > fifo.MaxLimitPackets) || c.LimitBytes < 0
 		require.Equal(t, wantBad, err != nil, "%+v: %v", c, err)
 	}
 }
@@ -49,17 +50,17 @@ func TestFIFOConfigValidate(t *testing.T) {
 // LimitPackets is DefaultFIFOLimitPackets, as pfifo takes txqueuelen), set
 // fields are kept, and Reconfigure changes what it reports.
 func TestFIFOConfigEffective(t *testing.T) {
-	q, err := aqm.NewFIFO[int](aqm.FIFOConfig{}, nil)
+	q, err := fifo.New[int](fifo.Config{}, nil)
 	require.NoError(t, err)
-	require.Equal(t, aqm.FIFOConfig{LimitPackets: aqm.DefaultFIFOLimitPackets}, q.Config())
-	require.Equal(t, 1000, aqm.DefaultFIFOLimitPackets)
-	cfg := aqm.FIFOConfig{LimitPackets: 7, LimitBytes: 9000, HeadDrop: true}
+	require.Equal(t, fifo.Config{LimitPackets: fifo.DefaultLimitPackets}, q.Config())
+	require.Equal(t, 1000, fifo.DefaultLimitPackets)
+	cfg := fifo.Config{LimitPackets: 7, LimitBytes: 9000, HeadDrop: true}
 	require.NoError(t, q.Reconfigure(cfg))
 	require.Equal(t, cfg, q.Config())
-	require.Error(t, q.Reconfigure(aqm.FIFOConfig{LimitBytes: -2}))
+	require.Error(t, q.Reconfigure(fifo.Config{LimitBytes: -2}))
 	require.Equal(t, cfg, q.Config(), "a rejected Reconfigure changes nothing")
-	require.NoError(t, q.Reconfigure(aqm.FIFOConfig{}))
-	require.Equal(t, aqm.DefaultFIFOLimitPackets, q.Config().LimitPackets)
+	require.NoError(t, q.Reconfigure(fifo.Config{}))
+	require.Equal(t, fifo.DefaultLimitPackets, q.Config().LimitPackets)
 }
 
 // TestFIFOConfigForLink protects the preset: limits from the shared sizing
@@ -69,23 +70,23 @@ func TestFIFOConfigForLink(t *testing.T) {
 		rate aqm.Rate
 		rtt  time.Duration
 	}{{8 * aqm.Mbit, 100 * time.Millisecond}, {aqm.Gbit, 0}, {64 * aqm.Kbit, 10 * time.Millisecond}, {0, time.Second}} {
-		cfg := aqm.FIFOConfigForLink(c.rate, c.rtt)
+		cfg := fifo.ConfigForLink(c.rate, c.rtt)
 		require.NoError(t, cfg.Validate())
 		require.Equal(t, c.rate.BufferBytes(c.rtt), cfg.LimitBytes, "%v %v", c.rate, c.rtt)
 		require.Equal(t, c.rate.BufferPackets(c.rtt), cfg.LimitPackets, "%v %v", c.rate, c.rtt)
 		require.False(t, cfg.HeadDrop)
 	}
-	cfg := aqm.FIFOConfigForLink(8*aqm.Mbit, 100*time.Millisecond)
-	require.Equal(t, aqm.FIFOConfig{LimitPackets: 265, LimitBytes: 400000}, cfg) // 4 × 100 kB; ⌈400000/1514⌉
+	cfg := fifo.ConfigForLink(8*aqm.Mbit, 100*time.Millisecond)
+	require.Equal(t, fifo.Config{LimitPackets: 265, LimitBytes: 400000}, cfg) // 4 × 100 kB; ⌈400000/1514⌉
 }
 
 // TestFIFODetail protects the memory report and its metrics: the ring's
 // slots (a power of two) times 32-byte packets, following Reconfigure.
 func TestFIFODetail(t *testing.T) {
-	q, err := aqm.NewFIFO[uint64](aqm.FIFOConfig{}, nil)
+	q, err := fifo.New[uint64](fifo.Config{}, nil)
 	require.NoError(t, err)
 	require.Equal(t, 1024*32, q.Detail().MemoryBytes)
-	require.NoError(t, q.Reconfigure(aqm.FIFOConfig{LimitPackets: 5000}))
+	require.NoError(t, q.Reconfigure(fifo.Config{LimitPackets: 5000}))
 	require.Equal(t, 8192*32, q.Detail().MemoryBytes)
 	var names []string
 	for m := range q.Detail().Metrics() {
@@ -97,7 +98,7 @@ func TestFIFODetail(t *testing.T) {
 }
 
 // fifoModes are the FIFO configurations the burst tests cover.
-var fifoModes = []aqm.FIFOConfig{
+var fifoModes = []fifo.Config{
 	{LimitPackets: 5},
 	{LimitPackets: 300},
 	{LimitPackets: 100, LimitBytes: 20000},
@@ -117,9 +118,9 @@ func TestFIFOBurstMatchesLoop(t *testing.T) {
 	for mi, cfg := range fifoModes {
 		r := rand.New(rand.NewPCG(uint64(mi), 9))
 		var dropsB, dropsL []string
-		b, err := aqm.NewFIFO(cfg, func(p aqm.Packet[int], v aqm.Verdict) { dropsB = append(dropsB, fmt.Sprint(p, v)) })
+		b, err := fifo.New(cfg, func(p aqm.Packet[int], v aqm.Verdict) { dropsB = append(dropsB, fmt.Sprint(p, v)) })
 		require.NoError(t, err)
-		l, err := aqm.NewFIFO(cfg, func(p aqm.Packet[int], v aqm.Verdict) { dropsL = append(dropsL, fmt.Sprint(p, v)) })
+		l, err := fifo.New(cfg, func(p aqm.Packet[int], v aqm.Verdict) { dropsL = append(dropsL, fmt.Sprint(p, v)) })
 		require.NoError(t, err)
 		now, seq := aqm.Time(1e9), 0
 		ps := make([]aqm.Packet[int], 300)
@@ -166,7 +167,7 @@ func TestFIFOBurstMatchesLoop(t *testing.T) {
 // TestFIFOBurstZeroAllocs protects the burst path's allocation budget:
 // none, at every burst size, with head drops.
 func TestFIFOBurstZeroAllocs(t *testing.T) {
-	q, err := aqm.NewFIFO(aqm.FIFOConfig{LimitPackets: 64, HeadDrop: true}, func(aqm.Packet[uint64], aqm.Verdict) {})
+	q, err := fifo.New(fifo.Config{LimitPackets: 64, HeadDrop: true}, func(aqm.Packet[uint64], aqm.Verdict) {})
 	require.NoError(t, err)
 	ps := make([]aqm.Packet[uint64], 128)
 	vs := make([]aqm.Verdict, 128)
@@ -185,7 +186,7 @@ func TestFIFOBurstZeroAllocs(t *testing.T) {
 // went in and out through the burst path, and one evicted by head drop, is
 // no longer referenced by the ring, so the collector frees it.
 func TestFIFOBurstClearsSlots(t *testing.T) {
-	q, err := aqm.NewFIFO(aqm.FIFOConfig{LimitPackets: 4, HeadDrop: true}, func(aqm.Packet[*[64]byte], aqm.Verdict) {})
+	q, err := fifo.New(fifo.Config{LimitPackets: 4, HeadDrop: true}, func(aqm.Packet[*[64]byte], aqm.Verdict) {})
 	require.NoError(t, err)
 	var refs []weak.Pointer[[64]byte]
 	vs := make([]aqm.Verdict, 3)
@@ -225,7 +226,7 @@ var burstSizes = []int{1, 8, 32, 128}
 func BenchmarkFIFOBurst(b *testing.B) {
 	for _, n := range burstSizes {
 		b.Run(fmt.Sprint(n), func(b *testing.B) {
-			q, err := aqm.NewFIFO[uint64](aqm.FIFOConfig{LimitPackets: 1024}, nil)
+			q, err := fifo.New[uint64](fifo.Config{LimitPackets: 1024}, nil)
 			require.NoError(b, err)
 			ps, out := make([]aqm.Packet[uint64], n), make([]aqm.Packet[uint64], n)
 			vs := make([]aqm.Verdict, n)
@@ -249,7 +250,7 @@ func BenchmarkFIFOBurst(b *testing.B) {
 func BenchmarkFIFOSingle(b *testing.B) {
 	for _, n := range burstSizes {
 		b.Run(fmt.Sprint(n), func(b *testing.B) {
-			f, err := aqm.NewFIFO[uint64](aqm.FIFOConfig{LimitPackets: 1024}, nil)
+			f, err := fifo.New[uint64](fifo.Config{LimitPackets: 1024}, nil)
 			require.NoError(b, err)
 			var q aqm.Queue[uint64] = f
 			ps := make([]aqm.Packet[uint64], n)

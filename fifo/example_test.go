@@ -1,18 +1,19 @@
-package aqm_test
+package fifo_test
 
 import (
 	"fmt"
 	"time"
 
 	"github.com/aqmkit/aqmkit/aqm"
+	"github.com/aqmkit/aqmkit/fifo"
 )
 
 // A FIFO sized for an 8 Mbit/s link with 100 ms round trips: four round
 // trips' worth of bytes, and as many full-size packets.
-func ExampleFIFOConfigForLink() {
-	cfg := aqm.FIFOConfigForLink(8*aqm.Mbit, 100*time.Millisecond)
+func ExampleConfigForLink() {
+	cfg := fifo.ConfigForLink(8*aqm.Mbit, 100*time.Millisecond)
 	fmt.Println(cfg.LimitPackets, "packets,", cfg.LimitBytes, "bytes")
-	q, err := aqm.NewFIFO[int](cfg, nil)
+	q, err := fifo.New[int](cfg, nil)
 	if err != nil {
 		panic(err)
 	}
@@ -23,8 +24,8 @@ func ExampleFIFOConfigForLink() {
 }
 
 // Bursts in and out: one call per burst, one verdict per packet.
-func ExampleFIFO_EnqueueBatch() {
-	q, err := aqm.NewFIFO[string](aqm.FIFOConfig{LimitPackets: 3}, nil)
+func ExampleQueue_EnqueueBatch() {
+	q, err := fifo.New[string](fifo.Config{LimitPackets: 3}, nil)
 	if err != nil {
 		panic(err)
 	}
@@ -47,4 +48,29 @@ func ExampleFIFO_EnqueueBatch() {
 	// Output:
 	// 3 accepted: [enqueued enqueued enqueued dropped-overlimit]
 	// a b c
+}
+
+// A drop-tail FIFO of three packets: the fourth arrival is refused and stays
+// with the caller.
+func ExampleNew() {
+	q, err := fifo.New[string](fifo.Config{LimitPackets: 3}, nil)
+	if err != nil {
+		panic(err)
+	}
+	now := aqm.Time(1_000_000_000)
+	for _, name := range []string{"a", "b", "c", "d"} {
+		v := q.Enqueue(aqm.Packet[string]{Payload: name, Meta: aqm.Meta{Size: 1500}}, now)
+		fmt.Println(name, v)
+	}
+	p, _ := q.Dequeue(now + 2_000_000)
+	fmt.Println("sent", p.Payload, "after", aqm.Sojourn(p, now+2_000_000))
+	s := q.Stats()
+	fmt.Println("offered", s.Offered().Packets, "queued", s.Len, "dropped", s.Dropped().Packets)
+	// Output:
+	// a enqueued
+	// b enqueued
+	// c enqueued
+	// d dropped-overlimit
+	// sent a after 2ms
+	// offered 4 queued 2 dropped 1
 }

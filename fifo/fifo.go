@@ -1,33 +1,35 @@
-package aqm
+package fifo
 
 import (
 	"errors"
 	"iter"
 	"time"
 	"unsafe"
+
+	"github.com/aqmkit/aqmkit/aqm"
 )
 
-// DefaultFIFOLimitPackets is the FIFO's packet limit when FIFOConfig leaves
+// DefaultLimitPackets is the FIFO's packet limit when Config leaves
 // it zero: 1000, Linux's default txqueuelen, which pfifo takes as its limit.
-const DefaultFIFOLimitPackets = 1000
+const DefaultLimitPackets = 1000
 
-// MaxFIFOLimitPackets is the largest packet limit a FIFO accepts: 1<<24
-// packets, whose storage NewFIFO allocates at once (32 bytes per packet for
+// MaxLimitPackets is the largest packet limit a FIFO accepts: 1<<24
+// packets, whose storage New allocates at once (32 bytes per packet for
 // a word-sized payload, so 512 MiB at this limit).
-const MaxFIFOLimitPackets = 1 << 24
+const MaxLimitPackets = 1 << 24
 
-// FIFOConfig configures a drop-tail (or drop-head) FIFO. The zero value is
+// Config configures a drop-tail (or drop-head) FIFO. The zero value is
 // Linux's default pfifo: 1000 packets, no byte limit, tail drop.
 //
 // A FIFO has no AQM: whatever its limits hold becomes standing queue under
 // unresponsive or long-lived traffic. A limit that holds more than a second
 // of queue at the link rate is felt as lag by every flow behind it;
-// [FIFOConfigForLink] sizes the limits for a given rate.
-type FIFOConfig struct {
+// [ConfigForLink] sizes the limits for a given rate.
+type Config struct {
 	// LimitPackets is the most packets the queue holds. Zero means
-	// [DefaultFIFOLimitPackets]. Storage for this many packets (rounded up
-	// to a power of two) is allocated by NewFIFO, so it must be at most
-	// [MaxFIFOLimitPackets].
+	// [DefaultLimitPackets]. Storage for this many packets (rounded up
+	// to a power of two) is allocated by New, so it must be at most
+	// [MaxLimitPackets].
 	LimitPackets int
 	// LimitBytes is the most bytes the queue holds (the sum of Size). Zero
 	// means no byte limit: the packet limit alone applies (pfifo); set it for
@@ -38,54 +40,54 @@ type FIFOConfig struct {
 	HeadDrop bool
 }
 
-// Validate reports every bad field of c, one [*ConfigError] each, joined;
-// each wraps [ErrInvalidConfig]. It does not change c. Zero fields are
+// Validate reports every bad field of c, one [*aqm.ConfigError] each, joined;
+// each wraps [aqm.ErrInvalidConfig]. It does not change c. Zero fields are
 // valid: they mean their defaults.
-func (c FIFOConfig) Validate() error {
+func (c Config) Validate() error {
 	var errs []error
-	if c.LimitPackets < 0 || c.LimitPackets > MaxFIFOLimitPackets {
-		errs = append(errs, &ConfigError{"aqm", "LimitPackets", c.LimitPackets, "must be in [0, 16777216]"})
+	if c.LimitPackets < 0 || c.LimitPackets > MaxLimitPackets {
+		errs = append(errs, &aqm.ConfigError{Pkg: "fifo", Field: "LimitPackets", Value: c.LimitPackets, Rule: "must be in [0, 16777216]"})
 	}
 	if c.LimitBytes < 0 {
-		errs = append(errs, &ConfigError{"aqm", "LimitBytes", c.LimitBytes, "must not be negative"})
+		errs = append(errs, &aqm.ConfigError{Pkg: "fifo", Field: "LimitBytes", Value: c.LimitBytes, Rule: "must not be negative"})
 	}
 	return errors.Join(errs...)
 }
 
 // withDefaults returns c with every zero field that has a default set to it.
-func (c FIFOConfig) withDefaults() FIFOConfig {
+func (c Config) withDefaults() Config {
 	if c.LimitPackets == 0 {
-		c.LimitPackets = DefaultFIFOLimitPackets
+		c.LimitPackets = DefaultLimitPackets
 	}
 	return c
 }
 
-// FIFOConfigForLink returns a FIFO configuration for a link of the given
+// ConfigForLink returns a FIFO configuration for a link of the given
 // rate carrying flows of about the given round-trip time (zero means
-// [DefaultRTT]): a byte limit of rate.BufferBytes(rtt) and a packet limit
+// [aqm.DefaultRTT]): a byte limit of rate.BufferBytes(rtt) and a packet limit
 // of rate.BufferPackets(rtt), so that full-size packets fill both at once
 // (smaller packets meet the packet limit first). Tail drop.
-func FIFOConfigForLink(rate Rate, rtt time.Duration) FIFOConfig {
-	return FIFOConfig{
-		LimitPackets: min(rate.BufferPackets(rtt), MaxFIFOLimitPackets),
+func ConfigForLink(rate aqm.Rate, rtt time.Duration) Config {
+	return Config{
+		LimitPackets: min(rate.BufferPackets(rtt), MaxLimitPackets),
 		LimitBytes:   rate.BufferBytes(rtt),
 	}
 }
 
-// FIFO is the drop-tail baseline the AQM literature compares against: Linux
+// Queue is the drop-tail baseline the AQM literature compares against: Linux
 // pfifo (packet limit), bfifo (byte limit) and pfifo_head_drop (HeadDrop). It
 // never drops early and never marks. It is also the reference implementation
-// of the [Queue] contract, and a [BatchQueue].
+// of the [aqm.Queue] contract, and a [aqm.BatchQueue].
 //
 // Its memory is one preallocated ring of packets: LimitPackets rounded up
-// to a power of two, times the size of a [Packet] (32 bytes for a
-// word-sized payload); [FIFO.Detail] reports it.
-type FIFO[T any] struct {
+// to a power of two, times the size of a [aqm.Packet] (32 bytes for a
+// word-sized payload); [Queue.Detail] reports it.
+type Queue[T any] struct {
 	// The ring: buf[head&mask] is the oldest of n packets; len(buf) is a
 	// power of two, at least limitPackets (and at least n after a
 	// shrinking Reconfigure). Popped slots are cleared, so the garbage
 	// collector can reclaim what a payload pointed to.
-	buf  []Packet[T]
+	buf  []aqm.Packet[T]
 	mask uint
 	head uint
 	n    int
@@ -94,31 +96,31 @@ type FIFO[T any] struct {
 	limitPackets int
 	limitBytes   int // 0: none
 	headDrop     bool
-	onDrop       DropFunc[T]
-	stats        Stats
-	cfg          FIFOConfig // effective, defaults filled in
+	onDrop       aqm.DropFunc[T]
+	stats        aqm.Stats
+	cfg          Config // effective, defaults filled in
 }
 
 var (
-	_ Queue[int]      = (*FIFO[int])(nil)
-	_ BatchQueue[int] = (*FIFO[int])(nil)
+	_ aqm.Queue[int]      = (*Queue[int])(nil)
+	_ aqm.BatchQueue[int] = (*Queue[int])(nil)
 )
 
-// NewFIFO returns an empty FIFO. onDrop receives the packets that HeadDrop
-// evicts; it may be nil. The error wraps [ErrInvalidConfig] for each bad
+// New returns an empty FIFO. onDrop receives the packets that HeadDrop
+// evicts; it may be nil. The error wraps [aqm.ErrInvalidConfig] for each bad
 // field.
-func NewFIFO[T any](cfg FIFOConfig, onDrop DropFunc[T]) (*FIFO[T], error) {
+func New[T any](cfg Config, onDrop aqm.DropFunc[T]) (*Queue[T], error) {
 	if err := cfg.Validate(); err != nil {
 		return nil, err
 	}
 	cfg = cfg.withDefaults()
-	q := &FIFO[T]{onDrop: onDrop}
+	q := &Queue[T]{onDrop: onDrop}
 	q.resize(cfg.LimitPackets)
 	q.apply(cfg)
 	return q, nil
 }
 
-func (q *FIFO[T]) apply(cfg FIFOConfig) {
+func (q *Queue[T]) apply(cfg Config) {
 	q.cfg = cfg
 	q.limitPackets, q.limitBytes, q.headDrop = cfg.LimitPackets, cfg.LimitBytes, cfg.HeadDrop
 }
@@ -126,7 +128,7 @@ func (q *FIFO[T]) apply(cfg FIFOConfig) {
 // resize gives the ring the smallest power-of-two storage that holds
 // max(capacity, n) packets, keeping the queued packets in order. It
 // allocates only when that size differs from the current one.
-func (q *FIFO[T]) resize(capacity int) {
+func (q *Queue[T]) resize(capacity int) {
 	size := 1
 	for size < max(capacity, q.n) {
 		size <<= 1
@@ -134,7 +136,7 @@ func (q *FIFO[T]) resize(capacity int) {
 	if size == len(q.buf) {
 		return
 	}
-	buf := make([]Packet[T], size)
+	buf := make([]aqm.Packet[T], size)
 	for i := range q.n {
 		buf[i] = q.buf[(q.head+uint(i))&q.mask]
 	}
@@ -147,7 +149,7 @@ func (q *FIFO[T]) resize(capacity int) {
 // HeadDrop, evict the oldest packets as usual) until the queue is within
 // the limits. It allocates when the storage the packet limit needs changes;
 // call it off the hot path. On error the queue is unchanged.
-func (q *FIFO[T]) Reconfigure(cfg FIFOConfig) error {
+func (q *Queue[T]) Reconfigure(cfg Config) error {
 	if err := cfg.Validate(); err != nil {
 		return err
 	}
@@ -158,17 +160,17 @@ func (q *FIFO[T]) Reconfigure(cfg FIFOConfig) error {
 }
 
 // Config returns the configuration in effect, with every default filled in.
-func (q *FIFO[T]) Config() FIFOConfig { return q.cfg }
+func (q *Queue[T]) Config() Config { return q.cfg }
 
-func (q *FIFO[T]) full(size int) bool {
+func (q *Queue[T]) full(size int) bool {
 	return q.n >= q.limitPackets || (q.limitBytes > 0 && q.backlog+size > q.limitBytes)
 }
 
 // popFront removes the oldest packet; the queue must not be empty.
-func (q *FIFO[T]) popFront() Packet[T] {
+func (q *Queue[T]) popFront() aqm.Packet[T] {
 	i := q.head & q.mask
 	p := q.buf[i]
-	q.buf[i] = Packet[T]{}
+	q.buf[i] = aqm.Packet[T]{}
 	q.head++
 	q.n--
 	q.backlog -= int(p.Size)
@@ -178,7 +180,7 @@ func (q *FIFO[T]) popFront() Packet[T] {
 // makeRoom is Enqueue's cold path when the queue is full for a packet of
 // size bytes: it reports whether room was made, evicting from the head with
 // HeadDrop.
-func (q *FIFO[T]) makeRoom(size int) bool {
+func (q *Queue[T]) makeRoom(size int) bool {
 	if q.limitBytes > 0 && size > q.limitBytes {
 		return false
 	}
@@ -187,38 +189,38 @@ func (q *FIFO[T]) makeRoom(size int) bool {
 			return false
 		}
 		old := q.popFront()
-		q.stats.CountDrop(DroppedOverlimit, old.Size, true)
+		q.stats.CountDrop(aqm.DroppedOverlimit, old.Size, true)
 		if q.onDrop != nil {
-			q.onDrop(old, DroppedOverlimit)
+			q.onDrop(old, aqm.DroppedOverlimit)
 		}
 	}
 	return true
 }
 
-// Enqueue accepts p at the tail, or refuses it with [DroppedOverlimit] if
+// Enqueue accepts p at the tail, or refuses it with [aqm.DroppedOverlimit] if
 // the queue is full (or p alone exceeds LimitBytes). With HeadDrop, a full
 // queue instead evicts packets from its head, through the DropFunc, until p
 // fits.
-func (q *FIFO[T]) Enqueue(p Packet[T], now Time) Verdict {
+func (q *Queue[T]) Enqueue(p aqm.Packet[T], now aqm.Time) aqm.Verdict {
 	q.stats.NoteSize(p.Size)
 	size := int(p.Size)
 	if q.full(size) && !q.makeRoom(size) {
-		q.stats.CountDrop(DroppedOverlimit, p.Size, false)
-		return DroppedOverlimit
+		q.stats.CountDrop(aqm.DroppedOverlimit, p.Size, false)
+		return aqm.DroppedOverlimit
 	}
-	p.ECN &= ECNMask
+	p.ECN &= aqm.ECNMask
 	p.Enqueued = now
 	q.buf[(q.head+uint(q.n))&q.mask] = p // room: n < limitPackets ≤ len(buf)
 	q.n++
 	q.backlog += size
 	q.stats.Enqueued.Add(p.Size)
-	return Enqueued
+	return aqm.Enqueued
 }
 
-// EnqueueBatch is [FIFO.Enqueue] for each of ps[:n], n = min(len(ps),
-// len(vs)), at now; see [BatchQueue]. Runs of arrivals that fit are stored
+// EnqueueBatch is [Queue.Enqueue] for each of ps[:n], n = min(len(ps),
+// len(vs)), at now; see [aqm.BatchQueue]. Runs of arrivals that fit are stored
 // directly; an arrival that meets a full queue is handed to Enqueue.
-func (q *FIFO[T]) EnqueueBatch(ps []Packet[T], vs []Verdict, now Time) int {
+func (q *Queue[T]) EnqueueBatch(ps []aqm.Packet[T], vs []aqm.Verdict, now aqm.Time) int {
 	n := min(len(ps), len(vs))
 	if n == 1 { // a burst of one is a single call: skip the setup
 		v := q.Enqueue(ps[0], now)
@@ -248,7 +250,7 @@ func (q *FIFO[T]) EnqueueBatch(ps []Packet[T], vs []Verdict, now Time) int {
 // enqueueRun stores the longest prefix of ps that fits in the queue as it
 // stands, stamped and with the ECN field masked, sets the verdicts of
 // that prefix, and returns its length. vs must be at least as long as ps.
-func (q *FIFO[T]) enqueueRun(ps []Packet[T], vs []Verdict, now Time) int {
+func (q *Queue[T]) enqueueRun(ps []aqm.Packet[T], vs []aqm.Verdict, now aqm.Time) int {
 	buf := q.buf
 	mask := uint(len(buf) - 1)
 	tail := q.head + uint(q.n)
@@ -272,9 +274,9 @@ func (q *FIFO[T]) enqueueRun(ps []Packet[T], vs []Verdict, now Time) int {
 		maxSize = max(maxSize, size)
 		slot := &buf[(tail+uint(i))&mask]
 		*slot = ps[i]
-		slot.ECN &= ECNMask
+		slot.ECN &= aqm.ECNMask
 		slot.Enqueued = now
-		vs[i] = Enqueued
+		vs[i] = aqm.Enqueued
 	}
 	if i <= 0 {
 		return 0
@@ -289,7 +291,7 @@ func (q *FIFO[T]) enqueueRun(ps []Packet[T], vs []Verdict, now Time) int {
 }
 
 // Dequeue returns the oldest packet.
-func (q *FIFO[T]) Dequeue(now Time) (p Packet[T], ok bool) {
+func (q *Queue[T]) Dequeue(now aqm.Time) (p aqm.Packet[T], ok bool) {
 	if q.n == 0 {
 		return p, false
 	}
@@ -298,9 +300,9 @@ func (q *FIFO[T]) Dequeue(now Time) (p Packet[T], ok bool) {
 	return p, true
 }
 
-// DequeueBatch is [FIFO.Dequeue] up to len(buf) times at now; see
-// [BatchQueue].
-func (q *FIFO[T]) DequeueBatch(buf []Packet[T], now Time) int {
+// DequeueBatch is [Queue.Dequeue] up to len(buf) times at now; see
+// [aqm.BatchQueue].
+func (q *Queue[T]) DequeueBatch(buf []aqm.Packet[T], now aqm.Time) int {
 	k := min(len(buf), q.n)
 	if k == 1 { // a burst of one is a single call: skip the setup
 		buf[0] = q.popFront()
@@ -316,7 +318,7 @@ func (q *FIFO[T]) DequeueBatch(buf []Packet[T], now Time) int {
 		for i := range out {
 			slot := &ring[h]
 			out[i] = *slot
-			*slot = Packet[T]{}
+			*slot = aqm.Packet[T]{}
 			bytes += int(out[i].Size)
 			h = (h + 1) & uint(len(ring)-1)
 		}
@@ -338,20 +340,20 @@ func (q *FIFO[T]) DequeueBatch(buf []Packet[T], now Time) int {
 }
 
 // Len returns the number of queued packets.
-func (q *FIFO[T]) Len() int { return q.n }
+func (q *Queue[T]) Len() int { return q.n }
 
 // Backlog returns the number of queued bytes.
-func (q *FIFO[T]) Backlog() int { return q.backlog }
+func (q *Queue[T]) Backlog() int { return q.backlog }
 
 // Stats returns a snapshot of the counters.
-func (q *FIFO[T]) Stats() Stats {
+func (q *Queue[T]) Stats() aqm.Stats {
 	s := q.stats
 	s.Len, s.Backlog = q.n, q.backlog
 	return s
 }
 
-// FIFODetail is the FIFO-specific state of a [FIFO].
-type FIFODetail struct {
+// Detail is the FIFO-specific state of a [Queue].
+type Detail struct {
 	// MemoryBytes is the memory the FIFO's packet ring takes: its slots
 	// (LimitPackets rounded up to a power of two) times the size of one
 	// packet.
@@ -359,13 +361,13 @@ type FIFODetail struct {
 }
 
 // Detail returns a snapshot of the FIFO-specific state.
-func (q *FIFO[T]) Detail() FIFODetail {
-	return FIFODetail{MemoryBytes: len(q.buf) * int(unsafe.Sizeof(Packet[T]{}))}
+func (q *Queue[T]) Detail() Detail {
+	return Detail{MemoryBytes: len(q.buf) * int(unsafe.Sizeof(aqm.Packet[T]{}))}
 }
 
 // Metrics lists d's values: memory_bytes, a gauge.
-func (d FIFODetail) Metrics() iter.Seq[Metric] {
-	return func(yield func(Metric) bool) {
-		yield(Metric{"memory_bytes", Gauge, float64(d.MemoryBytes)})
+func (d Detail) Metrics() iter.Seq[aqm.Metric] {
+	return func(yield func(aqm.Metric) bool) {
+		yield(aqm.Metric{Name: "memory_bytes", Kind: aqm.Gauge, Value: float64(d.MemoryBytes)})
 	}
 }

@@ -1,4 +1,4 @@
-package aqm_test
+package fifo_test
 
 import (
 	"errors"
@@ -6,24 +6,25 @@ import (
 
 	"github.com/aqmkit/aqmkit/aqm"
 	"github.com/aqmkit/aqmkit/aqm/aqmtest"
+	"github.com/aqmkit/aqmkit/fifo"
 	"github.com/stretchr/testify/require"
 )
 
-func fifoFactory(cfg aqm.FIFOConfig) aqmtest.Factory {
+func fifoFactory(cfg fifo.Config) aqmtest.Factory {
 	limit := cfg.LimitPackets
 	if limit == 0 {
-		limit = aqm.DefaultFIFOLimitPackets
+		limit = fifo.DefaultLimitPackets
 	}
 	return aqmtest.Factory{
 		New: func(_ uint64, onDrop aqm.DropFunc[uint64]) (aqm.Queue[uint64], error) {
-			return aqm.NewFIFO(cfg, onDrop)
+			return fifo.New(cfg, onDrop)
 		},
 		LimitPackets: limit,
 		LimitBytes:   cfg.LimitBytes,
 	}
 }
 
-var fifoConfigs = map[string]aqm.FIFOConfig{
+var fifoConfigs = map[string]fifo.Config{
 	"pfifo-default":   {},
 	"pfifo-small":     {LimitPackets: 5},
 	"bfifo":           {LimitPackets: 100, LimitBytes: 20000},
@@ -36,22 +37,22 @@ var fifoConfigs = map[string]aqm.FIFOConfig{
 // reordered (the kit's Reconfigure check), and a bad config leaves the queue
 // as it was.
 func TestFIFOReconfigure(t *testing.T) {
-	cycle := []aqm.FIFOConfig{{LimitPackets: 4}, {LimitPackets: 300, LimitBytes: 40000}, {LimitPackets: 16, HeadDrop: true}, {LimitPackets: 64}}
-	f := fifoFactory(aqm.FIFOConfig{LimitPackets: 64})
+	cycle := []fifo.Config{{LimitPackets: 4}, {LimitPackets: 300, LimitBytes: 40000}, {LimitPackets: 16, HeadDrop: true}, {LimitPackets: 64}}
+	f := fifoFactory(fifo.Config{LimitPackets: 64})
 	f.LimitPackets = 300
 	f.LimitBytes = 0
 	f.Reconfigure = func(q aqm.Queue[uint64], i int) error {
-		return q.(*aqm.FIFO[uint64]).Reconfigure(cycle[i%len(cycle)])
+		return q.(*fifo.Queue[uint64]).Reconfigure(cycle[i%len(cycle)])
 	}
 	aqmtest.Run(t, f)
 
-	q, err := aqm.NewFIFO[int](aqm.FIFOConfig{LimitPackets: 4}, nil)
+	q, err := fifo.New[int](fifo.Config{LimitPackets: 4}, nil)
 	require.NoError(t, err)
 	for i := range 4 {
 		require.Equal(t, aqm.Enqueued, q.Enqueue(aqm.Packet[int]{Payload: i}, 1))
 	}
-	require.Error(t, q.Reconfigure(aqm.FIFOConfig{LimitPackets: -3}))
-	require.NoError(t, q.Reconfigure(aqm.FIFOConfig{LimitPackets: 2}))
+	require.Error(t, q.Reconfigure(fifo.Config{LimitPackets: -3}))
+	require.NoError(t, q.Reconfigure(fifo.Config{LimitPackets: 2}))
 	require.Equal(t, 4, q.Len(), "shrinking keeps queued packets")
 	require.Equal(t, aqm.DroppedOverlimit, q.Enqueue(aqm.Packet[int]{Payload: 9}, 2))
 	for i := range 4 {
@@ -76,12 +77,12 @@ func FuzzFIFO(f *testing.F) { aqmtest.Fuzz(f, fifoFactory(fifoConfigs["head-drop
 // TestFIFOConfigErrors protects validation: every bad field is named, and
 // the error wraps ErrInvalidConfig.
 func TestFIFOConfigErrors(t *testing.T) {
-	_, err := aqm.NewFIFO[int](aqm.FIFOConfig{LimitPackets: -1, LimitBytes: -5}, nil)
+	_, err := fifo.New[int](fifo.Config{LimitPackets: -1, LimitBytes: -5}, nil)
 	require.Error(t, err)
 	require.True(t, errors.Is(err, aqm.ErrInvalidConfig))
-	require.ErrorContains(t, err, "aqm: LimitPackets (-1)")
-	require.ErrorContains(t, err, "aqm: LimitBytes (-5)")
-	_, err = aqm.NewFIFO[int](aqm.FIFOConfig{LimitPackets: 1 << 25}, nil)
+	require.ErrorContains(t, err, "fifo: LimitPackets (-1)")
+	require.ErrorContains(t, err, "fifo: LimitBytes (-5)")
+	_, err = fifo.New[int](fifo.Config{LimitPackets: 1 << 25}, nil)
 	require.ErrorContains(t, err, "LimitPackets")
 }
 
@@ -89,7 +90,7 @@ func TestFIFOConfigErrors(t *testing.T) {
 // instants.
 func TestFIFOSteps(t *testing.T) {
 	var dropped []int
-	q, err := aqm.NewFIFO(aqm.FIFOConfig{LimitPackets: 3, LimitBytes: 250, HeadDrop: true},
+	q, err := fifo.New(fifo.Config{LimitPackets: 3, LimitBytes: 250, HeadDrop: true},
 		func(p aqm.Packet[int], v aqm.Verdict) { dropped = append(dropped, p.Payload) })
 	require.NoError(t, err)
 	t0 := aqm.Time(1e9)

@@ -1,7 +1,7 @@
 // Package fq implements fair queueing with active queue management:
 // FQ-CoDel (RFC 8290) as [CoDel], FQ-COBALT (ns-3's FqCobaltQueueDisc) as
-// [Cobalt], FQ-PIE (Linux sch_fq_pie, ns-3's FqPieQueueDisc) as [PIE], and
-// Stochastic Fair Queueing (McKenney 1990, as Linux sch_sfq) as [SFQ].
+// [Cobalt], and FQ-PIE (Linux sch_fq_pie, ns-3's FqPieQueueDisc) as [PIE].
+// Stochastic Fair Queueing, which shares no code with them, is package sfq.
 //
 // CoDel, Cobalt and PIE share one scheduler: the keyed flow table, DRR++
 // and the overload dropper below are the same code for all three; only the
@@ -220,15 +220,6 @@
 //   - The differences of the per-flow controllers themselves (exact
 //     control law, full 64-bit BLUE stamps, fixed-point PIE, its time
 //     policy) are those of packages cobalt and pie.
-//
-// # SFQ
-//
-// [SFQ] is documented on its type, including its differences from Linux
-// sch_sfq. A zero SFQConfig.Seed keys its hash from crypto/rand; use a fixed
-// seed only for tests and simulations. [SFQConfigForLink] sizes its limits
-// for a link. Its re-key schedule follows the time policy of package aqm: a
-// re-key scheduled more than one PerturbPeriod ahead of now is moved back to
-// one period from now.
 //
 // # Time
 //

@@ -6,6 +6,7 @@ import (
 	"time"
 
 	"github.com/aqmkit/aqmkit/aqm"
+	"github.com/aqmkit/aqmkit/sfq"
 )
 
 // BenchmarkPerfConcrete measures one packet forwarded through the concrete
@@ -23,7 +24,7 @@ func BenchmarkPerfConcrete(b *testing.B) {
 			perfCoDel(b, q, n)
 		})
 		b.Run(fmt.Sprintf("sfq/flows=%d", n), func(b *testing.B) {
-			q, err := NewSFQ[uint64](SFQConfig{LimitPackets: 2*n + 16, Divisor: 1 << 20, Seed: 1}, nil)
+			q, err := sfq.New[uint64](sfq.Config{LimitPackets: 2*n + 16, Divisor: 1 << 20, Seed: 1}, nil)
 			if err != nil {
 				b.Fatal(err)
 			}
@@ -60,7 +61,7 @@ func perfCoDel(b *testing.B, q *CoDel[uint64], n int) {
 	}
 }
 
-func perfSFQ(b *testing.B, q *SFQ[uint64], n int) {
+func perfSFQ(b *testing.B, q *sfq.Queue[uint64], n int) {
 	now := aqm.Time(time.Second)
 	var seq, forwarded uint64
 	flow, flows := uint32(0), uint32(n)

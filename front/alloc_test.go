@@ -7,8 +7,9 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/aqmkit/aqmkit/aqm"
-	"github.com/aqmkit/aqmkit/aqm/front"
 	"github.com/aqmkit/aqmkit/clock"
+	"github.com/aqmkit/aqmkit/fifo"
+	"github.com/aqmkit/aqmkit/front"
 )
 
 var (
@@ -35,7 +36,7 @@ func TestAllocs(t *testing.T) {
 		if c.Staged {
 			name += "/staged"
 		}
-		f := newFront(t, newFIFO(t, aqm.FIFOConfig{}, nil), nil, c)
+		f := newFront(t, newFIFO(t, fifo.Config{}, nil), nil, c)
 		t.Run("Front/"+name, func(t *testing.T) {
 			require.Zero(t, testing.AllocsPerRun(1000, func() {
 				sinkVerdict, sinkErr = f.Enqueue(pkt(0, 100))
@@ -46,7 +47,7 @@ func TestAllocs(t *testing.T) {
 			}))
 		})
 		s, err := front.NewSharded(func(int) (aqm.Queue[uint64], error) {
-			return aqm.NewFIFO[uint64](aqm.FIFOConfig{}, nil)
+			return fifo.New[uint64](fifo.Config{}, nil)
 		}, nil, front.ShardedConfig{Shards: 4, Config: front.Config{Rate: rate, Staged: c.Staged}})
 		require.NoError(t, err)
 		t.Run("Sharded/"+name, func(t *testing.T) {
@@ -63,7 +64,7 @@ func TestAllocs(t *testing.T) {
 // BenchmarkEnqueueDequeue measures one packet through the front uncontended:
 // two lock round trips and two clock reads.
 func BenchmarkEnqueueDequeue(b *testing.B) {
-	q, _ := aqm.NewFIFO[uint64](aqm.FIFOConfig{}, nil)
+	q, _ := fifo.New[uint64](fifo.Config{}, nil)
 	f, _ := front.New[uint64](q, clock.NewCoarse(nil), front.Config{})
 	ctx := context.Background()
 	b.ReportAllocs()

@@ -9,8 +9,9 @@ import (
 	"testing"
 
 	"github.com/aqmkit/aqmkit/aqm"
-	"github.com/aqmkit/aqmkit/aqm/front"
+	"github.com/aqmkit/aqmkit/fifo"
 	"github.com/aqmkit/aqmkit/fq"
+	"github.com/aqmkit/aqmkit/front"
 )
 
 // benchDepth is the depth of every queue and channel in the benchmarks.
@@ -86,11 +87,11 @@ type frontLike interface {
 func benchFront(b *testing.B, p, batch, shards int) {
 	var f frontLike
 	if shards == 0 {
-		q, _ := aqm.NewFIFO[uint64](aqm.FIFOConfig{LimitPackets: benchDepth}, nil)
+		q, _ := fifo.New[uint64](fifo.Config{LimitPackets: benchDepth}, nil)
 		f, _ = front.New[uint64](q, nil, front.Config{})
 	} else {
 		f, _ = front.NewSharded(func(int) (aqm.Queue[uint64], error) {
-			return aqm.NewFIFO[uint64](aqm.FIFOConfig{LimitPackets: benchDepth}, nil)
+			return fifo.New[uint64](fifo.Config{LimitPackets: benchDepth}, nil)
 		}, nil, front.ShardedConfig{Shards: shards})
 	}
 	runFront(b, f, new(flight), p, batch)
@@ -268,7 +269,7 @@ func BenchmarkFrontUncontended(b *testing.B) {
 		perPacket(b)
 	})
 	newF := func() *front.Front[uint64] {
-		q, _ := aqm.NewFIFO[uint64](aqm.FIFOConfig{LimitPackets: benchDepth}, nil)
+		q, _ := fifo.New[uint64](fifo.Config{LimitPackets: benchDepth}, nil)
 		f, _ := front.New[uint64](q, nil, front.Config{})
 		return f
 	}
@@ -294,7 +295,7 @@ func BenchmarkFrontUncontended(b *testing.B) {
 	})
 	b.Run("sharded-batch32", func(b *testing.B) {
 		s, _ := front.NewSharded(func(int) (aqm.Queue[uint64], error) {
-			return aqm.NewFIFO[uint64](aqm.FIFOConfig{LimitPackets: benchDepth}, nil)
+			return fifo.New[uint64](fifo.Config{LimitPackets: benchDepth}, nil)
 		}, nil, front.ShardedConfig{Shards: 4})
 		b.ReportAllocs()
 		for b.Loop() {

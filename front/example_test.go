@@ -7,14 +7,15 @@ import (
 	"time"
 
 	"github.com/aqmkit/aqmkit/aqm"
-	"github.com/aqmkit/aqmkit/aqm/front"
 	"github.com/aqmkit/aqmkit/clock"
+	"github.com/aqmkit/aqmkit/fifo"
+	"github.com/aqmkit/aqmkit/front"
 )
 
 // Producers enqueue from their own goroutines; one consumer runs Run, which
 // hands it batches, until Close, after draining what was queued.
 func Example() {
-	q, _ := aqm.NewFIFO[string](aqm.FIFOConfig{LimitPackets: 100}, nil)
+	q, _ := fifo.New[string](fifo.Config{LimitPackets: 100}, nil)
 	f, _ := front.New(q, nil, front.Config{}) // nil: a clock.Coarse the front refreshes
 	var wg sync.WaitGroup
 	for _, name := range []string{"a", "b", "c"} {
@@ -37,7 +38,7 @@ func Example() {
 // bytes lets three 1000-byte packets leave at once, then a fourth that puts
 // the bucket 1000 bytes in debt, repaid in 1 ms.
 func ExampleFront_TryDequeueBatch() {
-	q, _ := aqm.NewFIFO[int](aqm.FIFOConfig{}, nil)
+	q, _ := fifo.New[int](fifo.Config{}, nil)
 	clk := clock.NewManual(0)
 	f, _ := front.New(q, clk, front.Config{Rate: 8 * aqm.Mbit, BurstBytes: 3000})
 	for i := range 6 {
@@ -58,7 +59,7 @@ func ExampleFront_TryDequeueBatch() {
 // A shaped link: packets leave at the rate, a blocking consumer sleeps
 // between departures, and the rate changes at runtime.
 func ExampleFront_SetRate() {
-	q, _ := aqm.NewFIFO[int](aqm.FIFOConfig{}, nil)
+	q, _ := fifo.New[int](fifo.Config{}, nil)
 	f, _ := front.New(q, nil, front.Config{Rate: 100 * aqm.Mbit})
 	ctx, cancel := context.WithTimeout(context.Background(), time.Second)
 	defer cancel()
@@ -81,7 +82,7 @@ func ExampleFront_SetRate() {
 // Close, and the aggregated Stats count every packet.
 func ExampleSharded() {
 	s, _ := front.NewSharded(func(int) (aqm.Queue[int], error) {
-		return aqm.NewFIFO[int](aqm.FIFOConfig{LimitPackets: 100}, nil)
+		return fifo.New[int](fifo.Config{LimitPackets: 100}, nil)
 	}, nil, front.ShardedConfig{Shards: 4})
 	var wg sync.WaitGroup
 	for g := range 4 { // four producers, 25 flows each

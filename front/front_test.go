@@ -15,13 +15,14 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/aqmkit/aqmkit/aqm"
-	"github.com/aqmkit/aqmkit/aqm/front"
 	"github.com/aqmkit/aqmkit/clock"
+	"github.com/aqmkit/aqmkit/fifo"
+	"github.com/aqmkit/aqmkit/front"
 )
 
-func newFIFO(t testing.TB, cfg aqm.FIFOConfig, onDrop aqm.DropFunc[uint64]) *aqm.FIFO[uint64] {
+func newFIFO(t testing.TB, cfg fifo.Config, onDrop aqm.DropFunc[uint64]) *fifo.Queue[uint64] {
 	t.Helper()
-	q, err := aqm.NewFIFO(cfg, onDrop)
+	q, err := fifo.New(cfg, onDrop)
 	require.NoError(t, err)
 	return q
 }
@@ -64,7 +65,7 @@ func (c *countingClock) Now() aqm.Time {
 // packets they move.
 func TestClockReadOncePerCall(t *testing.T) {
 	c := &countingClock{mono: clock.NewMono()}
-	f := newFront(t, newFIFO(t, aqm.FIFOConfig{}, nil), c, front.Config{})
+	f := newFront(t, newFIFO(t, fifo.Config{}, nil), c, front.Config{})
 	for i := range 10 {
 		enq(t, f, pkt(uint64(i), 1))
 	}
@@ -91,7 +92,7 @@ func TestClockReadOncePerCall(t *testing.T) {
 func TestCoarseClockRefresh(t *testing.T) {
 	src := clock.NewManual(0)
 	c := clock.NewCoarse(src)
-	f := newFront(t, newFIFO(t, aqm.FIFOConfig{}, nil), c, front.Config{})
+	f := newFront(t, newFIFO(t, fifo.Config{}, nil), c, front.Config{})
 	src.Advance(time.Second)
 	enq(t, f, pkt(1, 1)) // into an empty queue: refreshed
 	src.Advance(time.Second)
@@ -110,13 +111,13 @@ func TestCoarseClockRefresh(t *testing.T) {
 func TestNew(t *testing.T) {
 	_, err := front.New[uint64](nil, nil, front.Config{})
 	require.ErrorIs(t, err, front.ErrNilQueue)
-	var nilFIFO *aqm.FIFO[uint64]
+	var nilFIFO *fifo.Queue[uint64]
 	_, err = front.New[uint64](nilFIFO, nil, front.Config{})
 	require.ErrorIs(t, err, front.ErrNilQueue)
-	_, err = front.New[uint64](newFIFO(t, aqm.FIFOConfig{}, nil), nil, front.Config{BurstBytes: -1})
+	_, err = front.New[uint64](newFIFO(t, fifo.Config{}, nil), nil, front.Config{BurstBytes: -1})
 	require.ErrorIs(t, err, aqm.ErrInvalidConfig)
 	require.ErrorContains(t, err, "front: BurstBytes (-1) must be in [0, 1073741824]")
-	f := newFront(t, newFIFO(t, aqm.FIFOConfig{}, nil), nil, front.Config{})
+	f := newFront(t, newFIFO(t, fifo.Config{}, nil), nil, front.Config{})
 	enq(t, f, pkt(1, 1))
 	p, err := f.Dequeue(t.Context())
 	require.NoError(t, err)
@@ -148,7 +149,7 @@ func TestConfig(t *testing.T) {
 	require.True(t, errors.As(err, &ce))
 	require.NoError(t, front.Config{Rate: 1, BurstBytes: front.MaxBurstBytes}.Validate())
 
-	f := newFront(t, newFIFO(t, aqm.FIFOConfig{}, nil), nil, front.Config{Rate: 8 * aqm.Mbit})
+	f := newFront(t, newFIFO(t, fifo.Config{}, nil), nil, front.Config{Rate: 8 * aqm.Mbit})
 	require.Equal(t, front.Config{Rate: 8 * aqm.Mbit, BurstBytes: front.DefaultMinBurstBytes}, f.Config())
 	require.ErrorIs(t, f.Reconfigure(front.Config{BurstBytes: -5}), aqm.ErrInvalidConfig)
 	require.Equal(t, 8*aqm.Mbit, f.Detail().Rate, "a refused Reconfigure changes nothing")
@@ -169,7 +170,7 @@ func TestConfig(t *testing.T) {
 func TestBlockingDequeue(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		clk := bubbleClock()
-		f := newFront(t, newFIFO(t, aqm.FIFOConfig{}, nil), clk, front.Config{})
+		f := newFront(t, newFIFO(t, fifo.Config{}, nil), clk, front.Config{})
 		t0 := clk.Now()
 		go func() {
 			time.Sleep(time.Second)
@@ -221,7 +222,7 @@ func TestBlockingDequeue(t *testing.T) {
 // ErrClosed.
 func TestCloseWakesBlockedConsumers(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
-		f := newFront(t, newFIFO(t, aqm.FIFOConfig{}, nil), bubbleClock(), front.Config{})
+		f := newFront(t, newFIFO(t, fifo.Config{}, nil), bubbleClock(), front.Config{})
 		errs := make(chan error, 3)
 		for i := range 3 {
 			go func() {
@@ -243,7 +244,7 @@ func TestCloseWakesBlockedConsumers(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		clk := bubbleClock()
 		// 8 kbit/s: a 1000-byte packet per second; the burst is one packet.
-		f := newFront(t, newFIFO(t, aqm.FIFOConfig{}, nil), clk, front.Config{Rate: 8 * aqm.Kbit, BurstBytes: 1})
+		f := newFront(t, newFIFO(t, fifo.Config{}, nil), clk, front.Config{Rate: 8 * aqm.Kbit, BurstBytes: 1})
 		t0 := clk.Now()
 		for i := range 4 {
 			enq(t, f, pkt(uint64(i), 1000))
@@ -276,7 +277,7 @@ func TestCloseWakesBlockedConsumers(t *testing.T) {
 // a blocked consumer then gets ErrClosed.
 func TestCloseFlush(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
-		f := newFront(t, newFIFO(t, aqm.FIFOConfig{}, nil), bubbleClock(), front.Config{Rate: 8 * aqm.Kbit, BurstBytes: 1})
+		f := newFront(t, newFIFO(t, fifo.Config{}, nil), bubbleClock(), front.Config{Rate: 8 * aqm.Kbit, BurstBytes: 1})
 		for i := range 5 {
 			enq(t, f, pkt(uint64(i), 100))
 		}
@@ -318,7 +319,7 @@ func TestManyProducers(t *testing.T) {
 		dropped.Add(1)
 		seen[p.Payload].Add(1)
 	}
-	f := newFront(t, newFIFO(t, aqm.FIFOConfig{LimitPackets: 64, HeadDrop: true}, onDrop), nil, front.Config{})
+	f := newFront(t, newFIFO(t, fifo.Config{LimitPackets: 64, HeadDrop: true}, onDrop), nil, front.Config{})
 	var received atomic.Int64
 	consumerDone := make(chan error)
 	go func() {
@@ -404,7 +405,7 @@ func requireNoLeak(t *testing.T, before int) {
 // asleep while packets wait.
 func TestManyConsumers(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
-		f := newFront(t, newFIFO(t, aqm.FIFOConfig{}, nil), bubbleClock(), front.Config{})
+		f := newFront(t, newFIFO(t, fifo.Config{}, nil), bubbleClock(), front.Config{})
 		const consumers, packets = 4, 400
 		var got atomic.Int64
 		var wg sync.WaitGroup
@@ -437,7 +438,7 @@ func TestManyConsumers(t *testing.T) {
 func TestWithQueue(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		clk := bubbleClock()
-		f := newFront(t, newFIFO(t, aqm.FIFOConfig{}, nil), clk, front.Config{})
+		f := newFront(t, newFIFO(t, fifo.Config{}, nil), clk, front.Config{})
 		done := make(chan uint64)
 		go func() {
 			p, err := f.Dequeue(t.Context())
@@ -469,7 +470,7 @@ func TestEnqueueBatchIsLoop(t *testing.T) {
 			v aqm.Verdict
 		}
 		var dropsA, dropsB []drop
-		cfg := aqm.FIFOConfig{LimitPackets: 200, HeadDrop: true}
+		cfg := fifo.Config{LimitPackets: 200, HeadDrop: true}
 		qa := newFIFO(t, cfg, func(p aqm.Packet[uint64], v aqm.Verdict) { dropsA = append(dropsA, drop{p.Payload, v}) })
 		qb := newFIFO(t, cfg, func(p aqm.Packet[uint64], v aqm.Verdict) { dropsB = append(dropsB, drop{p.Payload, v}) })
 		clk := clock.NewManual(0)
@@ -516,7 +517,7 @@ func TestEnqueueBatchIsLoop(t *testing.T) {
 // TestMetrics protects the front's metrics: unique lower_snake names, the
 // queue's Stats first, values equal to Stats and Detail.
 func TestMetrics(t *testing.T) {
-	f := newFront(t, newFIFO(t, aqm.FIFOConfig{LimitPackets: 2}, nil), nil, front.Config{Rate: 8 * aqm.Mbit})
+	f := newFront(t, newFIFO(t, fifo.Config{LimitPackets: 2}, nil), nil, front.Config{Rate: 8 * aqm.Mbit})
 	for i := range 3 {
 		_, _ = f.Enqueue(pkt(uint64(i), 100))
 	}

@@ -11,9 +11,9 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/aqmkit/aqmkit/aqm"
-	"github.com/aqmkit/aqmkit/aqm/front"
 	"github.com/aqmkit/aqmkit/cake"
 	"github.com/aqmkit/aqmkit/clock"
+	"github.com/aqmkit/aqmkit/front"
 )
 
 // countingCake is a CAKE queue whose Dequeue calls are counted, with and

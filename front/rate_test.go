@@ -12,8 +12,9 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/aqmkit/aqmkit/aqm"
-	"github.com/aqmkit/aqmkit/aqm/front"
 	"github.com/aqmkit/aqmkit/clock"
+	"github.com/aqmkit/aqmkit/fifo"
+	"github.com/aqmkit/aqmkit/front"
 )
 
 // step is one row of a step table: at t0+at, either enqueue a packet of
@@ -59,7 +60,7 @@ func runSteps(t *testing.T, f *front.Front[uint64], clk *clock.Manual, steps []s
 // then one per millisecond.
 func TestRateSteps(t *testing.T) {
 	clk := clock.NewManual(0)
-	f := newFront(t, newFIFO(t, aqm.FIFOConfig{LimitPackets: 100}, nil), clk, front.Config{Rate: 8 * aqm.Mbit, BurstBytes: 3000})
+	f := newFront(t, newFIFO(t, fifo.Config{LimitPackets: 100}, nil), clk, front.Config{Rate: 8 * aqm.Mbit, BurstBytes: 3000})
 	const ms = time.Millisecond
 	var steps []step
 	for range 6 {
@@ -88,7 +89,7 @@ func TestRateSteps(t *testing.T) {
 // new rate.
 func TestSetRateSettlesCredit(t *testing.T) {
 	clk := clock.NewManual(0)
-	f := newFront(t, newFIFO(t, aqm.FIFOConfig{LimitPackets: 100}, nil), clk, front.Config{Rate: 8 * aqm.Mbit, BurstBytes: 1})
+	f := newFront(t, newFIFO(t, fifo.Config{LimitPackets: 100}, nil), clk, front.Config{Rate: 8 * aqm.Mbit, BurstBytes: 1})
 	const ms = time.Millisecond
 	runSteps(t, f, clk, []step{
 		{at: 0, enqueue: 1000}, {at: 0, enqueue: 1000}, {at: 0, enqueue: 1000},
@@ -106,7 +107,7 @@ func TestSetRateSettlesCredit(t *testing.T) {
 // TestUnlimited protects rate zero: every queued packet leaves at once and
 // the bucket never throttles.
 func TestUnlimited(t *testing.T) {
-	f := newFront(t, newFIFO(t, aqm.FIFOConfig{LimitPackets: 100}, nil), clock.NewManual(0), front.Config{})
+	f := newFront(t, newFIFO(t, fifo.Config{LimitPackets: 100}, nil), clock.NewManual(0), front.Config{})
 	for i := range 50 {
 		require.True(t, enq(t, f, pkt(uint64(i), 1<<30)).Accepted())
 	}
@@ -167,7 +168,7 @@ func TestLongRunRateVirtual(t *testing.T) {
 		d := max(time.Second, time.Duration(200*1500*8*float64(time.Second)/float64(rate)))
 		for _, mode := range []string{"1ms-steps", "jittered-steps"} {
 			clk := clock.NewManual(0)
-			f := newFront(t, newFIFO(t, aqm.FIFOConfig{LimitPackets: 1000}, nil), clk, front.Config{Rate: rate})
+			f := newFront(t, newFIFO(t, fifo.Config{LimitPackets: 1000}, nil), clk, front.Config{Rate: rate})
 			burst := f.Detail().BurstBytes
 			next := func() time.Duration { return time.Millisecond }
 			if mode == "jittered-steps" {
@@ -189,7 +190,7 @@ func TestLongRunRateVirtual(t *testing.T) {
 // bytes released follow the integral of the rate within 1%.
 func TestLongRunRateChanging(t *testing.T) {
 	clk := clock.NewManual(0)
-	f := newFront(t, newFIFO(t, aqm.FIFOConfig{LimitPackets: 1000}, nil), clk, front.Config{Rate: aqm.Mbit, BurstBytes: 20000})
+	f := newFront(t, newFIFO(t, fifo.Config{LimitPackets: 1000}, nil), clk, front.Config{Rate: aqm.Mbit, BurstBytes: 20000})
 	rates := []aqm.Rate{5 * aqm.Mbit, 20 * aqm.Mbit, aqm.Mbit, 50 * aqm.Mbit, 10 * aqm.Mbit}
 	rateAt := func(el time.Duration) aqm.Rate { return rates[int(el/(50*time.Millisecond))%len(rates)] }
 	const d = 10 * time.Second
@@ -207,7 +208,7 @@ func TestLongRunRateChanging(t *testing.T) {
 // reading (the bucket's last refill is re-anchored to it).
 func TestBackwardTime(t *testing.T) {
 	clk := clock.NewManual(clock.Epoch.Add(time.Hour))
-	f := newFront(t, newFIFO(t, aqm.FIFOConfig{LimitPackets: 10}, nil), clk, front.Config{Rate: 8 * aqm.Mbit, BurstBytes: 1})
+	f := newFront(t, newFIFO(t, fifo.Config{LimitPackets: 10}, nil), clk, front.Config{Rate: 8 * aqm.Mbit, BurstBytes: 1})
 	now := clk.Now()
 	for range 3 {
 		enq(t, f, pkt(0, 1000))
@@ -236,7 +237,7 @@ func TestBackwardTime(t *testing.T) {
 // clock caught up with the glitch: 0 bytes in the second below).
 func TestFarFutureGlitch(t *testing.T) {
 	clk := clock.NewManual(0)
-	f := newFront(t, newFIFO(t, aqm.FIFOConfig{LimitPackets: 1000}, nil), clk, front.Config{Rate: 8 * aqm.Mbit})
+	f := newFront(t, newFIFO(t, fifo.Config{LimitPackets: 1000}, nil), clk, front.Config{Rate: 8 * aqm.Mbit})
 	size := func() uint32 { return 1000 }
 	next := func() time.Duration { return time.Millisecond }
 	drain(t, f, clk, 100*time.Millisecond, size, next, nil)
@@ -265,7 +266,7 @@ func testRunRateVirtual(t *testing.T, staged bool) {
 	synctest.Test(t, func(t *testing.T) {
 		const rate, d = 10 * aqm.Mbit, 10 * time.Second
 		clk := bubbleClock()
-		f := newFront(t, newFIFO(t, aqm.FIFOConfig{LimitPackets: 1000}, nil), clk, front.Config{Rate: rate, Staged: staged})
+		f := newFront(t, newFIFO(t, fifo.Config{LimitPackets: 1000}, nil), clk, front.Config{Rate: rate, Staged: staged})
 		ctx, cancel := context.WithTimeout(t.Context(), d)
 		defer cancel()
 		var producer sync.WaitGroup
@@ -307,7 +308,7 @@ func TestRunWakesOnRateChangeAndArrival(t *testing.T) {
 		clk := bubbleClock()
 		// 1 kbit/s and a 1-byte burst: after the first 1000-byte packet the
 		// next may leave only 8 s later.
-		f := newFront(t, newFIFO(t, aqm.FIFOConfig{LimitPackets: 10}, nil), clk, front.Config{Rate: aqm.Kbit, BurstBytes: 1})
+		f := newFront(t, newFIFO(t, fifo.Config{LimitPackets: 10}, nil), clk, front.Config{Rate: aqm.Kbit, BurstBytes: 1})
 		ctx, cancel := context.WithCancel(t.Context())
 		sent := make(chan aqm.Time, 10)
 		var runErr error

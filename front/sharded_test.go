@@ -13,13 +13,14 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/aqmkit/aqmkit/aqm"
-	"github.com/aqmkit/aqmkit/aqm/front"
 	"github.com/aqmkit/aqmkit/clock"
+	"github.com/aqmkit/aqmkit/fifo"
+	"github.com/aqmkit/aqmkit/front"
 )
 
-func newSharded(t testing.TB, c clock.Clock, cfg front.ShardedConfig, fifo aqm.FIFOConfig, onDrop aqm.DropFunc[uint64]) *front.Sharded[uint64] {
+func newSharded(t testing.TB, c clock.Clock, cfg front.ShardedConfig, qcfg fifo.Config, onDrop aqm.DropFunc[uint64]) *front.Sharded[uint64] {
 	t.Helper()
-	s, err := front.NewSharded(func(int) (aqm.Queue[uint64], error) { return aqm.NewFIFO(fifo, onDrop) }, c, cfg)
+	s, err := front.NewSharded(func(int) (aqm.Queue[uint64], error) { return fifo.New(qcfg, onDrop) }, c, cfg)
 	require.NoError(t, err)
 	return s
 }
@@ -30,7 +31,7 @@ func newSharded(t testing.TB, c clock.Clock, cfg front.ShardedConfig, fifo aqm.F
 // key (two fronts map differently), and a fixed Seed is reproducible.
 func TestShardedDistribution(t *testing.T) {
 	const shards, n = 16, 64000
-	s := newSharded(t, nil, front.ShardedConfig{Shards: shards}, aqm.FIFOConfig{}, nil)
+	s := newSharded(t, nil, front.ShardedConfig{Shards: shards}, fifo.Config{}, nil)
 	require.Equal(t, shards, s.Shards())
 	rng := rand.New(rand.NewPCG(1, 2))
 	for _, gen := range []func(i int) uint32{
@@ -49,9 +50,9 @@ func TestShardedDistribution(t *testing.T) {
 			require.InEpsilon(t, n/shards, c, 0.1, "shard %d: %v", k, count)
 		}
 	}
-	other := newSharded(t, nil, front.ShardedConfig{Shards: shards}, aqm.FIFOConfig{}, nil)
-	a := newSharded(t, nil, front.ShardedConfig{Shards: shards, Seed: 42}, aqm.FIFOConfig{}, nil)
-	b := newSharded(t, nil, front.ShardedConfig{Shards: shards, Seed: 42}, aqm.FIFOConfig{}, nil)
+	other := newSharded(t, nil, front.ShardedConfig{Shards: shards}, fifo.Config{}, nil)
+	a := newSharded(t, nil, front.ShardedConfig{Shards: shards, Seed: 42}, fifo.Config{}, nil)
+	b := newSharded(t, nil, front.ShardedConfig{Shards: shards, Seed: 42}, fifo.Config{}, nil)
 	differ := 0
 	for h := range uint32(1000) {
 		require.Equal(t, a.ShardOf(h), b.ShardOf(h), "a fixed seed is reproducible")
@@ -60,7 +61,7 @@ func TestShardedDistribution(t *testing.T) {
 		}
 	}
 	require.Greater(t, differ, 500, "two zero-seed fronts draw different keys")
-	def := newSharded(t, nil, front.ShardedConfig{}, aqm.FIFOConfig{}, nil)
+	def := newSharded(t, nil, front.ShardedConfig{}, fifo.Config{}, nil)
 	require.Equal(t, min(runtime.GOMAXPROCS(0), front.MaxShards), def.Shards())
 }
 
@@ -74,7 +75,7 @@ func TestShardedEnqueueBatchIsLoop(t *testing.T) {
 	rng := rand.New(rand.NewPCG(seed, 3))
 	clk := clock.NewManual(0)
 	cfg := front.ShardedConfig{Shards: 5, Seed: seed | 1}
-	fifo := aqm.FIFOConfig{LimitPackets: 40}
+	fifo := fifo.Config{LimitPackets: 40}
 	a := newSharded(t, clk, cfg, fifo, nil)
 	b := newSharded(t, clk, cfg, fifo, nil)
 	bufA, bufB := make([]aqm.Packet[uint64], 300), make([]aqm.Packet[uint64], 300)
@@ -132,7 +133,7 @@ func TestShardedConservation(t *testing.T) {
 		dropped.Add(1)
 		seen[p.Payload].Add(1)
 	}
-	s := newSharded(t, nil, front.ShardedConfig{Shards: 4}, aqm.FIFOConfig{LimitPackets: 32, HeadDrop: true}, onDrop)
+	s := newSharded(t, nil, front.ShardedConfig{Shards: 4}, fifo.Config{LimitPackets: 32, HeadDrop: true}, onDrop)
 	var received atomic.Int64
 	done := make(chan error)
 	go func() {
@@ -217,7 +218,7 @@ func TestShardedSharedRate(t *testing.T) {
 	for _, perShard := range []bool{true, false} {
 		synctest.Test(t, func(t *testing.T) {
 			const rate, d = 8 * aqm.Mbit, 5 * time.Second
-			s := newSharded(t, bubbleClock(), front.ShardedConfig{Shards: 4, Seed: 7, Config: front.Config{Rate: rate}}, aqm.FIFOConfig{LimitPackets: 1000}, nil)
+			s := newSharded(t, bubbleClock(), front.ShardedConfig{Shards: 4, Seed: 7, Config: front.Config{Rate: rate}}, fifo.Config{LimitPackets: 1000}, nil)
 			// One flow hash per shard.
 			hashes := make([]uint32, s.Shards())
 			for h, found := uint32(0), 0; found < len(hashes); h++ {
@@ -289,7 +290,7 @@ func TestShardedSharedRate(t *testing.T) {
 // every shard.
 func TestShardedCloseUnblocks(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
-		s := newSharded(t, bubbleClock(), front.ShardedConfig{Shards: 3}, aqm.FIFOConfig{}, nil)
+		s := newSharded(t, bubbleClock(), front.ShardedConfig{Shards: 3}, fifo.Config{}, nil)
 		errs := make(chan error, 4)
 		go func() {
 			_, err := s.DequeueBatch(context.Background(), make([]aqm.Packet[uint64], 4))
@@ -315,7 +316,7 @@ func TestShardedCloseUnblocks(t *testing.T) {
 		require.Equal(t, aqm.DroppedOverlimit, vs[1])
 		require.Equal(t, aqm.Count{Packets: 3, Bytes: 3}, s.Detail().RefusedClosed)
 	})
-	s := newSharded(t, nil, front.ShardedConfig{Shards: 3}, aqm.FIFOConfig{}, nil)
+	s := newSharded(t, nil, front.ShardedConfig{Shards: 3}, fifo.Config{}, nil)
 	for h := range uint32(30) {
 		_, _ = s.Enqueue(aqm.Packet[uint64]{Meta: aqm.Meta{Hash: h, Size: 1}})
 	}

@@ -9,9 +9,10 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/aqmkit/aqmkit/aqm"
-	"github.com/aqmkit/aqmkit/aqm/front"
 	"github.com/aqmkit/aqmkit/clock"
+	"github.com/aqmkit/aqmkit/fifo"
 	"github.com/aqmkit/aqmkit/fq"
+	"github.com/aqmkit/aqmkit/front"
 	"github.com/aqmkit/aqmkit/red"
 )
 
@@ -30,7 +31,7 @@ var stagedQueues = []struct {
 	make func(onDrop aqm.DropFunc[uint64]) (aqm.Queue[uint64], error)
 }{
 	{"fifo", func(d aqm.DropFunc[uint64]) (aqm.Queue[uint64], error) {
-		return aqm.NewFIFO(aqm.FIFOConfig{LimitPackets: 40}, d)
+		return fifo.New(fifo.Config{LimitPackets: 40}, d)
 	}},
 	{"red", func(d aqm.DropFunc[uint64]) (aqm.Queue[uint64], error) {
 		return red.New(red.Config{MinThreshold: 5, MaxThreshold: 15, MaxP: 0.2, Weight: 0.05, LimitPackets: 60, Seed: 3}, d)

@@ -13,7 +13,8 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/aqmkit/aqmkit/aqm"
-	"github.com/aqmkit/aqmkit/aqm/front"
+	"github.com/aqmkit/aqmkit/fifo"
+	"github.com/aqmkit/aqmkit/front"
 )
 
 // TestStagedArrivalInstant protects the staged hand-over's timing: a packet
@@ -23,7 +24,7 @@ import (
 func TestStagedArrivalInstant(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		clk := bubbleClock()
-		f := newFront(t, newFIFO(t, aqm.FIFOConfig{}, nil), clk, front.Config{Staged: true})
+		f := newFront(t, newFIFO(t, fifo.Config{}, nil), clk, front.Config{Staged: true})
 		t0 := clk.Now()
 		require.Equal(t, aqm.Enqueued, enq(t, f, pkt(1, 100)))
 		vs := make([]aqm.Verdict, 2)
@@ -58,7 +59,7 @@ func TestStagedArrivalInstant(t *testing.T) {
 // function exactly once, and every packet is queued, staged or refused.
 func TestStagedRefusals(t *testing.T) {
 	refused := map[uint64]aqm.Verdict{}
-	f := newFront(t, newFIFO(t, aqm.FIFOConfig{LimitPackets: 300}, nil), nil, front.Config{Staged: true})
+	f := newFront(t, newFIFO(t, fifo.Config{LimitPackets: 300}, nil), nil, front.Config{Staged: true})
 	f.OnRefused(func(p aqm.Packet[uint64], v aqm.Verdict) {
 		_, dup := refused[p.Payload]
 		require.False(t, dup, "packet %d refused twice", p.Payload)
@@ -88,7 +89,7 @@ func TestStagedRefusals(t *testing.T) {
 // before Close still leave, in order; after Close producers are refused with
 // ErrClosed; Flush takes staged packets too.
 func TestStagedClose(t *testing.T) {
-	f := newFront(t, newFIFO(t, aqm.FIFOConfig{}, nil), nil, front.Config{Staged: true})
+	f := newFront(t, newFIFO(t, fifo.Config{}, nil), nil, front.Config{Staged: true})
 	for i := range 5 {
 		enq(t, f, pkt(uint64(i), 10))
 	}
@@ -109,7 +110,7 @@ func TestStagedClose(t *testing.T) {
 
 	// Close with packets only in the hand-over: the consumer still gets
 	// them before ErrClosed.
-	g := newFront(t, newFIFO(t, aqm.FIFOConfig{}, nil), nil, front.Config{Staged: true})
+	g := newFront(t, newFIFO(t, fifo.Config{}, nil), nil, front.Config{Staged: true})
 	enq(t, g, pkt(7, 10))
 	g.Close()
 	n, err = g.DequeueBatch(context.Background(), buf)
@@ -124,7 +125,7 @@ func TestStagedClose(t *testing.T) {
 // on a sharded front.
 func TestStagedWakesConsumer(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
-		f := newFront(t, newFIFO(t, aqm.FIFOConfig{}, nil), bubbleClock(), front.Config{Staged: true})
+		f := newFront(t, newFIFO(t, fifo.Config{}, nil), bubbleClock(), front.Config{Staged: true})
 		got := make(chan uint64)
 		go func() {
 			for {
@@ -148,7 +149,7 @@ func TestStagedWakesConsumer(t *testing.T) {
 		require.False(t, open)
 
 		s, err := front.NewSharded(func(int) (aqm.Queue[uint64], error) {
-			return aqm.NewFIFO[uint64](aqm.FIFOConfig{}, nil)
+			return fifo.New[uint64](fifo.Config{}, nil)
 		}, bubbleClock(), front.ShardedConfig{Shards: 3, Config: front.Config{Staged: true}})
 		require.NoError(t, err)
 		n := make(chan int)
@@ -196,7 +197,7 @@ func TestStagedManyProducers(t *testing.T) {
 	}
 	s, err := front.NewSharded(func(i int) (aqm.Queue[uint64], error) {
 		// Shard 0 drops at its head, shard 1 refuses arrivals.
-		return aqm.NewFIFO(aqm.FIFOConfig{LimitPackets: 48, HeadDrop: i == 0}, drop)
+		return fifo.New(fifo.Config{LimitPackets: 48, HeadDrop: i == 0}, drop)
 	}, nil, front.ShardedConfig{Shards: 2, Config: front.Config{Staged: true}})
 	require.NoError(t, err)
 	s.OnRefused(drop)
@@ -266,7 +267,7 @@ func TestStagedManyProducers(t *testing.T) {
 // TestStagedReconfigure protects the staged mode from a runtime change it
 // cannot make: Reconfigure names the field and changes nothing.
 func TestStagedReconfigure(t *testing.T) {
-	f := newFront(t, newFIFO(t, aqm.FIFOConfig{}, nil), nil, front.Config{Staged: true})
+	f := newFront(t, newFIFO(t, fifo.Config{}, nil), nil, front.Config{Staged: true})
 	err := f.Reconfigure(front.Config{Rate: aqm.Mbit})
 	var ce *aqm.ConfigError
 	require.True(t, errors.As(err, &ce))

@@ -10,17 +10,18 @@ import (
 
 	"github.com/aqmkit/aqmkit/aqm"
 	"github.com/aqmkit/aqmkit/clock"
+	"github.com/aqmkit/aqmkit/fifo"
 )
 
 // stampQueue is a FIFO that records the instant of each Enqueue.
 type stampQueue struct {
-	*aqm.FIFO[uint64]
+	*fifo.Queue[uint64]
 	stamps []aqm.Time
 }
 
 func (q *stampQueue) Enqueue(p aqm.Packet[uint64], now aqm.Time) aqm.Verdict {
 	q.stamps = append(q.stamps, now)
-	return q.FIFO.Enqueue(p, now)
+	return q.Queue.Enqueue(p, now)
 }
 
 func (q *stampQueue) EnqueueBatch(ps []aqm.Packet[uint64], vs []aqm.Verdict, now aqm.Time) int {
@@ -29,9 +30,9 @@ func (q *stampQueue) EnqueueBatch(ps []aqm.Packet[uint64], vs []aqm.Verdict, now
 
 func newStampFront(t *testing.T, src clock.Clock) (*Front[uint64], *stampQueue) {
 	t.Helper()
-	fifo, err := aqm.NewFIFO[uint64](aqm.FIFOConfig{LimitPackets: 100}, nil)
+	fifo, err := fifo.New[uint64](fifo.Config{LimitPackets: 100}, nil)
 	require.NoError(t, err)
-	q := &stampQueue{FIFO: fifo}
+	q := &stampQueue{Queue: fifo}
 	f, err := New[uint64](q, clock.NewCoarse(src), Config{})
 	require.NoError(t, err)
 	return f, q

@@ -4,14 +4,15 @@ import (
 	"fmt"
 
 	"github.com/aqmkit/aqmkit/aqm"
-	"github.com/aqmkit/aqmkit/aqm/iphdr"
+	"github.com/aqmkit/aqmkit/fifo"
+	"github.com/aqmkit/aqmkit/iphdr"
 )
 
 // Parse a packet into the Meta a queue needs, queue it, and write CE into
 // its header when it leaves the queue marked.
 func Example() {
 	h := iphdr.NewHasher() // secret random key; NewHasherWithKey only for tests
-	q, _ := aqm.NewFIFO[[]byte](aqm.FIFOConfig{}, nil)
+	q, _ := fifo.New[[]byte](fifo.Config{}, nil)
 	pkt := []byte{ // IPv4 UDP 192.0.2.1:5353 -> 198.51.100.7:53, ECT(0)
 		0x45, 0x02, 0x00, 0x24, 0x00, 0x00, 0x40, 0x00, 0x40, 0x11, 0x4e, 0x8b,
 		192, 0, 2, 1, 198, 51, 100, 7,

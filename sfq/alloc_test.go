@@ -1,4 +1,4 @@
-package fq
+package sfq
 
 import (
 	"testing"
@@ -14,11 +14,11 @@ var (
 )
 
 // TestSFQNoAllocs protects the zero-allocation hot path: one subtest per
-// method and drop path, after NewSFQ.
+// method and drop path, after New.
 func TestSFQNoAllocs(t *testing.T) {
 	now := aqm.Time(time.Second)
 	t.Run("Enqueue+Dequeue", func(t *testing.T) {
-		q, err := NewSFQ[uint64](SFQConfig{}, nil)
+		q, err := New[uint64](Config{}, nil)
 		require.NoError(t, err)
 		i := uint32(0)
 		require.Zero(t, testing.AllocsPerRun(1000, func() {
@@ -29,7 +29,7 @@ func TestSFQNoAllocs(t *testing.T) {
 	})
 	t.Run("Enqueue/overflow-evict", func(t *testing.T) {
 		var drops int
-		q, err := NewSFQ(SFQConfig{LimitPackets: 16, HeadDrop: true}, func(aqm.Packet[uint64], aqm.Verdict) { drops++ })
+		q, err := New(Config{LimitPackets: 16, HeadDrop: true}, func(aqm.Packet[uint64], aqm.Verdict) { drops++ })
 		require.NoError(t, err)
 		i := uint32(0)
 		require.Zero(t, testing.AllocsPerRun(1000, func() {
@@ -39,7 +39,7 @@ func TestSFQNoAllocs(t *testing.T) {
 		require.NotZero(t, drops)
 	})
 	t.Run("Enqueue/refused", func(t *testing.T) {
-		q, err := NewSFQ[uint64](SFQConfig{LimitPackets: 4}, nil)
+		q, err := New[uint64](Config{LimitPackets: 4}, nil)
 		require.NoError(t, err)
 		require.Zero(t, testing.AllocsPerRun(1000, func() {
 			sfqSinkVerdict = q.Enqueue(aqm.Packet[uint64]{Meta: aqm.Meta{Size: 1500, Hash: 1}}, now)
@@ -47,7 +47,7 @@ func TestSFQNoAllocs(t *testing.T) {
 		require.Equal(t, aqm.DroppedOverlimit, sfqSinkVerdict)
 	})
 	t.Run("Enqueue/perturb-rehash", func(t *testing.T) {
-		q, err := NewSFQ[uint64](SFQConfig{PerturbPeriod: time.Nanosecond}, nil)
+		q, err := New[uint64](Config{PerturbPeriod: time.Nanosecond}, nil)
 		require.NoError(t, err)
 		for i := range 100 {
 			q.Enqueue(aqm.Packet[uint64]{Meta: aqm.Meta{Size: 100, Hash: uint32(i)}}, now)
@@ -61,7 +61,7 @@ func TestSFQNoAllocs(t *testing.T) {
 		require.NotZero(t, q.Detail().Perturbations)
 	})
 	t.Run("Dequeue/closed-form-skip", func(t *testing.T) {
-		q, err := NewSFQ[uint64](SFQConfig{QuantumBytes: 1}, nil)
+		q, err := New[uint64](Config{QuantumBytes: 1}, nil)
 		require.NoError(t, err)
 		require.Zero(t, testing.AllocsPerRun(1000, func() {
 			for h := range uint32(4) {

@@ -1,4 +1,4 @@
-package fq
+package sfq
 
 import (
 	"fmt"
@@ -17,7 +17,7 @@ var sfqBenchSink uint64
 func BenchmarkSFQ(b *testing.B) {
 	for _, n := range []int{1, 64, 1024, 65536} {
 		b.Run(fmt.Sprintf("flows=%d", n), func(b *testing.B) {
-			q, err := NewSFQ[uint64](SFQConfig{LimitPackets: 2*n + 16, Divisor: 1 << 20, Seed: 1}, nil)
+			q, err := New[uint64](Config{LimitPackets: 2*n + 16, Divisor: 1 << 20, Seed: 1}, nil)
 			if err != nil {
 				b.Fatal(err)
 			}
@@ -25,14 +25,14 @@ func BenchmarkSFQ(b *testing.B) {
 		})
 	}
 	b.Run("overflow/flows=1024", func(b *testing.B) {
-		q, err := NewSFQ[uint64](SFQConfig{LimitPackets: 2048, Divisor: 1 << 20, HeadDrop: true, Seed: 1}, nil)
+		q, err := New[uint64](Config{LimitPackets: 2048, Divisor: 1 << 20, HeadDrop: true, Seed: 1}, nil)
 		if err != nil {
 			b.Fatal(err)
 		}
 		benchSFQ(b, q, 1024, 1<<30) // never dequeues: every arrival evicts
 	})
 	b.Run("perturb=1ms/flows=1024", func(b *testing.B) {
-		q, err := NewSFQ[uint64](SFQConfig{LimitPackets: 2048 + 16, Divisor: 1 << 20, PerturbPeriod: time.Millisecond, Seed: 1}, nil)
+		q, err := New[uint64](Config{LimitPackets: 2048 + 16, Divisor: 1 << 20, PerturbPeriod: time.Millisecond, Seed: 1}, nil)
 		if err != nil {
 			b.Fatal(err)
 		}
@@ -42,7 +42,7 @@ func BenchmarkSFQ(b *testing.B) {
 
 // benchSFQ runs the packet loop: packets of flows round robin, one every
 // 100 ns of virtual time, dequeuing while more than depth are queued.
-func benchSFQ(b *testing.B, q *SFQ[uint64], flows, depth int) {
+func benchSFQ(b *testing.B, q *Queue[uint64], flows, depth int) {
 	now := aqm.Time(time.Second)
 	var seq, sink uint64
 	step := func() {

@@ -1,4 +1,4 @@
-package fq
+package sfq
 
 import (
 	"fmt"
@@ -17,7 +17,7 @@ func BenchmarkSFQBurst(b *testing.B) {
 	for _, flows := range []int{1024, 16384, 65536} {
 		for _, n := range []int{1, 8, 32, 128} {
 			b.Run(fmt.Sprintf("flows=%d/%d", flows, n), func(b *testing.B) {
-				q, err := NewSFQ[uint64](SFQConfig{LimitPackets: 2*flows + 256, Divisor: 1 << 20, Seed: 1}, nil)
+				q, err := New[uint64](Config{LimitPackets: 2*flows + 256, Divisor: 1 << 20, Seed: 1}, nil)
 				if err != nil {
 					b.Fatal(err)
 				}
@@ -27,7 +27,7 @@ func BenchmarkSFQBurst(b *testing.B) {
 	}
 }
 
-func benchSFQBurst(b *testing.B, q *SFQ[uint64], flows, n int) {
+func benchSFQBurst(b *testing.B, q *Queue[uint64], flows, n int) {
 	ps := make([]aqm.Packet[uint64], n)
 	vs := make([]aqm.Verdict, n)
 	out := make([]aqm.Packet[uint64], n)

@@ -1,18 +1,18 @@
-package fq_test
+package sfq_test
 
 import (
 	"fmt"
 	"time"
 
 	"github.com/aqmkit/aqmkit/aqm"
-	"github.com/aqmkit/aqmkit/fq"
+	"github.com/aqmkit/aqmkit/sfq"
 )
 
 // A bulk flow fills a 4-packet SFQ; a small packet of another flow still
 // gets in (the longest flow, bulk, loses its newest packet) and is sent
 // after the bulk flow's first quantum, not after its whole backlog.
-func ExampleNewSFQ() {
-	q, err := fq.NewSFQ(fq.SFQConfig{LimitPackets: 4, QuantumBytes: 1500, Seed: 1},
+func ExampleNew() {
+	q, err := sfq.New(sfq.Config{LimitPackets: 4, QuantumBytes: 1500, Seed: 1},
 		func(p aqm.Packet[string], why aqm.Verdict) { fmt.Println(why, p.Payload) })
 	if err != nil {
 		panic(err)
@@ -41,8 +41,8 @@ func ExampleNewSFQ() {
 
 // Detail reports the SFQ's own state: active flows, the longest flow, and
 // the drop counters.
-func ExampleSFQ_Detail() {
-	q, _ := fq.NewSFQ[int](fq.SFQConfig{DepthPackets: 2, Seed: 1}, nil)
+func ExampleQueue_Detail() {
+	q, _ := sfq.New[int](sfq.Config{DepthPackets: 2, Seed: 1}, nil)
 	for i := range 3 {
 		q.Enqueue(aqm.Packet[int]{Payload: i, Meta: aqm.Meta{Size: 1000, Hash: 1}}, 1)
 	}
@@ -53,12 +53,12 @@ func ExampleSFQ_Detail() {
 	// flows: 2 longest: 2 depth drops: 1
 }
 
-// SFQConfigForLink sizes the limits for a link: four round trips at the
+// ConfigForLink sizes the limits for a link: four round trips at the
 // rate. A zero Seed (the default) keys the hash from crypto/rand; Config
 // reports the effective configuration.
-func ExampleSFQConfigForLink() {
-	cfg := fq.SFQConfigForLink(8*aqm.Mbit, 100*time.Millisecond)
-	q, err := fq.NewSFQ[int](cfg, nil)
+func ExampleConfigForLink() {
+	cfg := sfq.ConfigForLink(8*aqm.Mbit, 100*time.Millisecond)
+	q, err := sfq.New[int](cfg, nil)
 	if err != nil {
 		panic(err)
 	}

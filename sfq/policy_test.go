@@ -1,4 +1,4 @@
-package fq
+package sfq
 
 import (
 	"math"
@@ -16,19 +16,19 @@ import (
 // TestSFQValidateEveryFieldNoMutation protects Validate's contract: every
 // bad field is named at once, and Validate leaves its receiver alone.
 func TestSFQValidateEveryFieldNoMutation(t *testing.T) {
-	bad := SFQConfig{LimitPackets: maxSFQLimitPackets + 1, LimitBytes: -1, DepthPackets: -1, Divisor: -1,
+	bad := Config{LimitPackets: maxLimitPackets + 1, LimitBytes: -1, DepthPackets: -1, Divisor: -1,
 		QuantumBytes: -1, PerturbPeriod: math.MinInt64, HeadDrop: true, Seed: 3}
 	before := bad
 	err := bad.Validate()
 	require.ErrorIs(t, err, aqm.ErrInvalidConfig)
 	for _, f := range []string{"LimitPackets", "LimitBytes", "DepthPackets", "Divisor", "QuantumBytes", "PerturbPeriod"} {
-		assert.Contains(t, err.Error(), "fq: "+f+" (", f)
+		assert.Contains(t, err.Error(), "sfq: "+f+" (", f)
 	}
 	assert.Len(t, strings.Split(err.Error(), "\n"), 6)
 	assert.Equal(t, before, bad)
-	zero := SFQConfig{}
+	zero := Config{}
 	require.NoError(t, zero.Validate())
-	assert.Equal(t, SFQConfig{}, zero)
+	assert.Equal(t, Config{}, zero)
 }
 
 // TestSFQZeroSeedIsSecret protects the default key: two SFQs built with a
@@ -36,13 +36,13 @@ func TestSFQValidateEveryFieldNoMutation(t *testing.T) {
 // seeds, while two with the same non-zero Seed classify identically; and
 // Reconfigure keeps the key in use.
 func TestSFQZeroSeedIsSecret(t *testing.T) {
-	a, err := NewSFQ[int](SFQConfig{}, nil)
+	a, err := New[int](Config{}, nil)
 	require.NoError(t, err)
-	b, err := NewSFQ[int](SFQConfig{}, nil)
+	b, err := New[int](Config{}, nil)
 	require.NoError(t, err)
-	c, err := NewSFQ[int](SFQConfig{Seed: 9}, nil)
+	c, err := New[int](Config{Seed: 9}, nil)
 	require.NoError(t, err)
-	d, err := NewSFQ[int](SFQConfig{Seed: 9}, nil)
+	d, err := New[int](Config{Seed: 9}, nil)
 	require.NoError(t, err)
 	assert.NotEqual(t, a.Config().Seed, b.Config().Seed)
 	assert.Equal(t, uint64(9), c.Config().Seed)
@@ -55,7 +55,7 @@ func TestSFQZeroSeedIsSecret(t *testing.T) {
 	}
 	assert.Greater(t, differ, 900, "zero-seed queues must map flows independently")
 	key := a.key
-	require.NoError(t, a.Reconfigure(SFQConfig{Divisor: 77}))
+	require.NoError(t, a.Reconfigure(Config{Divisor: 77}))
 	assert.Equal(t, key, a.key)
 	assert.Equal(t, a.Config().Seed, a.Config().Seed)
 	assert.NotZero(t, a.Config().Seed)
@@ -68,19 +68,19 @@ func TestSFQConfigForLink(t *testing.T) {
 		rate aqm.Rate
 		rtt  time.Duration
 	}{{8 * aqm.Mbit, 100 * time.Millisecond}, {aqm.Gbit, 20 * time.Millisecond}, {100 * aqm.Kbit, 0}, {0, 0}} {
-		c := SFQConfigForLink(tc.rate, tc.rtt)
+		c := ConfigForLink(tc.rate, tc.rtt)
 		require.NoError(t, c.Validate())
 		assert.Equal(t, tc.rate.BufferPackets(tc.rtt), c.LimitPackets)
 		assert.Equal(t, tc.rate.BufferBytes(tc.rtt), c.LimitBytes)
 		rest := c
 		rest.LimitPackets, rest.LimitBytes = 0, 0
-		assert.Equal(t, SFQConfig{}, rest)
-		q, err := NewSFQ[uint64](c, nil)
+		assert.Equal(t, Config{}, rest)
+		q, err := New[uint64](c, nil)
 		require.NoError(t, err)
 		assert.Less(t, q.Detail().MemoryBytes, 64<<20)
 	}
 	// 8 Mbit/s and 100 ms: 400 kB, about 265 full-size packets.
-	c := SFQConfigForLink(8*aqm.Mbit, 100*time.Millisecond)
+	c := ConfigForLink(8*aqm.Mbit, 100*time.Millisecond)
 	assert.Equal(t, 400000, c.LimitBytes)
 	assert.Equal(t, 265, c.LimitPackets)
 }
@@ -95,7 +95,7 @@ func TestSFQPerturbSurvivesFarFutureEnqueue(t *testing.T) {
 		{sfqT0 + 1<<62},
 		{math.MaxInt64, math.MinInt64, math.MaxInt64, math.MinInt64 + 1, math.MaxInt64},
 	} {
-		q, err := NewSFQ[uint64](SFQConfig{PerturbPeriod: time.Second, Seed: 1}, nil)
+		q, err := New[uint64](Config{PerturbPeriod: time.Second, Seed: 1}, nil)
 		require.NoError(t, err)
 		now := sfqT0
 		q.Enqueue(aqm.Packet[uint64]{Meta: aqm.Meta{Size: 100, Hash: 1}}, now)
@@ -160,9 +160,9 @@ func TestSFQBatchMatchesLoop(t *testing.T) {
 			cfg.LimitPackets = 200 + r.IntN(400)
 		}
 		var ea, eb []aqm.Packet[uint64]
-		a, err := NewSFQ(cfg, func(p aqm.Packet[uint64], _ aqm.Verdict) { ea = append(ea, p) })
+		a, err := New(cfg, func(p aqm.Packet[uint64], _ aqm.Verdict) { ea = append(ea, p) })
 		require.NoError(t, err)
-		b, err := NewSFQ(cfg, func(p aqm.Packet[uint64], _ aqm.Verdict) { eb = append(eb, p) })
+		b, err := New(cfg, func(p aqm.Packet[uint64], _ aqm.Verdict) { eb = append(eb, p) })
 		require.NoError(t, err)
 		flows := 1 + r.IntN(100)
 		now := sfqT0
@@ -197,7 +197,7 @@ func TestSFQBatchMatchesLoop(t *testing.T) {
 // TestSFQDetailMetrics protects the metric names (unique, lower snake
 // case) and that each value is the Detail field it names.
 func TestSFQDetailMetrics(t *testing.T) {
-	q, err := NewSFQ[uint64](SFQConfig{DepthPackets: 2, PerturbPeriod: time.Second, Seed: 1}, nil)
+	q, err := New[uint64](Config{DepthPackets: 2, PerturbPeriod: time.Second, Seed: 1}, nil)
 	require.NoError(t, err)
 	for i := range 5 {
 		q.Enqueue(aqm.Packet[uint64]{Meta: aqm.Meta{Size: 100, Hash: uint32(i % 2)}}, sfqT0)
@@ -228,25 +228,25 @@ func TestSFQDetailMetrics(t *testing.T) {
 // packet limit and the divisor as documented, and a large derived flow
 // table is never allocated without an explicit limit.
 func TestSFQMemoryBytes(t *testing.T) {
-	mem := func(c SFQConfig) int {
-		q, err := NewSFQ[uint64](c, nil)
+	mem := func(c Config) int {
+		q, err := New[uint64](c, nil)
 		require.NoError(t, err)
 		return q.Detail().MemoryBytes
 	}
-	base := mem(SFQConfig{})
+	base := mem(Config{})
 	assert.Less(t, base, 64<<10, "the default SFQ is small")
-	for _, c := range []SFQConfig{{}, {LimitPackets: 1000, Divisor: 1}, {LimitPackets: 5000, Divisor: 1 << 20}, {LimitPackets: 1, Divisor: 7}} {
+	for _, c := range []Config{{}, {LimitPackets: 1000, Divisor: 1}, {LimitPackets: 5000, Divisor: 1 << 20}, {LimitPackets: 1, Divisor: 7}} {
 		d := c.withDefaults()
 		slots := min(d.Divisor, d.LimitPackets+1)
 		want := (d.LimitPackets+1)*(32+8) + 8*(d.LimitPackets+2) + 4*d.Divisor + 48*slots
 		assert.Equal(t, want, mem(c), "%+v: the documented formula for 8-byte payloads", c)
 	}
-	assert.GreaterOrEqual(t, mem(SFQConfig{Divisor: maxSFQDivisor})-base, 4*(maxSFQDivisor-DefaultSFQDivisor))
+	assert.GreaterOrEqual(t, mem(Config{Divisor: maxDivisor})-base, 4*(maxDivisor-DefaultDivisor))
 }
 
 // TestSFQBatchNoAllocs protects the burst path from allocating.
 func TestSFQBatchNoAllocs(t *testing.T) {
-	q, err := NewSFQ[uint64](SFQConfig{LimitPackets: 4096, Divisor: 1 << 16, Seed: 1}, nil)
+	q, err := New[uint64](Config{LimitPackets: 4096, Divisor: 1 << 16, Seed: 1}, nil)
 	require.NoError(t, err)
 	ps := make([]aqm.Packet[uint64], 32)
 	vs := make([]aqm.Verdict, 32)

@@ -1,4 +1,4 @@
-package fq
+package sfq
 
 import (
 	"testing"
@@ -12,7 +12,7 @@ import (
 // checks: changing limits, divisor, quantum and perturbation every few
 // operations of random traces loses, duplicates and reorders nothing.
 func TestSFQReconfigureUnderTraffic(t *testing.T) {
-	cycle := []SFQConfig{
+	cycle := []Config{
 		{LimitPackets: 64},
 		{LimitPackets: 8, DepthPackets: 3, Divisor: 4, HeadDrop: true},
 		{LimitPackets: 32, QuantumBytes: 300, PerturbPeriod: time.Millisecond},
@@ -21,7 +21,7 @@ func TestSFQReconfigureUnderTraffic(t *testing.T) {
 	f := sfqFactory(cycle[0])
 	f.LimitPackets, f.LimitBytes = 64, 0
 	f.Reconfigure = func(q aqm.Queue[uint64], i int) error {
-		return q.(*SFQ[uint64]).Reconfigure(cycle[i%len(cycle)])
+		return q.(*Queue[uint64]).Reconfigure(cycle[i%len(cycle)])
 	}
 	aqmtest.Run(t, f)
 }

@@ -1,4 +1,4 @@
-package fq
+package sfq
 
 import (
 	"math"
@@ -21,7 +21,7 @@ import (
 // lists: the slot that most recently changed its length comes first. Here
 // that is a stamp per flow, bumped every time its packet count changes.
 type refSFQ struct {
-	cfg   SFQConfig // validated
+	cfg   Config // validated
 	rnd   rng.Source
 	key   uint64
 	flows map[uint32]*refFlow
@@ -46,7 +46,7 @@ type refFlow struct {
 	stamp uint64
 }
 
-func newRefSFQ(cfg SFQConfig) *refSFQ {
+func newRefSFQ(cfg Config) *refSFQ {
 	if err := cfg.Validate(); err != nil {
 		panic(err)
 	}
@@ -241,8 +241,8 @@ type sfqTraceOp struct {
 	dt   time.Duration // advance before the op
 }
 
-func randomSFQConfig(r *rand.Rand) SFQConfig {
-	c := SFQConfig{
+func randomSFQConfig(r *rand.Rand) Config {
+	c := Config{
 		LimitPackets: 1 + r.IntN(40),
 		DepthPackets: 1 + r.IntN(20),
 		Divisor:      1 + r.IntN(64),
@@ -280,10 +280,10 @@ func randomSFQTrace(r *rand.Rand, n int) []sfqTraceOp {
 
 // runSFQDifferential feeds one trace to the fast SFQ and the reference and
 // requires identical verdicts, dequeued packets, evictions and sizes.
-func runSFQDifferential(t testing.TB, cfg SFQConfig, ops []sfqTraceOp) {
+func runSFQDifferential(t testing.TB, cfg Config, ops []sfqTraceOp) {
 	ref := newRefSFQ(cfg)
 	var evicted []aqm.Packet[uint64]
-	q, err := NewSFQ(cfg, func(p aqm.Packet[uint64], v aqm.Verdict) {
+	q, err := New(cfg, func(p aqm.Packet[uint64], v aqm.Verdict) {
 		if v != aqm.DroppedOverlimit {
 			t.Fatalf("eviction with verdict %v", v)
 		}
@@ -351,7 +351,7 @@ func TestSFQMatchesReference(t *testing.T) {
 func TestSFQReferenceBucket(t *testing.T) {
 	r := rand.New(rand.NewPCG(7, 7))
 	for range 100000 {
-		h, key, div := r.Uint32(), r.Uint64(), 1+r.IntN(maxSFQDivisor)
+		h, key, div := r.Uint32(), r.Uint64(), 1+r.IntN(maxDivisor)
 		require.Equal(t, refBucket(h, key, div), sfqBucket(h, key, uint32(div)))
 	}
 }

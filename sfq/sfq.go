@@ -1,4 +1,4 @@
-package fq
+package sfq
 
 import (
 	"errors"
@@ -11,44 +11,44 @@ import (
 	"github.com/aqmkit/aqmkit/internal/rng"
 )
 
-// Defaults of [SFQConfig], the values Linux sch_sfq uses when tc leaves a
+// Defaults of [Config], the values Linux sch_sfq uses when tc leaves a
 // parameter out.
 const (
-	// DefaultSFQLimitPackets is the whole queue's packet limit: 127, Linux's
+	// DefaultLimitPackets is the whole queue's packet limit: 127, Linux's
 	// SFQ_MAX_DEPTH, which tc prints as "limit 127p".
-	DefaultSFQLimitPackets = 127
-	// DefaultSFQDepthPackets is the per-flow packet limit: 127, Linux's
+	DefaultLimitPackets = 127
+	// DefaultDepthPackets is the per-flow packet limit: 127, Linux's
 	// default and maximum "depth".
-	DefaultSFQDepthPackets = 127
-	// DefaultSFQDivisor is the number of hash buckets: 1024, Linux's
+	DefaultDepthPackets = 127
+	// DefaultDivisor is the number of hash buckets: 1024, Linux's
 	// SFQ_DEFAULT_HASH_DIVISOR.
-	DefaultSFQDivisor = 1024
-	// DefaultSFQQuantumBytes is the round-robin quantum: 1514 bytes, Linux's
+	DefaultDivisor = 1024
+	// DefaultQuantumBytes is the round-robin quantum: 1514 bytes, Linux's
 	// psched_mtu for Ethernet (a 1500-byte MTU plus the 14-byte link header).
-	DefaultSFQQuantumBytes = 1514
+	DefaultQuantumBytes = 1514
 )
 
-// Upper bounds checked by [SFQConfig]; storage proportional to them is
-// allocated by [NewSFQ].
+// Upper bounds checked by [Config]; storage proportional to them is
+// allocated by [New].
 const (
-	maxSFQLimitPackets = 1 << 24 // as aqm.FIFO: 16 Mi packets, 640 MiB of nodes for 8-byte payloads
-	maxSFQDivisor      = 1 << 20 // 4 MiB of bucket table
-	maxSFQQuantum      = math.MaxUint32
+	maxLimitPackets = 1 << 24 // as fifo.Queue: 16 Mi packets, 640 MiB of nodes for 8-byte payloads
+	maxDivisor      = 1 << 20 // 4 MiB of bucket table
+	maxQuantum      = math.MaxUint32
 )
 
-// SFQConfig configures an [SFQ]. The zero value is Linux's default SFQ
+// Config configures an [Queue]. The zero value is Linux's default SFQ
 // ("limit 127p depth 127 divisor 1024 quantum 1514b", no perturbation,
-// tail drop) with a secret random hash key. [SFQConfigForLink] sizes the
+// tail drop) with a secret random hash key. [ConfigForLink] sizes the
 // limits for a link instead.
-type SFQConfig struct {
+type Config struct {
 	// LimitPackets is the most packets the whole queue holds. Zero means
-	// [DefaultSFQLimitPackets] (127). It must be in [1, 16777216]. SFQ has
+	// [DefaultLimitPackets] (127). It must be in [1, 16777216]. SFQ has
 	// no AQM, so this limit is what bounds the queueing delay: 127 full-size
 	// packets are 1.5 ms at 1 Gbit/s and 15 ms at 100 Mbit/s. Raise it for
 	// faster links or many concurrently active flows, but a limit that
 	// holds more than a second of queue at the link rate defeats the
 	// scheduler's purpose under unresponsive traffic: every flow then waits
-	// that long. [SFQConfigForLink] sizes it for a rate and round-trip time.
+	// that long. [ConfigForLink] sizes it for a rate and round-trip time.
 	LimitPackets int
 	// LimitBytes is the most bytes (sum of Size) the queue holds. Zero means
 	// no byte limit. A packet larger than LimitBytes is always refused. It
@@ -57,15 +57,15 @@ type SFQConfig struct {
 	// DepthPackets is the most packets one flow (one hash bucket) may hold;
 	// an arrival to a flow already at this depth is refused, or with
 	// HeadDrop replaces that flow's oldest packet. Zero means
-	// [DefaultSFQDepthPackets] (127). It must not be negative; values above
+	// [DefaultDepthPackets] (127). It must not be negative; values above
 	// LimitPackets have no effect.
 	DepthPackets int
 	// Divisor is the number of hash buckets packets are classified into.
-	// Zero means [DefaultSFQDivisor] (1024). It must be in [0, 1048576]; it
+	// Zero means [DefaultDivisor] (1024). It must be in [0, 1048576]; it
 	// need not be a power of two.
 	Divisor int
 	// QuantumBytes is the round-robin quantum in bytes: the credit (allot)
-	// a flow receives per round. Zero means [DefaultSFQQuantumBytes] (1514).
+	// a flow receives per round. Zero means [DefaultQuantumBytes] (1514).
 	// It must be in [0, 4294967295]. Quanta smaller than the packets are
 	// allowed (the scheduler then skips flows for several rounds in one
 	// step), but a quantum of at least the MTU gives the usual
@@ -85,21 +85,21 @@ type SFQConfig struct {
 	// Seed seeds the random source that draws the hash keys. Zero (the
 	// default, and the right choice in production) draws a secret seed from
 	// crypto/rand, so that no one can precompute flows that collide in
-	// your queue; [SFQ.Config] reports the seed drawn. A fixed non-zero
+	// your queue; [Queue.Config] reports the seed drawn. A fixed non-zero
 	// seed gives the same keys, hence the same decisions on the same trace:
 	// use one for tests and simulations only, since anyone who knows it
 	// knows the keys as well.
 	Seed uint64
 }
 
-// SFQConfigForLink returns the configuration of an SFQ draining a link of
+// ConfigForLink returns the configuration of an SFQ draining a link of
 // the given rate for flows whose round-trip time is about rtt (zero means
 // [aqm.DefaultRTT]): the packet and byte limits hold [aqm.Rate.BufferBytes]
 // (four round trips at the rate, between 64 KiB and 32 MiB), and every other
 // field keeps its default. SFQ has no AQM, so this buffer is the most delay
 // an unresponsive flow can build.
-func SFQConfigForLink(rate aqm.Rate, rtt time.Duration) SFQConfig {
-	return SFQConfig{
+func ConfigForLink(rate aqm.Rate, rtt time.Duration) Config {
+	return Config{
 		LimitPackets: rate.BufferPackets(rtt),
 		LimitBytes:   rate.BufferBytes(rtt),
 	}
@@ -108,12 +108,12 @@ func SFQConfigForLink(rate aqm.Rate, rtt time.Duration) SFQConfig {
 // Validate reports every bad field of c, one [aqm.ConfigError] each, joined
 // with errors.Join; each wraps [aqm.ErrInvalidConfig]. Zero fields take
 // their defaults and are valid. It does not modify c.
-func (c SFQConfig) Validate() error {
+func (c Config) Validate() error {
 	var errs []error
 	bad := func(field string, v any, rule string) {
-		errs = append(errs, &aqm.ConfigError{Pkg: "fq", Field: field, Value: v, Rule: rule})
+		errs = append(errs, &aqm.ConfigError{Pkg: "sfq", Field: field, Value: v, Rule: rule})
 	}
-	if c.LimitPackets < 0 || c.LimitPackets > maxSFQLimitPackets {
+	if c.LimitPackets < 0 || c.LimitPackets > maxLimitPackets {
 		bad("LimitPackets", c.LimitPackets, "must be in [0, 16777216] (0 means 127)")
 	}
 	if c.LimitBytes < 0 {
@@ -122,10 +122,10 @@ func (c SFQConfig) Validate() error {
 	if c.DepthPackets < 0 {
 		bad("DepthPackets", c.DepthPackets, "must not be negative (0 means 127)")
 	}
-	if c.Divisor < 0 || c.Divisor > maxSFQDivisor {
+	if c.Divisor < 0 || c.Divisor > maxDivisor {
 		bad("Divisor", c.Divisor, "must be in [0, 1048576] (0 means 1024)")
 	}
-	if c.QuantumBytes < 0 || int64(c.QuantumBytes) > maxSFQQuantum {
+	if c.QuantumBytes < 0 || int64(c.QuantumBytes) > maxQuantum {
 		bad("QuantumBytes", c.QuantumBytes, "must be in [0, 4294967295] (0 means 1514)")
 	}
 	if c.PerturbPeriod < 0 {
@@ -136,18 +136,18 @@ func (c SFQConfig) Validate() error {
 
 // withDefaults returns c with every zero field that has a default replaced
 // by it (Seed is left alone).
-func (c SFQConfig) withDefaults() SFQConfig {
+func (c Config) withDefaults() Config {
 	if c.LimitPackets == 0 {
-		c.LimitPackets = DefaultSFQLimitPackets
+		c.LimitPackets = DefaultLimitPackets
 	}
 	if c.DepthPackets == 0 {
-		c.DepthPackets = DefaultSFQDepthPackets
+		c.DepthPackets = DefaultDepthPackets
 	}
 	if c.Divisor == 0 {
-		c.Divisor = DefaultSFQDivisor
+		c.Divisor = DefaultDivisor
 	}
 	if c.QuantumBytes == 0 {
-		c.QuantumBytes = DefaultSFQQuantumBytes
+		c.QuantumBytes = DefaultQuantumBytes
 	}
 	return c
 }
@@ -163,7 +163,7 @@ type sfqParams struct {
 	headDrop   bool
 }
 
-func makeSFQParams(c SFQConfig) sfqParams {
+func makeSFQParams(c Config) sfqParams {
 	return sfqParams{
 		limit:      c.LimitPackets,
 		limitBytes: c.LimitBytes,
@@ -270,9 +270,9 @@ type sfqLink struct{ next, prev uint32 }
 //     value before), so packets up to 4 GiB are charged exactly.
 //
 // An SFQ is not safe for concurrent use.
-type SFQ[T any] struct {
+type Queue[T any] struct {
 	p      sfqParams
-	cfg    SFQConfig // effective: defaults filled in, the seed in use
+	cfg    Config // effective: defaults filled in, the seed in use
 	key    uint64
 	rnd    rng.Source
 	nslots uint32
@@ -294,22 +294,22 @@ type SFQ[T any] struct {
 
 	onDrop   aqm.DropFunc[T]
 	stats    aqm.Stats
-	detail   SFQDetail // counters only; gauges are filled in by Detail
-	memBytes int       // bytes allocated by init
+	detail   Detail // counters only; gauges are filled in by Detail
+	memBytes int    // bytes allocated by init
 }
 
-var _ aqm.BatchQueue[int] = (*SFQ[int])(nil)
+var _ aqm.BatchQueue[int] = (*Queue[int])(nil)
 
-// NewSFQ returns an empty SFQ. onDrop receives the queued packets that the
+// New returns an empty SFQ. onDrop receives the queued packets that the
 // overflow or depth drops evict; it may be nil. The error wraps
 // [aqm.ErrInvalidConfig] for each bad field.
-func NewSFQ[T any](cfg SFQConfig, onDrop aqm.DropFunc[T]) (*SFQ[T], error) {
+func New[T any](cfg Config, onDrop aqm.DropFunc[T]) (*Queue[T], error) {
 	if err := cfg.Validate(); err != nil {
 		return nil, err
 	}
 	cfg = cfg.withDefaults()
 	cfg.Seed = rng.SeedOrRandom(cfg.Seed)
-	q := &SFQ[T]{onDrop: onDrop, cfg: cfg}
+	q := &Queue[T]{onDrop: onDrop, cfg: cfg}
 	q.rnd.Seed(cfg.Seed)
 	q.key = q.rnd.Uint64()
 	q.init(makeSFQParams(cfg), cfg.LimitPackets+1)
@@ -318,7 +318,7 @@ func NewSFQ[T any](cfg SFQConfig, onDrop aqm.DropFunc[T]) (*SFQ[T], error) {
 
 // init allocates storage for capacity packets (the limit plus the arrival
 // held while a victim is chosen) and resets the queue to empty.
-func (q *SFQ[T]) init(p sfqParams, capacity int) {
+func (q *Queue[T]) init(p sfqParams, capacity int) {
 	q.p = p
 	q.nslots = uint32(min(int(p.divisor), capacity))
 	q.ht = make([]uint32, p.divisor)
@@ -352,7 +352,7 @@ func (q *SFQ[T]) init(p sfqParams, capacity int) {
 // SplitMix64 finaliser (a bijection on 64 bits with full avalanche) of the
 // hash xor the key, whose top 32 bits are scaled into [0, divisor) by a
 // multiply-shift ((x * divisor) >> 32 for x < 2^32).
-func (q *SFQ[T]) bucket(h uint32) uint32 {
+func (q *Queue[T]) bucket(h uint32) uint32 {
 	return sfqBucket(h, q.key, q.p.divisor)
 }
 
@@ -367,7 +367,7 @@ func sfqBucket(h uint32, key uint64, divisor uint32) uint32 {
 // link puts slot x at the head of the list for its depth (most recent
 // first, as Linux does, so the arrival's own flow is preferred among equal
 // longest flows).
-func (q *SFQ[T]) link(x uint32) {
+func (q *Queue[T]) link(x uint32) {
 	h := q.nslots + q.slots[x].n
 	n := q.links[h].next
 	q.links[x] = sfqLink{next: n, prev: h}
@@ -375,7 +375,7 @@ func (q *SFQ[T]) link(x uint32) {
 	q.links[n].prev = x
 }
 
-func (q *SFQ[T]) unlink(x uint32) (next, prev uint32) {
+func (q *Queue[T]) unlink(x uint32) (next, prev uint32) {
 	l := q.links[x]
 	q.links[l.prev].next = l.next
 	q.links[l.next].prev = l.prev
@@ -383,7 +383,7 @@ func (q *SFQ[T]) unlink(x uint32) (next, prev uint32) {
 }
 
 // inc and dec move slot x to the next deeper or shallower depth list.
-func (q *SFQ[T]) inc(x uint32) {
+func (q *Queue[T]) inc(x uint32) {
 	q.unlink(x)
 	q.slots[x].n++
 	if d := q.slots[x].n; d > q.curDepth {
@@ -392,7 +392,7 @@ func (q *SFQ[T]) inc(x uint32) {
 	q.link(x)
 }
 
-func (q *SFQ[T]) dec(x uint32) {
+func (q *Queue[T]) dec(x uint32) {
 	n, p := q.unlink(x)
 	d := q.slots[x].n
 	q.slots[x].n--
@@ -403,12 +403,12 @@ func (q *SFQ[T]) dec(x uint32) {
 }
 
 // attach returns the slot of bucket b, binding a free slot if it has none.
-func (q *SFQ[T]) attach(b uint32) uint32 {
+func (q *Queue[T]) attach(b uint32) uint32 {
 	x := q.ht[b]
 	if x == sfqNone {
 		x = q.links[q.nslots].next // head of the depth-0 (free) list
 		if x >= q.nslots {
-			panic("fq: SFQ has no free flow slot")
+			panic("sfq: has no free flow slot")
 		}
 		q.ht[b] = x
 		q.slots[x].bucket = b
@@ -418,7 +418,7 @@ func (q *SFQ[T]) attach(b uint32) uint32 {
 
 // appendNode adds node i at the tail of slot x and accounts it; a slot that
 // becomes active joins the ring behind the current tail with a full quantum.
-func (q *SFQ[T]) appendNode(x, i uint32) {
+func (q *Queue[T]) appendNode(x, i uint32) {
 	s := &q.slots[x]
 	q.linkTail(s, i)
 	s.backlog += uint64(q.nodes[i].pkt.Size)
@@ -429,7 +429,7 @@ func (q *SFQ[T]) appendNode(x, i uint32) {
 }
 
 // linkTail links node i behind slot s's newest packet.
-func (q *SFQ[T]) linkTail(s *sfqSlot, i uint32) {
+func (q *Queue[T]) linkTail(s *sfqSlot, i uint32) {
 	nd := &q.nodes[i]
 	nd.next, nd.prev = sfqNone, s.tail
 	if s.tail == sfqNone {
@@ -442,7 +442,7 @@ func (q *SFQ[T]) linkTail(s *sfqSlot, i uint32) {
 
 // activate puts slot x, which has just received its first packet, in the
 // ring behind the current tail with a full quantum.
-func (q *SFQ[T]) activate(x uint32) {
+func (q *Queue[T]) activate(x uint32) {
 	s := &q.slots[x]
 	if q.tail == sfqNone {
 		s.next = x
@@ -458,7 +458,7 @@ func (q *SFQ[T]) activate(x uint32) {
 // moveDepth takes slot x off its depth list and puts it at the head of the
 // list for depth d (inc and dec without the count and curDepth updates).
 // It reports whether x was alone on its old list.
-func (q *SFQ[T]) moveDepth(x, d uint32) bool {
+func (q *Queue[T]) moveDepth(x, d uint32) bool {
 	links := q.links
 	l := links[x]
 	links[l.prev].next = l.next
@@ -473,14 +473,14 @@ func (q *SFQ[T]) moveDepth(x, d uint32) bool {
 
 // unlinkNode removes node i from slot x's packet list and frees it; the
 // caller fixes the depth lists.
-func (q *SFQ[T]) unlinkNode(x, i uint32) (p aqm.Packet[T]) {
+func (q *Queue[T]) unlinkNode(x, i uint32) (p aqm.Packet[T]) {
 	q.unlinkNodeInto(x, i, &p)
 	return p
 }
 
 // unlinkNodeInto is unlinkNode storing the packet in *dst with one
 // whole-Packet copy (see Dequeue).
-func (q *SFQ[T]) unlinkNodeInto(x, i uint32, dst *aqm.Packet[T]) {
+func (q *Queue[T]) unlinkNodeInto(x, i uint32, dst *aqm.Packet[T]) {
 	s := &q.slots[x]
 	nd := &q.nodes[i]
 	isHead := i == s.head // the head's prev is not maintained
@@ -505,7 +505,7 @@ func (q *SFQ[T]) unlinkNodeInto(x, i uint32, dst *aqm.Packet[T]) {
 
 // release unbinds slot x, which has just become empty and is the front of
 // the ring (the successor of q.tail).
-func (q *SFQ[T]) release(x uint32) {
+func (q *Queue[T]) release(x uint32) {
 	s := &q.slots[x]
 	q.ht[s.bucket] = sfqNone
 	if s.next == x {
@@ -520,14 +520,14 @@ func (q *SFQ[T]) release(x uint32) {
 
 // removeNode takes node i out of slot x with all bookkeeping. x must keep a
 // packet or be the front of the ring.
-func (q *SFQ[T]) removeNode(x, i uint32) (p aqm.Packet[T]) {
+func (q *Queue[T]) removeNode(x, i uint32) (p aqm.Packet[T]) {
 	q.removeNodeInto(x, i, &p)
 	return p
 }
 
 // removeNodeInto is removeNode storing the packet in *dst with one
 // whole-Packet copy (see Dequeue).
-func (q *SFQ[T]) removeNodeInto(x, i uint32, dst *aqm.Packet[T]) {
+func (q *Queue[T]) removeNodeInto(x, i uint32, dst *aqm.Packet[T]) {
 	q.unlinkNodeInto(x, i, dst)
 	q.dec(x)
 	q.n--
@@ -542,7 +542,7 @@ func (q *SFQ[T]) removeNodeInto(x, i uint32, dst *aqm.Packet[T]) {
 // LimitBytes, if the queue is above a limit lowered by Reconfigure, or if it
 // is itself the packet chosen by the overflow drop. Other packets dropped to
 // make room go to the DropFunc.
-func (q *SFQ[T]) Enqueue(p aqm.Packet[T], now aqm.Time) aqm.Verdict {
+func (q *Queue[T]) Enqueue(p aqm.Packet[T], now aqm.Time) aqm.Verdict {
 	p.ECN &= aqm.ECNMask
 	p.Enqueued = now
 	q.stats.NoteSize(p.Size)
@@ -564,7 +564,7 @@ func (q *SFQ[T]) Enqueue(p aqm.Packet[T], now aqm.Time) aqm.Verdict {
 	}
 	i := q.free
 	if i == sfqNone {
-		panic("fq: SFQ packet slab exhausted")
+		panic("sfq: packet slab exhausted")
 	}
 	nd := &q.nodes[i]
 	q.free = nd.next
@@ -592,7 +592,7 @@ func (q *SFQ[T]) Enqueue(p aqm.Packet[T], now aqm.Time) aqm.Verdict {
 
 // replaceHead is Enqueue's HeadDrop path for an arrival p to slot x, which
 // is at DepthPackets.
-func (q *SFQ[T]) replaceHead(x uint32, p aqm.Packet[T]) aqm.Verdict {
+func (q *Queue[T]) replaceHead(x uint32, p aqm.Packet[T]) aqm.Verdict {
 	size := int(p.Size)
 	lb := q.p.limitBytes
 	// Replace the flow's oldest packet: the depth and the flow's place
@@ -617,7 +617,7 @@ func (q *SFQ[T]) replaceHead(x uint32, p aqm.Packet[T]) aqm.Verdict {
 // overflow drops packets from a longest flow until the queue is within its
 // limits; arrival is the node of the packet just added. It refuses the
 // arrival if it is chosen.
-func (q *SFQ[T]) overflow(arrival uint32, size uint32) aqm.Verdict {
+func (q *Queue[T]) overflow(arrival uint32, size uint32) aqm.Verdict {
 	lb := q.p.limitBytes
 	for q.n > q.p.limit || (lb > 0 && q.backlog > lb) {
 		var x, i uint32
@@ -645,13 +645,13 @@ func (q *SFQ[T]) overflow(arrival uint32, size uint32) aqm.Verdict {
 	return aqm.Enqueued
 }
 
-func (q *SFQ[T]) refuse(p aqm.Packet[T]) aqm.Verdict {
+func (q *Queue[T]) refuse(p aqm.Packet[T]) aqm.Verdict {
 	q.stats.CountDrop(aqm.DroppedOverlimit, p.Size, false)
 	return aqm.DroppedOverlimit
 }
 
 // evicted reports a queued packet dropped to make room.
-func (q *SFQ[T]) evicted(p aqm.Packet[T]) {
+func (q *Queue[T]) evicted(p aqm.Packet[T]) {
 	q.stats.CountDrop(aqm.DroppedOverlimit, p.Size, true)
 	if q.onDrop != nil {
 		q.onDrop(p, aqm.DroppedOverlimit)
@@ -660,7 +660,7 @@ func (q *SFQ[T]) evicted(p aqm.Packet[T]) {
 
 // Dequeue returns the oldest packet of the flow whose round-robin turn it
 // is.
-func (q *SFQ[T]) Dequeue(now aqm.Time) (p aqm.Packet[T], ok bool) {
+func (q *Queue[T]) Dequeue(now aqm.Time) (p aqm.Packet[T], ok bool) {
 	if q.tail == sfqNone {
 		return p, false
 	}
@@ -714,7 +714,7 @@ func (q *SFQ[T]) Dequeue(now aqm.Time) (p aqm.Packet[T], ok bool) {
 // accepted: the outcome of n calls of Enqueue, as [aqm.BatchQueue]
 // defines it. Arrivals below every limit are handled inline; the rest
 // take Enqueue's own path.
-func (q *SFQ[T]) EnqueueBatch(ps []aqm.Packet[T], vs []aqm.Verdict, now aqm.Time) int {
+func (q *Queue[T]) EnqueueBatch(ps []aqm.Packet[T], vs []aqm.Verdict, now aqm.Time) int {
 	n := min(len(ps), len(vs))
 	if n == 0 {
 		return 0
@@ -784,7 +784,7 @@ func (q *SFQ[T]) EnqueueBatch(ps []aqm.Packet[T], vs []aqm.Verdict, now aqm.Time
 // returns how many: the outcome of that many calls of Dequeue, as
 // [aqm.BatchQueue] defines it. Dequeue's work is done inline except a turn
 // that skips more than one flow (quanta smaller than the packets).
-func (q *SFQ[T]) DequeueBatch(buf []aqm.Packet[T], now aqm.Time) int {
+func (q *Queue[T]) DequeueBatch(buf []aqm.Packet[T], now aqm.Time) int {
 	for k := range buf {
 		if q.tail == sfqNone {
 			return k
@@ -837,7 +837,7 @@ func (q *SFQ[T]) DequeueBatch(buf []aqm.Packet[T], now aqm.Time) int {
 // front). It takes at most steps steps (dequeue has taken the first of a
 // round of active+1 already); with QuantumBytes at least the largest packet
 // they suffice, otherwise it finishes in closed form.
-func (q *SFQ[T]) advance(steps int) uint32 {
+func (q *Queue[T]) advance(steps int) uint32 {
 	for range steps {
 		x := q.slots[q.tail].next
 		s := &q.slots[x]
@@ -858,7 +858,7 @@ func (q *SFQ[T]) advance(steps int) uint32 {
 // so it stops at the flow c minimising (r_c, c). By then flows before c were
 // visited r_c+1 times, c and the flows after it r_c times, and the tail is
 // c's predecessor.
-func (q *SFQ[T]) advanceClosedForm() uint32 {
+func (q *Queue[T]) advanceClosedForm() uint32 {
 	quantum := q.p.quantum
 	need := func(a int64) int64 {
 		if a > 0 {
@@ -901,7 +901,7 @@ func (q *SFQ[T]) advanceClosedForm() uint32 {
 // ahead of now than one period (left by a reading far in the future, or
 // by time running backwards) is pulled back to now plus one period, so a
 // clock glitch delays the next re-key by at most one period.
-func (q *SFQ[T]) maybePerturb(now aqm.Time) {
+func (q *Queue[T]) maybePerturb(now aqm.Time) {
 	if !q.armed {
 		q.armed = true
 		q.nextPerturb = sfqAddSat(now, q.p.period)
@@ -936,7 +936,7 @@ func sfqAddSat(t aqm.Time, d time.Duration) aqm.Time {
 // (ring order from the front, FIFO within each flow), leaves every slot free
 // and the ring empty, and returns the list's first node. The nodes stay
 // allocated; the packet and byte counts are left as they are.
-func (q *SFQ[T]) chain() uint32 {
+func (q *Queue[T]) chain() uint32 {
 	if q.tail == sfqNone {
 		return sfqNone
 	}
@@ -968,7 +968,7 @@ func (q *SFQ[T]) chain() uint32 {
 
 // rehash re-classifies every queued packet under the current key, in
 // service order, without dropping any.
-func (q *SFQ[T]) rehash() {
+func (q *Queue[T]) rehash() {
 	for i := q.chain(); i != sfqNone; {
 		next := q.nodes[i].next
 		q.appendNode(q.attach(q.bucket(q.nodes[i].pkt.Hash)), i)
@@ -977,20 +977,20 @@ func (q *SFQ[T]) rehash() {
 }
 
 // Len returns the number of queued packets.
-func (q *SFQ[T]) Len() int { return q.n }
+func (q *Queue[T]) Len() int { return q.n }
 
 // Backlog returns the number of queued bytes.
-func (q *SFQ[T]) Backlog() int { return q.backlog }
+func (q *Queue[T]) Backlog() int { return q.backlog }
 
 // Stats returns a snapshot of the counters.
-func (q *SFQ[T]) Stats() aqm.Stats {
+func (q *Queue[T]) Stats() aqm.Stats {
 	s := q.stats
 	s.Len, s.Backlog = q.n, q.backlog
 	return s
 }
 
-// SFQDetail is the SFQ-specific state returned by [SFQ.Detail].
-type SFQDetail struct {
+// Detail is the SFQ-specific state returned by [Queue.Detail].
+type Detail struct {
 	// ActiveFlows is the number of flows (buckets) holding packets.
 	ActiveFlows int
 	// LongestFlowPackets is the packet count of a longest flow.
@@ -1019,7 +1019,7 @@ type SFQDetail struct {
 // longest_flow_packets and memory_bytes (gauges), perturbations,
 // depth_drops_packets and overflow_drops_packets (counters), and
 // next_perturb_ns (a gauge: the instant of the next re-key, 0 if none).
-func (d SFQDetail) Metrics() iter.Seq[aqm.Metric] {
+func (d Detail) Metrics() iter.Seq[aqm.Metric] {
 	return func(yield func(aqm.Metric) bool) {
 		_ = yield(aqm.Metric{Name: "active_flows", Kind: aqm.Gauge, Value: float64(d.ActiveFlows)}) &&
 			yield(aqm.Metric{Name: "longest_flow_packets", Kind: aqm.Gauge, Value: float64(d.LongestFlowPackets)}) &&
@@ -1032,7 +1032,7 @@ func (d SFQDetail) Metrics() iter.Seq[aqm.Metric] {
 }
 
 // Detail returns a snapshot of the SFQ-specific state.
-func (q *SFQ[T]) Detail() SFQDetail {
+func (q *Queue[T]) Detail() Detail {
 	d := q.detail
 	d.ActiveFlows = q.active
 	d.LongestFlowPackets = int(q.curDepth)
@@ -1044,9 +1044,9 @@ func (q *SFQ[T]) Detail() SFQDetail {
 	return d
 }
 
-// SFQFlowDetail is the state of one flow, the analogue of Linux's per-class
+// FlowDetail is the state of one flow, the analogue of Linux's per-class
 // SFQ statistics.
-type SFQFlowDetail struct {
+type FlowDetail struct {
 	// Packets and Bytes are the flow's backlog.
 	Packets int
 	Bytes   int
@@ -1058,31 +1058,31 @@ type SFQFlowDetail struct {
 // Flow returns the state of the flow (bucket) that packets with the given
 // hash are classified into under the current key, and false if that bucket
 // holds no packets.
-func (q *SFQ[T]) Flow(hash uint32) (SFQFlowDetail, bool) {
+func (q *Queue[T]) Flow(hash uint32) (FlowDetail, bool) {
 	x := q.ht[q.bucket(hash)]
 	if x == sfqNone {
-		return SFQFlowDetail{}, false
+		return FlowDetail{}, false
 	}
 	s := &q.slots[x]
-	return SFQFlowDetail{Packets: int(s.n), Bytes: int(s.backlog), AllotBytes: s.allot}, true
+	return FlowDetail{Packets: int(s.n), Bytes: int(s.backlog), AllotBytes: s.allot}, true
 }
 
-// Config returns the configuration in effect: the one given to [NewSFQ] or
-// the last successful [SFQ.Reconfigure], with every default filled in and
+// Config returns the configuration in effect: the one given to [New] or
+// the last successful [Queue.Reconfigure], with every default filled in and
 // Seed set to the seed in use (the one drawn from crypto/rand if the
 // configuration gave zero).
-func (q *SFQ[T]) Config() SFQConfig { return q.cfg }
+func (q *Queue[T]) Config() Config { return q.cfg }
 
 // Reconfigure validates cfg and applies it to the running queue without
 // losing, duplicating or reordering any queued packet. Seed is ignored: the
-// key and random stream carry on, and [SFQ.Config] keeps reporting the seed
+// key and random stream carry on, and [Queue.Config] keeps reporting the seed
 // in use. A limit below the current length or
 // backlog keeps the queued packets and refuses arrivals until the queue is
 // back within it. If the packet capacity must grow or Divisor changes,
 // storage is reallocated and the packets are re-classified in service order
 // (every flow restarts with a full quantum); otherwise the change is in
 // place. Changing PerturbPeriod restarts the period from the next Enqueue.
-func (q *SFQ[T]) Reconfigure(cfg SFQConfig) error {
+func (q *Queue[T]) Reconfigure(cfg Config) error {
 	if err := cfg.Validate(); err != nil {
 		return err
 	}

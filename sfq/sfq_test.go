@@ -1,4 +1,4 @@
-package fq
+package sfq
 
 import (
 	"errors"
@@ -21,10 +21,10 @@ import (
 // (Linux's "limit 127p depth 127 divisor 1024", quantum one Ethernet MTU,
 // no perturbation, tail drop).
 func TestSFQConfigDefaults(t *testing.T) {
-	var c SFQConfig
+	var c Config
 	require.NoError(t, c.Validate())
-	assert.Equal(t, SFQConfig{LimitPackets: 127, DepthPackets: 127, Divisor: 1024, QuantumBytes: 1514}, c.withDefaults())
-	q, err := NewSFQ[int](SFQConfig{}, nil)
+	assert.Equal(t, Config{LimitPackets: 127, DepthPackets: 127, Divisor: 1024, QuantumBytes: 1514}, c.withDefaults())
+	q, err := New[int](Config{}, nil)
 	require.NoError(t, err)
 	got := q.Config()
 	assert.NotZero(t, got.Seed, "the seed drawn is reported")
@@ -37,22 +37,22 @@ func TestSFQConfigDefaults(t *testing.T) {
 // TestSFQConfigErrors protects validation: every bad field is named, each
 // error wraps aqm.ErrInvalidConfig, and nothing is built.
 func TestSFQConfigErrors(t *testing.T) {
-	bad := SFQConfig{LimitPackets: -1, LimitBytes: -1, DepthPackets: -1, Divisor: maxSFQDivisor + 1,
+	bad := Config{LimitPackets: -1, LimitBytes: -1, DepthPackets: -1, Divisor: maxDivisor + 1,
 		QuantumBytes: -5, PerturbPeriod: -time.Second}
-	q, err := NewSFQ[int](bad, nil)
+	q, err := New[int](bad, nil)
 	require.Error(t, err)
 	assert.Nil(t, q)
 	assert.ErrorIs(t, err, aqm.ErrInvalidConfig)
 	for _, f := range []string{"LimitPackets", "LimitBytes", "DepthPackets", "Divisor", "QuantumBytes", "PerturbPeriod"} {
-		assert.Contains(t, err.Error(), "fq: "+f+" (", f)
+		assert.Contains(t, err.Error(), "sfq: "+f+" (", f)
 	}
 	var ce *aqm.ConfigError
 	require.True(t, errors.As(err, &ce))
-	assert.Equal(t, "fq", ce.Pkg)
-	_, err = NewSFQ[int](SFQConfig{LimitPackets: maxSFQLimitPackets + 1}, nil)
+	assert.Equal(t, "sfq", ce.Pkg)
+	_, err = New[int](Config{LimitPackets: maxLimitPackets + 1}, nil)
 	assert.ErrorIs(t, err, aqm.ErrInvalidConfig)
 	if intBits == 64 {
-		_, err = NewSFQ[int](SFQConfig{QuantumBytes: math.MaxUint32 + 1}, nil)
+		_, err = New[int](Config{QuantumBytes: math.MaxUint32 + 1}, nil)
 		assert.ErrorIs(t, err, aqm.ErrInvalidConfig)
 	}
 }
@@ -78,13 +78,13 @@ const sfqT0 = aqm.Time(1_000_000_000)
 
 // runSFQSteps plays steps against a queue built from cfg. The hashes used
 // must fall in distinct buckets (checked), so flows are exactly the hashes.
-func runSFQSteps(t *testing.T, cfg SFQConfig, steps []sfqStep) *SFQ[uint64] {
+func runSFQSteps(t *testing.T, cfg Config, steps []sfqStep) *Queue[uint64] {
 	t.Helper()
 	if cfg.Seed == 0 {
 		cfg.Seed = 1 // the bucket check below is for one fixed key
 	}
 	var evicted []uint64
-	q, err := NewSFQ(cfg, func(p aqm.Packet[uint64], v aqm.Verdict) {
+	q, err := New(cfg, func(p aqm.Packet[uint64], v aqm.Verdict) {
 		assert.Equal(t, aqm.DroppedOverlimit, v)
 		evicted = append(evicted, p.Payload)
 	})
@@ -140,7 +140,7 @@ const (
 // TestSFQSteps protects the scheduling and drop rules at fixed instants; each
 // expectation is derived by hand from the rules in the SFQ doc comment.
 func TestSFQSteps(t *testing.T) {
-	big := SFQConfig{LimitPackets: 100, Divisor: 1 << 20, Seed: 1, QuantumBytes: 1000}
+	big := Config{LimitPackets: 100, Divisor: 1 << 20, Seed: 1, QuantumBytes: 1000}
 	ok, refused := aqm.Enqueued, aqm.DroppedOverlimit
 	t.Run("drr-bytes", func(t *testing.T) {
 		// A: 600,600,600; B: 1000,1000; quantum 1000. A (allot 1000) sends
@@ -168,7 +168,7 @@ func TestSFQSteps(t *testing.T) {
 		// makes it rejoin behind B with a fresh 1000. B sends B1 (credit 0);
 		// B is refilled and moved back, A (1000) sends A2, then B2. Had A
 		// kept its -500, it would have been skipped once and B2 gone first.
-		runSFQSteps(t, SFQConfig{LimitPackets: 100, Divisor: 1 << 20, Seed: 1, QuantumBytes: 1000}, []sfqStep{
+		runSFQSteps(t, Config{LimitPackets: 100, Divisor: 1 << 20, Seed: 1, QuantumBytes: 1000}, []sfqStep{
 			enq(fA, 1500, 1, ok), enq(fB, 1000, 11, ok), enq(fB, 1000, 12, ok),
 			deq(1),
 			enq(fA, 1000, 2, ok),
@@ -180,7 +180,7 @@ func TestSFQSteps(t *testing.T) {
 		// longest, its newest packet (3) goes. A's own arrival when A is
 		// longest is the victim itself: refused.
 		// Quantum 100 = one 100-byte packet per turn.
-		runSFQSteps(t, SFQConfig{LimitPackets: 4, Divisor: 1 << 20, Seed: 1, QuantumBytes: 100}, []sfqStep{
+		runSFQSteps(t, Config{LimitPackets: 4, Divisor: 1 << 20, Seed: 1, QuantumBytes: 100}, []sfqStep{
 			enq(fA, 100, 1, ok), enq(fA, 100, 2, ok), enq(fA, 100, 3, ok), enq(fB, 100, 11, ok),
 			enq(fB, 100, 12, ok, 3),
 			enq(fA, 100, 4, refused), // A 2, B 2: A reaches 3, longest
@@ -191,7 +191,7 @@ func TestSFQSteps(t *testing.T) {
 	t.Run("overflow-head-drop-longest", func(t *testing.T) {
 		// As above with HeadDrop: the longest flow loses its oldest packet,
 		// and an arrival to the longest flow is kept (its flow's head goes).
-		runSFQSteps(t, SFQConfig{LimitPackets: 4, Divisor: 1 << 20, Seed: 1, QuantumBytes: 100, HeadDrop: true}, []sfqStep{
+		runSFQSteps(t, Config{LimitPackets: 4, Divisor: 1 << 20, Seed: 1, QuantumBytes: 100, HeadDrop: true}, []sfqStep{
 			enq(fA, 100, 1, ok), enq(fA, 100, 2, ok), enq(fA, 100, 3, ok), enq(fB, 100, 11, ok),
 			enq(fB, 100, 12, ok, 1),
 			enq(fA, 100, 4, ok, 2),
@@ -201,7 +201,7 @@ func TestSFQSteps(t *testing.T) {
 	t.Run("tie-prefers-most-recent", func(t *testing.T) {
 		// limit 4: A 2, B 2 (B reached 2 last). C's arrival: A and B are
 		// both longest; the one that changed length last (B) loses its tail.
-		runSFQSteps(t, SFQConfig{LimitPackets: 4, Divisor: 1 << 20, Seed: 1}, []sfqStep{
+		runSFQSteps(t, Config{LimitPackets: 4, Divisor: 1 << 20, Seed: 1}, []sfqStep{
 			enq(fA, 100, 1, ok), enq(fA, 100, 2, ok), enq(fB, 100, 11, ok), enq(fB, 100, 12, ok),
 			enq(fC, 100, 21, ok, 12),
 			enq(fA, 100, 3, refused), // A 3 is the unique longest
@@ -210,7 +210,7 @@ func TestSFQSteps(t *testing.T) {
 	t.Run("all-depth-one-drops-front", func(t *testing.T) {
 		// limit 2, every flow one packet: the front of the ring (A, the
 		// next to be served) loses its packet and leaves the ring.
-		runSFQSteps(t, SFQConfig{LimitPackets: 2, Divisor: 1 << 20, Seed: 1}, []sfqStep{
+		runSFQSteps(t, Config{LimitPackets: 2, Divisor: 1 << 20, Seed: 1}, []sfqStep{
 			enq(fA, 100, 1, ok), enq(fB, 100, 11, ok),
 			enq(fC, 100, 21, ok, 1),
 			deq(11), deq(21), deq(0),
@@ -219,11 +219,11 @@ func TestSFQSteps(t *testing.T) {
 	t.Run("depth-limit", func(t *testing.T) {
 		// depth 2: A's third packet is refused; with HeadDrop it replaces
 		// A's oldest.
-		runSFQSteps(t, SFQConfig{DepthPackets: 2, Divisor: 1 << 20, Seed: 1}, []sfqStep{
+		runSFQSteps(t, Config{DepthPackets: 2, Divisor: 1 << 20, Seed: 1}, []sfqStep{
 			enq(fA, 100, 1, ok), enq(fA, 100, 2, ok), enq(fA, 100, 3, refused),
 			deq(1), deq(2), deq(0),
 		})
-		q := runSFQSteps(t, SFQConfig{DepthPackets: 2, Divisor: 1 << 20, Seed: 1, HeadDrop: true}, []sfqStep{
+		q := runSFQSteps(t, Config{DepthPackets: 2, Divisor: 1 << 20, Seed: 1, HeadDrop: true}, []sfqStep{
 			enq(fA, 100, 1, ok), enq(fA, 100, 2, ok), enq(fA, 100, 3, ok, 1),
 			deq(2), deq(3), deq(0),
 		})
@@ -233,7 +233,7 @@ func TestSFQSteps(t *testing.T) {
 		// 3000 bytes: A 1000+1000, B 1500 makes 3500: A (2 packets) is the
 		// longest, its tail goes (2500 left). A 4000-byte packet is refused
 		// outright.
-		runSFQSteps(t, SFQConfig{LimitBytes: 3000, Divisor: 1 << 20, Seed: 1}, []sfqStep{
+		runSFQSteps(t, Config{LimitBytes: 3000, Divisor: 1 << 20, Seed: 1}, []sfqStep{
 			enq(fA, 1000, 1, ok), enq(fA, 1000, 2, ok), enq(fB, 1500, 11, ok, 2),
 			enq(fC, 4000, 21, refused),
 			deq(1), deq(11), deq(0),
@@ -243,8 +243,8 @@ func TestSFQSteps(t *testing.T) {
 		// Period 10 ms: the first Enqueue (t0) arms t0+10ms; 9.999 ms later
 		// nothing happens; at t0+10ms the key changes and the next instant
 		// is t0+20ms. FIFO within the flow survives the re-key.
-		cfg := SFQConfig{Divisor: 1 << 20, Seed: 1, PerturbPeriod: 10 * time.Millisecond}
-		q, err := NewSFQ[uint64](cfg, nil)
+		cfg := Config{Divisor: 1 << 20, Seed: 1, PerturbPeriod: 10 * time.Millisecond}
+		q, err := New[uint64](cfg, nil)
 		require.NoError(t, err)
 		assert.Zero(t, q.Detail().NextPerturb)
 		q.Enqueue(aqm.Packet[uint64]{Payload: 1, Meta: aqm.Meta{Hash: fA}}, sfqT0)
@@ -267,7 +267,7 @@ func TestSFQSteps(t *testing.T) {
 
 // TestSFQDepthDropCounter protects Detail's depth and overflow counters.
 func TestSFQDepthDropCounter(t *testing.T) {
-	q, err := NewSFQ[uint64](SFQConfig{LimitPackets: 3, DepthPackets: 2, Divisor: 1 << 20, Seed: 1}, nil)
+	q, err := New[uint64](Config{LimitPackets: 3, DepthPackets: 2, Divisor: 1 << 20, Seed: 1}, nil)
 	require.NoError(t, err)
 	for i := range 3 {
 		q.Enqueue(aqm.Packet[uint64]{Payload: uint64(i), Meta: aqm.Meta{Hash: fA}}, sfqT0)
@@ -281,11 +281,11 @@ func TestSFQDepthDropCounter(t *testing.T) {
 	assert.Equal(t, 1, d.LongestFlowPackets)
 	f, ok := q.Flow(fB)
 	require.True(t, ok)
-	assert.Equal(t, SFQFlowDetail{Packets: 1, Bytes: 0, AllotBytes: DefaultSFQQuantumBytes}, f)
+	assert.Equal(t, FlowDetail{Packets: 1, Bytes: 0, AllotBytes: DefaultQuantumBytes}, f)
 }
 
 // sfqFactory adapts a config to the conformance kit.
-func sfqFactory(cfg SFQConfig) aqmtest.Factory {
+func sfqFactory(cfg Config) aqmtest.Factory {
 	if err := cfg.Validate(); err != nil {
 		panic(err)
 	}
@@ -294,14 +294,14 @@ func sfqFactory(cfg SFQConfig) aqmtest.Factory {
 		New: func(seed uint64, onDrop aqm.DropFunc[uint64]) (aqm.Queue[uint64], error) {
 			c := cfg
 			c.Seed = seed
-			return NewSFQ(c, onDrop)
+			return New(c, onDrop)
 		},
 		LimitPackets: v.LimitPackets,
 		LimitBytes:   v.LimitBytes,
 	}
 }
 
-var sfqConformanceConfigs = map[string]SFQConfig{
+var sfqConformanceConfigs = map[string]Config{
 	"default":      {},
 	"headdrop":     {HeadDrop: true},
 	"small":        {LimitPackets: 4, DepthPackets: 2, Divisor: 3},
@@ -321,7 +321,7 @@ func TestSFQConformance(t *testing.T) {
 // FuzzSFQ runs the conformance kit's fuzz driver on a small SFQ that
 // exercises every drop path.
 func FuzzSFQ(f *testing.F) {
-	aqmtest.Fuzz(f, sfqFactory(SFQConfig{LimitPackets: 8, DepthPackets: 3, Divisor: 4, LimitBytes: 9000,
+	aqmtest.Fuzz(f, sfqFactory(Config{LimitPackets: 8, DepthPackets: 3, Divisor: 4, LimitBytes: 9000,
 		QuantumBytes: 700, HeadDrop: true, PerturbPeriod: time.Millisecond}))
 }
 
@@ -356,7 +356,7 @@ func sfqGopterParams(t *testing.T) *gopter.TestParameters {
 }
 
 // distinctHashes returns n hashes that fall in distinct buckets of q.
-func distinctHashes(q *SFQ[uint64], n int, r *rand.Rand) []uint32 {
+func distinctHashes(q *Queue[uint64], n int, r *rand.Rand) []uint32 {
 	seen := map[uint32]bool{}
 	var hs []uint32
 	for len(hs) < n {
@@ -384,7 +384,7 @@ func TestSFQPropertyDRRFairness(t *testing.T) {
 		quantum := maxP + r.IntN(2*maxP+1)
 		nflows := 2 + r.IntN(7)
 		per := 20 + r.IntN(40)
-		q, err := NewSFQ[uint64](SFQConfig{LimitPackets: nflows * per, DepthPackets: per, Divisor: 1 << 20,
+		q, err := New[uint64](Config{LimitPackets: nflows * per, DepthPackets: per, Divisor: 1 << 20,
 			QuantumBytes: quantum, Seed: seed}, nil)
 		if err != nil {
 			return err.Error()
@@ -474,10 +474,10 @@ func TestSFQPropertyLongestDropAndMemory(t *testing.T) {
 		cfg := randomSFQConfig(r)
 		cfg.PerturbPeriod = 0 // buckets are computed by the shadow with the fixed key
 		sh := &sfqShadow{queued: map[uint64]aqm.Packet[uint64]{}, last: map[uint32]uint64{}}
-		var q *SFQ[uint64]
+		var q *Queue[uint64]
 		counts := map[uint32]int{} // per bucket, arrival included while it is in flight
 		skipCheck := false
-		q, err := NewSFQ(cfg, func(p aqm.Packet[uint64], v aqm.Verdict) {
+		q, err := New(cfg, func(p aqm.Packet[uint64], v aqm.Verdict) {
 			b := q.bucket(p.Hash)
 			if !skipCheck {
 				for _, c := range counts {
@@ -561,7 +561,7 @@ func TestSFQPropertyPerturbKeepsOrder(t *testing.T) {
 		cfg := randomSFQConfig(r)
 		cfg.PerturbPeriod = time.Duration(1+r.IntN(3)) * time.Millisecond
 		sh := &sfqShadow{queued: map[uint64]aqm.Packet[uint64]{}, last: map[uint32]uint64{}}
-		q, err := NewSFQ(cfg, func(p aqm.Packet[uint64], v aqm.Verdict) { sh.leave(p, "eviction") })
+		q, err := New(cfg, func(p aqm.Packet[uint64], v aqm.Verdict) { sh.leave(p, "eviction") })
 		if err != nil {
 			return err.Error()
 		}
@@ -627,8 +627,8 @@ func TestSFQHashFlood(t *testing.T) {
 	if testing.Short() {
 		ticks = 50000
 	}
-	for _, cfg := range []SFQConfig{{}, {LimitPackets: 1024, PerturbPeriod: 100 * time.Millisecond}} {
-		q, err := NewSFQ[uint64](cfg, nil)
+	for _, cfg := range []Config{{}, {LimitPackets: 1024, PerturbPeriod: 100 * time.Millisecond}} {
+		q, err := New[uint64](cfg, nil)
 		require.NoError(t, err)
 		cfg = cfg.withDefaults() // the default limit, for the bound
 		now := sfqT0
@@ -662,18 +662,18 @@ func TestSFQHashFlood(t *testing.T) {
 // packets and refuses arrivals until the queue is below it; a larger
 // capacity or another divisor rebuilds without loss or reordering.
 func TestSFQReconfigure(t *testing.T) {
-	q, err := NewSFQ[uint64](SFQConfig{LimitPackets: 20}, nil)
+	q, err := New[uint64](Config{LimitPackets: 20}, nil)
 	require.NoError(t, err)
 	for i := range 20 {
 		require.Equal(t, aqm.Enqueued, q.Enqueue(aqm.Packet[uint64]{Payload: uint64(i), Meta: aqm.Meta{Size: 100, Hash: uint32(i % 3)}}, sfqT0))
 	}
-	require.NoError(t, q.Reconfigure(SFQConfig{LimitPackets: 5}))
+	require.NoError(t, q.Reconfigure(Config{LimitPackets: 5}))
 	assert.Equal(t, 20, q.Len())
 	assert.Equal(t, aqm.DroppedOverlimit, q.Enqueue(aqm.Packet[uint64]{Payload: 100, Meta: aqm.Meta{Hash: 9}}, sfqT0))
 	assert.Equal(t, 20, q.Len())
-	err = q.Reconfigure(SFQConfig{Divisor: -1})
+	err = q.Reconfigure(Config{Divisor: -1})
 	assert.ErrorIs(t, err, aqm.ErrInvalidConfig)
-	require.NoError(t, q.Reconfigure(SFQConfig{LimitPackets: 500, Divisor: 7, QuantumBytes: 50}))
+	require.NoError(t, q.Reconfigure(Config{LimitPackets: 500, Divisor: 7, QuantumBytes: 50}))
 	assert.Equal(t, 20, q.Len())
 	assert.Equal(t, 2000, q.Backlog())
 	assert.Len(t, q.ht, 7)
@@ -699,7 +699,7 @@ func TestSFQReconfigure(t *testing.T) {
 // stray ECN bits, time going backwards and a jump to the end of time with
 // perturbation on (saturating schedule).
 func TestSFQOddInputs(t *testing.T) {
-	q, err := NewSFQ[uint64](SFQConfig{QuantumBytes: 1, PerturbPeriod: time.Hour, Divisor: 1 << 20, Seed: 1}, nil)
+	q, err := New[uint64](Config{QuantumBytes: 1, PerturbPeriod: time.Hour, Divisor: 1 << 20, Seed: 1}, nil)
 	require.NoError(t, err)
 	now := sfqT0
 	q.Enqueue(aqm.Packet[uint64]{Payload: 1, Meta: aqm.Meta{Size: math.MaxUint32, Hash: fA, ECN: 0xff}}, now)

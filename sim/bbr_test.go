@@ -28,7 +28,7 @@ func TestBBRStartupAndDrain(t *testing.T) {
 	cfg := Config{RateBps: bbrTestRate, Duration: 30 * time.Second, Warmup: 5 * time.Second, Series: true,
 		SampleInterval: 10 * time.Millisecond, QueueSampleInterval: time.Millisecond,
 		Flows: []FlowSpec{{Kind: BBR, RTT: bbrTestRTT}}}
-	s, err := New(cfg, fifo(bbrTestBuf))
+	s, err := New(cfg, fifoQ(bbrTestBuf))
 	require.NoError(t, err)
 	r := s.Run()
 	se := r.Series
@@ -90,7 +90,7 @@ func TestBBRProbeRTT(t *testing.T) {
 				e[len(e)-1].to = now
 			}
 		}}
-	s, err := New(cfg, fifo(bbrTestBuf))
+	s, err := New(cfg, fifoQ(bbrTestBuf))
 	require.NoError(t, err)
 	s.Run()
 	for fl, e := range eps {
@@ -123,7 +123,7 @@ func TestBBRProbeRTT(t *testing.T) {
 func TestBBRConvergence(t *testing.T) {
 	cfg := Config{RateBps: bbrTestRate, Duration: 40 * time.Second, Warmup: 20 * time.Second,
 		Flows: []FlowSpec{{Kind: BBR, RTT: bbrTestRTT}, {Kind: BBR, RTT: bbrTestRTT, Start: 5 * time.Second}}}
-	r := mustRun(t, cfg, fifo(bbrTestBuf))
+	r := mustRun(t, cfg, fifoQ(bbrTestBuf))
 	t.Logf("goodput %.1f / %.1f Mb/s, Jain %.3f, util %.3f", r.Flows[0].GoodputMbps, r.Flows[1].GoodputMbps, r.Jain, r.Utilization)
 	require.GreaterOrEqual(t, r.Jain, 0.9)
 	require.Greater(t, r.Utilization, 0.95)
@@ -134,9 +134,9 @@ func TestBBRConvergence(t *testing.T) {
 func TestBBRIgnoresLoss(t *testing.T) {
 	cfg := Config{RateBps: bbrTestRate, Duration: 20 * time.Second, Warmup: 5 * time.Second, LossProb: 0.01, Seed: 3,
 		Flows: []FlowSpec{{Kind: BBR, RTT: bbrTestRTT}}}
-	r := mustRun(t, cfg, fifo(bbrTestBuf))
+	r := mustRun(t, cfg, fifoQ(bbrTestBuf))
 	cfg.Flows[0].Kind = CUBIC
-	rc := mustRun(t, cfg, fifo(bbrTestBuf))
+	rc := mustRun(t, cfg, fifoQ(bbrTestBuf))
 	t.Logf("1%% loss: BBR util %.3f, CUBIC util %.3f", r.Utilization, rc.Utilization)
 	require.Greater(t, r.Utilization, 0.85)
 	require.Less(t, rc.Utilization, 0.5*r.Utilization)
@@ -150,9 +150,9 @@ func TestBBRDeterministicAndValidated(t *testing.T) {
 		return Config{RateBps: 20e6, Duration: 12 * time.Second, Seed: seed, StartJitter: 50 * time.Millisecond,
 			Flows: []FlowSpec{{Kind: BBR, Count: 2, RTT: 30 * time.Millisecond}, {Kind: CUBIC, RTT: 30 * time.Millisecond}}}
 	}
-	a := resultJSON(t, mustRun(t, cfg(1), fifo(100)))
-	require.Equal(t, a, resultJSON(t, mustRun(t, cfg(1), fifo(100))))
-	require.NotEqual(t, a, resultJSON(t, mustRun(t, cfg(2), fifo(100))))
+	a := resultJSON(t, mustRun(t, cfg(1), fifoQ(100)))
+	require.Equal(t, a, resultJSON(t, mustRun(t, cfg(1), fifoQ(100))))
+	require.NotEqual(t, a, resultJSON(t, mustRun(t, cfg(2), fifoQ(100))))
 	bad := Config{RateBps: 1e6, Duration: time.Second, Flows: []FlowSpec{{Kind: BBR, ECN: true}}}
 	require.ErrorContains(t, bad.normalize(), "Flows[0].ECN")
 	k, err := ParseKind("bbr")
@@ -168,7 +168,7 @@ func TestBBRDeterministicAndValidated(t *testing.T) {
 func TestBBRStartsBehindStandingQueue(t *testing.T) {
 	cfg := Config{RateBps: 100e6, Duration: 15 * time.Second, Warmup: 5 * time.Second,
 		Flows: []FlowSpec{{Kind: CUBIC, RTT: bbrTestRTT, Group: "cross"}, {Kind: BBR, RTT: bbrTestRTT, Start: 5 * time.Second, Group: "test"}}}
-	r := mustRun(t, cfg, fifo(1000))
+	r := mustRun(t, cfg, fifoQ(1000))
 	t.Logf("BBR %.1f Mb/s, CUBIC %.1f Mb/s", r.Group("test").GoodputMbps, r.Group("cross").GoodputMbps)
 	require.Greater(t, r.Group("test").GoodputMbps, 20.0)
 }

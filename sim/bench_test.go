@@ -14,7 +14,7 @@ func BenchmarkSim(b *testing.B) {
 	var pkts, events uint64
 	b.ReportAllocs()
 	for b.Loop() {
-		r := mustRun(b, cfg, fifo(1000))
+		r := mustRun(b, cfg, fifoQ(1000))
 		if r.Packets == 0 {
 			b.Fatal("the run simulated no packets")
 		}

@@ -3,7 +3,7 @@
 // link's queue, driven by TCP-like senders on virtual time.
 //
 // It answers the question microbenchmarks cannot: how does an AQM behave
-// with real congestion controls? The command bench/cmd/aqmsim runs its
+// with real congestion controls? The command sim/cmd/aqmsim runs its
 // named scenarios and prints tables and plots.
 //
 // # Model

@@ -16,7 +16,7 @@ func shapedRun(t *testing.T, sh Shaper, cbrBps float64) *Result {
 	t.Helper()
 	cfg := Config{RateBps: 1e9, Duration: 3 * time.Second, Warmup: time.Second, Shaper: &sh,
 		Flows: []FlowSpec{{Kind: CBR, RateBps: cbrBps}}}
-	return mustRun(t, cfg, fifo(1000))
+	return mustRun(t, cfg, fifoQ(1000))
 }
 
 // TestShaperLongRunRate protects the shaper's rate: with a burst larger

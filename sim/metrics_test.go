@@ -17,7 +17,7 @@ import (
 func TestPayloadGoodputExcludesHeaders(t *testing.T) {
 	cfg := Config{RateBps: 2e6, MSS: 576, Duration: 20 * time.Second, Warmup: 5 * time.Second,
 		Flows: []FlowSpec{{Kind: Reno, Count: 3, RTT: 40 * time.Millisecond, Group: "tcp"}}}
-	r := mustRun(t, cfg, fifo(50))
+	r := mustRun(t, cfg, fifoQ(50))
 	require.InEpsilon(t, r.GoodputMbps*536/576, r.PayloadGoodputMbps, 1e-9)
 	require.InEpsilon(t, r.PayloadGoodputMbps/2, r.PayloadUtilization, 1e-9)
 	require.Greater(t, r.Utilization, 0.95)
@@ -39,7 +39,7 @@ func TestPayloadGoodputExcludesHeaders(t *testing.T) {
 func TestGoodputCoVBins(t *testing.T) {
 	cfg := Config{RateBps: 10e6, Duration: 11 * time.Second, Warmup: time.Second,
 		Flows: []FlowSpec{{Kind: CBR, RateBps: 1e6, PacketBytes: 1000, Group: "cbr"}}}
-	r := mustRun(t, cfg, fifo(100))
+	r := mustRun(t, cfg, fifoQ(100))
 	require.InDelta(t, 0, r.GoodputCoV1s, 1e-9)
 	// Half the bins hold 12 packets, half 13: sd 0.5 over mean 12.5.
 	require.InDelta(t, 0.5/12.5, r.GoodputCoV100ms, 0.005)
@@ -82,7 +82,7 @@ func TestGridStatsAgainstSort(t *testing.T) {
 func TestQueueGridSamples(t *testing.T) {
 	cfg := Config{RateBps: 1e6, Duration: 12 * time.Second, Warmup: 2 * time.Second, QueueSampleInterval: 10 * time.Millisecond,
 		Flows: []FlowSpec{{Kind: CBR, RateBps: 2e6, PacketBytes: 500}}}
-	r := mustRun(t, cfg, fifo(30))
+	r := mustRun(t, cfg, fifoQ(30))
 	require.Equal(t, uint64(1001), r.QueueGrid.Samples)
 	require.GreaterOrEqual(t, r.QueueGrid.MeanPackets, 29.0)
 	require.Equal(t, 30.0, r.QueueGrid.P99Packets)

@@ -44,7 +44,7 @@ func TestPragueVirtualRTT(t *testing.T) {
 	run := func(off bool) FlowResult {
 		cfg := Config{RateBps: 100e6, Duration: 12 * time.Second, Warmup: 2 * time.Second, MarkProb: 0.02, Seed: 1,
 			Flows: []FlowSpec{{Kind: Prague, RTT: 5 * time.Millisecond, PragueNoRTTIndependence: off}}}
-		return mustRun(t, cfg, fifo(10000)).Flows[0]
+		return mustRun(t, cfg, fifoQ(10000)).Flows[0]
 	}
 	on, off := run(false), run(true)
 	t.Logf("reductions over 10 s: RTT-independent %d, per own RTT %d", on.Reductions, off.Reductions)
@@ -62,7 +62,7 @@ func TestHyStartPlusPlus(t *testing.T) {
 	run := func(hs bool) *Result {
 		cfg := Config{RateBps: 50e6, Duration: 1500 * time.Millisecond, QueueSampleInterval: time.Millisecond,
 			Flows: []FlowSpec{{Kind: CUBIC, RTT: 20 * time.Millisecond, HyStart: hs}}}
-		return mustRun(t, cfg, fifo(840)) // 10 BDP
+		return mustRun(t, cfg, fifoQ(840)) // 10 BDP
 	}
 	plain, hs := run(false), run(true)
 	t.Logf("plain: drops %d, max queue %d; HyStart++: drops %d, max queue %d, util %.3f",

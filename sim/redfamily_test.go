@@ -10,6 +10,7 @@ import (
 
 	"github.com/aqmkit/aqmkit/aqm"
 	"github.com/aqmkit/aqmkit/aqm/aqmtest"
+	"github.com/aqmkit/aqmkit/fifo"
 	"github.com/aqmkit/aqmkit/red"
 )
 
@@ -157,7 +158,7 @@ func TestMinRTO(t *testing.T) {
 	} {
 		cfg := Config{RateBps: 1e6, Duration: time.Second, MinRTO: tc.min, Flows: []FlowSpec{{Kind: Reno}}}
 		s, err := New(cfg, func(d aqm.DropFunc[uint64]) (aqm.Queue[uint64], error) {
-			return aqm.NewFIFO(aqm.FIFOConfig{LimitPackets: 10}, d)
+			return fifo.New(fifo.Config{LimitPackets: 10}, d)
 		})
 		require.NoError(t, err)
 		f := s.flows[0]
@@ -173,7 +174,7 @@ func TestMinRTO(t *testing.T) {
 // newTestDeviceQueue is a device queue of capacity dev over a FIFO disc of
 // limit packets, so that its behaviour is that of the FIFOs alone.
 func newTestDeviceQueue(limit, dev int, onDrop aqm.DropFunc[uint64]) (*deviceQueue, error) {
-	disc, err := aqm.NewFIFO(aqm.FIFOConfig{LimitPackets: limit}, onDrop)
+	disc, err := fifo.New(fifo.Config{LimitPackets: limit}, onDrop)
 	if err != nil {
 		return nil, err
 	}

@@ -8,11 +8,12 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/aqmkit/aqmkit/aqm"
+	"github.com/aqmkit/aqmkit/fifo"
 )
 
-func fifo(limit int) func(aqm.DropFunc[uint64]) (aqm.Queue[uint64], error) {
+func fifoQ(limit int) func(aqm.DropFunc[uint64]) (aqm.Queue[uint64], error) {
 	return func(d aqm.DropFunc[uint64]) (aqm.Queue[uint64], error) {
-		return aqm.NewFIFO(aqm.FIFOConfig{LimitPackets: limit}, d)
+		return fifo.New(fifo.Config{LimitPackets: limit}, d)
 	}
 }
 
@@ -32,7 +33,7 @@ func TestRenoFillsBDPBuffer(t *testing.T) {
 		const rate = 10e6
 		bdp := int(math.Ceil(rate * rtt.Seconds() / 8 / DefaultMSS))
 		r := mustRun(t, Config{RateBps: rate, Duration: 40 * time.Second, Warmup: 10 * time.Second,
-			Flows: []FlowSpec{{Kind: Reno, RTT: rtt}}}, fifo(bdp))
+			Flows: []FlowSpec{{Kind: Reno, RTT: rtt}}}, fifoQ(bdp))
 		t.Logf("rtt %v, buffer %d packets: utilization %.4f, drops %d, avg queue %.1f", rtt, bdp, r.Utilization, r.Drops, r.AvgQueuePackets)
 		require.Greater(t, r.Utilization, 0.97, "rtt %v", rtt)
 		require.LessOrEqual(t, r.Utilization, 1.0+1e-9)
@@ -51,7 +52,7 @@ func TestRenoMathis(t *testing.T) {
 	}
 	for _, p := range []float64{0.0005, 0.002, 0.005} {
 		r := mustRun(t, Config{RateBps: 1e9, Duration: dur, Warmup: 10 * time.Second, LossProb: p, Seed: 7,
-			Flows: []FlowSpec{{Kind: Reno, RTT: rtt}}}, fifo(100000))
+			Flows: []FlowSpec{{Kind: Reno, RTT: rtt}}}, fifoQ(100000))
 		got := r.GoodputMbps * 1e6
 		// The path RTT is the base RTT plus one packet's serialisation.
 		pathRTT := rtt.Seconds() + DefaultMSS*8/1e9
@@ -79,7 +80,7 @@ func TestScalableRateInverseP(t *testing.T) {
 	var prods []float64
 	for _, p := range []float64{0.005, 0.01, 0.02, 0.04} {
 		r := mustRun(t, Config{RateBps: 1e9, Duration: dur, Warmup: 30 * time.Second, MarkProb: p, Seed: 3,
-			Flows: []FlowSpec{{Kind: Prague, RTT: rtt}}}, fifo(100000))
+			Flows: []FlowSpec{{Kind: Prague, RTT: rtt}}}, fifoQ(100000))
 		pathRTT := rtt.Seconds() + DefaultMSS*8/1e9
 		w := r.GoodputMbps * 1e6 / 8 / DefaultMSS * pathRTT // packets per RTT
 		t.Logf("p=%g: %.2f Mb/s, window %.1f packets, W·p = %.3f, drops %d", p, r.GoodputMbps, w, w*p, r.Drops)
@@ -97,7 +98,7 @@ func TestScalableRateInverseP(t *testing.T) {
 // dropOnce is a FIFO that refuses exactly one arrival: the first at or after
 // time at.
 type dropOnce struct {
-	*aqm.FIFO[uint64]
+	*fifo.Queue[uint64]
 	at      aqm.Time
 	dropped bool
 }
@@ -107,7 +108,7 @@ func (q *dropOnce) Enqueue(p aqm.Packet[uint64], now aqm.Time) aqm.Verdict {
 		q.dropped = true
 		return aqm.DroppedOverlimit
 	}
-	return q.FIFO.Enqueue(p, now)
+	return q.Queue.Enqueue(p, now)
 }
 
 // TestCubicWindowCurve protects CUBIC's growth function: after a single
@@ -128,8 +129,8 @@ func TestCubicWindowCurve(t *testing.T) {
 		Trace: func(now time.Duration, _ int, cwnd float64) { trace = append(trace, sample{now, cwnd}) }}
 	var sm *Sim
 	sm, err := New(cfg, func(d aqm.DropFunc[uint64]) (aqm.Queue[uint64], error) {
-		f, err := aqm.NewFIFO(aqm.FIFOConfig{LimitPackets: 100000}, d)
-		return &dropOnce{FIFO: f, at: epoch.Add(800 * time.Millisecond)}, err
+		f, err := fifo.New(fifo.Config{LimitPackets: 100000}, d)
+		return &dropOnce{Queue: f, at: epoch.Add(800 * time.Millisecond)}, err
 	})
 	require.NoError(t, err)
 	r := sm.Run()

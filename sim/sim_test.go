@@ -11,6 +11,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/aqmkit/aqmkit/aqm"
+	"github.com/aqmkit/aqmkit/fifo"
 )
 
 // mixed is a busy configuration that exercises every sender kind, short
@@ -35,7 +36,7 @@ func mixed(seed uint64) Config {
 func codelLike(d aqm.DropFunc[uint64]) (aqm.Queue[uint64], error) {
 	a, err := LookupAQM("codel")
 	if err != nil {
-		return aqm.NewFIFO(aqm.FIFOConfig{LimitPackets: 200}, d)
+		return fifo.New(fifo.Config{LimitPackets: 200}, d)
 	}
 	return a.New(Env{RateBps: 20e6, MSS: DefaultMSS, BufferPackets: 200, Seed: 1, OnDrop: d})
 }
@@ -190,7 +191,7 @@ func TestHistogramQuantiles(t *testing.T) {
 
 // TestConfigErrors protects validation: every bad field is named.
 func TestConfigErrors(t *testing.T) {
-	_, err := New(Config{RateBps: -1, Duration: 0, LossProb: 2, Flows: []FlowSpec{{Kind: CBR}}}, fifo(10))
+	_, err := New(Config{RateBps: -1, Duration: 0, LossProb: 2, Flows: []FlowSpec{{Kind: CBR}}}, fifoQ(10))
 	require.Error(t, err)
 	for _, f := range []string{"RateBps", "Duration", "LossProb", "Flows[0].RateBps"} {
 		require.Contains(t, err.Error(), f)

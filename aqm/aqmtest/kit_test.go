@@ -7,12 +7,13 @@ import (
 	"time"
 
 	"github.com/aqmkit/aqmkit/aqm"
+	"github.com/aqmkit/aqmkit/fifo"
 	"github.com/stretchr/testify/require"
 )
 
 // broken wraps a FIFO and breaks the contract in one chosen way.
 type broken struct {
-	*aqm.FIFO[Payload]
+	*fifo.Queue[Payload]
 	fault  string
 	repeat *aqm.Packet[Payload]
 	n      int
@@ -45,14 +46,14 @@ func (b *broken) Enqueue(p aqm.Packet[Payload], now aqm.Time) aqm.Verdict {
 	case "allocates":
 		allocSink = make([]byte, 64+len(allocSink)%3)
 	case "marks-not-ect":
-		if v := b.FIFO.Enqueue(p, now); !v.Accepted() {
+		if v := b.Queue.Enqueue(p, now); !v.Accepted() {
 			return v
 		}
 		return aqm.Marked
 	case "parks-update":
 		if now >= b.nextUpdate && now < math.MaxInt64-aqm.Time(time.Hour) {
 			b.nextUpdate = now + aqm.Time(10*time.Millisecond)
-			b.active = b.FIFO.Len() > 5
+			b.active = b.Queue.Len() > 5
 		}
 		if b.active {
 			b.maxSize = max(b.maxSize, p.Size)
@@ -68,15 +69,15 @@ func (b *broken) Enqueue(p aqm.Packet[Payload], now aqm.Time) aqm.Verdict {
 			return aqm.DroppedEarly
 		}
 	}
-	return b.FIFO.Enqueue(p, now)
+	return b.Queue.Enqueue(p, now)
 }
 
 func (b *broken) Dequeue(now aqm.Time) (aqm.Packet[Payload], bool) {
 	switch b.fault {
 	case "loses":
-		p, ok := b.FIFO.Dequeue(now)
+		p, ok := b.Queue.Dequeue(now)
 		if ok && p.Payload%7 == 0 {
-			return b.FIFO.Dequeue(now) // the 7th packet vanishes
+			return b.Queue.Dequeue(now) // the 7th packet vanishes
 		}
 		return p, ok
 	case "duplicates":
@@ -85,46 +86,46 @@ func (b *broken) Dequeue(now aqm.Time) (aqm.Packet[Payload], bool) {
 			b.repeat = nil
 			return p, true
 		}
-		p, ok := b.FIFO.Dequeue(now)
+		p, ok := b.Queue.Dequeue(now)
 		if ok && p.Payload%5 == 0 {
 			b.repeat = &p
 		}
 		return p, ok
 	case "reorders":
 		b.n++
-		if b.n%4 == 0 && b.FIFO.Len() >= 2 {
-			first, _ := b.FIFO.Dequeue(now)
-			second, _ := b.FIFO.Dequeue(now)
-			b.FIFO.Enqueue(first, first.Enqueued) // back at the tail: out of order
-			b.requeued.Add(first.Size)            // kept out of Stats: only the order is wrong
+		if b.n%4 == 0 && b.Queue.Len() >= 2 {
+			first, _ := b.Queue.Dequeue(now)
+			second, _ := b.Queue.Dequeue(now)
+			b.Queue.Enqueue(first, first.Enqueued) // back at the tail: out of order
+			b.requeued.Add(first.Size)             // kept out of Stats: only the order is wrong
 			return second, true
 		}
 	case "false-empty":
-		if b.FIFO.Len() == 3 {
+		if b.Queue.Len() == 3 {
 			return aqm.Packet[Payload]{}, false
 		}
 	case "stray-bits":
-		p, ok := b.FIFO.Dequeue(now)
+		p, ok := b.Queue.Dequeue(now)
 		if p.Payload%3 == 0 {
 			p.ECN |= 0x80
 		}
 		return p, ok
 	case "restamps":
-		p, ok := b.FIFO.Dequeue(now)
+		p, ok := b.Queue.Dequeue(now)
 		p.Enqueued = now
 		return p, ok
 	case "parks-idle-start":
-		p, ok := b.FIFO.Dequeue(now)
-		if b.FIFO.Len() == 0 && now > b.idleStart {
+		p, ok := b.Queue.Dequeue(now)
+		if b.Queue.Len() == 0 && now > b.idleStart {
 			b.idleStart = now // never moves back: the defect
 		}
 		return p, ok
 	}
-	return b.FIFO.Dequeue(now)
+	return b.Queue.Dequeue(now)
 }
 
 func (b *broken) Stats() aqm.Stats {
-	s := b.FIFO.Stats()
+	s := b.Queue.Stats()
 	if b.fault == "miscounts" && s.Dequeued.Packets > 10 {
 		s.Dequeued.Packets--
 	}
@@ -137,11 +138,11 @@ func (b *broken) Stats() aqm.Stats {
 	return s
 }
 
-func brokenFactory(fault string, cfg aqm.FIFOConfig, declared int) Factory {
+func brokenFactory(fault string, cfg fifo.Config, declared int) Factory {
 	return Factory{
 		New: func(_ uint64, onDrop aqm.DropFunc[Payload]) (aqm.Queue[Payload], error) {
-			q, err := aqm.NewFIFO(cfg, onDrop)
-			return singleOnly{&broken{FIFO: q, fault: fault}}, err
+			q, err := fifo.New(cfg, onDrop)
+			return singleOnly{&broken{Queue: q, fault: fault}}, err
 		},
 		LimitPackets: declared,
 	}
@@ -166,7 +167,7 @@ func runChecks(f Factory) (failed []string, msgs string) {
 // broken queue must fail the checks named for it, with a message that says
 // what went wrong.
 func TestKitCatchesBrokenQueues(t *testing.T) {
-	cfg := aqm.FIFOConfig{LimitPackets: 64}
+	cfg := fifo.Config{LimitPackets: 64}
 	cases := []struct {
 		fault    string
 		declared int      // LimitPackets declared to the kit
@@ -201,11 +202,11 @@ func TestKitCatchesBrokenQueues(t *testing.T) {
 // TestKitCatchesLossyReconfigure protects the Reconfigure check: a
 // reconfiguration that silently discards the queue is caught.
 func TestKitCatchesLossyReconfigure(t *testing.T) {
-	f := brokenFactory("none", aqm.FIFOConfig{LimitPackets: 64}, 64)
+	f := brokenFactory("none", fifo.Config{LimitPackets: 64}, 64)
 	f.Reconfigure = func(q aqm.Queue[Payload], i int) error {
 		b := q.(singleOnly).Queue.(*broken)
-		fresh, err := aqm.NewFIFO[Payload](aqm.FIFOConfig{LimitPackets: 64}, nil)
-		b.FIFO = fresh // everything queued is lost
+		fresh, err := fifo.New[Payload](fifo.Config{LimitPackets: 64}, nil)
+		b.Queue = fresh // everything queued is lost
 		return err
 	}
 	err := checkReconfigure(f)
@@ -216,7 +217,7 @@ func TestKitCatchesLossyReconfigure(t *testing.T) {
 // TestKitPassesCorrectFIFO protects against a kit that fails everything: the
 // same wrapper with no fault passes every check.
 func TestKitPassesCorrectFIFO(t *testing.T) {
-	failed, msgs := runChecks(brokenFactory("none", aqm.FIFOConfig{LimitPackets: 64}, 64))
+	failed, msgs := runChecks(brokenFactory("none", fifo.Config{LimitPackets: 64}, 64))
 	if raceEnabled {
 		failed = removeAll(failed, "ZeroAllocs")
 	}
@@ -263,7 +264,7 @@ func TestPropertySeedFromEnv(t *testing.T) {
 // stops after the budget and is still drained and checked.
 func TestTraceBudget(t *testing.T) {
 	ops := []Op{{Kind: OpEnqueue, Count: 1 << 20, Size: 100}, {Kind: OpDequeue, Count: 1 << 20}}
-	h, err := newHarness(brokenFactory("none", aqm.FIFOConfig{LimitPackets: 1 << 16}, 1<<16), 1, false)
+	h, err := newHarness(brokenFactory("none", fifo.Config{LimitPackets: 1 << 16}, 1<<16), 1, false)
 	require.NoError(t, err)
 	h.budget = 1000
 	require.NoError(t, h.play(ops))
@@ -274,7 +275,7 @@ func TestTraceBudget(t *testing.T) {
 // burstBroken is a FIFO with a burst path of its own (a loop over the
 // FIFO's single calls) that breaks the burst contract in one chosen way.
 type burstBroken struct {
-	*aqm.FIFO[Payload]
+	*fifo.Queue[Payload]
 	fault  string
 	onDrop aqm.DropFunc[Payload]
 	mute   bool
@@ -295,7 +296,7 @@ func (b *burstBroken) EnqueueBatch(ps []aqm.Packet[Payload], vs []aqm.Verdict, n
 			t = now + 1 // a later instant for all but the first packet
 		}
 		b.mute = b.fault == "skips-drop" && i == n-1
-		v := b.FIFO.Enqueue(ps[i], t)
+		v := b.Queue.Enqueue(ps[i], t)
 		b.mute = false
 		if i < len(vs) {
 			vs[i] = v
@@ -315,7 +316,7 @@ func (b *burstBroken) DequeueBatch(buf []aqm.Packet[Payload], now aqm.Time) int 
 	if b.fault == "short" && want > 4 {
 		want--
 	}
-	n := aqm.DequeueLoop[Payload](b.FIFO, buf[:want], now)
+	n := aqm.DequeueLoop[Payload](b.Queue, buf[:want], now)
 	if b.fault == "reorders" && n >= 3 {
 		buf[1], buf[2] = buf[2], buf[1]
 	}
@@ -323,7 +324,7 @@ func (b *burstBroken) DequeueBatch(buf []aqm.Packet[Payload], now aqm.Time) int 
 }
 
 func (b *burstBroken) Stats() aqm.Stats {
-	s := b.FIFO.Stats()
+	s := b.Queue.Stats()
 	s.Enqueued.Bytes -= b.lost
 	return s
 }
@@ -332,12 +333,12 @@ func burstFactory(fault string) Factory {
 	return Factory{
 		New: func(_ uint64, onDrop aqm.DropFunc[Payload]) (aqm.Queue[Payload], error) {
 			b := &burstBroken{fault: fault, onDrop: onDrop}
-			q, err := aqm.NewFIFO(aqm.FIFOConfig{LimitPackets: 64, LimitBytes: 60000, HeadDrop: true}, func(p aqm.Packet[Payload], v aqm.Verdict) {
+			q, err := fifo.New(fifo.Config{LimitPackets: 64, LimitBytes: 60000, HeadDrop: true}, func(p aqm.Packet[Payload], v aqm.Verdict) {
 				if !b.mute && b.onDrop != nil {
 					b.onDrop(p, v)
 				}
 			})
-			b.FIFO = q
+			b.Queue = q
 			return b, err
 		},
 		LimitPackets: 64,
@@ -383,7 +384,7 @@ func TestKitCatchesBrokenBursts(t *testing.T) {
 // the clock passes it (RED's old defect) is caught; the opt-out turns the
 // check off; a correct FIFO passes (TestKitPassesCorrectFIFO).
 func TestKitCatchesClockGlitch(t *testing.T) {
-	f := brokenFactory("parks-idle-start", aqm.FIFOConfig{LimitPackets: 64}, 64)
+	f := brokenFactory("parks-idle-start", fifo.Config{LimitPackets: 64}, 64)
 	err := checkClockGlitch(f)
 	require.Error(t, err)
 	require.ErrorContains(t, err, "after Dequeue at now+2^62: light traffic fared differently from the control queue in 100 of 100 packets")
@@ -398,7 +399,7 @@ func TestKitCatchesClockGlitch(t *testing.T) {
 // (and which shows nothing in light traffic or in a Detail) is caught,
 // while the same toy AQM without a glitch passes.
 func TestKitCatchesStoppedControlLoop(t *testing.T) {
-	f := brokenFactory("parks-update", aqm.FIFOConfig{LimitPackets: 64}, 64)
+	f := brokenFactory("parks-update", fifo.Config{LimitPackets: 64}, 64)
 	err := runGlitch(f, glitch{"nothing", func(*harness, aqm.Time) {}})
 	require.NoError(t, err, "the toy AQM is fine when the clock is")
 	err = checkClockGlitch(f)
@@ -411,7 +412,7 @@ func TestKitCatchesStoppedControlLoop(t *testing.T) {
 // TestKitGlitchCatchesLoss protects conservation in the ClockGlitch check:
 // a queue that loses the packets it took at a far-future reading is caught.
 func TestKitGlitchCatchesLoss(t *testing.T) {
-	f := brokenFactory("none", aqm.FIFOConfig{LimitPackets: 64}, 64)
+	f := brokenFactory("none", fifo.Config{LimitPackets: 64}, 64)
 	inner := f.New
 	f.New = func(seed uint64, onDrop aqm.DropFunc[Payload]) (aqm.Queue[Payload], error) {
 		q, err := inner(seed, onDrop)
@@ -467,7 +468,7 @@ func (p *parksSchedule) Detail() parkedDetail {
 // Detail: an instant left parked in the far future is named even when the
 // light traffic does not show it.
 func TestKitCatchesParkedSchedule(t *testing.T) {
-	f := brokenFactory("none", aqm.FIFOConfig{LimitPackets: 64}, 64)
+	f := brokenFactory("none", fifo.Config{LimitPackets: 64}, 64)
 	inner := f.New
 	f.New = func(seed uint64, onDrop aqm.DropFunc[Payload]) (aqm.Queue[Payload], error) {
 		q, err := inner(seed, onDrop)
@@ -480,11 +481,11 @@ func TestKitCatchesParkedSchedule(t *testing.T) {
 }
 
 // allocBurst is a FIFO whose burst path allocates.
-type allocBurst struct{ *aqm.FIFO[Payload] }
+type allocBurst struct{ *fifo.Queue[Payload] }
 
 func (a allocBurst) EnqueueBatch(ps []aqm.Packet[Payload], vs []aqm.Verdict, now aqm.Time) int {
 	allocSink = make([]byte, 64+len(allocSink)%3)
-	return a.FIFO.EnqueueBatch(ps, vs, now)
+	return a.Queue.EnqueueBatch(ps, vs, now)
 }
 
 // TestKitCatchesAllocatingBurst protects the ZeroAllocs check's burst
@@ -495,7 +496,7 @@ func TestKitCatchesAllocatingBurst(t *testing.T) {
 		t.Skip("allocation counts are not meaningful under the race detector")
 	}
 	f := Factory{New: func(_ uint64, onDrop aqm.DropFunc[Payload]) (aqm.Queue[Payload], error) {
-		q, err := aqm.NewFIFO(aqm.FIFOConfig{LimitPackets: 64}, onDrop)
+		q, err := fifo.New(fifo.Config{LimitPackets: 64}, onDrop)
 		return allocBurst{q}, err
 	}}
 	err := checkAllocs(f)
@@ -509,7 +510,7 @@ func TestKitCatchesAllocatingBurst(t *testing.T) {
 // that means the same stream, so seed 0 is never passed for them.
 func TestBurstNeverUsesSeedZero(t *testing.T) {
 	var seeds []uint64
-	f := brokenFactory("none", aqm.FIFOConfig{LimitPackets: 64}, 64)
+	f := brokenFactory("none", fifo.Config{LimitPackets: 64}, 64)
 	inner := f.New
 	f.New = func(seed uint64, onDrop aqm.DropFunc[Payload]) (aqm.Queue[Payload], error) {
 		seeds = append(seeds, seed)

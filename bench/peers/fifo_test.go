@@ -13,7 +13,7 @@ import (
 	"gvisor.dev/gvisor/pkg/tcpip/stack"
 
 	"github.com/aqmkit/aqmkit/aqm"
-	"github.com/aqmkit/aqmkit/aqm/front"
+	"github.com/aqmkit/aqmkit/front"
 )
 
 // depth is every queue's length in packets (runsc uses 1000 for fifo), and
@@ -184,7 +184,7 @@ func consume(f *front.Front[*stack.PacketBuffer], s *sink) {
 func benchSharded(b *testing.B, p, shards, batch int) {
 	var s sink
 	newQ := func(int) (aqm.Queue[*stack.PacketBuffer], error) {
-		return aqm.NewFIFO[*stack.PacketBuffer](aqm.FIFOConfig{LimitPackets: depth}, nil)
+		return fifo.New[*stack.PacketBuffer](fifo.Config{LimitPackets: depth}, nil)
 	}
 	var f fronts
 	var consumers sync.WaitGroup

@@ -7,10 +7,10 @@ import (
 	"time"
 
 	"github.com/aqmkit/aqmkit/aqm"
-	"github.com/aqmkit/aqmkit/aqm/front"
-	"github.com/aqmkit/aqmkit/aqm/iphdr"
 	"github.com/aqmkit/aqmkit/cake"
 	"github.com/aqmkit/aqmkit/clock"
+	"github.com/aqmkit/aqmkit/front"
+	"github.com/aqmkit/aqmkit/iphdr"
 )
 
 // maxPacket is the largest IP packet the gateway carries; longer reads are

@@ -10,9 +10,10 @@ import (
 	"time"
 
 	"github.com/aqmkit/aqmkit/aqm"
-	"github.com/aqmkit/aqmkit/aqm/front"
 	"github.com/aqmkit/aqmkit/clock"
 	"github.com/aqmkit/aqmkit/codel"
+	"github.com/aqmkit/aqmkit/fifo"
+	"github.com/aqmkit/aqmkit/front"
 )
 
 // AdmitConfig configures an Admitter.
@@ -96,7 +97,7 @@ func NewAdmitter(next http.Handler, cfg AdmitConfig) (*Admitter, error) {
 		// means "do not drop while at most one request waits behind".
 		q, err = codel.New(codel.Config{Target: cfg.Target, Interval: cfg.Interval, MTUBytes: 1, LimitPackets: cfg.LimitRequests}, a.onDrop)
 	case "fifo":
-		q, err = aqm.NewFIFO(aqm.FIFOConfig{LimitPackets: cfg.LimitRequests}, a.onDrop)
+		q, err = fifo.New(fifo.Config{LimitPackets: cfg.LimitRequests}, a.onDrop)
 	default:
 		err = errors.New("httpadmit: unknown queue " + strconv.Quote(cfg.Queue))
 	}

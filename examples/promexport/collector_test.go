@@ -10,15 +10,16 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/aqmkit/aqmkit/aqm"
-	"github.com/aqmkit/aqmkit/aqm/front"
 	"github.com/aqmkit/aqmkit/clock"
+	"github.com/aqmkit/aqmkit/fifo"
+	"github.com/aqmkit/aqmkit/front"
 )
 
 // TestCollectFront protects the mapping from aqm metrics to Prometheus
 // samples: names with the prefix (and _total on counters), types, values
 // and constant labels, on a real front that carried a few packets.
 func TestCollectFront(t *testing.T) {
-	q, err := aqm.NewFIFO[int](aqm.FIFOConfig{LimitPackets: 3}, nil)
+	q, err := fifo.New[int](fifo.Config{LimitPackets: 3}, nil)
 	require.NoError(t, err)
 	f, err := front.New(q, clock.NewManual(1), front.Config{Rate: 8 * aqm.Mbit})
 	require.NoError(t, err)

@@ -11,8 +11,8 @@ import (
 	"golang.zx2c4.com/wireguard/tun"
 
 	"github.com/aqmkit/aqmkit/aqm"
-	"github.com/aqmkit/aqmkit/aqm/front"
-	"github.com/aqmkit/aqmkit/aqm/iphdr"
+	"github.com/aqmkit/aqmkit/front"
+	"github.com/aqmkit/aqmkit/iphdr"
 )
 
 // readOffset is the offset at which the wrapper reads packets into its

@@ -31,7 +31,7 @@
 // of its own (a fixed pool: one buffer per packet the queue may hold, plus
 // a burst for the reader and one for Read), parses each packet with
 // package iphdr (keyed flow hash, ECN codepoint, size plus
-// [Config.OverheadBytes]) and offers the burst to an aqm/front under one
+// [Config.OverheadBytes]) and offers the burst to an front under one
 // lock at one clock reading. [Device.Read] takes the packets the rate lets
 // leave, writes CE into the ones the AQM marked (with the IPv4 checksum
 // update), and copies them into the caller's buffers, so the caller may

@@ -10,24 +10,26 @@ import (
 	"time"
 
 	"github.com/aqmkit/aqmkit/aqm"
-	"github.com/aqmkit/aqmkit/aqm/front"
 	"github.com/aqmkit/aqmkit/clock"
 	"github.com/aqmkit/aqmkit/codel"
 	"github.com/aqmkit/aqmkit/dualq"
+	"github.com/aqmkit/aqmkit/fifo"
 	"github.com/aqmkit/aqmkit/fq"
+	"github.com/aqmkit/aqmkit/front"
 	"github.com/aqmkit/aqmkit/pie"
 	"github.com/aqmkit/aqmkit/red"
+	"github.com/aqmkit/aqmkit/sfq"
 )
 
 // configTypes are every configuration type of the library.
 var configTypes = []reflect.Type{
-	reflect.TypeFor[aqm.FIFOConfig](),
+	reflect.TypeFor[fifo.Config](),
 	reflect.TypeFor[red.Config](),
 	reflect.TypeFor[codel.Config](),
 	reflect.TypeFor[pie.Config](),
 	reflect.TypeFor[dualq.Config](),
 	reflect.TypeFor[fq.CoDelConfig](),
-	reflect.TypeFor[fq.SFQConfig](),
+	reflect.TypeFor[sfq.Config](),
 	reflect.TypeFor[front.Config](),
 	reflect.TypeFor[front.ShardedConfig](),
 }
@@ -141,8 +143,8 @@ type queueCase struct {
 }
 
 var queueCases = []queueCase{
-	{"aqm.FIFO", reflect.TypeFor[aqm.FIFOConfig](), func(uint64) (any, error) { return aqm.NewFIFO[int](aqm.FIFOConfig{}, nil) },
-		func(c any) (any, error) { return aqm.NewFIFO[int](c.(aqm.FIFOConfig), nil) }},
+	{"fifo.Queue", reflect.TypeFor[fifo.Config](), func(uint64) (any, error) { return fifo.New[int](fifo.Config{}, nil) },
+		func(c any) (any, error) { return fifo.New[int](c.(fifo.Config), nil) }},
 	{"red.Queue", reflect.TypeFor[red.Config](), func(s uint64) (any, error) { return red.New[int](red.Config{Seed: s}, nil) },
 		func(c any) (any, error) { return red.New[int](c.(red.Config), nil) }},
 	{"codel.Queue", reflect.TypeFor[codel.Config](), func(uint64) (any, error) { return codel.New[int](codel.Config{}, nil) },
@@ -153,14 +155,14 @@ var queueCases = []queueCase{
 		func(c any) (any, error) { return dualq.New[int](c.(dualq.Config), nil) }},
 	{"fq.CoDel", reflect.TypeFor[fq.CoDelConfig](), func(s uint64) (any, error) { return fq.NewCoDel[int](fq.CoDelConfig{Seed: s}, nil) },
 		func(c any) (any, error) { return fq.NewCoDel[int](c.(fq.CoDelConfig), nil) }},
-	{"fq.SFQ", reflect.TypeFor[fq.SFQConfig](), func(s uint64) (any, error) { return fq.NewSFQ[int](fq.SFQConfig{Seed: s}, nil) },
-		func(c any) (any, error) { return fq.NewSFQ[int](c.(fq.SFQConfig), nil) }},
+	{"sfq.Queue", reflect.TypeFor[sfq.Config](), func(s uint64) (any, error) { return sfq.New[int](sfq.Config{Seed: s}, nil) },
+		func(c any) (any, error) { return sfq.New[int](c.(sfq.Config), nil) }},
 	{"front.Front", reflect.TypeFor[front.Config](), func(uint64) (any, error) { return newFront(front.Config{}) },
 		func(c any) (any, error) { return newFront(c.(front.Config)) }},
 }
 
 func newFront(cfg front.Config) (any, error) {
-	q, err := aqm.NewFIFO[int](aqm.FIFOConfig{}, nil)
+	q, err := fifo.New[int](fifo.Config{}, nil)
 	if err != nil {
 		return nil, err
 	}
@@ -250,7 +252,7 @@ func flowOrder(q aqm.Queue[int], n int) []int {
 
 // TestZeroSeedIsSecretFixedSeedReproduces protects the seeding contract:
 // two queues built with a zero Seed key their flow hashes (fq.CoDel,
-// fq.SFQ) or draw their random decisions (red, pie, dualq) differently,
+// sfq.Queue) or draw their random decisions (red, pie, dualq) differently,
 // while two queues built with the same non-zero Seed behave identically.
 func TestZeroSeedIsSecretFixedSeedReproduces(t *testing.T) {
 	type probe struct {
@@ -262,7 +264,7 @@ func TestZeroSeedIsSecretFixedSeedReproduces(t *testing.T) {
 		"pie.Queue":   {"random decisions under overload", events},
 		"dualq.Queue": {"random decisions under overload", events},
 		"fq.CoDel":    {"flows sharing a queue among 1000 hashes", func(q aqm.Queue[int]) []int { return flowOrder(q, 1000) }},
-		"fq.SFQ":      {"flows sharing a bucket among 120 hashes", func(q aqm.Queue[int]) []int { return flowOrder(q, 120) }},
+		"sfq.Queue":   {"flows sharing a bucket among 120 hashes", func(q aqm.Queue[int]) []int { return flowOrder(q, 120) }},
 	}
 	for _, c := range queueCases {
 		pr, ok := cases[c.name]
@@ -296,7 +298,7 @@ func TestProbesSeeSeeds(t *testing.T) {
 		"pie.Queue":   events,
 		"dualq.Queue": events,
 		"fq.CoDel":    func(q aqm.Queue[int]) []int { return flowOrder(q, 1000) },
-		"fq.SFQ":      func(q aqm.Queue[int]) []int { return flowOrder(q, 120) },
+		"sfq.Queue":   func(q aqm.Queue[int]) []int { return flowOrder(q, 120) },
 	}
 	for _, c := range queueCases {
 		run, ok := probes[c.name]

@@ -10,9 +10,11 @@ import (
 	"github.com/aqmkit/aqmkit/aqm"
 	"github.com/aqmkit/aqmkit/codel"
 	"github.com/aqmkit/aqmkit/dualq"
+	"github.com/aqmkit/aqmkit/fifo"
 	"github.com/aqmkit/aqmkit/fq"
 	"github.com/aqmkit/aqmkit/pie"
 	"github.com/aqmkit/aqmkit/red"
+	"github.com/aqmkit/aqmkit/sfq"
 )
 
 // Options are the settings shared by every algorithm.
@@ -34,12 +36,12 @@ type builder func(o Options, onDrop aqm.DropFunc[uint32]) (aqm.Queue[uint32], er
 
 var builders = map[string]builder{
 	"fifo": func(o Options, onDrop aqm.DropFunc[uint32]) (aqm.Queue[uint32], error) {
-		cfg := aqm.FIFOConfig{}
+		cfg := fifo.Config{}
 		if o.Rate > 0 {
-			cfg = aqm.FIFOConfigForLink(o.Rate, 0)
+			cfg = fifo.ConfigForLink(o.Rate, 0)
 		}
 		cfg.LimitPackets = orLimit(o.LimitPackets, cfg.LimitPackets)
-		return aqm.NewFIFO(cfg, onDrop)
+		return fifo.New(cfg, onDrop)
 	},
 	"codel": func(o Options, onDrop aqm.DropFunc[uint32]) (aqm.Queue[uint32], error) {
 		cfg := codel.Config{}
@@ -58,12 +60,12 @@ var builders = map[string]builder{
 		return fq.NewCoDel(cfg, onDrop)
 	},
 	"sfq": func(o Options, onDrop aqm.DropFunc[uint32]) (aqm.Queue[uint32], error) {
-		cfg := fq.SFQConfig{}
+		cfg := sfq.Config{}
 		if o.Rate > 0 {
-			cfg = fq.SFQConfigForLink(o.Rate, 0)
+			cfg = sfq.ConfigForLink(o.Rate, 0)
 		}
 		cfg.LimitPackets, cfg.Seed = orLimit(o.LimitPackets, cfg.LimitPackets), o.Seed
-		return fq.NewSFQ(cfg, onDrop)
+		return sfq.New(cfg, onDrop)
 	},
 	"pie": func(o Options, onDrop aqm.DropFunc[uint32]) (aqm.Queue[uint32], error) {
 		cfg := pie.Config{}
@@ -143,7 +145,7 @@ func Detail(q aqm.Queue[uint32]) string {
 	if d, ok := q.(interface{ Detail() fq.CoDelDetail }); ok {
 		return fmt.Sprintf("%+v", d.Detail())
 	}
-	if d, ok := q.(interface{ Detail() fq.SFQDetail }); ok {
+	if d, ok := q.(interface{ Detail() sfq.Detail }); ok {
 		return fmt.Sprintf("%+v", d.Detail())
 	}
 	return ""

@@ -20,9 +20,9 @@ import (
 	"sync/atomic"
 
 	"github.com/aqmkit/aqmkit/aqm"
-	"github.com/aqmkit/aqmkit/aqm/front"
 	"github.com/aqmkit/aqmkit/examples/internal/aqmsel"
 	"github.com/aqmkit/aqmkit/examples/internal/ecnsock"
+	"github.com/aqmkit/aqmkit/front"
 )
 
 // maxDatagram is the largest datagram relayed; longer ones are truncated by

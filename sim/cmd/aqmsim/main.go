@@ -1,19 +1,19 @@
 // Command aqmsim answers "which AQM, with which settings, for my link?": it
 // runs aqmkit's deterministic packet-level bottleneck simulator
-// (package bench/sim) over named scenarios and prints a table per scenario,
+// (package sim) over named scenarios and prints a table per scenario,
 // and optionally writes plots, JSON and CSV.
 //
 // With no arguments it compares every AQM in the library on one
 // representative link:
 //
-//	go run ./bench/cmd/aqmsim
+//	go run ./sim/cmd/aqmsim
 //
 // Other scenarios reproduce published results:
 //
-//	go run ./bench/cmd/aqmsim -scenario red-family -out results/red
-//	go run ./bench/cmd/aqmsim -scenario l4s -out results/l4s
-//	go run ./bench/cmd/aqmsim -scenario speedtest -quick
-//	go run ./bench/cmd/aqmsim -scenario speedtest -out results/speedtest
+//	go run ./sim/cmd/aqmsim -scenario red-family -out results/red
+//	go run ./sim/cmd/aqmsim -scenario l4s -out results/l4s
+//	go run ./sim/cmd/aqmsim -scenario speedtest -quick
+//	go run ./sim/cmd/aqmsim -scenario speedtest -out results/speedtest
 //
 // Runs are deterministic for a given seed; repetitions use seeds seed,
 // seed+1, … and run in parallel on all cores.
@@ -32,7 +32,7 @@ import (
 	"strings"
 	"time"
 
-	"github.com/aqmkit/aqmkit/bench/sim"
+	"github.com/aqmkit/aqmkit/sim"
 )
 
 func main() {

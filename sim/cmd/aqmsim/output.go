@@ -10,7 +10,7 @@ import (
 	"strconv"
 	"strings"
 
-	"github.com/aqmkit/aqmkit/bench/sim"
+	"github.com/aqmkit/aqmkit/sim"
 )
 
 // record is one run in the JSON output: the exact run (configuration,

@@ -11,7 +11,7 @@ import (
 	"gonum.org/v1/plot/plotutil"
 	"gonum.org/v1/plot/vg"
 
-	"github.com/aqmkit/aqmkit/bench/sim"
+	"github.com/aqmkit/aqmkit/sim"
 )
 
 // writePlots draws, for each case of the scenario and from each AQM's

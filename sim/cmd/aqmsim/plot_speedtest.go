@@ -11,7 +11,7 @@ import (
 	"gonum.org/v1/plot/plotutil"
 	"gonum.org/v1/plot/vg"
 
-	"github.com/aqmkit/aqmkit/bench/sim"
+	"github.com/aqmkit/aqmkit/sim"
 )
 
 // writeSpeedtestPlots draws the speed-test study's figures for each tool,

@@ -8,7 +8,7 @@ import (
 	"text/tabwriter"
 	"time"
 
-	"github.com/aqmkit/aqmkit/bench/sim"
+	"github.com/aqmkit/aqmkit/sim"
 )
 
 // column is one metric of a table: a name, how to read it from a result,
