@@ -2,37 +2,36 @@ package configcheck
 
 import (
 	"fmt"
+	"go/ast"
+	"go/parser"
+	"go/token"
 	"math"
 	"math/rand/v2"
+	"os"
+	"path/filepath"
 	"reflect"
 	"slices"
+	"strings"
 	"testing"
 	"time"
 
 	"github.com/aqmkit/aqmkit/aqm"
 	"github.com/aqmkit/aqmkit/clock"
-	"github.com/aqmkit/aqmkit/codel"
-	"github.com/aqmkit/aqmkit/dualq"
 	"github.com/aqmkit/aqmkit/fifo"
-	"github.com/aqmkit/aqmkit/fq"
 	"github.com/aqmkit/aqmkit/front"
-	"github.com/aqmkit/aqmkit/pie"
-	"github.com/aqmkit/aqmkit/red"
-	"github.com/aqmkit/aqmkit/sfq"
+	"github.com/aqmkit/aqmkit/queues"
 )
 
-// configTypes are every configuration type of the library.
-var configTypes = []reflect.Type{
-	reflect.TypeFor[fifo.Config](),
-	reflect.TypeFor[red.Config](),
-	reflect.TypeFor[codel.Config](),
-	reflect.TypeFor[pie.Config](),
-	reflect.TypeFor[dualq.Config](),
-	reflect.TypeFor[fq.CoDelConfig](),
-	reflect.TypeFor[sfq.Config](),
-	reflect.TypeFor[front.Config](),
-	reflect.TypeFor[front.ShardedConfig](),
-}
+// configTypes are every configuration type of the library: the queues'
+// (from the registry, which lists one per algorithm type) and the fronts'.
+// TestConfigTypesComplete fails when a package grows one that is missing.
+var configTypes = func() []reflect.Type {
+	var ts []reflect.Type
+	for _, c := range queues.Configs() {
+		ts = append(ts, reflect.TypeOf(c))
+	}
+	return append(ts, reflect.TypeFor[front.Config](), reflect.TypeFor[front.ShardedConfig]())
+}()
 
 // randomValue fills v (settable) with a value that is often zero, often
 // small, sometimes negative and sometimes at the edge of its type, so that
@@ -142,24 +141,28 @@ type queueCase struct {
 	rebuild func(cfg any) (any, error) // from a config of type cfgType
 }
 
-var queueCases = []queueCase{
-	{"fifo.Queue", reflect.TypeFor[fifo.Config](), func(uint64) (any, error) { return fifo.New[int](fifo.Config{}, nil) },
-		func(c any) (any, error) { return fifo.New[int](c.(fifo.Config), nil) }},
-	{"red.Queue", reflect.TypeFor[red.Config](), func(s uint64) (any, error) { return red.New[int](red.Config{Seed: s}, nil) },
-		func(c any) (any, error) { return red.New[int](c.(red.Config), nil) }},
-	{"codel.Queue", reflect.TypeFor[codel.Config](), func(uint64) (any, error) { return codel.New[int](codel.Config{}, nil) },
-		func(c any) (any, error) { return codel.New[int](c.(codel.Config), nil) }},
-	{"pie.Queue", reflect.TypeFor[pie.Config](), func(s uint64) (any, error) { return pie.New[int](pie.Config{Seed: s}, nil) },
-		func(c any) (any, error) { return pie.New[int](c.(pie.Config), nil) }},
-	{"dualq.Queue", reflect.TypeFor[dualq.Config](), func(s uint64) (any, error) { return dualq.New[int](dualq.Config{Seed: s}, nil) },
-		func(c any) (any, error) { return dualq.New[int](c.(dualq.Config), nil) }},
-	{"fq.CoDel", reflect.TypeFor[fq.CoDelConfig](), func(s uint64) (any, error) { return fq.NewCoDel[int](fq.CoDelConfig{Seed: s}, nil) },
-		func(c any) (any, error) { return fq.NewCoDel[int](c.(fq.CoDelConfig), nil) }},
-	{"sfq.Queue", reflect.TypeFor[sfq.Config](), func(s uint64) (any, error) { return sfq.New[int](sfq.Config{Seed: s}, nil) },
-		func(c any) (any, error) { return sfq.New[int](c.(sfq.Config), nil) }},
-	{"front.Front", reflect.TypeFor[front.Config](), func(uint64) (any, error) { return newFront(front.Config{}) },
-		func(c any) (any, error) { return newFront(c.(front.Config)) }},
-}
+// queueCases are every queue type of the registry, and the front.
+var queueCases = func() []queueCase {
+	var cs []queueCase
+	for _, zero := range queues.Configs() {
+		typ := reflect.TypeOf(zero)
+		build := func(c any) (any, error) { return queues.FromConfig[int](c, nil) }
+		cs = append(cs, queueCase{
+			name:    typ.String(),
+			cfgType: typ,
+			build: func(seed uint64) (any, error) {
+				v := reflect.New(typ).Elem()
+				if f := v.FieldByName("Seed"); f.IsValid() {
+					f.SetUint(seed)
+				}
+				return build(v.Interface())
+			},
+			rebuild: build,
+		})
+	}
+	return append(cs, queueCase{"front.Config", reflect.TypeFor[front.Config](), func(uint64) (any, error) { return newFront(front.Config{}) },
+		func(c any) (any, error) { return newFront(c.(front.Config)) }})
+}()
 
 func newFront(cfg front.Config) (any, error) {
 	q, err := fifo.New[int](fifo.Config{}, nil)
@@ -260,11 +263,15 @@ func TestZeroSeedIsSecretFixedSeedReproduces(t *testing.T) {
 		run  func(q aqm.Queue[int]) []int
 	}
 	cases := map[string]probe{
-		"red.Queue":   {"random decisions under overload", events},
-		"pie.Queue":   {"random decisions under overload", events},
-		"dualq.Queue": {"random decisions under overload", events},
-		"fq.CoDel":    {"flows sharing a queue among 1000 hashes", func(q aqm.Queue[int]) []int { return flowOrder(q, 1000) }},
-		"sfq.Queue":   {"flows sharing a bucket among 120 hashes", func(q aqm.Queue[int]) []int { return flowOrder(q, 120) }},
+		"red.Config":      {"random decisions under overload", events},
+		"pie.Config":      {"random decisions under overload", events},
+		"dualq.Config":    {"random decisions under overload", events},
+		"fq.CoDelConfig":  {"flows sharing a queue among 1000 hashes", func(q aqm.Queue[int]) []int { return flowOrder(q, 1000) }},
+		"sfq.Config":      {"flows sharing a bucket among 120 hashes", func(q aqm.Queue[int]) []int { return flowOrder(q, 120) }},
+		"fq.CobaltConfig": {"flows sharing a queue among 1000 hashes", func(q aqm.Queue[int]) []int { return flowOrder(q, 1000) }},
+		"fq.PIEConfig":    {"flows sharing a queue among 1000 hashes", func(q aqm.Queue[int]) []int { return flowOrder(q, 1000) }},
+		"cobalt.Config":   {"random decisions under overload", events},
+		"cake.Config":     {"flows sharing a set among 1000 hashes", func(q aqm.Queue[int]) []int { return flowOrder(q, 1000) }},
 	}
 	for _, c := range queueCases {
 		pr, ok := cases[c.name]
@@ -294,11 +301,15 @@ func TestZeroSeedIsSecretFixedSeedReproduces(t *testing.T) {
 // probes tell two different fixed seeds apart on every queue.
 func TestProbesSeeSeeds(t *testing.T) {
 	probes := map[string]func(q aqm.Queue[int]) []int{
-		"red.Queue":   events,
-		"pie.Queue":   events,
-		"dualq.Queue": events,
-		"fq.CoDel":    func(q aqm.Queue[int]) []int { return flowOrder(q, 1000) },
-		"sfq.Queue":   func(q aqm.Queue[int]) []int { return flowOrder(q, 120) },
+		"red.Config":      events,
+		"pie.Config":      events,
+		"dualq.Config":    events,
+		"fq.CoDelConfig":  func(q aqm.Queue[int]) []int { return flowOrder(q, 1000) },
+		"sfq.Config":      func(q aqm.Queue[int]) []int { return flowOrder(q, 120) },
+		"fq.CobaltConfig": func(q aqm.Queue[int]) []int { return flowOrder(q, 1000) },
+		"fq.PIEConfig":    func(q aqm.Queue[int]) []int { return flowOrder(q, 1000) },
+		"cobalt.Config":   events,
+		"cake.Config":     func(q aqm.Queue[int]) []int { return flowOrder(q, 1000) },
 	}
 	for _, c := range queueCases {
 		run, ok := probes[c.name]
@@ -315,5 +326,76 @@ func TestProbesSeeSeeds(t *testing.T) {
 		if slices.Equal(play(1), play(2)) {
 			t.Errorf("%s: seeds 1 and 2 give the same probe result; the probe cannot see the seed", c.name)
 		}
+	}
+}
+
+// TestConfigTypesComplete protects the lists above from falling behind the
+// library: every exported struct type named Config or ending in Config in a
+// library package (read from the source) is in configTypes, so a new queue
+// or front configuration is held to the same shape from the day it lands.
+func TestConfigTypesComplete(t *testing.T) {
+	listed := map[string]bool{}
+	for _, typ := range configTypes {
+		listed[typ.String()] = true
+	}
+	root := filepath.Join("..", "..")
+	dirs, err := os.ReadDir(root)
+	if err != nil {
+		t.Fatal(err)
+	}
+	found := 0
+	fset := token.NewFileSet()
+	var walk func(dir string)
+	walk = func(dir string) {
+		entries, err := os.ReadDir(dir)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, e := range entries {
+			name := e.Name()
+			if e.IsDir() {
+				if name != "testdata" && !strings.HasPrefix(name, ".") {
+					if _, err := os.Stat(filepath.Join(dir, name, "go.mod")); err != nil { // another module is not the library
+						walk(filepath.Join(dir, name))
+					}
+				}
+				continue
+			}
+			if !strings.HasSuffix(name, ".go") || strings.HasSuffix(name, "_test.go") {
+				continue
+			}
+			f, err := parser.ParseFile(fset, filepath.Join(dir, name), nil, parser.SkipObjectResolution)
+			if err != nil {
+				t.Fatal(err)
+			}
+			for _, d := range f.Decls {
+				g, ok := d.(*ast.GenDecl)
+				if !ok || g.Tok != token.TYPE {
+					continue
+				}
+				for _, sp := range g.Specs {
+					ts := sp.(*ast.TypeSpec)
+					if _, isStruct := ts.Type.(*ast.StructType); !isStruct || !ts.Name.IsExported() || !strings.HasSuffix(ts.Name.Name, "Config") {
+						continue
+					}
+					found++
+					full := f.Name.Name + "." + ts.Name.Name
+					if !listed[full] {
+						t.Errorf("%s (%s) is not checked here: add it to the registry (package queues: Configs and FromConfig) or, if it configures no queue, to configTypes", full, filepath.Join(dir, name))
+					}
+				}
+			}
+		}
+	}
+	for _, d := range dirs {
+		if d.IsDir() && d.Name() != "internal" && !strings.HasPrefix(d.Name(), ".") {
+			if _, err := os.Stat(filepath.Join(root, d.Name(), "go.mod")); err == nil {
+				continue
+			}
+			walk(filepath.Join(root, d.Name()))
+		}
+	}
+	if found < len(configTypes) {
+		t.Errorf("found %d configuration types in the source, fewer than the %d listed: the walk is broken", found, len(configTypes))
 	}
 }
