@@ -29,7 +29,7 @@ import (
 	"time"
 
 	"github.com/aqmkit/aqmkit/aqm"
-	"github.com/aqmkit/aqmkit/examples/internal/aqmsel"
+	"github.com/aqmkit/aqmkit/queues"
 	"github.com/aqmkit/aqmkit/examples/internal/relay"
 	"github.com/aqmkit/aqmkit/examples/internal/traffic"
 )
@@ -66,7 +66,7 @@ func run(ctx context.Context, args []string, out io.Writer) ([]FlowResult, error
 	fs := flag.NewFlagSet("l4sdemo", flag.ContinueOnError)
 	fs.SetOutput(out)
 	var (
-		name     = fs.String("aqm", "dualpi2", "queue: "+strings.Join(aqmsel.Names(), ", "))
+		name     = fs.String("aqm", "dualpi2", "queue: "+strings.Join(queues.Names(), ", "))
 		rate     = 8 * aqm.Mbit
 		l4s      = fs.Float64("l4s", 0.4, "L4S flow's rate as a `fraction` of the link")
 		classic  = fs.Float64("classic", 0.75, "Classic flow's rate as a `fraction` of the link")

@@ -26,7 +26,7 @@ import (
 	"time"
 
 	"github.com/aqmkit/aqmkit/aqm"
-	"github.com/aqmkit/aqmkit/examples/internal/aqmsel"
+	"github.com/aqmkit/aqmkit/queues"
 	"github.com/aqmkit/aqmkit/examples/internal/relay"
 )
 
@@ -54,7 +54,7 @@ func run(ctx context.Context, args []string, out io.Writer, ready func(netip.Add
 		rate     = 10 * aqm.Mbit
 		burst    = fs.Int("burst", 0, "shaper burst in `bytes`; 0 means 2 ms of the rate, at least 3028")
 		overhead = fs.Int("overhead", 0, "`bytes` added to each datagram's length for the rate (28 for IPv4+UDP headers)")
-		name     = fs.String("aqm", "fq-codel", "queue: "+strings.Join(aqmsel.Names(), ", "))
+		name     = fs.String("aqm", "fq-codel", "queue: "+strings.Join(queues.Names(), ", "))
 		limit    = fs.Int("limit", 0, "queue limit in `packets`; 0 sizes it for the rate (four 100 ms round trips), or the algorithm's default if the rate is 0")
 		every    = fs.Duration("stats", time.Second, "statistics `interval`; 0 disables the periodic line")
 		duration = fs.Duration("duration", 0, "stop after this `duration` (for example 30s or 5m); 0 runs until interrupted")

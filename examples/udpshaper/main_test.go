@@ -131,7 +131,7 @@ func TestFlags(t *testing.T) {
 	err := run(t.Context(), []string{"-upstream", "127.0.0.1:9", "-rate", "fast"}, &out, nil)
 	require.ErrorContains(t, err, `invalid value "fast" for flag -rate`)
 	require.ErrorContains(t, err, "tc unit")
-	require.ErrorContains(t, run(t.Context(), []string{"-upstream", "127.0.0.1:9", "-aqm", "nope", "-listen", "127.0.0.1:0"}, &out, nil), "unknown AQM")
+	require.ErrorContains(t, run(t.Context(), []string{"-upstream", "127.0.0.1:9", "-aqm", "nope", "-listen", "127.0.0.1:0"}, &out, nil), "unknown queue \"nope\"")
 
 	out.Reset()
 	require.ErrorIs(t, run(t.Context(), []string{"-h"}, &out, nil), flag.ErrHelp)

@@ -16,13 +16,14 @@ import (
 	"hash/maphash"
 	"net"
 	"net/netip"
+	"reflect"
 	"sync"
 	"sync/atomic"
 
 	"github.com/aqmkit/aqmkit/aqm"
-	"github.com/aqmkit/aqmkit/examples/internal/aqmsel"
 	"github.com/aqmkit/aqmkit/examples/internal/ecnsock"
 	"github.com/aqmkit/aqmkit/front"
+	"github.com/aqmkit/aqmkit/queues"
 )
 
 // maxDatagram is the largest datagram relayed; longer ones are truncated by
@@ -34,8 +35,8 @@ const maxDatagram = 2048
 type Config struct {
 	Listen        string   // local address, e.g. "127.0.0.1:0"
 	Upstream      string   // where datagrams go
-	AQM           string   // an aqmsel name
-	LimitPackets  int      // queue limit; zero: sized for Rate (see aqmsel.New)
+	AQM           string   // a name in package queues
+	LimitPackets  int      // queue limit; zero: sized for Rate (see queues.Options)
 	Rate          aqm.Rate // shaped rate; zero: unlimited
 	BurstBytes    int      // shaper burst; zero: the front's default
 	OverheadBytes int      // added to each datagram's size for the rate
@@ -84,7 +85,7 @@ func New(cfg Config) (*Relay, error) {
 		r.dropped.Add(1)
 		r.put(p.Payload)
 	}
-	r.q, err = aqmsel.New(cfg.AQM, aqmsel.Options{LimitPackets: cfg.LimitPackets, Rate: cfg.Rate, Seed: cfg.Seed}, onDrop)
+	r.q, err = queues.New(cfg.AQM, queues.Options{LimitPackets: cfg.LimitPackets, Rate: cfg.Rate, Seed: cfg.Seed}, onDrop)
 	if err != nil {
 		return nil, err
 	}
@@ -97,7 +98,7 @@ func New(cfg Config) (*Relay, error) {
 	// use, so memory follows the deepest queue actually reached.
 	n := cfg.LimitPackets
 	if n == 0 && cfg.Rate > 0 {
-		n = cfg.Rate.BufferPackets(0) // what aqmsel sized the queue to
+		n = cfg.Rate.BufferPackets(0) // what the registry sized the queue to
 	}
 	if n == 0 {
 		n = 16384 // above every algorithm's default limit
@@ -142,7 +143,7 @@ func (r *Relay) Report() string {
 	c := r.Counters()
 	st := r.f.Stats()
 	var detail string
-	r.f.WithQueue(func(q aqm.Queue[uint32]) { detail = aqmsel.Detail(q) })
+	r.f.WithQueue(func(q aqm.Queue[uint32]) { detail = detailOf(q) })
 	return fmt.Sprintf("rx=%d tx=%d refused=%d dropped=%d marked=%d nobuf=%d queue=%dp/%dB %s",
 		c.Received, c.Forwarded, c.Refused, c.Dropped, st.Marked.Packets, c.NoBuffer, st.Len, st.Backlog, detail)
 }
@@ -251,4 +252,14 @@ func (r *Relay) sendOne(p aqm.Packet[uint32]) {
 		r.forwarded.Add(1)
 	}
 	r.put(i)
+}
+
+// detailOf returns the queue's algorithm-specific state as text, if its type
+// has a Detail method.
+func detailOf(q aqm.Queue[uint32]) string {
+	m := reflect.ValueOf(q).MethodByName("Detail")
+	if !m.IsValid() || m.Type().NumIn() != 0 || m.Type().NumOut() != 1 {
+		return ""
+	}
+	return fmt.Sprintf("%+v", m.Call(nil)[0].Interface())
 }
