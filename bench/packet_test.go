@@ -9,6 +9,7 @@ import (
 	"github.com/aqmkit/aqmkit/aqm"
 	"github.com/aqmkit/aqmkit/fifo"
 	"github.com/aqmkit/aqmkit/internal/ring"
+	"github.com/aqmkit/aqmkit/queues"
 )
 
 // Scenario is one row of the packet benchmark table.
@@ -52,7 +53,10 @@ type PacketAlgo struct {
 
 // algoOrder is the table's fixed order; algorithms not registered yet are
 // reported as skipped.
-var algoOrder = []string{"fifo", "red", "gentle-red", "ared", "codel", "fq-codel", "sfq", "fq-cobalt", "fq-pie", "pie", "dualpi2", "cobalt", "cake"}
+// algoOrder is the registry's list (package queues): every algorithm the
+// library has is benchmarked, in its display order; TestEveryQueueBenchmarked
+// fails if one has no benchmark configuration here.
+var algoOrder = queues.Names()
 
 var packetAlgos = map[string]PacketAlgo{}
 
@@ -255,4 +259,21 @@ func drive(d *driver, n int) (aqm.Stats, error) {
 	after.DroppedOverload.Packets -= before.DroppedOverload.Packets
 	after.Marked.Packets -= before.Marked.Packets
 	return after, d.check()
+}
+
+// TestEveryQueueBenchmarked protects the table from falling behind the
+// library: every queue of the registry has a benchmark configuration and
+// a generated concrete-type loop, and the table has nothing else.
+func TestEveryQueueBenchmarked(t *testing.T) {
+	for _, name := range queues.Names() {
+		if _, ok := packetAlgos[name]; !ok {
+			t.Errorf("%s is in the registry but has no benchmark configuration (packet_algos_test.go)", name)
+		}
+		if directRunner[name] == nil || directSteps[name] == nil {
+			t.Errorf("%s is in the registry but has no concrete-type loop (direct_test.go)", name)
+		}
+	}
+	if len(packetAlgos) != len(queues.Names()) {
+		t.Errorf("the table has %d algorithms, the registry %d", len(packetAlgos), len(queues.Names()))
+	}
 }
