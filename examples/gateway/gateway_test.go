@@ -1,7 +1,6 @@
 package main
 
 import (
-	"encoding/binary"
 	"testing"
 	"time"
 
@@ -10,35 +9,6 @@ import (
 	"github.com/aqmkit/aqmkit/aqm"
 	"github.com/aqmkit/aqmkit/cake"
 	"github.com/aqmkit/aqmkit/clock"
-)
-
-// udp4 builds an IPv4 UDP packet of size bytes (IP length) with the given
-// addresses, ports and DS byte, and a valid header checksum.
-func udp4(src, dst [4]byte, sport, dport uint16, ds byte, size int) []byte {
-	b := make([]byte, size)
-	b[0], b[1] = 0x45, ds
-	binary.BigEndian.PutUint16(b[2:], uint16(size))
-	b[8], b[9] = 64, 17
-	copy(b[12:], src[:])
-	copy(b[16:], dst[:])
-	var sum uint32
-	for i := 0; i < 20; i += 2 {
-		sum += uint32(binary.BigEndian.Uint16(b[i:]))
-	}
-	for sum > 0xffff {
-		sum = sum&0xffff + sum>>16
-	}
-	binary.BigEndian.PutUint16(b[10:], ^uint16(sum))
-	binary.BigEndian.PutUint16(b[20:], sport)
-	binary.BigEndian.PutUint16(b[22:], dport)
-	binary.BigEndian.PutUint16(b[24:], uint16(size-20))
-	return b
-}
-
-var (
-	server = [4]byte{203, 0, 113, 1}
-	hostA  = [4]byte{192, 168, 1, 10}
-	hostB  = [4]byte{192, 168, 1, 20}
 )
 
 // TestTwoHostsSplitEvenly protects the gateway's point: with CAKE's

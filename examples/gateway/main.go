@@ -32,6 +32,7 @@ import (
 
 	"github.com/aqmkit/aqmkit/aqm"
 	"github.com/aqmkit/aqmkit/cake"
+	"github.com/aqmkit/aqmkit/front"
 )
 
 // overheads are the -overhead presets, by tc-cake's keywords.
@@ -72,13 +73,39 @@ func run(ctx context.Context, args []string, out io.Writer, ready func(netip.Add
 		upstream = fs.String("upstream", "", "UDP `address` to forward the IP packets to (required)")
 		rate     = 50 * aqm.Mbit
 		overhead = fs.String("overhead", "raw", "link framing: "+strings.Join(names, ", "))
-		slots    = fs.Int("buffers", 4096, "packet buffers, and so CAKE's packet limit")
+		slots    = fs.Int("buffers", 0, "packet `buffers`, and so CAKE's packet limit; 0 sizes them for -rate (four 100 ms round trips, 64 to 4096), or 4096 unshaped")
 		every    = fs.Duration("stats", time.Second, "statistics `interval`; 0 disables the periodic line")
-		duration = fs.Duration("duration", 0, "stop after this `duration`; 0 runs until interrupted")
+		duration = fs.Duration("duration", 0, "stop after this `duration`; 0 runs until interrupted (4s with -demo)")
+		demoRun  = fs.Bool("demo", false, "drive the gateway itself: two home devices, one with 1 flow and one with 8, download through it to a local receiver; print each device's share")
 	)
+	fs.Usage = func() {
+		fmt.Fprint(fs.Output(), "gateway queues raw IP packets in CAKE, shaped to a link's rate with per-device fairness, and forwards them.\n\nUsage: gateway [flags]\n  gateway -demo -rate 10mbit   # two devices, one with 1 flow and one with 8: each gets half\n\n")
+		fs.PrintDefaults()
+	}
 	fs.Var(&rate, "rate", "the link's `rate` in tc syntax (8mbit, 1.5gbit); 0 means unshaped")
 	if err := fs.Parse(args); err != nil {
 		return err
+	}
+	var sink *demoSink
+	if *demoRun {
+		if *upstream != "" {
+			return errors.New("-demo sends to its own receiver: leave out -upstream")
+		}
+		if rate == 0 {
+			return errors.New("-demo needs a -rate")
+		}
+		var err error
+		if sink, err = newDemoSink(); err != nil {
+			return err
+		}
+		defer sink.close()
+		*upstream = sink.addr().String()
+		if *listen == "127.0.0.1:9000" {
+			*listen = "127.0.0.1:0"
+		}
+		if *duration == 0 {
+			*duration = 4 * time.Second
+		}
 	}
 	if *upstream == "" {
 		return errors.New("-upstream is required")
@@ -86,6 +113,12 @@ func run(ctx context.Context, args []string, out io.Writer, ready func(netip.Add
 	ov, ok := overheads[*overhead]
 	if !ok {
 		return fmt.Errorf("-overhead %q: want one of %s", *overhead, strings.Join(names, ", "))
+	}
+	if *slots < 0 {
+		return fmt.Errorf("-buffers %d: must not be negative", *slots)
+	}
+	if *slots == 0 {
+		*slots = buffersFor(rate)
 	}
 	g, err := newGateway(config{Rate: rate, Overhead: ov, Slots: *slots}, nil)
 	if err != nil {
@@ -109,12 +142,21 @@ func run(ctx context.Context, args []string, out io.Writer, ready func(netip.Add
 		return err
 	}
 	defer outc.Close()
-	if *duration > 0 {
+	addr := in.LocalAddr().(*net.UDPAddr).AddrPort()
+	if *demoRun {
+		runCtx, cancel := context.WithCancel(ctx)
+		defer cancel()
+		d := *duration
+		go func() {
+			demo(runCtx, addr, sink, float64(rate), d, out)
+			cancel()
+		}()
+		ctx = runCtx
+	} else if *duration > 0 {
 		var cancel context.CancelFunc
 		ctx, cancel = context.WithTimeout(ctx, *duration)
 		defer cancel()
 	}
-	addr := in.LocalAddr().(*net.UDPAddr).AddrPort()
 	fmt.Fprintf(out, "gateway: %s -> %s at %v, cake diffserv4 dual-dsthost, overhead %s\n", addr, up, rate, *overhead)
 	if ready != nil {
 		ready(addr)
@@ -164,4 +206,16 @@ func run(ctx context.Context, args []string, out io.Writer, ready func(netip.Add
 		return nil
 	}
 	return err
+}
+
+// buffersFor is the default pool for a link of the given rate: four round
+// trips of 100 ms of full-size packets, the sizing of the link presets, with
+// at least 64 and at most 4096 buffers (4096 unshaped). A fixed 4096 would
+// let an unresponsive flow queue for seconds on a slow link, since CAKE
+// holds up to its packet limit.
+func buffersFor(rate aqm.Rate) int {
+	if rate == 0 {
+		return 4096
+	}
+	return min(max(rate.BufferPackets(0)+front.RunBatch, 64), 4096)
 }

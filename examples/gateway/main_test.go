@@ -3,12 +3,15 @@ package main
 import (
 	"bytes"
 	"context"
+	"flag"
+	"fmt"
 	"net"
 	"net/netip"
 	"strings"
 	"testing"
 	"time"
 
+	"github.com/aqmkit/aqmkit/aqm"
 	"github.com/stretchr/testify/require"
 )
 
@@ -67,4 +70,43 @@ func TestRunForwards(t *testing.T) {
 	err = run(t.Context(), []string{"-upstream", "127.0.0.1:1", "-overhead", "carrier-pigeon"}, &out, nil)
 	require.ErrorContains(t, err, "carrier-pigeon")
 	require.True(t, strings.Contains(err.Error(), "docsis"), "the error lists the presets")
+}
+
+// TestBuffersFollowRate protects the default pool size: it follows -rate
+// (a slow link gets a few hundred buffers, not 4096, so an unresponsive
+// flow cannot queue for seconds), stays within [64, 4096], and an explicit
+// negative -buffers is an error.
+func TestBuffersFollowRate(t *testing.T) {
+	slow, fast := buffersFor(10*aqm.Mbit), buffersFor(200*aqm.Mbit)
+	require.Less(t, slow, 500, "10 Mb/s")
+	require.Greater(t, fast, slow)
+	require.LessOrEqual(t, buffersFor(100*aqm.Gbit), 4096)
+	require.GreaterOrEqual(t, buffersFor(aqm.Kbit), 64)
+	require.Equal(t, 4096, buffersFor(0))
+	var out bytes.Buffer
+	require.ErrorContains(t, run(t.Context(), []string{"-upstream", "127.0.0.1:9", "-buffers", "-1"}, &out, nil), "-buffers -1")
+}
+
+// TestDemo protects -demo, the one-line way to watch the gateway work: two
+// devices download through it, and CAKE gives each about half the link
+// although one opens eight flows and the other one.
+func TestDemo(t *testing.T) {
+	var out bytes.Buffer
+	require.NoError(t, run(t.Context(), []string{"-demo", "-rate", "10mbit", "-duration", "2s", "-stats", "0"}, &out, nil))
+	i := strings.Index(out.String(), "demo: ")
+	require.GreaterOrEqual(t, i, 0, out.String())
+	var offeredA, a, offeredB, b, link float64
+	_, err := fmt.Sscanf(out.String()[i:], "demo: device A (1 flow at %f Mbit/s) received %f Mbit/s; device B (8 flows at %f Mbit/s each) received %f Mbit/s; link %f Mbit/s",
+		&offeredA, &a, &offeredB, &b, &link)
+	require.NoError(t, err, out.String())
+	require.InDelta(t, 1, a/b, 0.25, "each device gets about half: %s", out.String())
+	require.InDelta(t, link, a+b, 0.1*link, "the link is used: %s", out.String())
+}
+
+// TestHelp protects -h: one line saying what the program is comes first,
+// and asking for help is not a failure.
+func TestHelp(t *testing.T) {
+	var out bytes.Buffer
+	require.ErrorIs(t, run(t.Context(), []string{"-h"}, &out, nil), flag.ErrHelp)
+	require.True(t, strings.HasPrefix(out.String(), "gateway queues raw IP packets"), out.String())
 }

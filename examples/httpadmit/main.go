@@ -28,6 +28,9 @@ func main() {
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt)
 	defer stop()
 	if err := run(ctx, os.Args[1:], os.Stdout, nil); err != nil {
+		if errors.Is(err, flag.ErrHelp) {
+			return // -h: the usage is printed
+		}
 		fmt.Fprintln(os.Stderr, "httpadmit:", err)
 		os.Exit(2)
 	}
@@ -47,8 +50,13 @@ func run(ctx context.Context, args []string, out io.Writer, ready func(addr stri
 		target   = fs.Duration("target", 5*time.Millisecond, "CoDel target")
 		interval = fs.Duration("interval", 20*time.Millisecond, "CoDel interval")
 		every    = fs.Duration("stats", time.Second, "statistics `interval`; 0 disables")
-		duration = fs.Duration("duration", 0, "stop after this `long`; 0 runs until interrupted")
+		duration = fs.Duration("duration", 0, "stop after this `duration` (for example 30s); 0 runs until interrupted (3s with -demo)")
+		demo     = fs.Bool("demo", false, "drive the server itself: a local client sends twice the requests the workers can serve for -duration, then the admitted requests' wait is printed")
 	)
+	fs.Usage = func() {
+		fmt.Fprint(fs.Output(), "httpadmit serves HTTP behind an admission queue that sheds an overload instead of queueing it.\n\nUsage: httpadmit [flags]\n  httpadmit -demo -queue fifo   # every request waits out the backlog\n  httpadmit -demo               # CoDel keeps the wait short and sheds the rest\n\n")
+		fs.PrintDefaults()
+	}
 	if err := fs.Parse(args); err != nil {
 		return err
 	}
@@ -60,11 +68,31 @@ func run(ctx context.Context, args []string, out io.Writer, ready func(addr stri
 	if err != nil {
 		return err
 	}
+	if *demo && *listen == "127.0.0.1:8080" {
+		*listen = "127.0.0.1:0" // the demo's client is told the port
+	}
 	ln, err := net.Listen("tcp", *listen)
 	if err != nil {
 		return err
 	}
-	if *duration > 0 {
+	if *demo {
+		if *duration == 0 {
+			*duration = 3 * time.Second
+		}
+		if *work <= 0 {
+			ln.Close()
+			return errors.New("-demo needs a positive -work")
+		}
+		perSecond := max(1, int(2*float64(*workers)*float64(time.Second)/float64(*work)))
+		runCtx, cancel := context.WithCancel(ctx)
+		defer cancel()
+		d, addr := *duration, ln.Addr().String()
+		go func() {
+			load(runCtx, addr, perSecond, d).print(out, perSecond, d)
+			cancel()
+		}()
+		ctx = runCtx
+	} else if *duration > 0 {
 		var cancel context.CancelFunc
 		ctx, cancel = context.WithTimeout(ctx, *duration)
 		defer cancel()

@@ -3,32 +3,22 @@ package main
 import (
 	"bytes"
 	"context"
-	"io"
+	"flag"
+	"fmt"
 	"net/http"
 	"runtime"
-	"slices"
-	"strconv"
-	"sync"
+	"strings"
 	"testing"
 	"time"
 
 	"github.com/stretchr/testify/require"
 )
 
-// result is what the client saw of one overload run.
+// result is what the client saw of one overload run, and the program's
+// output.
 type result struct {
-	waits []time.Duration // queue waits of the admitted (200) requests
-	codes map[int]int
-	out   string
-}
-
-func (r result) p(q float64) time.Duration {
-	if len(r.waits) == 0 {
-		return 0
-	}
-	w := slices.Clone(r.waits)
-	slices.Sort(w)
-	return w[int(q*float64(len(w)-1)+0.5)]
+	loadResult
+	out string
 }
 
 // overload serves with 2 workers and a 10 ms handler (capacity 200
@@ -45,38 +35,10 @@ func overload(t *testing.T, d time.Duration, args ...string) result {
 		runErr <- run(ctx, append([]string{"-listen", "127.0.0.1:0", "-workers", "2", "-work", "10ms", "-stats", "0"}, args...), &out, func(a string) { addrc <- a })
 	}()
 	addr := <-addrc
-	tr := &http.Transport{MaxIdleConnsPerHost: 2000}
-	client := &http.Client{Transport: tr, Timeout: 15 * time.Second}
-	res := result{codes: map[int]int{}}
-	var mu sync.Mutex
-	var wg sync.WaitGroup
-	const rate = 400
-	n := int(d.Seconds() * rate)
-	start := time.Now()
-	for i := range n {
-		time.Sleep(time.Until(start.Add(time.Duration(i) * time.Second / rate)))
-		wg.Go(func() {
-			resp, err := client.Get("http://" + addr + "/")
-			if err != nil {
-				t.Errorf("request %d: %v", i, err)
-				return
-			}
-			io.Copy(io.Discard, resp.Body)
-			resp.Body.Close()
-			wait, _ := strconv.ParseInt(resp.Header.Get(WaitHeader), 10, 64)
-			mu.Lock()
-			defer mu.Unlock()
-			res.codes[resp.StatusCode]++
-			if resp.StatusCode == http.StatusOK {
-				res.waits = append(res.waits, time.Duration(wait))
-			}
-		})
+	res := result{loadResult: load(t.Context(), addr, 400, d)}
+	if n := res.codes[-1]; n > 0 {
+		t.Errorf("%d requests failed", n)
 	}
-	wg.Wait()
-	// Close the client's spare connections first: a connection the server
-	// accepted but never got a request on counts as busy for Shutdown's
-	// first five seconds.
-	tr.CloseIdleConnections()
 	cancel()
 	require.NoError(t, <-runErr)
 	res.out = out.String()
@@ -162,4 +124,30 @@ func TestShutdownReleasesWaiters(t *testing.T) {
 	require.Equal(t, map[int]int{200: 1, 503: 4}, got, "the running request finishes, the queued ones get 503")
 	tr.CloseIdleConnections()
 	requireNoLeak(t, before)
+}
+
+// TestDemo protects -demo, the one-line way to watch admission work: the
+// program loads itself at twice its capacity, CoDel sheds part of it, and
+// the report adds up to the requests sent.
+func TestDemo(t *testing.T) {
+	var out bytes.Buffer
+	require.NoError(t, run(t.Context(), []string{"-demo", "-workers", "2", "-work", "10ms", "-duration", "1s", "-stats", "0"}, &out, nil))
+	var perSecond, admitted, shed, failed int
+	i := strings.Index(out.String(), "demo: ")
+	require.GreaterOrEqual(t, i, 0, out.String())
+	_, err := fmt.Sscanf(out.String()[i:], "demo: %d requests/s for 1s: %d admitted, %d answered 503, %d failed", &perSecond, &admitted, &shed, &failed)
+	require.NoError(t, err, out.String())
+	require.Equal(t, 400, perSecond, "twice the capacity of 2 workers at 10 ms")
+	require.Equal(t, 400, admitted+shed+failed, "every request is answered")
+	require.Zero(t, failed)
+	require.Positive(t, shed, "CoDel sheds an overload")
+}
+
+// TestHelp protects -h: one line saying what the program is comes first,
+// and asking for help is not a failure.
+func TestHelp(t *testing.T) {
+	var out bytes.Buffer
+	require.ErrorIs(t, run(t.Context(), []string{"-h"}, &out, nil), flag.ErrHelp)
+	require.True(t, strings.HasPrefix(out.String(), "httpadmit serves HTTP"), out.String())
+	require.NotContains(t, out.String(), "`long`")
 }

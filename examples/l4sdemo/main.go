@@ -29,9 +29,9 @@ import (
 	"time"
 
 	"github.com/aqmkit/aqmkit/aqm"
-	"github.com/aqmkit/aqmkit/queues"
 	"github.com/aqmkit/aqmkit/examples/internal/relay"
 	"github.com/aqmkit/aqmkit/examples/internal/traffic"
+	"github.com/aqmkit/aqmkit/queues"
 )
 
 func main() {
@@ -73,6 +73,10 @@ func run(ctx context.Context, args []string, out io.Writer) ([]FlowResult, error
 		duration = fs.Duration("duration", 3*time.Second, "how long the senders run, as a `duration` (for example 3s)")
 	)
 	fs.Var(&rate, "rate", "link `rate` in tc syntax (8mbit, 1.5gbit)")
+	fs.Usage = func() {
+		fmt.Fprint(fs.Output(), "l4sdemo shows DualPI2 keeping an L4S flow's delay low beside a Classic flow, on loopback.\n\nUsage: l4sdemo [flags]\n\n")
+		fs.PrintDefaults()
+	}
 	if err := fs.Parse(args); err != nil {
 		return nil, err
 	}

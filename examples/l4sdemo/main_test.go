@@ -2,7 +2,9 @@ package main
 
 import (
 	"bytes"
+	"flag"
 	"runtime"
+	"strings"
 	"testing"
 	"time"
 
@@ -38,4 +40,13 @@ func TestDualPI2SeparatesL4S(t *testing.T) {
 	pl, pc := res[0], res[1]
 	require.InDelta(t, float64(pc.P50), float64(pl.P50), float64(pc.P50)/2, "in one shared queue the L4S flow waits like the Classic one")
 	require.Greater(t, pl.P50, 2*l.P50, "and longer than in its own DualPI2 queue")
+}
+
+// TestHelp protects -h: one line saying what the program is comes first,
+// and asking for help is not a failure.
+func TestHelp(t *testing.T) {
+	var out bytes.Buffer
+	_, err := run(t.Context(), []string{"-h"}, &out)
+	require.ErrorIs(t, err, flag.ErrHelp)
+	require.True(t, strings.HasPrefix(out.String(), "l4sdemo shows DualPI2"), out.String())
 }

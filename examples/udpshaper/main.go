@@ -26,8 +26,9 @@ import (
 	"time"
 
 	"github.com/aqmkit/aqmkit/aqm"
-	"github.com/aqmkit/aqmkit/queues"
 	"github.com/aqmkit/aqmkit/examples/internal/relay"
+	"github.com/aqmkit/aqmkit/examples/internal/traffic"
+	"github.com/aqmkit/aqmkit/queues"
 )
 
 func main() {
@@ -57,11 +58,37 @@ func run(ctx context.Context, args []string, out io.Writer, ready func(netip.Add
 		name     = fs.String("aqm", "fq-codel", "queue: "+strings.Join(queues.Names(), ", "))
 		limit    = fs.Int("limit", 0, "queue limit in `packets`; 0 sizes it for the rate (four 100 ms round trips), or the algorithm's default if the rate is 0")
 		every    = fs.Duration("stats", time.Second, "statistics `interval`; 0 disables the periodic line")
-		duration = fs.Duration("duration", 0, "stop after this `duration` (for example 30s or 5m); 0 runs until interrupted")
+		duration = fs.Duration("duration", 0, "stop after this `duration` (for example 30s or 5m); 0 runs until interrupted (3s with -demo)")
+		demo     = fs.Bool("demo", false, "drive the relay itself: a bulk flow at twice -rate and a 10 ms probe to a local receiver, then print the probe's delay")
 	)
+	fs.Usage = func() {
+		fmt.Fprint(fs.Output(), "udpshaper relays UDP datagrams through an AQM at a shaped rate.\n\nUsage: udpshaper [flags]\n  udpshaper -demo -aqm fifo      # see the bufferbloat\n  udpshaper -demo -aqm fq-codel  # and the cure\n\n")
+		fs.PrintDefaults()
+	}
 	fs.Var(&rate, "rate", "shaped `rate` in tc syntax (8mbit, 1.5gbit, 500kbit, 1mbps for bytes); 0 means unlimited")
 	if err := fs.Parse(args); err != nil {
 		return err
+	}
+	var recv *traffic.Receiver
+	if *demo {
+		if *upstream != "" {
+			return errors.New("-demo sends to its own receiver: leave out -upstream")
+		}
+		if rate == 0 {
+			return errors.New("-demo needs a -rate")
+		}
+		var err error
+		if recv, err = traffic.Listen(); err != nil {
+			return err
+		}
+		defer recv.Close()
+		*upstream = recv.Addr().String()
+		if *listen == "127.0.0.1:9000" {
+			*listen = "127.0.0.1:0"
+		}
+		if *duration == 0 {
+			*duration = 3 * time.Second
+		}
 	}
 	if *upstream == "" {
 		return errors.New("-upstream is required")
@@ -73,7 +100,19 @@ func run(ctx context.Context, args []string, out io.Writer, ready func(netip.Add
 	if err != nil {
 		return err
 	}
-	if *duration > 0 {
+	var demoDone chan DemoOutcome
+	if *demo {
+		runCtx, cancel := context.WithCancel(ctx)
+		defer cancel()
+		demoDone = make(chan DemoOutcome, 1)
+		d := *duration
+		go func() {
+			res := traffic.Demo(runCtx, r.Addr(), recv, float64(rate), d)
+			demoDone <- DemoOutcome{res}
+			cancel()
+		}()
+		ctx = runCtx
+	} else if *duration > 0 {
 		var cancel context.CancelFunc
 		ctx, cancel = context.WithTimeout(ctx, *duration)
 		defer cancel()
@@ -104,5 +143,15 @@ func run(ctx context.Context, args []string, out io.Writer, ready func(netip.Add
 	close(done)
 	<-statsDone
 	fmt.Fprintln(out, "final:", r.Report())
+	if demoDone != nil {
+		select {
+		case o := <-demoDone:
+			o.Print(out)
+		default: // interrupted before the demo finished
+		}
+	}
 	return err
 }
+
+// DemoOutcome is what -demo measured.
+type DemoOutcome struct{ traffic.DemoResult }

@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"flag"
+	"fmt"
 	"net/netip"
 	"strings"
 	"sync"
@@ -141,4 +142,30 @@ func TestFlags(t *testing.T) {
 	require.Contains(t, help, "-rate rate")
 	require.Contains(t, help, "tc syntax")
 	require.Contains(t, help, "(default 10mbit)")
+}
+
+// TestDemo protects -demo, the one-line way to watch the relay work: it
+// drives the relay itself for -duration, and behind FQ-CoDel the probe
+// gets through while the bulk flow is held to the rate.
+func TestDemo(t *testing.T) {
+	var out bytes.Buffer
+	require.NoError(t, run(t.Context(), []string{"-demo", "-aqm", "fq-codel", "-rate", "8mbit", "-duration", "1s", "-stats", "0"}, &out, nil))
+	var sent, received int
+	var p50, p99 string
+	line := out.String()[strings.Index(out.String(), "demo: probe"):]
+	_, err := fmt.Sscanf(line, "demo: probe (100 bytes every 10 ms): %d sent, %d received, one-way delay p50 %s p99 %s", &sent, &received, &p50, &p99)
+	require.NoError(t, err, out.String())
+	require.Equal(t, 100, sent)
+	require.GreaterOrEqual(t, received, 95, "the probe is not starved by the bulk flow")
+	require.ErrorContains(t, run(t.Context(), []string{"-demo", "-upstream", "127.0.0.1:9"}, &out, nil), "leave out -upstream")
+}
+
+// TestHelp protects -h: it says in one line what the program is, then the
+// flags, and it is not an error to the caller.
+func TestHelp(t *testing.T) {
+	var out bytes.Buffer
+	err := run(t.Context(), []string{"-h"}, &out, nil)
+	require.ErrorIs(t, err, flag.ErrHelp)
+	require.True(t, strings.HasPrefix(out.String(), "udpshaper relays UDP datagrams"), out.String())
+	require.Contains(t, out.String(), "-demo")
 }
