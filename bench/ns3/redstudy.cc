@@ -244,11 +244,16 @@ main(int argc, char* argv[])
     cmd.AddValue("flows", "number of bulk TCP flows", s.flows);
     cmd.AddValue("duration", "simulated seconds", s.durationS);
     cmd.AddValue("warmup", "start of the measurement window, seconds", s.warmupS);
+    cmd.AddValue("rtt", "base RTT in ms (propagation, both ways)", s.rttMs);
+    cmd.AddValue("limit", "queue disc limit, packets", s.discLimit);
+    cmd.AddValue("device", "bottleneck device queue, packets (ns-3's default is 100)", s.devicePackets);
     cmd.AddValue("header", "print the CSV header before the row", header);
     cmd.Parse(argc, argv);
-    if (s.flows == 0 || s.warmupS < 0 || s.durationS <= s.warmupS)
+    if (s.flows == 0 || s.flows > 250 || s.warmupS < 0 || s.durationS <= s.warmupS ||
+        s.rttMs <= 4 * s.accessDelayMs || s.discLimit == 0 || s.devicePackets == 0)
     {
-        std::cerr << "redstudy: need flows > 0 and 0 <= warmup < duration\n";
+        std::cerr << "redstudy: need 0 < flows <= 250, 0 <= warmup < duration, rtt > "
+                  << 4 * s.accessDelayMs << " ms, limit > 0 and device > 0\n";
         return 2;
     }
 

@@ -46,32 +46,9 @@ if [ "${SIM:-1}" != 0 ]; then
 	(cd "$root" && go run bench/ns3/simside.go -seeds "$seeds") >"$simcsv"
 fi
 
-# summary prints, per variant, mean ± sample sd of each column of a CSV.
-summary() {
-	awk -F, -v title="$1" '
-	NR == 1 { for (i = 3; i <= 16; i++) name[i] = $i; next }
-	{
-		v = $1
-		if (!(v in n)) order[++nv] = v
-		n[v]++
-		for (i = 3; i <= 16; i++) { s[v, i] += $i; ss[v, i] += $i * $i }
-	}
-	END {
-		printf "%s\n", title
-		for (k = 1; k <= nv; k++) {
-			v = order[k]
-			printf "  %-7s (%d runs)\n", v, n[v]
-			for (i = 3; i <= 16; i++) {
-				m = s[v, i] / n[v]
-				var = n[v] > 1 ? (ss[v, i] - n[v] * m * m) / (n[v] - 1) : 0
-				if (var < 0) var = 0
-				printf "    %-15s %12.4f ± %.4f\n", name[i], m, sqrt(var)
-			}
-		}
-	}' "$2"
-}
-
-summary "ns-3 3.37 ($ns3csv)" "$ns3csv"
-if [ -s "$simcsv" ] && [ "${SIM:-1}" != 0 ]; then
-	summary "aqmkit simulator ($simcsv; its queue is the whole backlog: disc_q = total_q)" "$simcsv"
+echo "ns-3 3.37 ($ns3csv)"
+awk -f "$here/summary.awk" "$ns3csv"
+if [ "${SIM:-1}" != 0 ]; then
+	echo "aqmkit simulator ($simcsv; its queue is the whole backlog: disc_q = total_q)"
+	awk -f "$here/summary.awk" "$simcsv"
 fi
