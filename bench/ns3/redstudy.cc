@@ -49,6 +49,7 @@ struct Setup
     double qW = 0.002;            // RED and Gentle RED; ARED uses 1 - exp(-1/C)
     double lInterm = 50;          // max_p = 1/LInterm: 0.02
     double aredLInterm = 10;      // ARED's initial max_p 0.1
+    double aredBottom = 0.01;     // ARED's lower bound on max_p, as the simulator's
     uint32_t meanPktBytes = 512;  // RED MeanPktSize: packet time for C and the idle decay
     bool wait = true;             // RED Wait (the ns-3 default)
     double startS = 1, startJitterS = 1; // flow i starts at 1 s + U[0, 1) s
@@ -197,14 +198,16 @@ ConfigureRed(const Setup& s, DataRate rate, Time bottleneckDelay)
         // ARED zeroes MinTh, MaxTh and QW and derives them: min_th =
         // max(5, TargetDelay·C/2) = 5, max_th = 15, w_q = 1 - exp(-1/C),
         // with C = LinkBandwidth / (8·MeanPktSize) packets/s; it adapts
-        // max_p every Interval from 1/LInterm within [Bottom, Top].
+        // max_p every Interval from 1/LInterm within [Bottom, Top]. Bottom
+        // 0 would mean min(0.01, 8·MeanPktSize·Rtt/LinkBandwidth) with the
+        // Rtt attribute's 100 ms: 0.0002 here; the simulator's floor is 0.01.
         Config::SetDefault("ns3::RedQueueDisc::Gentle", BooleanValue(true));
         Config::SetDefault("ns3::RedQueueDisc::ARED", BooleanValue(true));
         Config::SetDefault("ns3::RedQueueDisc::LInterm", DoubleValue(s.aredLInterm));
         Config::SetDefault("ns3::RedQueueDisc::TargetDelay", TimeValue(MilliSeconds(5)));
         Config::SetDefault("ns3::RedQueueDisc::Interval", TimeValue(MilliSeconds(500)));
         Config::SetDefault("ns3::RedQueueDisc::Top", DoubleValue(0.5));
-        Config::SetDefault("ns3::RedQueueDisc::Bottom", DoubleValue(0.0));
+        Config::SetDefault("ns3::RedQueueDisc::Bottom", DoubleValue(s.aredBottom));
         Config::SetDefault("ns3::RedQueueDisc::Alpha", DoubleValue(0.01));
         Config::SetDefault("ns3::RedQueueDisc::Beta", DoubleValue(0.9));
     }
@@ -247,6 +250,7 @@ main(int argc, char* argv[])
     cmd.AddValue("rtt", "base RTT in ms (propagation, both ways)", s.rttMs);
     cmd.AddValue("limit", "queue disc limit, packets", s.discLimit);
     cmd.AddValue("device", "bottleneck device queue, packets (ns-3's default is 100)", s.devicePackets);
+    cmd.AddValue("aredBottom", "ARED's lower bound on max_p (0: ns-3's automatic value)", s.aredBottom);
     cmd.AddValue("header", "print the CSV header before the row", header);
     cmd.Parse(argc, argv);
     if (s.flows == 0 || s.flows > 250 || s.warmupS < 0 || s.durationS <= s.warmupS ||
@@ -429,7 +433,7 @@ main(int argc, char* argv[])
                 DoubleAttr(g.disc, "QW"));
     std::fprintf(stderr,
                  "redstudy %s run %u: MinTh %g MaxTh %g QW %.6f LInterm %g Gentle %d ARED %d "
-                 "AdaptMaxP %d Wait %d; dropped %u (early %u, forced %u, overflow %u, other %u)\n",
+                 "AdaptMaxP %d Bottom %g Wait %d; dropped %u (early %u, forced %u, overflow %u, other %u)\n",
                  s.variant.c_str(),
                  s.run,
                  DoubleAttr(g.disc, "MinTh"),
@@ -439,6 +443,7 @@ main(int argc, char* argv[])
                  BoolAttr(g.disc, "Gentle"),
                  BoolAttr(g.disc, "ARED"),
                  BoolAttr(g.disc, "AdaptMaxP"),
+                 DoubleAttr(g.disc, "Bottom"),
                  BoolAttr(g.disc, "Wait"),
                  total,
                  early,
