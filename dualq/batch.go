@@ -2,17 +2,32 @@ package dualq
 
 import "github.com/aqmkit/aqmkit/aqm"
 
+// The burst forms of Enqueue and Dequeue. Each runs the PI updates due by
+// now once (at one instant advance is idempotent) and then a loop whose
+// body is a twin of the single-packet method, written out so that no call
+// is made per packet. A twin keeps only the bookkeeping: every decision is
+// the controller's (pi2.go), asked through the same calls as the single
+// path, so a change to a decision reaches both forms. The blocks and what
+// they mirror:
+//
+//	EnqueueBatch, loop body   mirrors Enqueue after its advance: limit
+//	                          check, classification, push, counters
+//	DequeueBatch, loop body   mirrors Dequeue's loop: scheduler pick, pop,
+//	                          controller decision (decideL4SAlone,
+//	                          decideL4SCoupled, decideClassic), mark or drop, WRR credit
+//
+// A fix to either side must be made to its twin; TestBurstMatchesLoop and
+// the kit's Burst check compare the two forms on random traces.
+
 // EnqueueBatch offers ps[i], i < n = min(len(ps), len(vs)), in order at
 // time now, writes each verdict into vs[i] and returns how many were
 // accepted: the outcome of n calls of Enqueue, as [aqm.BatchQueue]
-// defines it.
+// defines it. Its loop body is a twin of [Queue.Enqueue].
 func (q *Queue[T]) EnqueueBatch(ps []aqm.Packet[T], vs []aqm.Verdict, now aqm.Time) int {
 	n := min(len(ps), len(vs))
 	if n == 0 {
 		return 0
 	}
-	// The updates due by now run once: at one instant advance is
-	// idempotent.
 	q.advance(now)
 	ps, vs = ps[:n], vs[:n]
 	accepted := 0
@@ -51,65 +66,64 @@ func (q *Queue[T]) EnqueueBatch(ps []aqm.Packet[T], vs []aqm.Verdict, now aqm.Ti
 // DequeueBatch removes up to len(buf) packets at time now into buf and
 // returns how many: the outcome of that many calls of Dequeue, as
 // [aqm.BatchQueue] defines it (packets the AQM drops go to the DropFunc
-// and do not count). The packets that cannot be dropped (L4S outside
-// overload, Classic while p_C is 0) are served inline; the rest take
-// Dequeue's own path.
+// and do not count). Its loop body is a twin of [Queue.Dequeue]'s loop.
 func (q *Queue[T]) DequeueBatch(buf []aqm.Packet[T], now aqm.Time) int {
 	if len(buf) == 0 {
 		return 0
 	}
-	// The updates due by now run once: at one instant advance is
-	// idempotent.
 	q.advance(now)
-	minBacklog := q.par.minBacklog
-	for k := range buf {
-		nl, nc := q.l.Len(), q.c.Len()
-		if nl == 0 && nc == 0 {
+	k := 0
+	for k < len(buf) {
+		lq, cq := q.l.Len() > 0, q.c.Len() > 0
+		if !lq && !cq {
 			// Both queues empty: the WRR credit starts over (Linux).
 			q.credit = q.par.creditInit
 			return k
 		}
-		fromL := nl > 0
-		if fromL && nc > 0 {
+		fromL := lq
+		if lq && cq {
 			fromL = q.pickBoth()
-		}
-		if fromL && q.overload || !fromL && q.pC != 0 {
-			p, ok := q.Dequeue(now) // may drop: the rare path
-			if !ok {
-				return k
-			}
-			buf[k] = p
-			continue
 		}
 		var p aqm.Packet[T]
 		if fromL {
 			p, _ = q.l.PopFront()
 			q.bytesL -= int(p.Size)
-			pn := q.native(age(int64(p.Enqueued), int64(now)), nl-1)
-			var pc uint64
-			if q.bytesL+q.bytesC >= minBacklog {
-				pc = q.pCL
-			}
-			if pn >= pc {
-				if q.roll(pn) {
-					p.ECN = q.mark(p.Size)
-					q.stepMarks++
-				}
-			} else if q.roll(pc) {
-				p.ECN = q.mark(p.Size)
-			}
-			if nc > 0 {
-				q.credit += q.par.wc * int64(p.Size)
-			}
 		} else {
 			p, _ = q.c.PopFront()
 			q.bytesC -= int(p.Size)
-			if nl > 0 {
-				q.credit -= q.par.wl * int64(p.Size)
+		}
+		coupled := q.bytesL+q.bytesC >= q.par.minBacklog
+		var a action
+		switch {
+		case fromL && coupled:
+			a = q.ctl.decideL4SCoupled(age(int64(p.Enqueued), int64(now)), q.l.Len())
+		case fromL:
+			a = q.ctl.decideL4SAlone(age(int64(p.Enqueued), int64(now)), q.l.Len())
+		default:
+			a = q.ctl.decideClassic(p.ECN, coupled)
+		}
+		if a != keep {
+			if a >= dropEarly {
+				q.drop(p, a.verdict())
+				continue
 			}
+			p.ECN = q.mark(p.Size)
+			if a == markStep {
+				q.stepMarks++
+			}
+		}
+		// The credit moves only for packets sent, and only while the
+		// other queue waits.
+		if fromL {
+			if cq {
+				q.credit += q.par.wc * int64(p.Size)
+			}
+		} else if lq {
+			q.credit -= q.par.wl * int64(p.Size)
 		}
 		q.stats.Dequeued.Add(p.Size)
 		buf[k] = p
+		k++
 	}
-	return len(buf)
+	return k
 }

@@ -107,11 +107,11 @@ func (d Detail) Metrics() iter.Seq[aqm.Metric] {
 // Dequeue (or their burst forms). It runs no pending PI update.
 func (q *Queue[T]) Detail() Detail {
 	d := Detail{
-		Prob:             float64(q.p48) / float64(one48),
-		ProbRaw:          uint64(q.p48) >> 16,
-		ProbClassic:      float64(q.pC) / float64(one32),
-		ProbL4SCoupled:   float64(q.pCL) / float64(one32),
-		Overloaded:       q.overload,
+		Prob:             float64(q.ctl.p48) / float64(one48),
+		ProbRaw:          uint64(q.ctl.p48) >> 16,
+		ProbClassic:      float64(q.ctl.pC) / float64(one32),
+		ProbL4SCoupled:   float64(q.ctl.pCL) / float64(one32),
+		Overloaded:       q.ctl.overload,
 		PacketsClassic:   q.c.Len(),
 		PacketsL4S:       q.l.Len(),
 		BytesClassic:     q.bytesC,
@@ -126,11 +126,11 @@ func (q *Queue[T]) Detail() Detail {
 		MemoryUsed:       q.bytesL + q.bytesC,
 		MaxMemoryUsed:    q.maxBacklog,
 		MemoryLimit:      q.par.limitBytes,
-		Updates:          q.updates,
+		Updates:          q.ctl.updates,
 		MemoryBytes:      q.memBytes,
 	}
-	if q.started {
-		d.NextUpdate = q.nextUpd
+	if q.ctl.started {
+		d.NextUpdate = q.ctl.nextUpd
 	}
 	if h := q.c.Front(); h != nil {
 		d.DelayClassic = h.Enqueued.Since(q.lastNow)

@@ -4,38 +4,92 @@ import (
 	"math"
 
 	"github.com/aqmkit/aqmkit/aqm"
+	"github.com/aqmkit/aqmkit/internal/rng"
 )
 
-// Lazy PI controller.
+// This file is the DualPI2 controller: the lazy PI2 update (advance,
+// catchUp, update, derive) and the per-packet decisions it drives
+// (decideL4SAlone, decideL4SCoupled, decideClassic, native, roll). The controller is a plain,
+// non-generic value inside the queue, so that its decisions inline into
+// the queue's paths; the queue owns the two rings, the scheduler and the
+// counters, and asks the controller what to do with each packet.
 
-// advance runs every PI update due at or before now. Its common case, no
-// update due and no glitch, is small enough to inline into Enqueue and
-// Dequeue.
-func (q *Queue[T]) advance(now aqm.Time) {
-	q.lastNow = now
-	if now >= q.nextUpd || now < q.updFloor {
-		q.advanceSlow(now)
-	}
+// controller is the PI2 state: the base probability, the probabilities
+// derived from it, the update schedule and the random stream. Its zero
+// value, seeded, is a fresh controller.
+type controller struct {
+	pC        uint64   // Classic probability p'^2, 2^32 scale
+	pCL       uint64   // coupled L4S probability min(k·p', 1), 2^32 scale
+	overload  bool     // k·p' ≥ 1 and overload drops are on
+	lCoupled  bool     // overload or pCL > 0: the coupled AQM can act on L4S packets
+	lSlow     bool     // the native AQM is the ramp: the L4S decision takes its slow path
+	step      int64    // the step threshold, ns (params.step, kept here for the inlined path)
+	par       *params  // the queue's params (the queue lives behind a pointer)
+	nextUpd   aqm.Time // instant of the next PI update
+	updFloor  aqm.Time // nextUpd − Tupdate: an earlier now re-anchors the schedule
+	started   bool     // nextUpd is set
+	p48       int64    // p', 2^48 scale, in [0, par.pmax]
+	prevDelay int64    // the delay seen by the previous update, ns
+	updates   uint64   // PI updates run so far
+	rnd       rng.Source
 }
 
-// advanceSlow is advance when an update is due, before the first one is
+// heads is what the PI update reads from the queue: the arrival instants
+// of the two head packets, if any.
+type heads struct {
+	l, c       aqm.Time
+	hasL, hasC bool
+}
+
+// empty reports whether both queues are empty.
+func (h *heads) empty() bool { return !h.hasL && !h.hasC }
+
+// delay returns the larger of the two head packets' ages at t, in ns,
+// clamped to [0, maxDelay]; an empty queue counts as 0.
+func (h *heads) delay(t int64) int64 {
+	var d int64
+	if h.hasL {
+		d = age(int64(h.l), t)
+	}
+	if h.hasC {
+		d = max(d, age(int64(h.c), t))
+	}
+	return d
+}
+
+// oldest returns the earlier of the two heads' arrival instants; at least
+// one queue must hold a packet.
+func (h *heads) oldest() aqm.Time {
+	switch {
+	case !h.hasL:
+		return h.c
+	case !h.hasC:
+		return h.l
+	}
+	return min(h.l, h.c)
+}
+
+// advance is the slow path of the queue's advance, which calls it when an
+// update is due (now ≥ nextUpd), none is scheduled yet, or the schedule
+// lies more than one Tupdate ahead (now < updFloor). When an update is due
+// it runs every update due at or before now; before the first one is
 // scheduled, or when the next update lies more than one Tupdate ahead of
-// now (time ran backwards, or returned from a reading far in the future):
-// then the schedule is re-anchored at now, as if the queue had just
-// started, and no update runs (no time has elapsed).
-func (q *Queue[T]) advanceSlow(now aqm.Time) {
-	if !q.started || now < q.nextUpd {
-		q.started = true
-		q.schedule(now)
+// now (time ran backwards, or returned from a reading far in the future),
+// it re-anchors the schedule at now, as if the queue had just started, and
+// runs no update (no time has elapsed).
+func (c *controller) advance(par *params, now aqm.Time, h *heads) {
+	if !c.started || now < c.nextUpd {
+		c.started = true
+		c.schedule(par, now)
 		return
 	}
-	q.catchUp(now)
+	c.catchUp(par, now, h)
 }
 
 // schedule sets the next update one Tupdate after t.
-func (q *Queue[T]) schedule(t aqm.Time) {
-	q.nextUpd = aqm.Time(satAdd(int64(t), q.par.tupdate))
-	q.updFloor = q.nextUpd - aqm.Time(q.par.tupdate)
+func (c *controller) schedule(par *params, t aqm.Time) {
+	c.nextUpd = aqm.Time(satAdd(int64(t), par.tupdate))
+	c.updFloor = c.nextUpd - aqm.Time(par.tupdate)
 }
 
 // catchUp runs the n ≥ 1 updates due at nextUpd, nextUpd+T, … ≤ now. No
@@ -55,70 +109,57 @@ func (q *Queue[T]) schedule(t aqm.Time) {
 //   - Heads younger than the update instant (only after time ran
 //     backwards): each such update sees delay 0 after delay 0, so the run
 //     of them collapses like the idle case.
-func (q *Queue[T]) catchUp(now aqm.Time) {
-	step := uint64(q.par.tupdate)
-	first := uint64(q.nextUpd)
+func (c *controller) catchUp(par *params, now aqm.Time, h *heads) {
+	step := uint64(par.tupdate)
+	first := uint64(c.nextUpd)
 	n := (uint64(now)-first)/step + 1 // now ≥ nextUpd, so the difference is exact in uint64
 	last := int64(first + (n-1)*step) // ≤ now, so it fits in int64
 	tu := int64(first)
 	for m := n; m > 0; {
-		if q.l.Len() == 0 && q.c.Len() == 0 {
-			q.update(0)
-			q.idleUpdates(m - 1)
+		if h.empty() {
+			c.update(par, 0)
+			c.idleUpdates(par, m-1)
 			break
 		}
-		d := q.headDelay(tu)
-		if d == 0 && q.prevDelay == 0 {
+		d := h.delay(tu)
+		if d == 0 && c.prevDelay == 0 {
 			// tu is not after the oldest head's arrival (possible only
 			// after time ran backwards): every update until tu passes it
 			// sees delay 0 after delay 0, the idle decrement. Run them at
 			// once.
-			k := min((uint64(q.oldestArrival())-uint64(tu))/step+1, m)
-			q.idleUpdates(k)
+			k := min((uint64(h.oldest())-uint64(tu))/step+1, m)
+			c.idleUpdates(par, k)
 			m -= k
 			tu += int64(k * step) // wraps only when m is 0 and tu unused
 			continue
 		}
-		q.update(d)
-		if m > 1 && q.p48 == q.par.pmax && d >= q.par.target {
-			q.updates += m - 1
-			q.prevDelay = q.headDelay(last)
+		c.update(par, d)
+		if m > 1 && c.p48 == par.pmax && d >= par.target {
+			c.updates += m - 1
+			c.prevDelay = h.delay(last)
 			break
 		}
 		m--
 		tu += int64(step)
 	}
-	q.schedule(aqm.Time(last))
-	q.derive()
+	c.schedule(par, aqm.Time(last))
+	c.derive(par)
 }
 
 // idleUpdates runs k PI updates that each see delay 0 after delay 0 (an
 // empty queue, or heads younger than the update instant), in closed form:
 // each subtracts alpha·target, down to 0.
-func (q *Queue[T]) idleUpdates(k uint64) {
+func (c *controller) idleUpdates(par *params, k uint64) {
 	if k == 0 {
 		return
 	}
-	q.updates += k
-	q.prevDelay = 0
-	if uint64(q.p48)/uint64(q.par.alphaTarget) < k {
-		q.p48 = 0
+	c.updates += k
+	c.prevDelay = 0
+	if uint64(c.p48)/uint64(par.alphaTarget) < k {
+		c.p48 = 0
 	} else {
-		q.p48 -= int64(k) * q.par.alphaTarget
+		c.p48 -= int64(k) * par.alphaTarget
 	}
-}
-
-// oldestArrival returns the earlier of the two heads' arrival instants;
-// at least one queue must hold a packet.
-func (q *Queue[T]) oldestArrival() aqm.Time {
-	l, c := q.l.Front(), q.c.Front()
-	switch {
-	case l == nil:
-		return c.Enqueued
-	case c == nil:
-		return l.Enqueued
-	}
-	return min(l.Enqueued, c.Enqueued)
 }
 
 // update is one PI2 step with queue delay d:
@@ -126,37 +167,164 @@ func (q *Queue[T]) oldestArrival() aqm.Time {
 //	p' += alpha·(d − target) + beta·(d − d_prev), clamped to [0, pmax]
 //
 // in 2^-48 units; |each product| < 2^59 (see maxDelay).
-func (q *Queue[T]) update(d int64) {
-	delta := q.par.alpha*(d-q.par.target) + q.par.beta*(d-q.prevDelay)
-	p := q.p48 + delta
-	q.p48 = min(max(p, 0), q.par.pmax)
-	q.prevDelay = d
-	q.updates++
+func (c *controller) update(par *params, d int64) {
+	delta := par.alpha*(d-par.target) + par.beta*(d-c.prevDelay)
+	p := c.p48 + delta
+	c.p48 = min(max(p, 0), par.pmax)
+	c.prevDelay = d
+	c.updates++
 }
 
 // derive recomputes the per-packet probabilities from p'.
-func (q *Queue[T]) derive() {
-	p32 := uint64(q.p48) >> 16 // 2^48 → 2^32 scale
-	q.pCL = min(q.par.k*p32, one32)
+func (c *controller) derive(par *params) {
+	p32 := uint64(c.p48) >> 16 // 2^48 → 2^32 scale
+	c.pCL = min(par.k*p32, one32)
 	if p32 >= one32 {
-		q.pC = one32 // p32·p32 would be 2^64
+		c.pC = one32 // p32·p32 would be 2^64
 	} else {
-		q.pC = p32 * p32 >> 32 // p'^2: 2^64 scale → 2^32 scale
+		c.pC = p32 * p32 >> 32 // p'^2: 2^64 scale → 2^32 scale
 	}
-	q.overload = !q.par.overflow && q.par.k*uint64(q.p48) >= uint64(one48)
+	c.overload = !par.overflow && par.k*uint64(c.p48) >= uint64(one48)
+	c.lCoupled = c.overload || c.pCL != 0
+	c.lSlow = par.ramp
+	c.step = par.step
 }
 
-// headDelay returns the larger of the two head packets' ages at t, in ns,
-// clamped to [0, maxDelay]; an empty queue counts as 0.
-func (q *Queue[T]) headDelay(t int64) int64 {
-	var d int64
-	if h := q.l.Front(); h != nil {
-		d = age(int64(h.Enqueued), t)
+// roll returns true with probability p/2^32. It draws a random number only
+// when 0 < p < 2^32, so a queue whose probabilities are 0 or 1 never touches
+// its random source.
+func (c *controller) roll(p uint64) bool {
+	if p == 0 {
+		return false
 	}
-	if h := q.c.Front(); h != nil {
-		d = max(d, age(int64(h.Enqueued), t))
+	if p >= one32 {
+		return true
 	}
-	return d
+	return uint64(c.rnd.Uint32()) < p
+}
+
+// native returns the native L4S AQM's marking probability (2^32 scale) for
+// a packet that waited sojourn ns; lenAfter is the L4S queue length after it
+// was popped.
+func native(par *params, sojourn int64, lenAfter int) uint64 {
+	if !par.ramp {
+		if sojourn > par.step {
+			return one32
+		}
+		return 0
+	}
+	// RFC 9332 ramp, applied only while the L4S queue held more than
+	// Th_len = 1 packet (counting the one being dequeued).
+	if lenAfter < 1 || sojourn <= par.rampMin {
+		return 0
+	}
+	x := sojourn - par.rampMin
+	if x >= par.rampRange {
+		return one32
+	}
+	// x < rampRange ≤ 1 s < 2^30, so x<<32 < 2^62.
+	return uint64(x<<32) / uint64(par.rampRange)
+}
+
+// action is a controller decision on a popped packet.
+type action uint8
+
+const (
+	keep         action = iota // send the packet unchanged
+	mark                       // set CE (the coupled or Classic AQM)
+	markStep                   // set CE (the native L4S AQM)
+	dropEarly                  // drop: a signal to a Not-ECT packet
+	dropOverload               // drop: an ECN-capable packet in overload
+)
+
+// verdict returns the drop reason of a drop action.
+func (a action) verdict() aqm.Verdict {
+	if a == dropOverload {
+		return aqm.DroppedOverload
+	}
+	return aqm.DroppedEarly
+}
+
+// The L4S decision on a packet just popped after waiting sojourn ns, with
+// lenAfter L4S packets behind it, is decideL4SAlone while the 2·MTU
+// safeguard keeps the coupled AQM out and decideL4SCoupled otherwise (the
+// caller picks, so that each inlines). Outside overload the mark
+// probability is max(native, p_CL), one roll; in overload the packet is
+// dropped with p_C and marked otherwise. Both take decideL4SSlow for the
+// ramp, a non-zero p_CL or overload.
+
+// decideL4SAlone is the L4S decision when the safeguard keeps the coupled AQM
+// out: the step alone, inline.
+func (c *controller) decideL4SAlone(sojourn int64, lenAfter int) action {
+	if c.lSlow {
+		return c.decideL4SSlow(sojourn, lenAfter, false)
+	}
+	if sojourn > c.step {
+		return markStep
+	}
+	return keep
+}
+
+// decideL4SCoupled is the L4S decision when the coupled AQM may act: inline
+// while p_CL is 0 and there is no overload.
+func (c *controller) decideL4SCoupled(sojourn int64, lenAfter int) action {
+	if c.lSlow || c.lCoupled {
+		return c.decideL4SSlow(sojourn, lenAfter, true)
+	}
+	if sojourn > c.step {
+		return markStep
+	}
+	return keep
+}
+
+// decideL4SSlow is the L4S decision with a ramp, a coupled probability or
+// overload.
+func (c *controller) decideL4SSlow(sojourn int64, lenAfter int, coupled bool) action {
+	par := c.par
+	if coupled && c.overload {
+		if c.roll(c.pC) {
+			return dropOverload
+		}
+		return mark
+	}
+	pn := native(par, sojourn, lenAfter)
+	var pc uint64
+	if coupled {
+		pc = c.pCL
+	}
+	if pn >= pc {
+		if c.roll(pn) {
+			return markStep
+		}
+	} else if c.roll(pc) {
+		return mark
+	}
+	return keep
+}
+
+// decideClassic decides the fate of a Classic packet with codepoint ecn
+// just popped; coupled reports whether the 2·MTU safeguard lets the AQM act. With probability p_C it is
+// dropped if Not-ECT or in overload and marked otherwise. Its common case,
+// p_C = 0, inlines.
+func (c *controller) decideClassic(ecn aqm.ECN, coupled bool) action {
+	if !coupled || c.pC == 0 {
+		return keep
+	}
+	return c.classicHit(ecn)
+}
+
+// classicHit is decideClassic once p_C > 0 and the safeguard allows it.
+func (c *controller) classicHit(ecn aqm.ECN) action {
+	if !c.roll(c.pC) {
+		return keep
+	}
+	switch {
+	case ecn == aqm.NotECT:
+		return dropEarly
+	case c.overload:
+		return dropOverload
+	}
+	return mark
 }
 
 // age returns t − enq clamped to [0, maxDelay], without int64 overflow.

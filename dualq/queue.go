@@ -15,22 +15,14 @@ import (
 // concurrent use.
 type Queue[T any] struct {
 	// Hot state first.
-	l, c      ring.Ring[aqm.Packet[T]] // the L4S and Classic queues
-	bytesL    int                      // bytes queued in l
-	bytesC    int                      // bytes queued in c
-	pC        uint64                   // Classic probability p'^2, 2^32 scale
-	pCL       uint64                   // coupled L4S probability min(k·p', 1), 2^32 scale
-	overload  bool                     // k·p' ≥ 1 and overload drops are on
-	credit    int64                    // WRR credit: > 0 means Classic is served next
-	nextUpd   aqm.Time                 // instant of the next PI update
-	updFloor  aqm.Time                 // nextUpd − Tupdate: an earlier now re-anchors the schedule
-	started   bool                     // nextUpd is set
-	p48       int64                    // p', 2^48 scale, in [0, par.pmax]
-	prevDelay int64                    // the delay seen by the previous update, ns
-	rnd       rng.Source
-	par       params
-	onDrop    aqm.DropFunc[T]
-	stats     aqm.Stats
+	l, c   ring.Ring[aqm.Packet[T]] // the L4S and Classic queues
+	bytesL int                      // bytes queued in l
+	bytesC int                      // bytes queued in c
+	credit int64                    // WRR credit: > 0 means Classic is served next
+	ctl    controller               // the PI2 controller (pi2.go)
+	par    params
+	onDrop aqm.DropFunc[T]
+	stats  aqm.Stats
 
 	// Detail-only state.
 	lastNow    aqm.Time // the instant of the latest call
@@ -39,7 +31,6 @@ type Queue[T any] struct {
 	stepMarks  uint64
 	maxLen     int
 	maxBacklog int
-	updates    uint64
 }
 
 var _ aqm.BatchQueue[int] = (*Queue[int])(nil)
@@ -56,12 +47,14 @@ func New[T any](cfg Config, onDrop aqm.DropFunc[T]) (*Queue[T], error) {
 	// Before the first packet operation nextUpd is the earliest Time, so
 	// that advance's fast path (updFloor ≤ now < nextUpd) is never taken.
 	q := &Queue[T]{par: par, onDrop: onDrop, credit: par.creditInit,
-		nextUpd: math.MinInt64, updFloor: math.MinInt64, lastNow: math.MinInt64, cfg: cfg.withDefaults()}
+		lastNow: math.MinInt64, cfg: cfg.withDefaults()}
+	q.ctl.nextUpd, q.ctl.updFloor = math.MinInt64, math.MinInt64
+	q.ctl.par = &q.par
 	q.l.Init(par.limitPkts)
 	q.c.Init(par.limitPkts)
 	q.setMem()
-	q.rnd.Seed(par.seed)
-	q.derive()
+	q.ctl.rnd.Seed(par.seed)
+	q.ctl.derive(&q.par)
 	return q, nil
 }
 
@@ -90,12 +83,13 @@ func (q *Queue[T]) isL4S(e aqm.ECN) bool {
 // Enqueue classifies p by its ECN field and appends it to the L4S or the
 // Classic queue, or refuses it with [aqm.DroppedOverlimit] if the shared
 // packet or byte limit is full. It never drops early: the AQM acts at
-// dequeue. Pending PI updates up to now run first.
+// dequeue. Pending PI updates up to now run first. Its body after advance
+// has a burst twin in [Queue.EnqueueBatch] (see batch.go).
 func (q *Queue[T]) Enqueue(p aqm.Packet[T], now aqm.Time) aqm.Verdict {
+	q.advance(now)
 	p.ECN &= aqm.ECNMask
 	p.Enqueued = now
 	q.stats.NoteSize(p.Size)
-	q.advance(now)
 	size := int(p.Size)
 	backlog := q.bytesL + q.bytesC
 	if q.l.Len()+q.c.Len() >= q.par.limitPkts || size > q.par.limitBytes-backlog {
@@ -121,17 +115,33 @@ func (q *Queue[T]) Enqueue(p aqm.Packet[T], now aqm.Time) aqm.Verdict {
 	return aqm.Enqueued
 }
 
-// roll returns true with probability p/2^32. It draws a random number only
-// when 0 < p < 2^32, so a queue whose probabilities are 0 or 1 never touches
-// its random source.
-func (q *Queue[T]) roll(p uint64) bool {
-	if p == 0 {
-		return false
+// advance runs every PI update due at or before now. Its common case, no
+// update due and no glitch, is small enough to inline into Enqueue and
+// Dequeue.
+func (q *Queue[T]) advance(now aqm.Time) {
+	q.lastNow = now
+	if now >= q.ctl.nextUpd || now < q.ctl.updFloor { // controller.due, written out to stay inlinable
+		q.advanceSlow(now)
 	}
-	if p >= one32 {
-		return true
+}
+
+// advanceSlow hands the controller the queue's heads and lets it run the
+// updates due by now (controller.advance).
+func (q *Queue[T]) advanceSlow(now aqm.Time) {
+	h := q.heads()
+	q.ctl.advance(&q.par, now, &h)
+}
+
+// heads returns the arrival instants of the two head packets.
+func (q *Queue[T]) heads() heads {
+	var h heads
+	if p := q.l.Front(); p != nil {
+		h.l, h.hasL = p.Enqueued, true
 	}
-	return uint64(q.rnd.Uint32()) < p
+	if p := q.c.Front(); p != nil {
+		h.c, h.hasC = p.Enqueued, true
+	}
+	return h
 }
 
 // pickBoth reports whether the scheduler serves the L4S queue next when
@@ -146,29 +156,6 @@ func (q *Queue[T]) pickBoth() bool {
 	return q.credit <= 0
 }
 
-// native returns the native L4S AQM's marking probability (2^32 scale) for
-// a packet that waited sojourn ns; lenAfter is the L4S queue length after it
-// was popped.
-func (q *Queue[T]) native(sojourn int64, lenAfter int) uint64 {
-	if !q.par.ramp {
-		if sojourn > q.par.step {
-			return one32
-		}
-		return 0
-	}
-	// RFC 9332 ramp, applied only while the L4S queue held more than
-	// Th_len = 1 packet (counting the one being dequeued).
-	if lenAfter < 1 || sojourn <= q.par.rampMin {
-		return 0
-	}
-	x := sojourn - q.par.rampMin
-	if x >= q.par.rampRange {
-		return one32
-	}
-	// x < rampRange ≤ 1 s < 2^30, so x<<32 < 2^62.
-	return uint64(x<<32) / uint64(q.par.rampRange)
-}
-
 // Dequeue picks a queue with the scheduler, pops its head and applies the
 // AQM: L4S packets are marked with probability max(native, k·p'); Classic
 // packets are marked (ECN-capable) or dropped (Not-ECT) with probability
@@ -176,7 +163,10 @@ func (q *Queue[T]) native(sojourn int64, lenAfter int) uint64 {
 // dropped with probability p'² instead of marked, and every surviving L4S
 // packet is marked. Dropped packets go to the DropFunc and the loop goes on
 // until a packet survives or both queues are empty. Pending PI updates up to
-// now run first.
+// now run first. The controller (decideL4SAlone, decideL4SCoupled,
+// decideClassic) decides each
+// packet's fate. Its loop has a burst twin in [Queue.DequeueBatch] (see
+// batch.go).
 func (q *Queue[T]) Dequeue(now aqm.Time) (p aqm.Packet[T], ok bool) {
 	q.advance(now)
 	for {
@@ -198,46 +188,33 @@ func (q *Queue[T]) Dequeue(now aqm.Time) (p aqm.Packet[T], ok bool) {
 			q.bytesC -= int(p.Size)
 		}
 		coupled := q.bytesL+q.bytesC >= q.par.minBacklog
-		if fromL {
-			if coupled && q.overload {
-				if q.roll(q.pC) {
-					q.drop(p, aqm.DroppedOverload)
-					continue
-				}
-				p.ECN = q.mark(p.Size)
-			} else {
-				pn := q.native(age(int64(p.Enqueued), int64(now)), q.l.Len())
-				var pc uint64
-				if coupled {
-					pc = q.pCL
-				}
-				if pn >= pc {
-					if q.roll(pn) {
-						p.ECN = q.mark(p.Size)
-						q.stepMarks++
-					}
-				} else if q.roll(pc) {
-					p.ECN = q.mark(p.Size)
-				}
+		var a action
+		switch {
+		case fromL && coupled:
+			a = q.ctl.decideL4SCoupled(age(int64(p.Enqueued), int64(now)), q.l.Len())
+		case fromL:
+			a = q.ctl.decideL4SAlone(age(int64(p.Enqueued), int64(now)), q.l.Len())
+		default:
+			a = q.ctl.decideClassic(p.ECN, coupled)
+		}
+		if a != keep {
+			if a >= dropEarly {
+				q.drop(p, a.verdict())
+				continue
 			}
+			p.ECN = q.mark(p.Size)
+			if a == markStep {
+				q.stepMarks++
+			}
+		}
+		// The credit moves only for packets sent, and only while the
+		// other queue waits.
+		if fromL {
 			if cq {
 				q.credit += q.par.wc * int64(p.Size)
 			}
-		} else {
-			if coupled && q.roll(q.pC) {
-				switch {
-				case p.ECN == aqm.NotECT:
-					q.drop(p, aqm.DroppedEarly)
-					continue
-				case q.overload:
-					q.drop(p, aqm.DroppedOverload)
-					continue
-				}
-				p.ECN = q.mark(p.Size)
-			}
-			if lq {
-				q.credit -= q.par.wl * int64(p.Size)
-			}
+		} else if lq {
+			q.credit -= q.par.wl * int64(p.Size)
 		}
 		q.stats.Dequeued.Add(p.Size)
 		return p, true
@@ -310,17 +287,17 @@ func (q *Queue[T]) Reconfigure(cfg Config) error {
 	q.setMem()
 	q.cfg = cfg.withDefaults()
 	if par.seed != q.par.seed {
-		q.rnd.Seed(par.seed)
+		q.ctl.rnd.Seed(par.seed)
 	}
 	q.par = par
-	q.updFloor = q.nextUpd - aqm.Time(par.tupdate) // the schedule carries over
-	if !q.started {
-		q.updFloor = math.MinInt64
+	q.ctl.updFloor = q.ctl.nextUpd - aqm.Time(par.tupdate) // the schedule carries over
+	if !q.ctl.started {
+		q.ctl.updFloor = math.MinInt64
 	}
-	q.p48 = min(q.p48, par.pmax)
+	q.ctl.p48 = min(q.ctl.p48, par.pmax)
 	if q.Len() == 0 {
 		q.credit = par.creditInit
 	}
-	q.derive()
+	q.ctl.derive(&q.par)
 	return nil
 }
