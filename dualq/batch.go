@@ -7,11 +7,10 @@ import "github.com/aqmkit/aqmkit/aqm"
 // body is a twin of the single-packet method, written out so that no call
 // is made per packet. A twin keeps only the bookkeeping: every decision is
 // the controller's (pi2.go), asked through the same calls as the single
-// path, so a change to a decision reaches both forms. The blocks and what
-// they mirror:
+// path, so a change to a decision reaches both forms. EnqueueBatch has no
+// twin: it calls Enqueue's body, enqueueTo, per packet. The block and what
+// it mirrors:
 //
-//	EnqueueBatch, loop body   mirrors Enqueue after its advance: limit
-//	                          check, classification, push, counters
 //	DequeueBatch, loop body   mirrors Dequeue's loop: scheduler pick, pop,
 //	                          controller decision (decideL4SAlone,
 //	                          decideL4SCoupled, decideClassic), mark or drop, WRR credit
@@ -22,7 +21,7 @@ import "github.com/aqmkit/aqmkit/aqm"
 // EnqueueBatch offers ps[i], i < n = min(len(ps), len(vs)), in order at
 // time now, writes each verdict into vs[i] and returns how many were
 // accepted: the outcome of n calls of Enqueue, as [aqm.BatchQueue]
-// defines it. Its loop body is a twin of [Queue.Enqueue].
+// defines it. It runs Enqueue's body, enqueueTo, per packet.
 func (q *Queue[T]) EnqueueBatch(ps []aqm.Packet[T], vs []aqm.Verdict, now aqm.Time) int {
 	n := min(len(ps), len(vs))
 	if n == 0 {
@@ -32,33 +31,11 @@ func (q *Queue[T]) EnqueueBatch(ps []aqm.Packet[T], vs []aqm.Verdict, now aqm.Ti
 	ps, vs = ps[:n], vs[:n]
 	accepted := 0
 	for k := range ps {
-		p := ps[k]
-		p.ECN &= aqm.ECNMask
-		p.Enqueued = now
-		q.stats.NoteSize(p.Size)
-		size := int(p.Size)
-		backlog := q.bytesL + q.bytesC
-		if q.l.Len()+q.c.Len() >= q.par.limitPkts || size > q.par.limitBytes-backlog {
-			q.stats.CountDrop(aqm.DroppedOverlimit, p.Size, false)
-			vs[k] = aqm.DroppedOverlimit
-			continue
+		v := q.enqueueTo(ps[k], q.isL4S(ps[k].ECN&aqm.ECNMask), now)
+		vs[k] = v
+		if v.Accepted() {
+			accepted++
 		}
-		if q.isL4S(p.ECN) {
-			q.l.PushBack(p)
-			q.bytesL += size
-		} else {
-			q.c.PushBack(p)
-			q.bytesC += size
-		}
-		q.stats.Enqueued.Add(p.Size)
-		if n := q.l.Len() + q.c.Len(); n > q.maxLen {
-			q.maxLen = n
-		}
-		if b := backlog + size; b > q.maxBacklog {
-			q.maxBacklog = b
-		}
-		vs[k] = aqm.Enqueued
-		accepted++
 	}
 	return accepted
 }
@@ -85,20 +62,30 @@ func (q *Queue[T]) DequeueBatch(buf []aqm.Packet[T], now aqm.Time) int {
 			fromL = q.pickBoth()
 		}
 		var p aqm.Packet[T]
+		var sojourn int64
+		var lenAfter int
 		if fromL {
 			p, _ = q.l.PopFront()
 			q.bytesL -= int(p.Size)
+			if p.ECN&noStep == 0 {
+				sojourn, lenAfter = age(int64(p.Enqueued), int64(now)), q.l.Len()
+			}
+			p.ECN &= aqm.ECNMask
 		} else {
 			p, _ = q.c.PopFront()
 			q.bytesC -= int(p.Size)
 		}
-		coupled := q.bytesL+q.bytesC >= q.par.minBacklog
+		// The 2·MTU safeguard, on the backlog left behind; with DropEnqueue
+		// the coupled and Classic AQM acted at arrival.
+		coupled := !q.par.dropEnq && (q.bytesL+q.bytesC >= q.par.minBacklog || q.l.Len()+q.c.Len() >= q.par.minLen)
 		var a action
 		switch {
+		case fromL && p.ECN == aqm.NotECT:
+			a = q.ctl.decideNotECTInL(sojourn, lenAfter, coupled)
 		case fromL && coupled:
-			a = q.ctl.decideL4SCoupled(age(int64(p.Enqueued), int64(now)), q.l.Len())
+			a = q.ctl.decideL4SCoupled(sojourn, lenAfter)
 		case fromL:
-			a = q.ctl.decideL4SAlone(age(int64(p.Enqueued), int64(now)), q.l.Len())
+			a = q.ctl.decideL4SAlone(sojourn, lenAfter)
 		default:
 			a = q.ctl.decideClassic(p.ECN, coupled)
 		}

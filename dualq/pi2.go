@@ -22,7 +22,7 @@ type controller struct {
 	pCL       uint64   // coupled L4S probability min(k·p', 1), 2^32 scale
 	overload  bool     // k·p' ≥ 1 and overload drops are on
 	lCoupled  bool     // overload or pCL > 0: the coupled AQM can act on L4S packets
-	lSlow     bool     // the native AQM is the ramp: the L4S decision takes its slow path
+	lSlow     bool     // the native AQM is the ramp or a packet step: the L4S decision takes its slow path
 	step      int64    // the step threshold, ns (params.step, kept here for the inlined path)
 	par       *params  // the queue's params (the queue lives behind a pointer)
 	nextUpd   aqm.Time // instant of the next PI update
@@ -186,7 +186,7 @@ func (c *controller) derive(par *params) {
 	}
 	c.overload = !par.overflow && par.k*uint64(c.p48) >= uint64(one48)
 	c.lCoupled = c.overload || c.pCL != 0
-	c.lSlow = par.ramp
+	c.lSlow = par.ramp || par.stepInPkts
 	c.step = par.step
 }
 
@@ -207,6 +207,12 @@ func (c *controller) roll(p uint64) bool {
 // a packet that waited sojourn ns; lenAfter is the L4S queue length after it
 // was popped.
 func native(par *params, sojourn int64, lenAfter int) uint64 {
+	if par.stepInPkts {
+		if lenAfter > par.stepPkts {
+			return one32
+		}
+		return 0
+	}
 	if !par.ramp {
 		if sojourn > par.step {
 			return one32
@@ -300,6 +306,50 @@ func (c *controller) decideL4SSlow(sojourn int64, lenAfter int, coupled bool) ac
 		return mark
 	}
 	return keep
+}
+
+// decideNotECTInL is the L4S decision for a Not-ECT packet in the L4S
+// queue (an NQB packet): where an ECN-capable one would be marked it is
+// dropped, and in overload it is dropped with p_C and kept otherwise, as
+// Linux treats Not-ECT packets a filter puts in its L queue.
+func (c *controller) decideNotECTInL(sojourn int64, lenAfter int, coupled bool) action {
+	if coupled && c.overload {
+		if c.roll(c.pC) {
+			return dropEarly
+		}
+		return keep
+	}
+	if c.decideL4SSlow(sojourn, lenAfter, coupled) != keep {
+		return dropEarly
+	}
+	return keep
+}
+
+// decideL4SEnqueue is the coupled decision on an L4S-queue packet with
+// codepoint ecn at enqueue (DropEnqueue), where the native AQM has no say:
+// outside overload it is marked (a Not-ECT one dropped) with p_CL; in
+// overload it is dropped with p_C and otherwise marked (a Not-ECT one
+// kept).
+func (c *controller) decideL4SEnqueue(ecn aqm.ECN) action {
+	if c.overload {
+		if c.roll(c.pC) {
+			if ecn == aqm.NotECT {
+				return dropEarly
+			}
+			return dropOverload
+		}
+		if ecn == aqm.NotECT {
+			return keep
+		}
+		return mark
+	}
+	if !c.roll(c.pCL) {
+		return keep
+	}
+	if ecn == aqm.NotECT {
+		return dropEarly
+	}
+	return mark
 }
 
 // decideClassic decides the fate of a Classic packet with codepoint ecn

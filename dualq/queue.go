@@ -31,6 +31,8 @@ type Queue[T any] struct {
 	stepMarks  uint64
 	maxLen     int
 	maxBacklog int
+	drain      bool     // a Reconfigure lowered a limit below what is queued
+	drainFloor aqm.Time // the controller's updFloor while drain holds it at MaxInt64
 }
 
 var _ aqm.BatchQueue[int] = (*Queue[int])(nil)
@@ -80,25 +82,72 @@ func (q *Queue[T]) isL4S(e aqm.ECN) bool {
 	return e&aqm.ECT1 != 0
 }
 
+// noStep is a bit of Packet.ECN, outside the two ECN bits, that marks a
+// queued L4S packet which found fewer than StepMinQueuePackets ahead of
+// it: the native AQM passes it by. Dequeue clears it.
+const noStep aqm.ECN = 0x80
+
 // Enqueue classifies p by its ECN field and appends it to the L4S or the
 // Classic queue, or refuses it with [aqm.DroppedOverlimit] if the shared
-// packet or byte limit is full. It never drops early: the AQM acts at
-// dequeue. Pending PI updates up to now run first. Its body after advance
-// has a burst twin in [Queue.EnqueueBatch] (see batch.go).
+// packet or byte limit is full. With DropEnqueue the coupled and Classic
+// AQM act here: the packet may be accepted as [aqm.Marked] or refused with
+// [aqm.DroppedEarly] or [aqm.DroppedOverload]; otherwise they act at
+// dequeue. Pending PI updates up to now run first. Enqueue, EnqueueDSCP
+// and [Queue.EnqueueBatch] share one body, enqueueTo.
 func (q *Queue[T]) Enqueue(p aqm.Packet[T], now aqm.Time) aqm.Verdict {
 	q.advance(now)
+	return q.enqueueTo(p, q.isL4S(p.ECN&aqm.ECNMask), now)
+}
+
+// EnqueueDSCP is Enqueue for a packet whose DSCP the caller read (the six
+// high bits of the IPv4 TOS or IPv6 Traffic Class byte, as
+// package iphdr's Flow.DSCP gives it): with NQBToL4S, a packet with DSCP
+// [DSCPNQB] (45) goes to the L4S queue whatever its ECN field; every other
+// packet is classified as Enqueue does.
+func (q *Queue[T]) EnqueueDSCP(p aqm.Packet[T], dscp uint8, now aqm.Time) aqm.Verdict {
+	q.advance(now)
+	toL := q.isL4S(p.ECN&aqm.ECNMask) || q.par.nqb && dscp == DSCPNQB
+	return q.enqueueTo(p, toL, now)
+}
+
+// enqueueTo is the body of Enqueue once the PI updates due by now have
+// run and the packet's queue is chosen (toL: the L4S queue).
+func (q *Queue[T]) enqueueTo(p aqm.Packet[T], toL bool, now aqm.Time) aqm.Verdict {
 	p.ECN &= aqm.ECNMask
 	p.Enqueued = now
 	q.stats.NoteSize(p.Size)
 	size := int(p.Size)
 	backlog := q.bytesL + q.bytesC
-	if q.l.Len()+q.c.Len() >= q.par.limitPkts || size > q.par.limitBytes-backlog {
+	n := q.l.Len() + q.c.Len()
+	if n >= q.par.limitPkts || size > q.par.limitBytes-backlog {
 		q.stats.CountDrop(aqm.DroppedOverlimit, p.Size, false)
 		return aqm.DroppedOverlimit
 	}
+	v := aqm.Enqueued
+	if q.par.dropEnq && (backlog >= q.par.minBacklog || n >= q.par.minLen) {
+		// The safeguard on the backlog the arrival finds (Linux).
+		var a action
+		if toL {
+			a = q.ctl.decideL4SEnqueue(p.ECN)
+		} else {
+			a = q.ctl.decideClassic(p.ECN, true)
+		}
+		if a >= dropEarly {
+			v = a.verdict()
+			q.stats.CountDrop(v, p.Size, false)
+			return v
+		}
+		if a == mark {
+			p.ECN = q.mark(p.Size)
+			v = aqm.Marked
+		}
+	}
 	// Room in either ring: the shared packet limit was checked above and
 	// each ring holds that many.
-	if q.isL4S(p.ECN) {
+	if toL {
+		if q.l.Len() < q.par.minQlen {
+			p.ECN |= noStep
+		}
 		q.l.PushBack(p)
 		q.bytesL += size
 	} else {
@@ -106,13 +155,13 @@ func (q *Queue[T]) Enqueue(p aqm.Packet[T], now aqm.Time) aqm.Verdict {
 		q.bytesC += size
 	}
 	q.stats.Enqueued.Add(p.Size)
-	if n := q.l.Len() + q.c.Len(); n > q.maxLen {
-		q.maxLen = n
+	if n+1 > q.maxLen {
+		q.maxLen = n + 1
 	}
 	if b := backlog + size; b > q.maxBacklog {
 		q.maxBacklog = b
 	}
-	return aqm.Enqueued
+	return v
 }
 
 // advance runs every PI update due at or before now. Its common case, no
@@ -128,8 +177,36 @@ func (q *Queue[T]) advance(now aqm.Time) {
 // advanceSlow hands the controller the queue's heads and lets it run the
 // updates due by now (controller.advance).
 func (q *Queue[T]) advanceSlow(now aqm.Time) {
+	if q.drain {
+		q.drain = false
+		q.ctl.updFloor = q.drainFloor
+		q.drainToLimits()
+		if now < q.ctl.nextUpd && now >= q.ctl.updFloor {
+			return
+		}
+	}
 	h := q.heads()
 	q.ctl.advance(&q.par, now, &h)
+}
+
+// drainToLimits drops head packets, Classic first, until both limits
+// hold (after a Reconfigure that lowered them).
+func (q *Queue[T]) drainToLimits() {
+	for q.Len() > q.par.limitPkts || q.Backlog() > q.par.limitBytes {
+		var p aqm.Packet[T]
+		if q.c.Len() > 0 {
+			p, _ = q.c.PopFront()
+			q.bytesC -= int(p.Size)
+		} else {
+			p, _ = q.l.PopFront()
+			q.bytesL -= int(p.Size)
+			p.ECN &= aqm.ECNMask
+		}
+		q.drop(p, aqm.DroppedOverlimit)
+	}
+	if q.Len() == 0 {
+		q.credit = q.par.creditInit
+	}
 }
 
 // heads returns the arrival instants of the two head packets.
@@ -180,20 +257,30 @@ func (q *Queue[T]) Dequeue(now aqm.Time) (p aqm.Packet[T], ok bool) {
 		if lq && cq {
 			fromL = q.pickBoth()
 		}
+		var sojourn int64
+		var lenAfter int
 		if fromL {
 			p, _ = q.l.PopFront()
 			q.bytesL -= int(p.Size)
+			if p.ECN&noStep == 0 {
+				sojourn, lenAfter = age(int64(p.Enqueued), int64(now)), q.l.Len()
+			}
+			p.ECN &= aqm.ECNMask
 		} else {
 			p, _ = q.c.PopFront()
 			q.bytesC -= int(p.Size)
 		}
-		coupled := q.bytesL+q.bytesC >= q.par.minBacklog
+		// The 2·MTU safeguard, on the backlog left behind; with DropEnqueue
+		// the coupled and Classic AQM acted at arrival.
+		coupled := !q.par.dropEnq && (q.bytesL+q.bytesC >= q.par.minBacklog || q.l.Len()+q.c.Len() >= q.par.minLen)
 		var a action
 		switch {
+		case fromL && p.ECN == aqm.NotECT:
+			a = q.ctl.decideNotECTInL(sojourn, lenAfter, coupled)
 		case fromL && coupled:
-			a = q.ctl.decideL4SCoupled(age(int64(p.Enqueued), int64(now)), q.l.Len())
+			a = q.ctl.decideL4SCoupled(sojourn, lenAfter)
 		case fromL:
-			a = q.ctl.decideL4SAlone(age(int64(p.Enqueued), int64(now)), q.l.Len())
+			a = q.ctl.decideL4SAlone(sojourn, lenAfter)
 		default:
 			a = q.ctl.decideClassic(p.ECN, coupled)
 		}
@@ -249,13 +336,16 @@ func (q *Queue[T]) Stats() aqm.Stats {
 }
 
 // Reconfigure validates cfg and applies it while packets are queued. No
-// queued packet is lost, duplicated, reordered or moved to the other queue;
-// a new limit below the current length keeps them and refuses arrivals until
-// the queue has drained below it. p' carries over (capped at 1/k with
-// OverflowOnOverload), as does the PI update schedule (an update
-// that a shorter Tupdate leaves more than one period ahead is re-anchored
-// one Tupdate after the next call); the WRR credit starts
-// over if both queues are empty. A zero Seed keeps the random stream; a
+// queued packet is duplicated, reordered or moved to the other queue. A
+// new limit below what is queued drains the queue down to it, as Linux
+// does since its 2026 fix: head packets of the Classic queue first, then
+// of the L4S queue, each handed to the DropFunc as [aqm.DroppedOverlimit]
+// and counted. p' carries over (capped at 1/k with OverflowOnOverload), as
+// does the PI update schedule (an update that a shorter Tupdate leaves
+// more than one period ahead is re-anchored one Tupdate after the next
+// call); the WRR credit starts over if both queues are empty or its
+// initial value MTU·(wc−wl) changed (Linux recomputes it whenever
+// classic_protection is set). A zero Seed keeps the random stream; a
 // non-zero Seed other than the one in use reseeds it. It allocates if the
 // packet limit changes.
 func (q *Queue[T]) Reconfigure(cfg Config) error {
@@ -267,7 +357,7 @@ func (q *Queue[T]) Reconfigure(cfg Config) error {
 		return err
 	}
 	resize := func(r *ring.Ring[aqm.Packet[T]]) {
-		want := max(par.limitPkts, r.Len())
+		want := max(par.limitPkts, r.Len()) // the excess leaves at the next call
 		if want == r.Cap() {
 			return
 		}
@@ -289,13 +379,21 @@ func (q *Queue[T]) Reconfigure(cfg Config) error {
 	if par.seed != q.par.seed {
 		q.ctl.rnd.Seed(par.seed)
 	}
+	resetCredit := q.Len() == 0 || par.creditInit != q.par.creditInit
 	q.par = par
 	q.ctl.updFloor = q.ctl.nextUpd - aqm.Time(par.tupdate) // the schedule carries over
 	if !q.ctl.started {
 		q.ctl.updFloor = math.MinInt64
 	}
 	q.ctl.p48 = min(q.ctl.p48, par.pmax)
-	if q.Len() == 0 {
+	q.drain = q.Len() > par.limitPkts || q.Backlog() > par.limitBytes
+	if q.drain {
+		// Drain at the next Enqueue or Dequeue, where the DropFunc may
+		// run: a floor no time passes sends advance to its slow path.
+		q.drainFloor = q.ctl.updFloor
+		q.ctl.updFloor = math.MaxInt64
+	}
+	if resetCredit {
 		q.credit = par.creditInit
 	}
 	q.ctl.derive(&q.par)
