@@ -256,7 +256,9 @@ func (c Config) Validate() error {
 	}
 	durIn("Target", d.Target, 1, maxDuration)
 	durIn("Tupdate", d.Tupdate, minTupdate, maxDuration)
-	durIn("StepThreshold", d.StepThreshold, 1, maxDuration)
+	if c.StepThresholdPackets == 0 || c.StepThreshold != 0 {
+		durIn("StepThreshold", d.StepThreshold, 1, maxDuration)
+	}
 	durIn("RampMinThreshold", d.RampMinThreshold, 1, maxRamp)
 	durIn("RampRange", d.RampRange, 1, maxRamp)
 	durIn("TimeShift", d.TimeShift, 1, maxDuration)
