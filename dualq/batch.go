@@ -3,20 +3,22 @@ package dualq
 import "github.com/aqmkit/aqmkit/aqm"
 
 // The burst forms of Enqueue and Dequeue. Each runs the PI updates due by
-// now once (at one instant advance is idempotent) and then a loop whose
-// body is a twin of the single-packet method, written out so that no call
-// is made per packet. A twin keeps only the bookkeeping: every decision is
+// now once (at one instant advance is idempotent), then one step per
+// packet. EnqueueBatch has no twin: it calls Enqueue's body, enqueueTo,
+// per packet. DequeueBatch's loop body is written out so that no call is
+// made per packet; it keeps only the bookkeeping, and every decision is
 // the controller's (pi2.go), asked through the same calls as the single
-// path, so a change to a decision reaches both forms. EnqueueBatch has no
-// twin: it calls Enqueue's body, enqueueTo, per packet. The block and what
+// path, so a change to a decision reaches both forms. The twin and what
 // it mirrors:
 //
 //	DequeueBatch, loop body   mirrors Dequeue's loop: scheduler pick, pop,
-//	                          controller decision (decideL4SAlone,
-//	                          decideL4SCoupled, decideClassic), mark or drop, WRR credit
+//	                          noStep bit, safeguard, controller decision
+//	                          (decideNotECTInL, decideL4SAlone,
+//	                          decideL4SCoupled, decideClassic), mark or
+//	                          drop, WRR credit
 //
-// A fix to either side must be made to its twin; TestBurstMatchesLoop and
-// the kit's Burst check compare the two forms on random traces.
+// A fix to either side must be made to its twin; the kit's Burst check
+// compares the two forms on random traces.
 
 // EnqueueBatch offers ps[i], i < n = min(len(ps), len(vs)), in order at
 // time now, writes each verdict into vs[i] and returns how many were
