@@ -72,11 +72,12 @@ func (q *Queue[T]) DequeueBatch(buf []aqm.Packet[T], now aqm.Time) int {
 			if p.ECN&noStep == 0 {
 				sojourn, lenAfter = age(int64(p.Enqueued), int64(now)), q.l.Len()
 			}
-			p.ECN &= aqm.ECNMask
 		} else {
 			p, _ = q.c.PopFront()
 			q.bytesC -= int(p.Size)
 		}
+		again := p.ECN&markedIn != 0 // CE set here at enqueue: not counted twice
+		p.ECN &= aqm.ECNMask
 		// The 2·MTU safeguard, on the backlog left behind; with DropEnqueue
 		// the coupled and Classic AQM acted at arrival.
 		coupled := !q.par.dropEnq && (q.bytesL+q.bytesC >= q.par.minBacklog || q.l.Len()+q.c.Len() >= q.par.minLen)
@@ -96,9 +97,11 @@ func (q *Queue[T]) DequeueBatch(buf []aqm.Packet[T], now aqm.Time) int {
 				q.drop(p, a.verdict())
 				continue
 			}
-			p.ECN = q.mark(p.Size)
-			if a == markStep {
-				q.stepMarks++
+			if !again {
+				p.ECN = q.mark(p.Size)
+				if a == markStep {
+					q.stepMarks++
+				}
 			}
 		}
 		// The credit moves only for packets sent, and only while the

@@ -87,6 +87,11 @@ func (q *Queue[T]) isL4S(e aqm.ECN) bool {
 // it: the native AQM passes it by. Dequeue clears it.
 const noStep aqm.ECN = 0x80
 
+// markedIn is a bit of Packet.ECN that marks a packet this queue set to CE
+// at enqueue (DropEnqueue), so that a second mark at dequeue is not
+// counted twice. Dequeue clears it.
+const markedIn aqm.ECN = 0x40
+
 // Enqueue classifies p by its ECN field and appends it to the L4S or the
 // Classic queue, or refuses it with [aqm.DroppedOverlimit] if the shared
 // packet or byte limit is full. With DropEnqueue the coupled and Classic
@@ -138,7 +143,7 @@ func (q *Queue[T]) enqueueTo(p aqm.Packet[T], toL bool, now aqm.Time) aqm.Verdic
 			return v
 		}
 		if a == mark {
-			p.ECN = q.mark(p.Size)
+			p.ECN = q.mark(p.Size) | markedIn
 			v = aqm.Marked
 		}
 	}
@@ -265,11 +270,12 @@ func (q *Queue[T]) Dequeue(now aqm.Time) (p aqm.Packet[T], ok bool) {
 			if p.ECN&noStep == 0 {
 				sojourn, lenAfter = age(int64(p.Enqueued), int64(now)), q.l.Len()
 			}
-			p.ECN &= aqm.ECNMask
 		} else {
 			p, _ = q.c.PopFront()
 			q.bytesC -= int(p.Size)
 		}
+		again := p.ECN&markedIn != 0 // CE set here at enqueue: not counted twice
+		p.ECN &= aqm.ECNMask
 		// The 2·MTU safeguard, on the backlog left behind; with DropEnqueue
 		// the coupled and Classic AQM acted at arrival.
 		coupled := !q.par.dropEnq && (q.bytesL+q.bytesC >= q.par.minBacklog || q.l.Len()+q.c.Len() >= q.par.minLen)
@@ -289,9 +295,11 @@ func (q *Queue[T]) Dequeue(now aqm.Time) (p aqm.Packet[T], ok bool) {
 				q.drop(p, a.verdict())
 				continue
 			}
-			p.ECN = q.mark(p.Size)
-			if a == markStep {
-				q.stepMarks++
+			if !again {
+				p.ECN = q.mark(p.Size)
+				if a == markStep {
+					q.stepMarks++
+				}
 			}
 		}
 		// The credit moves only for packets sent, and only while the
