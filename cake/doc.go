@@ -114,6 +114,10 @@
 //	           thresholds rate·(7/8)^i; weights 256·(7/8)^i
 //	precedence tin = DSCP >> 3, as diffserv8's thresholds
 //
+// NQB (DSCP 45, RFC 9956) has no entry of its own, as in Linux's sch_cake
+// tables: it is best effort in diffserv3 and diffserv4 (tin 0), tin 2 in
+// diffserv8 and tin 5 (45 >> 3) in precedence.
+//
 // # Differences from Linux sch_cake
 //
 //   - COBALT's spacing at a count of 0 or 1 is a full interval even in a

@@ -14,6 +14,7 @@ const (
 	dscpCS7  = 56
 	dscpEF   = 46
 	dscpVA   = 44 // VOICE-ADMIT (RFC 5865)
+	dscpNQB  = 45 // Non-Queue-Building (RFC 9956): no entry of its own; Linux's tables leave it best effort
 )
 
 var (

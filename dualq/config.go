@@ -3,6 +3,7 @@ package dualq
 import (
 	"errors"
 	"math"
+	"strconv"
 	"time"
 
 	"github.com/aqmkit/aqmkit/aqm"
@@ -48,6 +49,9 @@ const (
 	DefaultMTUBytes = 1500
 )
 
+// DSCPNQB is the DSCP of the Non-Queue-Building PHB (RFC 9956): 45.
+const DSCPNQB = 45
+
 // ClassicProtectionNone is the value of [Config.ClassicProtectionPercent]
 // that gives the Classic queue a weight of 0 %: strict L4S priority. (Zero
 // means the default, 10 %.)
@@ -91,6 +95,17 @@ type Config struct {
 	// AQM marks every L4S packet (strictly above). Zero means
 	// [DefaultStepThreshold] (1 ms). Ignored if Ramp is set. At most 10 s.
 	StepThreshold time.Duration
+	// StepThresholdPackets, if not zero, makes the native step count
+	// packets instead of time: an L4S packet is marked when more than this
+	// many L4S packets remain queued behind it as it leaves (Linux
+	// step_thresh in packets). It cannot be combined with StepThreshold or
+	// Ramp. In [1, LimitPackets−2], so that the step can fire.
+	StepThresholdPackets int
+	// StepMinQueuePackets is Linux's min_qlen_step: the native L4S AQM (step
+	// or ramp) acts only on packets that found at least this many L4S
+	// packets queued when they arrived. Zero (the default) applies it to
+	// every L4S packet. Less than LimitPackets, so that it can apply.
+	StepMinQueuePackets int
 	// Ramp replaces the native step by RFC 9332's linear ramp: the native
 	// L4S marking probability rises from 0 at RampMinThreshold to 1 at
 	// RampMinThreshold+RampRange, and is applied only while the L4S queue
@@ -126,8 +141,24 @@ type Config struct {
 	// packets in both queues are dropped with probability p'² instead of
 	// being marked (Linux "drop_on_overload", RFC 9332 §4.2.1).
 	OverflowOnOverload bool
+	// DropEnqueue moves the coupled and Classic AQM decisions (p_CL, p_C,
+	// overload) from dequeue to enqueue, as Linux's drop_enqueue: a packet
+	// signalled there is marked on arrival ([aqm.Marked]) or refused with
+	// its drop reason. The native L4S AQM (step or ramp) stays at dequeue.
+	// By default every decision is made at dequeue (Linux drop_dequeue).
+	DropEnqueue bool
+	// NQBToL4S classifies packets whose DSCP is 45, the Non-Queue-Building
+	// PHB (RFC 9956), into the L4S queue when they arrive through
+	// [Queue.EnqueueDSCP]; [Queue.Enqueue], which sees no DSCP, classifies
+	// on ECN alone. NQB packets in the L4S queue get the L4S queue's AQM:
+	// an ECN-capable one is marked, a Not-ECT one dropped where an L4S
+	// packet would be marked, and in overload a Not-ECT one is dropped with
+	// p_C like a Classic one (Linux's rules for packets a filter puts in
+	// the L queue).
+	NQBToL4S bool
 	// LimitPackets is the most packets both queues hold together. Zero
-	// means [DefaultLimitPackets] (10000). At most 1<<24. Storage for twice
+	// means [DefaultLimitPackets] (10000). In [2, 1<<24]: a queue of one
+	// packet would never hold the backlog the AQM acts on. Storage for twice
 	// this many packets (one ring per queue) is allocated by New:
 	// 2·LimitPackets·(size of a Packet[T]), 640 kB for the default and an
 	// 8-byte payload ([Detail].MemoryBytes reports it). The AQM keeps the
@@ -138,12 +169,14 @@ type Config struct {
 	LimitPackets int
 	// LimitBytes is the most bytes (sum of Size) both queues hold together:
 	// the "memory limit". Zero means LimitPackets × 2 × MTUBytes, Linux's
-	// default memlimit (30 MB by default). At most 1<<52.
+	// default memlimit (30 MB by default). At least 4×MTUBytes, so that the
+	// AQM can act before the buffer is full, and at most 1<<52.
 	LimitBytes int
 	// MTUBytes is the MTU in bytes: the coupled and Classic AQMs act only
-	// while at least 2×MTUBytes remain queued after a dequeue, and the WRR
-	// credit starts at MTUBytes×(wc−wl). Zero means [DefaultMTUBytes]
-	// (1500). At most 1<<20.
+	// while at least 2×MTUBytes (or half of LimitPackets) remain queued
+	// after a dequeue, and the WRR credit starts at MTUBytes×(wc−wl). Zero
+	// means [DefaultMTUBytes] (1500). At most 1<<20 and at most a quarter
+	// of LimitBytes.
 	MTUBytes int
 	// Seed seeds the queue's random marking and dropping decisions. Zero
 	// (the default, and the right choice in production) draws a secret
@@ -176,7 +209,9 @@ func (c Config) withDefaults() Config {
 	}
 	def(&c.Target, DefaultTarget)
 	def(&c.Tupdate, DefaultTupdate)
-	def(&c.StepThreshold, DefaultStepThreshold)
+	if c.StepThresholdPackets == 0 {
+		def(&c.StepThreshold, DefaultStepThreshold)
+	}
 	def(&c.RampMinThreshold, DefaultRampMinThreshold)
 	def(&c.RampRange, DefaultRampRange)
 	def(&c.TimeShift, DefaultTimeShift)
@@ -221,7 +256,9 @@ func (c Config) Validate() error {
 	}
 	durIn("Target", d.Target, 1, maxDuration)
 	durIn("Tupdate", d.Tupdate, minTupdate, maxDuration)
-	durIn("StepThreshold", d.StepThreshold, 1, maxDuration)
+	if c.StepThresholdPackets == 0 || c.StepThreshold != 0 {
+		durIn("StepThreshold", d.StepThreshold, 1, maxDuration)
+	}
 	durIn("RampMinThreshold", d.RampMinThreshold, 1, maxRamp)
 	durIn("RampRange", d.RampRange, 1, maxRamp)
 	durIn("TimeShift", d.TimeShift, 1, maxDuration)
@@ -238,16 +275,33 @@ func (c Config) Validate() error {
 	if d.ClassicProtectionPercent != ClassicProtectionNone && (d.ClassicProtectionPercent < 1 || d.ClassicProtectionPercent > 100) {
 		bad("ClassicProtectionPercent", c.ClassicProtectionPercent, "must be in [1, 100] or ClassicProtectionNone (-1)")
 	}
-	if d.LimitPackets < 1 || d.LimitPackets > maxLimitPackets {
-		bad("LimitPackets", c.LimitPackets, "must be in [0, 16777216]")
+	if d.LimitPackets < 2 || d.LimitPackets > maxLimitPackets {
+		bad("LimitPackets", c.LimitPackets, "must be 0 or in [2, 16777216]")
+	}
+	switch {
+	case c.StepThresholdPackets == 0:
+	case c.StepThresholdPackets < 0 || c.StepThresholdPackets > d.LimitPackets-2:
+		bad("StepThresholdPackets", c.StepThresholdPackets, "must be in [1, LimitPackets−2] so that the step can fire")
+	case c.StepThreshold != 0:
+		bad("StepThresholdPackets", c.StepThresholdPackets, "cannot be combined with StepThreshold")
+	case c.Ramp:
+		bad("StepThresholdPackets", c.StepThresholdPackets, "cannot be combined with Ramp")
+	}
+	if c.StepMinQueuePackets < 0 || c.StepMinQueuePackets >= max(d.LimitPackets, 1) {
+		bad("StepMinQueuePackets", c.StepMinQueuePackets, "must be in [0, LimitPackets) so that the native AQM can act")
 	}
 	if d.MTUBytes < 1 || d.MTUBytes > 1<<20 {
 		bad("MTUBytes", c.MTUBytes, "must be in [0, 1048576]")
 	}
 	// LimitBytes is judged as given: its default derives from LimitPackets
 	// and MTUBytes, which are reported on their own if they are bad.
-	if c.LimitBytes < 0 || c.LimitBytes > 1<<52 {
+	switch {
+	case c.LimitBytes < 0 || c.LimitBytes > 1<<52:
 		bad("LimitBytes", c.LimitBytes, "must be in [0, 2^52]")
+	case d.MTUBytes >= 1 && d.MTUBytes <= 1<<20 && d.LimitBytes > 0 && d.LimitBytes < 4*d.MTUBytes:
+		// With less than 4 MTUs of buffer, a full queue minus the packet
+		// leaving can stay below the 2·MTU the AQM needs: drop-tail.
+		bad("LimitBytes", c.LimitBytes, "must be at least 4×MTUBytes ("+strconv.Itoa(4*d.MTUBytes)+") so that the AQM can act before the buffer is full")
 	}
 	return errors.Join(errs...)
 }
@@ -281,7 +335,13 @@ type params struct {
 	k           uint64
 	pmax        int64  // cap of p' in 2^-48 units: one48, or one48/k with OverflowOnOverload
 	overflow    bool   // OverflowOnOverload
-	step        int64  // ns
+	step        int64  // ns (time step)
+	stepPkts    int    // packet step: mark above this many L4S packets left behind
+	stepInPkts  bool   // the step counts packets
+	minQlen     int    // min_qlen_step: native AQM only for packets that found this many
+	dropEnq     bool   // coupled and Classic decisions at enqueue
+	nqb         bool   // DSCP 45 to L4S (EnqueueDSCP)
+	minLen      int    // LimitPackets/2: the packet-count arm of the safeguard
 	ramp        bool   // native ramp instead of the step
 	rampMin     int64  // ns
 	rampRange   int64  // ns
@@ -292,7 +352,7 @@ type params struct {
 	anyECT      bool   // all ECN-capable packets to L4S
 	limitPkts   int    // shared packet limit
 	limitBytes  int    // shared byte limit
-	minBacklog  int    // 2·MTU: no coupled/Classic AQM below this backlog
+	minBacklog  int    // 2·MTU: no coupled/Classic AQM below this backlog (and fewer than minLen packets)
 	mtu         int    // bytes
 	seed        uint64 // Config.Seed, or the one drawn for a zero Seed
 	alphaTarget int64  // alpha·target: the per-update decrease of an idle queue
@@ -316,6 +376,12 @@ func (c Config) derive() (params, error) {
 		k:          uint64(d.CouplingFactor),
 		overflow:   d.OverflowOnOverload,
 		step:       int64(d.StepThreshold),
+		stepPkts:   d.StepThresholdPackets,
+		stepInPkts: d.StepThresholdPackets != 0,
+		minQlen:    d.StepMinQueuePackets,
+		dropEnq:    d.DropEnqueue,
+		nqb:        d.NQBToL4S,
+		minLen:     max(d.LimitPackets/2, 1),
 		ramp:       d.Ramp,
 		rampMin:    int64(d.RampMinThreshold),
 		rampRange:  int64(d.RampRange),

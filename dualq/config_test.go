@@ -36,12 +36,17 @@ func TestValidateNamesEveryField(t *testing.T) {
 	require.ErrorIs(t, err, aqm.ErrInvalidConfig)
 }
 
-// TestReconfigure protects Reconfigure: queued packets survive in order in
-// their own queues, a lower limit refuses arrivals until the queue drains
-// below it, p' is capped when overflow mode is switched on, and a bad
-// config changes nothing.
+// TestReconfigure protects Reconfigure: a lower limit drains the queue
+// down to it at the next call (Classic heads first, then L4S heads, each
+// through the DropFunc as DroppedOverlimit), the survivors stay in order in
+// their own queues, p' is capped when overflow mode is switched on, and a
+// bad config changes nothing.
 func TestReconfigure(t *testing.T) {
-	q, err := dualq.New[uint64](dualq.Config{LimitPackets: 50, Alpha: 5, Beta: 50}, nil)
+	var drained []uint64
+	q, err := dualq.New[uint64](dualq.Config{LimitPackets: 50, Alpha: 5, Beta: 50}, func(p aqm.Packet[uint64], why aqm.Verdict) {
+		require.Equal(t, aqm.DroppedOverlimit, why)
+		drained = append(drained, p.Payload)
+	})
 	require.NoError(t, err)
 	now := t0
 	for i := range 40 {
@@ -57,20 +62,26 @@ func TestReconfigure(t *testing.T) {
 	require.Equal(t, 40, q.Len())
 	require.NoError(t, q.Reconfigure(dualq.Config{LimitPackets: 10, Alpha: 5, Beta: 50, OverflowOnOverload: true, StepThreshold: 10 * time.Second}))
 	assert.LessOrEqual(t, q.Detail().Prob, 0.5)
+	assert.Empty(t, drained, "the DropFunc runs only inside Enqueue and Dequeue")
 	assert.Equal(t, aqm.DroppedOverlimit, q.Enqueue(pkt(aqm.ECT0, 100, 99), now))
-	var l, c []uint64
+	// 26 Classic packets leave first, then the 4 oldest L4S ones.
+	var want []uint64
+	for i := range uint64(40) {
+		if i%3 != 0 {
+			want = append(want, i)
+		}
+	}
+	want = append(want, 0, 3, 6, 9)
+	assert.Equal(t, want, drained)
+	assert.Equal(t, 10, q.Len())
+	assert.Equal(t, uint64(30), q.Stats().DroppedOverlimit.Packets-1, "30 drained plus the refused arrival")
+	var l []uint64
 	for q.Len() > 0 {
 		p, ok := q.Dequeue(now)
 		require.True(t, ok)
-		if p.Payload%3 == 0 {
-			l = append(l, p.Payload)
-		} else {
-			c = append(c, p.Payload)
-		}
+		l = append(l, p.Payload)
 	}
-	assert.IsIncreasing(t, l)
-	assert.IsIncreasing(t, c)
-	assert.Equal(t, 40, len(l)+len(c), "overflow mode: nothing dropped, nothing lost")
+	assert.Equal(t, []uint64{12, 15, 18, 21, 24, 27, 30, 33, 36, 39}, l, "overflow mode: the survivors leave in order, unmarked-or-marked but never dropped")
 	assert.True(t, q.Enqueue(pkt(aqm.ECT0, 100, 100), now).Accepted())
 	// Growing the limit again keeps working.
 	require.NoError(t, q.Reconfigure(dualq.Config{LimitPackets: 3000}))
@@ -94,7 +105,7 @@ func FuzzConfigTrace(f *testing.F) {
 			TimeShiftedFIFO:          flags&2 != 0,
 			AnyECTToL4S:              flags&4 != 0,
 			OverflowOnOverload:       flags&8 != 0,
-			LimitPackets:             1 + int(flags>>4),
+			LimitPackets:             2 + int(flags>>4),
 			LimitBytes:               5000,
 			MTUBytes:                 300,
 		}

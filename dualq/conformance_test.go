@@ -36,6 +36,7 @@ var conformanceModes = []struct {
 	{"tsfifo-overflow", dualq.Config{TimeShiftedFIFO: true, OverflowOnOverload: true, Alpha: 50, Beta: 50}, 32, 32 * 1500},
 	{"strict-l4s", dualq.Config{ClassicProtectionPercent: dualq.ClassicProtectionNone, CouplingFactor: 1}, 100, 100 * 1500},
 	{"strict-classic", dualq.Config{ClassicProtectionPercent: 100, CouplingFactor: 5}, 100, 0},
+	{"drop-enqueue-packet-step", dualq.Config{DropEnqueue: true, StepThresholdPackets: 3, StepMinQueuePackets: 1, Alpha: 50, Beta: 50, MTUBytes: 100}, 16, 20000},
 }
 
 // TestConformance protects the aqm.Queue contract in every mode.

@@ -1,13 +1,16 @@
 // Package dualq implements DualPI2, the DualQ Coupled Active Queue
-// Management with a PI2 base AQM for L4S (RFC 9332, Linux sch_dualpi2).
+// Management with a PI2 base AQM for L4S (RFC 9332), as Linux's
+// sch_dualpi2 does (merged in Linux 6.17).
 //
 // # Algorithm
 //
 // Two FIFO queues share one link and one buffer. Enqueue classifies each
 // packet on its ECN field: ECT(1) and CE go to the L4S queue (RFC 9331),
 // everything else to the Classic queue ([Config.AnyECTToL4S] sends every
-// ECN-capable packet to L4S). Both queues share the packet limit and the
-// byte ("memory") limit; a full buffer refuses the arrival.
+// ECN-capable packet to L4S; with [Config.NQBToL4S], [Queue.EnqueueDSCP]
+// also sends DSCP 45, the NQB PHB of RFC 9956, there). Both queues share
+// the packet limit and the byte ("memory") limit; a full buffer refuses
+// the arrival.
 //
 // One PI controller, the base AQM, runs every Tupdate on the larger of the
 // two head packets' current ages d:
@@ -34,8 +37,11 @@
 // [Config.OverflowOnOverload] instead caps p' at 1/k.
 //
 // Dropped packets go to the DropFunc and Dequeue goes on to the next
-// packet. No coupled or Classic AQM acts while less than 2 MTUs remain
-// queued after the pop (Linux's safeguard); the native L4S AQM still does.
+// packet. No coupled or Classic AQM acts while less than 2 MTUs (and fewer
+// than half of LimitPackets) remain queued after the pop (Linux's
+// safeguard); the native L4S AQM still does. [Config.DropEnqueue] moves
+// the coupled and Classic decisions to enqueue, where the safeguard looks
+// at the backlog the arrival finds.
 //
 // # Parameters
 //
@@ -46,6 +52,8 @@
 //	Beta                       3.2          Hz      Linux (RFC formula 0.3/RTT_max: 3.0)
 //	CouplingFactor (k)         2            —       RFC 9332 §2.4, Linux
 //	StepThreshold              1 ms         time    Linux step_thresh
+//	StepThresholdPackets       off          packets Linux step_thresh in packets
+//	StepMinQueuePackets        0            packets Linux min_qlen_step
 //	RampMinThreshold, Range    800, 400 µs  time    RFC 9332 App. A (Ramp only)
 //	ClassicProtectionPercent   10           %       Linux classic_protection
 //	TimeShift                  50 ms        time    RFC example scheduler (TimeShiftedFIFO only)
@@ -71,27 +79,53 @@
 //
 // # Differences from RFC 9332, Linux, ns-3 and DPDK
 //
-//   - Marks and drops are decided at dequeue only (Linux drop_dequeue, the
-//     default; RFC pseudocode). There is no drop_enqueue option.
+//   - Marks and drops are decided at dequeue by default (Linux
+//     drop_dequeue; RFC pseudocode); [Config.DropEnqueue] decides the
+//     coupled and Classic AQM at enqueue (Linux drop_enqueue), where a
+//     mark shows as [aqm.Marked] and a drop is a refusal with its reason.
 //   - Random rolls replace the RFC's deterministic recur() pacing, as in
 //     Linux; unlike Linux, p_C is one roll against the precomputed p'²
 //     instead of two rolls against p' (same probability, one draw).
 //   - Overload starts at p' ≥ 1/k, the RFC's p_C ≥ p_Cmax; Linux tests
 //     k·p' > 1 strictly. Only the boundary value p' = 1/k differs.
-//   - The step marks strictly above the threshold (Linux); the L4S mark
-//     probability is max(step, p_CL) as in the RFC, which is what Linux's
-//     two separate checks amount to. There is no packet-count step and no
-//     min_qlen_step; the ramp applies RFC 9332's Th_len of one packet
-//     (counting the packet being dequeued).
+//   - The step marks strictly above the threshold (Linux), in time or,
+//     with StepThresholdPackets, in L4S packets left behind (Linux's packet
+//     step; 0 packets, which Linux accepts, is not available because zero
+//     means "time"). The L4S mark probability is max(step, p_CL) as in the
+//     RFC, which is what Linux's two separate checks amount to.
+//     StepMinQueuePackets is Linux's min_qlen_step and also applies to
+//     the ramp; the ramp applies RFC 9332's Th_len of one packet (counting
+//     the packet being dequeued).
+//   - ClassicProtectionPercent is Linux's classic_protection: 0 to 100 %,
+//     with [ClassicProtectionNone] for 0 (zero means the default, 10 %).
+//     A Reconfigure that changes MTU·(wc−wl) restarts the credit, as
+//     Linux does when classic_protection is set.
+//   - Not-ECT packets in the L4S queue (NQB packets) follow Linux's rules
+//     for packets a tc filter classifies as L4S: dropped where an L4S
+//     packet would be marked, and in overload dropped with p_C. There is
+//     no LLLL class (L queue without AQM) and no tc filter or priority
+//     classification.
+//   - A Reconfigure that lowers a limit below what is queued drains the
+//     queue down to it, Classic heads first and then L4S heads, as Linux
+//     does since its 2026 fix; the drops run at the next Enqueue or
+//     Dequeue, because the DropFunc runs only inside those.
+//   - Configurations under which the AQM could never act are refused,
+//     where Linux accepts them and behaves as a drop-tail queue:
+//     LimitPackets below 2, LimitBytes below 4 MTUs (a full buffer minus
+//     the departing packet could stay under the 2·MTU safeguard), a packet
+//     step at or above LimitPackets−1 and a StepMinQueuePackets at or above
+//     LimitPackets. The MTU is bounded by a quarter of the byte limit
+//     rather than clamped to it. The safeguard also lets the AQM act once
+//     half of LimitPackets are queued, so that a packet limit that binds
+//     before 2 MTUs of small packets accumulate does not disable it.
+//   - split_gso does not apply: aqm.Meta carries no GSO aggregates, so a
+//     packet is whatever the caller enqueues.
 //   - The PI runs on max(L head age, C head age) at the update instant
 //     (RFC A.2, Linux), not on the Classic queue alone (RFC A.1, ns-3).
 //   - The 2·MTU safeguard is Linux's, measured on the total backlog after
 //     the pop; ns-3 uses the Classic bytes; the RFC has none.
 //   - The byte limit counts packet sizes, not Linux's skb truesize, and
 //     checks the arriving packet's size, not one MTU as the RFC does.
-//   - There is no LLLL class (priority-mapped L4S without AQM), no tc
-//     filters and no GSO splitting: a packet is whatever the caller
-//     enqueues, classified on ECN only.
 //   - The WRR credit returns to its initial value whenever a Dequeue
 //     leaves both queues empty (Linux does so at the next dequeue of an
 //     empty qdisc, which a driver always makes).

@@ -16,10 +16,16 @@ const t0 = aqm.Time(time.Second)
 // pin sets p' to p (exactly, on the 2^48 grid) and keeps it there by
 // pushing the next update far away.
 func pin[T any](q *Queue[T], p float64) {
-	q.p48 = int64(math.Round(p * float64(one48)))
-	q.started = true
-	q.nextUpd = math.MaxInt64
-	q.derive()
+	q.ctl.p48 = int64(math.Round(p * float64(one48)))
+	q.ctl.started = true
+	q.ctl.nextUpd = math.MaxInt64
+	q.ctl.derive(&q.par)
+}
+
+// headsDelay is the delay the PI would see at t.
+func headsDelay[T any](q *Queue[T], t int64) int64 {
+	h := q.heads()
+	return h.delay(t)
 }
 
 type fractions struct{ n, marked, dropped, early, overload int }
@@ -101,10 +107,10 @@ func TestOverloadBoundary(t *testing.T) {
 	q, err := New[uint64](Config{}, nil)
 	require.NoError(t, err)
 	pin(q, 0.5)
-	assert.True(t, q.overload)
-	q.p48--
-	q.derive()
-	assert.False(t, q.overload)
+	assert.True(t, q.ctl.overload)
+	q.ctl.p48--
+	q.ctl.derive(&q.par)
+	assert.False(t, q.ctl.overload)
 }
 
 // TestOverflowCaps protects OverflowOnOverload: p' never passes 1/k, so
@@ -152,15 +158,15 @@ func TestNoWindupPast100(t *testing.T) {
 	require.NoError(t, err)
 	const d = int64(100 * time.Millisecond)
 	for range 100000 {
-		q.update(d)
+		q.ctl.update(&q.par, d)
 	}
-	require.Equal(t, one48, q.p48)
-	q.derive()
-	assert.Equal(t, one32, q.pC)
-	assert.Equal(t, one32, q.pCL)
+	require.Equal(t, one48, q.ctl.p48)
+	q.ctl.derive(&q.par)
+	assert.Equal(t, one32, q.ctl.pC)
+	assert.Equal(t, one32, q.ctl.pCL)
 	// d' = 95 ms: α·(95−15) ms − β·5 ms = 0.0128 − 0.016 = −0.0032.
-	q.update(d - int64(5*time.Millisecond))
-	assert.InDelta(t, 1-0.0032, float64(q.p48)/float64(one48), 1e-6)
+	q.ctl.update(&q.par, d-int64(5*time.Millisecond))
+	assert.InDelta(t, 1-0.0032, float64(q.ctl.p48)/float64(one48), 1e-6)
 }
 
 // TestDropDrainResetsCredit protects the dequeue drop path: when drops
@@ -192,7 +198,7 @@ func TestDropDrainResetsCredit(t *testing.T) {
 	_, ok := q.Dequeue(t0)
 	assert.False(t, ok)
 	assert.Equal(t, q.par.creditInit, q.credit)
-	assert.Zero(t, q.headDelay(int64(t0)+int64(time.Hour)))
+	assert.Zero(t, headsDelay(q, int64(t0)+int64(time.Hour)))
 	assert.Positive(t, dropped)
 }
 
@@ -211,8 +217,8 @@ func TestLazyEqualsTimer(t *testing.T) {
 					q.Dequeue(t0 + 1)
 				}
 				pin(q, 0.3)
-				q.nextUpd = t0 + aqm.Time(16*time.Millisecond)
-				q.prevDelay = int64(40 * time.Millisecond)
+				q.ctl.nextUpd = t0 + aqm.Time(16*time.Millisecond)
+				q.ctl.prevDelay = int64(40 * time.Millisecond)
 				return q
 			}
 			lazy, timer := mk(), mk()
@@ -223,10 +229,10 @@ func TestLazyEqualsTimer(t *testing.T) {
 			}
 			timer.advance(end)
 			lazy.advance(end)
-			assert.Equal(t, timer.p48, lazy.p48, "backlog=%v gap=%d", backlog, gap)
-			assert.Equal(t, timer.updates, lazy.updates, "backlog=%v gap=%d", backlog, gap)
-			assert.Equal(t, timer.nextUpd, lazy.nextUpd, "backlog=%v gap=%d", backlog, gap)
-			assert.Equal(t, timer.prevDelay, lazy.prevDelay, "backlog=%v gap=%d", backlog, gap)
+			assert.Equal(t, timer.ctl.p48, lazy.ctl.p48, "backlog=%v gap=%d", backlog, gap)
+			assert.Equal(t, timer.ctl.updates, lazy.ctl.updates, "backlog=%v gap=%d", backlog, gap)
+			assert.Equal(t, timer.ctl.nextUpd, lazy.ctl.nextUpd, "backlog=%v gap=%d", backlog, gap)
+			assert.Equal(t, timer.ctl.prevDelay, lazy.ctl.prevDelay, "backlog=%v gap=%d", backlog, gap)
 		}
 	}
 }
@@ -245,7 +251,7 @@ func TestHugeJumps(t *testing.T) {
 		q.Dequeue(math.MaxInt64)
 	}
 	q.Dequeue(math.MaxInt64)
-	assert.Equal(t, aqm.Time(math.MaxInt64), q.nextUpd)
+	assert.Equal(t, aqm.Time(math.MaxInt64), q.ctl.nextUpd)
 	d := q.Detail()
 	assert.True(t, d.Prob >= 0 && d.Prob <= 1)
 }

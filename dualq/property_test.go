@@ -1,6 +1,7 @@
 package dualq_test
 
 import (
+	"math"
 	"math/rand/v2"
 	"testing"
 	"time"
@@ -167,6 +168,87 @@ func TestPropL4SSojourn(t *testing.T) {
 			return true
 		},
 		gen.UInt64(), gen.IntRange(5, 50), gen.Float64Range(0.05, 0.9), gen.Float64Range(1.5, 3), gen.IntRange(10, 200),
+	))
+	props.TestingRun(t)
+}
+
+// TestPropNoDropTail protects against configurations that silently turn
+// DualPI2 into a drop-tail queue: for random configurations that Validate
+// accepts (limits from 2 packets and 4 MTUs up, MTUs of 64 to 9000 bytes,
+// targets from 1 ms to 10 s, time or packet steps, StepMinQueuePackets,
+// DropEnqueue, OverflowOnOverload), an unresponsive overload at twice the
+// link rate, in packets no larger than the MTU and of every ECN
+// codepoint, is signalled: some packet is marked or dropped by the AQM,
+// not only refused at the limit. "Overload" means a queue the AQM is
+// meant to act on: the link drains the full buffer in more than three
+// times Target plus Tupdate, so the standing delay exceeds the target.
+func TestPropNoDropTail(t *testing.T) {
+	props := gopter.NewProperties(propParams(t, 60, 12))
+	props.Property("overload is signalled", prop.ForAll(
+		func(seed uint64) bool {
+			r := rand.New(rand.NewPCG(seed, 4))
+			cfg := dualq.Config{Seed: seed}
+			cfg.LimitPackets = int(math.Exp(math.Log(2) + r.Float64()*math.Log(1500))) // 2 … 3000, small ones often
+			cfg.MTUBytes = 64 + r.IntN(9000-64+1)
+			if r.IntN(2) == 0 {
+				cfg.LimitBytes = 4*cfg.MTUBytes + r.IntN(3_000_000)
+			}
+			cfg.Target = time.Duration(math.Exp(math.Log(1e6) + r.Float64()*math.Log(1e4))) // 1 ms … 10 s
+			switch r.IntN(3) {
+			case 0:
+				cfg.StepThreshold = time.Duration(1 + r.Int64N(int64(10*time.Second)))
+			case 1:
+				cfg.StepThresholdPackets = 1 + r.IntN(cfg.LimitPackets-1)
+			default:
+				cfg.Ramp = true
+			}
+			if cfg.StepThresholdPackets > cfg.LimitPackets-2 {
+				cfg.StepThresholdPackets = 0
+			}
+			cfg.StepMinQueuePackets = r.IntN(cfg.LimitPackets)
+			cfg.DropEnqueue = r.IntN(2) == 0
+			cfg.OverflowOnOverload = r.IntN(2) == 0
+			if err := cfg.Validate(); err != nil {
+				t.Logf("generated a refused configuration: %v", err)
+				return false
+			}
+			q, err := dualq.New[uint64](cfg, nil)
+			if err != nil {
+				return false
+			}
+			eff := q.Config()
+			size := func() uint32 { return uint32(1 + r.IntN(eff.MTUBytes)) }
+			mean := float64(eff.MTUBytes+1) / 2
+			buf := math.Min(float64(eff.LimitBytes), float64(eff.LimitPackets)*mean)
+			drain := 3*(eff.Target+eff.Tupdate) + 10*time.Millisecond
+			nsPerByte := float64(drain) / buf
+			horizon := 12 * (eff.Target + eff.Tupdate + time.Millisecond)
+			now, linkFree, nextArr := t0, t0, t0
+			end := t0 + aqm.Time(horizon)
+			for now < end {
+				if nextArr <= linkFree {
+					now = nextArr
+					s := size()
+					q.Enqueue(pkt(aqm.ECN(r.IntN(3)+1)%4, s, 0), now) // Not-ECT, ECT(1), ECT(0)
+					nextArr += aqm.Time(float64(s) * nsPerByte / 2)   // twice the link rate
+					continue
+				}
+				now = linkFree
+				if p, ok := q.Dequeue(now); ok {
+					linkFree = now + aqm.Time(float64(p.Size)*nsPerByte)
+				} else {
+					linkFree = nextArr
+				}
+			}
+			st := q.Stats()
+			signals := st.Marked.Packets + st.DroppedEarly.Packets + st.DroppedOverload.Packets
+			if signals == 0 {
+				t.Logf("no signal: %+v, %d refused at the limit, p'=%v", eff, st.DroppedOverlimit.Packets, q.Detail().Prob)
+				return false
+			}
+			return true
+		},
+		gen.UInt64(),
 	))
 	props.TestingRun(t)
 }

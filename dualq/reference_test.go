@@ -44,10 +44,11 @@ type refModel struct {
 	border    bool // the last decision was within rounding distance of its threshold
 	wc, wl    float64
 	maxDelayS float64
+	noStep    map[uint64]bool // L4S packets that found fewer than StepMinQueuePackets queued
 }
 
 func newRef(cfg dualq.Config) *refModel {
-	m := &refModel{cfg: cfg, rnd: rng.New(cfg.Seed), maxDelayS: float64(int64(1)<<34) / 1e9}
+	m := &refModel{cfg: cfg, rnd: rng.New(cfg.Seed), maxDelayS: float64(int64(1)<<34) / 1e9, noStep: map[uint64]bool{}}
 	m.wc = float64(max(cfg.ClassicProtectionPercent, 0))
 	m.wl = 100 - m.wc
 	m.credit = float64(cfg.MTUBytes) * (m.wc - m.wl)
@@ -143,7 +144,37 @@ func (m *refModel) enqueue(p aqm.Packet[uint64], now aqm.Time) {
 		m.out = append(m.out, fmt.Sprintf("enq %d refused", p.Payload))
 		return
 	}
-	if m.isL(p.ECN) {
+	toL := m.isL(p.ECN)
+	// Linux drop_enqueue: the coupled and Classic AQM at arrival, the
+	// safeguard on what the arrival finds.
+	n := len(m.lq) + len(m.cq)
+	if m.cfg.DropEnqueue && (m.bytes(m.lq)+m.bytes(m.cq) >= 2*m.cfg.MTUBytes || n >= max(m.cfg.LimitPackets/2, 1)) {
+		k := float64(m.cfg.CouplingFactor)
+		pCL, pC := math.Min(k*m.p, 1), m.p*m.p
+		overload := !m.cfg.OverflowOnOverload && k*m.p >= 1
+		switch {
+		case toL && overload:
+			if m.roll(pC) {
+				m.out = append(m.out, fmt.Sprintf("enq %d refused", p.Payload))
+				return
+			}
+			p.ECN = aqm.CE
+		case toL:
+			if m.roll(pCL) {
+				p.ECN = aqm.CE
+			}
+		default:
+			if m.roll(pC) {
+				if p.ECN == aqm.NotECT || overload {
+					m.out = append(m.out, fmt.Sprintf("enq %d refused", p.Payload))
+					return
+				}
+				p.ECN = aqm.CE
+			}
+		}
+	}
+	if toL {
+		m.noStep[p.Payload] = len(m.lq) < m.cfg.StepMinQueuePackets
 		m.lq = append(m.lq, p)
 	} else {
 		m.cq = append(m.cq, p)
@@ -152,6 +183,12 @@ func (m *refModel) enqueue(p aqm.Packet[uint64], now aqm.Time) {
 }
 
 func (m *refModel) laqm(sojourn float64, lenAfter int) float64 {
+	if m.cfg.StepThresholdPackets != 0 { // Linux's packet step
+		if lenAfter > m.cfg.StepThresholdPackets {
+			return 1
+		}
+		return 0
+	}
 	if !m.cfg.Ramp {
 		if sojourn > secs(m.cfg.StepThreshold) {
 			return 1
@@ -199,10 +236,13 @@ func (m *refModel) dequeue(now aqm.Time) {
 		} else {
 			p, m.cq = m.cq[0], m.cq[1:]
 		}
-		active := m.bytes(m.lq)+m.bytes(m.cq) >= 2*m.cfg.MTUBytes
+		active := !m.cfg.DropEnqueue && (m.bytes(m.lq)+m.bytes(m.cq) >= 2*m.cfg.MTUBytes || len(m.lq)+len(m.cq) >= max(m.cfg.LimitPackets/2, 1))
 		if serveL {
 			if !(active && overload) {
-				pl := m.laqm(m.age(p.Enqueued, now), len(m.lq))
+				var pl float64
+				if !m.noStep[p.Payload] {
+					pl = m.laqm(m.age(p.Enqueued, now), len(m.lq))
+				}
 				if active {
 					pl = math.Max(pl, pCL)
 				}
@@ -256,7 +296,9 @@ func fill(c dualq.Config) dualq.Config {
 	}
 	def(&c.Target, dualq.DefaultTarget)
 	def(&c.Tupdate, dualq.DefaultTupdate)
-	def(&c.StepThreshold, dualq.DefaultStepThreshold)
+	if c.StepThresholdPackets == 0 {
+		def(&c.StepThreshold, dualq.DefaultStepThreshold)
+	}
 	def(&c.RampMinThreshold, dualq.DefaultRampMinThreshold)
 	def(&c.RampRange, dualq.DefaultRampRange)
 	def(&c.TimeShift, dualq.DefaultTimeShift)
@@ -398,6 +440,9 @@ func TestReference(t *testing.T) {
 		{"overflow-k1", dualq.Config{OverflowOnOverload: true, CouplingFactor: 1, Target: 2 * time.Millisecond, Alpha: 3, Beta: 30, ClassicProtectionPercent: 30}},
 		{"k4-wc50-small", dualq.Config{CouplingFactor: 4, ClassicProtectionPercent: 50, LimitPackets: 40, LimitBytes: 30000, Alpha: 1, Beta: 10, MTUBytes: 100}},
 		{"strict", dualq.Config{ClassicProtectionPercent: dualq.ClassicProtectionNone, Target: 5 * time.Millisecond, Alpha: 1, Beta: 10}},
+		{"packet-step-minqlen", dualq.Config{StepThresholdPackets: 4, StepMinQueuePackets: 2, Target: 2 * time.Millisecond, Alpha: 3, Beta: 30, LimitPackets: 60, LimitBytes: 60 * 1500}},
+		{"drop-enqueue", dualq.Config{DropEnqueue: true, Target: 2 * time.Millisecond, Alpha: 3, Beta: 30, StepMinQueuePackets: 1}},
+		{"drop-enqueue-overflow-small", dualq.Config{DropEnqueue: true, OverflowOnOverload: true, CouplingFactor: 2, LimitPackets: 12, LimitBytes: 12000, MTUBytes: 300, Alpha: 2, Beta: 20}},
 	}
 	seeds, nops := 12, 20000
 	if testing.Short() {
