@@ -86,6 +86,17 @@
 // stays within the burst time. [Front.SetRate] changes the rate at runtime
 // without losing credit or debt.
 //
+// A blocking consumer does not wake at each departure instant: it sleeps
+// [Config.WakeSlack] longer (by default 1 ms, or a frame's time at rates
+// below 12 Mbit/s), so that the packets that became due meanwhile leave as
+// one batch, from one look at the queue. Linux's shapers likewise let
+// their watchdog timers fire within a slack (sch_fq's timer_slack). At 50
+// Mbit/s with full-size packets that is one wake-up per five packets
+// instead of one per packet; the price is up to the slack of extra delay,
+// which the AQM sees as sojourn. The slack is cut so that the credit it
+// earns stays inside the bucket, and [Front.TryDequeueBatch] still
+// reports the exact wait.
+//
 // A queue that shapes its own output, such as a CAKE queue with a rate,
 // implements [aqm.Paced]: its Dequeue refuses while it holds packets back,
 // and NextDeparture says until when. The consumer then sleeps until that
@@ -98,6 +109,7 @@
 //	Rate        0 = unlimited                 bit/s   tc tbf rate, CAKE bandwidth
 //	BurstBytes  rate × 2 ms, at least 3028    bytes   tc tbf burst
 //	Staged      false                         -       (see Staged hand-over)
+//	WakeSlack   max(1 ms, 1514 B at the rate)   time    sch_fq timer_slack
 //
 // # Shutdown
 //

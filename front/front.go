@@ -183,6 +183,9 @@ type Detail struct {
 	// Wakeups counts the consumer's looks at the queue: one lock and one
 	// clock reading each, whatever the number of packets taken.
 	Wakeups uint64
+	// WakeSlack is the wake slack in effect at the current rate (see
+	// [Config.WakeSlack]).
+	WakeSlack time.Duration
 	// Closed reports whether Close was called.
 	Closed bool
 	// RefusedClosed counts the packets Enqueue and EnqueueBatch refused
@@ -197,7 +200,8 @@ type Detail struct {
 }
 
 // Metrics lists the Detail's values: rate_bits_per_second, burst_bytes,
-// credit_bytes (gauges), wakeups (counter), closed (gauge, 0 or 1), and
+// credit_bytes (gauges), wakeups (counter), wake_slack_seconds (gauge),
+// closed (gauge, 0 or 1), and
 // refused_closed and flushed in packets and bytes (counters), and
 // staged_packets (gauge).
 func (d Detail) Metrics() iter.Seq[aqm.Metric] {
@@ -211,6 +215,7 @@ func (d Detail) Metrics() iter.Seq[aqm.Metric] {
 			{Name: "burst_bytes", Kind: aqm.Gauge, Value: float64(d.BurstBytes)},
 			{Name: "credit_bytes", Kind: aqm.Gauge, Value: float64(d.CreditBytes)},
 			{Name: "wakeups", Kind: aqm.Counter, Value: float64(d.Wakeups)},
+			{Name: "wake_slack_seconds", Kind: aqm.Gauge, Value: d.WakeSlack.Seconds()},
 			{Name: "closed", Kind: aqm.Gauge, Value: closed},
 			{Name: "refused_closed_packets", Kind: aqm.Counter, Value: float64(d.RefusedClosed.Packets)},
 			{Name: "refused_closed_bytes", Kind: aqm.Counter, Value: float64(d.RefusedClosed.Bytes)},
@@ -519,18 +524,33 @@ func (f *Front[T]) takeOneLocked(now aqm.Time) (p aqm.Packet[T], ok bool, wait t
 }
 
 // tryTake is one look at the queue: take what may leave, report why it
-// stopped, and pass the turn on to another consumer if packets are left
+// stopped (with the wake slack a blocking consumer adds to a positive
+// wait), and pass the turn on to another consumer if packets are left
 // that may leave now.
-func (f *Front[T]) tryTake(buf []aqm.Packet[T]) (n int, wait time.Duration, closed bool, left int) {
+func (f *Front[T]) tryTake(buf []aqm.Packet[T]) (n int, wait, slack time.Duration, closed bool, left int) {
 	f.mu.Lock()
 	n, wait = f.takeLocked(buf, f.read(true))
+	if wait > 0 {
+		slack = f.slackLocked()
+	}
 	closed = f.closed
 	left = f.lenLocked()
 	f.mu.Unlock()
 	if n > 0 && wait == 0 && left > 0 {
 		f.passTurn()
 	}
-	return n, wait, closed, left
+	return n, wait, slack, closed, left
+}
+
+// slackLocked returns the wake slack ([Config.WakeSlack]) at the current
+// rate of the bucket that governs this front. The caller holds f.mu.
+func (f *Front[T]) slackLocked() time.Duration {
+	if f.shared != nil {
+		f.shared.mu.Lock()
+		defer f.shared.mu.Unlock()
+		return f.shared.cfg.wakeSlack(f.shared.b.rate, f.shared.b.capacity)
+	}
+	return f.cfg.wakeSlack(f.b.rate, f.b.capacity)
 }
 
 // passTurn wakes another parked consumer, if any, when packets are left
@@ -604,7 +624,7 @@ func (f *Front[T]) grewFrom(left int) bool {
 // Each packet comes from the queue's Dequeue at the moment it leaves, so an
 // AQM that decides at dequeue time (CoDel, PIE) judges its whole sojourn.
 func (f *Front[T]) TryDequeueBatch(buf []aqm.Packet[T]) (n int, wait time.Duration) {
-	n, wait, _, _ = f.tryTake(buf)
+	n, wait, _, _, _ = f.tryTake(buf)
 	return n, wait
 }
 
@@ -612,9 +632,9 @@ func (f *Front[T]) TryDequeueBatch(buf []aqm.Packet[T]) (n int, wait time.Durati
 // with up to len(buf) packets that may leave at that instant, under one lock
 // at one clock reading, and returns how many. With a rate set, or a queue
 // that paces its own output ([aqm.Paced]), it sleeps until the next
-// departure the rate or the queue allows, on one reusable timer, and never
-// spins; an arrival into an empty queue, a rate change, Close or the end of
-// ctx wakes it. It returns 0 and ctx's error if ctx ends first, and 0 and
+// departure the rate or the queue allows plus the wake slack
+// ([Config.WakeSlack]), on one reusable timer, and never spins; an arrival
+// into an empty queue, a rate change, Close or the end of ctx wakes it. It returns 0 and ctx's error if ctx ends first, and 0 and
 // [ErrClosed] once the front is closed and its queue empty: packets queued
 // before Close are still returned, at the rate. An empty buf returns 0 at
 // once.
@@ -625,14 +645,14 @@ func (f *Front[T]) DequeueBatch(ctx context.Context, buf []aqm.Packet[T]) (int, 
 	f.cs.looking.Add(1)
 	defer f.cs.looking.Add(-1)
 	for {
-		n, wait, closed, left := f.tryTake(buf)
+		n, wait, slack, closed, left := f.tryTake(buf)
 		if n > 0 {
 			return n, nil
 		}
 		if closed && wait == 0 {
 			return 0, ErrClosed
 		}
-		if err := f.park(ctx, wait, closed, left); err != nil {
+		if err := f.park(ctx, wait+slack, closed, left); err != nil {
 			return 0, err
 		}
 	}
@@ -645,6 +665,9 @@ func (f *Front[T]) Dequeue(ctx context.Context) (aqm.Packet[T], error) {
 	for {
 		f.mu.Lock()
 		p, ok, wait := f.takeOneLocked(f.read(true))
+		if wait > 0 {
+			wait += f.slackLocked()
+		}
 		closed := f.closed
 		left := f.lenLocked()
 		f.mu.Unlock()
@@ -839,7 +862,12 @@ func (f *Front[T]) Detail() Detail {
 
 func (f *Front[T]) detailLocked() Detail {
 	b := f.bucketLocked()
+	cfg := &f.cfg
+	if f.shared != nil {
+		cfg = &f.shared.cfg
+	}
 	d := Detail{
+		WakeSlack:     cfg.wakeSlack(b.rate, b.capacity),
 		Rate:          aqm.Rate(b.rate),
 		BurstBytes:    int(b.capacity / unitsPerByte),
 		CreditBytes:   b.creditBytes(),
