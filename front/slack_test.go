@@ -23,7 +23,9 @@ import (
 // DefaultWakeSlack, and negative or absurd values are refused naming the
 // field.
 func TestWakeSlackConfig(t *testing.T) {
-	frame := func(r aqm.Rate) time.Duration { return time.Duration((1514*8*int64(time.Second) + int64(r) - 1) / int64(r)) }
+	frame := func(r aqm.Rate) time.Duration {
+		return time.Duration((1514*8*int64(time.Second) + int64(r) - 1) / int64(r))
+	}
 	for _, c := range []struct {
 		cfg  front.Config
 		want time.Duration
