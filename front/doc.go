@@ -111,6 +111,31 @@
 //	Staged      false                         -       (see Staged hand-over)
 //	WakeSlack   max(1 ms, 1514 B at the rate)   time    sch_fq timer_slack
 //
+// # Raw IP packets
+//
+// [NewIP] puts a queue on a path of raw IP packets (a TUN device, a
+// userspace router or VPN) held in [Buf]s from a [Pool]. The IP front
+// classifies every packet itself, before the queue sees it, on the single
+// and the batch path alike: with the queue's own classifier when it is an
+// [IPQueue] (a CAKE queue is one, and so keeps its host isolation, DiffServ
+// tins and ACK filter), or with iphdr's keyed flow hash for any other
+// queue wrapped by [HashIP]. Classification runs in the producer's
+// goroutine, outside the lock. On the way out it writes CE into the header
+// of each packet the queue marked (iphdr.SetCE, which keeps the IPv4
+// checksum right), and drops a marked packet whose header cannot carry CE
+// rather than send it unmarked. Every buffer the queue or the closed front
+// refuses goes back to the pool at once; give the pool's [Pool.Drop] to the
+// queue so that its drops come back too, and [IP.Run] puts each sent batch
+// back. [IPDetail] counts what could not be read, refused, rewritten and
+// dropped for want of a CE codepoint.
+//
+// A queue that paces itself ([aqm.Paced]: CAKE, which shapes when its
+// Config has a Rate) is refused a front rate, with an [aqm.ConfigError]
+// naming Rate, at NewIP, SetRate and Reconfigure: two shapers in a row
+// waste wake-ups, and the front's would not see the tins or the overhead.
+// Give the rate to the queue (cake.ConfigForLink) and leave the front's at
+// zero.
+//
 // # Shutdown
 //
 // [Front.Close] refuses new packets: Enqueue and EnqueueBatch then return
