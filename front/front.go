@@ -1,0 +1,397 @@
+package front
+
+import (
+	"errors"
+	"iter"
+	"reflect"
+	"sync"
+	"time"
+
+	"github.com/aqmkit/aqmkit/aqm"
+	"github.com/aqmkit/aqmkit/clock"
+)
+
+// ErrClosed is returned by Enqueue and EnqueueBatch after [Front.Close]
+// (with a refusing verdict, so that code that only checks
+// [aqm.Verdict.Accepted] keeps the packet), and by the blocking dequeues
+// once the front is closed and its queue is empty.
+var ErrClosed = errors.New("front: closed")
+
+// ErrNilQueue is returned by [New] and [NewSharded] for a nil queue.
+var ErrNilQueue = errors.New("front: the queue is nil")
+
+// Front serialises access to one [aqm.Queue] for concurrent producers and a
+// blocking consumer, and optionally releases the packets at a rate. Once a
+// queue is given to [New], use it only through the Front (or
+// [Front.WithQueue]).
+//
+// All methods are safe for concurrent use.
+type Front[T any] struct {
+	mu     sync.Mutex
+	q      aqm.Queue[T]
+	bq     aqm.BatchQueue[T] // q's burst path, or nil
+	pq     aqm.Paced         // q, when it paces its own output, or nil
+	clk    clock.Clock
+	coarse *clock.Coarse // clk, when it is a Coarse clock
+	cfg    Config        // as configured: BurstBytes zero when derived
+	b      bucket        // the rate, unless shared is set
+	shared *sharedRate   // the bucket of a Sharded front, or nil
+	closed bool
+	// st and stg are the hand-over of a staged front (Config.Staged):
+	// the producers' side and the consumer's. Both nil otherwise.
+	st  *stage[T]
+	stg *staging[T]
+
+	wakeups       uint64
+	refusedClosed aqm.Count
+	flushed       aqm.Count
+
+	// ready holds at most one pending wake-up for a blocked consumer: an
+	// arrival into an empty queue, a rate change, or a turn passed on.
+	ready chan struct{}
+	// cs tells producers whether a blocking consumer of this front is
+	// parked (so an arrival must wake it) or busy (so it needs no wake-up
+	// and keeps the clock fresh).
+	cs consumers
+	// notify is the ready channel of the Sharded front this front is a
+	// shard of, or nil; parent is that front's consumer state.
+	notify chan struct{}
+	parent *consumers
+	// done is closed by Close.
+	done chan struct{}
+	wt   waitTimer
+}
+
+// sharedRate is one token bucket shared by the shards of a Sharded front.
+// Lock order: a shard's mu, then this mu.
+type sharedRate struct {
+	mu  sync.Mutex
+	cfg Config
+	b   bucket
+}
+
+// Detail is a snapshot of the front's own state, beside the queue's
+// [aqm.Stats].
+type Detail struct {
+	// Rate is the current rate; zero means unlimited.
+	Rate aqm.Rate
+	// BurstBytes is the effective bucket depth in bytes.
+	BurstBytes int
+	// CreditBytes is the credit in the bucket at the last refill, in whole
+	// bytes (rounded down); negative while a sent packet's debt is being
+	// repaid.
+	CreditBytes int64
+	// Wakeups counts the consumer's looks at the queue: one lock and one
+	// clock reading each, whatever the number of packets taken.
+	Wakeups uint64
+	// WakeSlack is the wake slack in effect at the current rate (see
+	// [Config.WakeSlack]).
+	WakeSlack time.Duration
+	// Closed reports whether Close was called.
+	Closed bool
+	// RefusedClosed counts the packets Enqueue and EnqueueBatch refused
+	// because the front was closed; the queue never saw them.
+	RefusedClosed aqm.Count
+	// Flushed counts the packets [Front.Flush] took out of the queue (the
+	// queue's Stats count them as dequeued).
+	Flushed aqm.Count
+	// Staged is the number of packets a staged front ([Config.Staged])
+	// holds handed over and not yet moved into its queue.
+	Staged int
+}
+
+// Metrics lists the Detail's values: rate_bits_per_second, burst_bytes,
+// credit_bytes (gauges), wakeups (counter), wake_slack_seconds (gauge),
+// closed (gauge, 0 or 1), and
+// refused_closed and flushed in packets and bytes (counters), and
+// staged_packets (gauge).
+func (d Detail) Metrics() iter.Seq[aqm.Metric] {
+	return func(yield func(aqm.Metric) bool) {
+		closed := 0.0
+		if d.Closed {
+			closed = 1
+		}
+		ms := [...]aqm.Metric{
+			{Name: "rate_bits_per_second", Kind: aqm.Gauge, Value: float64(d.Rate)},
+			{Name: "burst_bytes", Kind: aqm.Gauge, Value: float64(d.BurstBytes)},
+			{Name: "credit_bytes", Kind: aqm.Gauge, Value: float64(d.CreditBytes)},
+			{Name: "wakeups", Kind: aqm.Counter, Value: float64(d.Wakeups)},
+			{Name: "wake_slack_seconds", Kind: aqm.Gauge, Value: d.WakeSlack.Seconds()},
+			{Name: "closed", Kind: aqm.Gauge, Value: closed},
+			{Name: "refused_closed_packets", Kind: aqm.Counter, Value: float64(d.RefusedClosed.Packets)},
+			{Name: "refused_closed_bytes", Kind: aqm.Counter, Value: float64(d.RefusedClosed.Bytes)},
+			{Name: "flushed_packets", Kind: aqm.Counter, Value: float64(d.Flushed.Packets)},
+			{Name: "flushed_bytes", Kind: aqm.Counter, Value: float64(d.Flushed.Bytes)},
+			{Name: "staged_packets", Kind: aqm.Gauge, Value: float64(d.Staged)},
+		}
+		for _, m := range ms {
+			if !yield(m) {
+				return
+			}
+		}
+	}
+}
+
+// New returns a front over q that reads time from c and releases packets at
+// cfg's rate (none if cfg.Rate is zero); its bucket starts full. A nil c
+// means a new [clock.Coarse] over [clock.Mono], which the front refreshes
+// itself (see the package doc, Time). c must be safe for concurrent use.
+// New returns [ErrNilQueue] if q is nil and cfg's validation error if cfg is
+// invalid.
+func New[T any](q aqm.Queue[T], c clock.Clock, cfg Config) (*Front[T], error) {
+	if isNil(q) {
+		return nil, ErrNilQueue
+	}
+	if err := cfg.Validate(); err != nil {
+		return nil, err
+	}
+	if c == nil {
+		c = clock.NewCoarse(nil)
+	}
+	f := &Front[T]{q: q, clk: c, cfg: cfg, ready: make(chan struct{}, 1), done: make(chan struct{})}
+	f.bq, _ = q.(aqm.BatchQueue[T])
+	f.pq, _ = q.(aqm.Paced)
+	f.coarse, _ = c.(*clock.Coarse)
+	f.wt.init()
+	f.b.setRate(0, uint64(cfg.Rate), cfg.burstBytes())
+	f.b.credit = f.b.capacity
+	if cfg.Staged {
+		f.st, f.stg = newStage[T]()
+	}
+	return f, nil
+}
+
+// isNil reports whether q is nil or a nil pointer in an interface.
+func isNil(q any) bool {
+	if q == nil {
+		return true
+	}
+	v := reflect.ValueOf(q)
+	switch v.Kind() {
+	case reflect.Pointer, reflect.Map, reflect.Slice, reflect.Func, reflect.Chan, reflect.Interface:
+		return v.IsNil()
+	}
+	return false
+}
+
+// read reads the clock; refresh asks a Coarse clock for a fresh reading.
+func (f *Front[T]) read(refresh bool) aqm.Time {
+	if f.coarse != nil {
+		if refresh {
+			return f.coarse.Refresh()
+		}
+		return f.coarse.Now()
+	}
+	return f.clk.Now()
+}
+
+// signal leaves a wake-up for a blocked consumer without blocking.
+func (f *Front[T]) signal() {
+	select {
+	case f.ready <- struct{}{}:
+	default:
+	}
+	if f.notify != nil {
+		select {
+		case f.notify <- struct{}{}:
+		default:
+		}
+	}
+}
+
+// bucketLocked returns the bucket that governs this front, locking the
+// shared one if there is one; unlock with unlockBucket.
+func (f *Front[T]) bucketLocked() *bucket {
+	if f.shared != nil {
+		f.shared.mu.Lock()
+		return &f.shared.b
+	}
+	return &f.b
+}
+
+func (f *Front[T]) unlockBucket() {
+	if f.shared != nil {
+		f.shared.mu.Unlock()
+	}
+}
+
+// Close refuses further packets (Enqueue returns [ErrClosed]) and wakes
+// every blocked consumer. Consumers keep taking what is queued, at the
+// rate, and then get ErrClosed; to discard the rest instead, call
+// [Front.Flush] after Close. Close is idempotent.
+func (f *Front[T]) Close() {
+	f.mu.Lock()
+	if !f.closed {
+		f.closed = true
+		if f.st != nil {
+			f.st.mu.Lock()
+			f.st.closed = true
+			f.st.mu.Unlock()
+		}
+		close(f.done)
+	}
+	f.mu.Unlock()
+}
+
+// Closed reports whether Close was called.
+func (f *Front[T]) Closed() bool {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	return f.closed
+}
+
+// SetRate changes the rate at the clock's current time, from any goroutine,
+// as often as the link changes (an LTE or satellite rate controller may call
+// it tens of times a second). The credit earned up to now is settled at the
+// old rate; a debt left by the last packet is repaid at the new rate; a
+// default burst follows the new rate. A sleeping consumer wakes up to
+// recompute its wait. Queued packets are not touched. On a shard of a
+// [Sharded] front it changes the rate all shards share; prefer
+// [Sharded.SetRate], which also wakes the other shards' consumers.
+func (f *Front[T]) SetRate(r aqm.Rate) {
+	f.mu.Lock()
+	f.applyLocked(func(c *Config) { c.Rate = r })
+	f.mu.Unlock()
+	f.signal()
+}
+
+// Reconfigure validates cfg and applies its rate and burst at the clock's
+// current time, as SetRate does. On error nothing changes.
+func (f *Front[T]) Reconfigure(cfg Config) error {
+	if err := cfg.Validate(); err != nil {
+		return err
+	}
+	if cfg.Staged != (f.st != nil) {
+		return &aqm.ConfigError{Pkg: "front", Field: "Staged", Value: cfg.Staged, Rule: "is fixed when the front is made"}
+	}
+	f.mu.Lock()
+	f.applyLocked(func(c *Config) { *c = cfg })
+	f.mu.Unlock()
+	f.signal()
+	return nil
+}
+
+// applyLocked changes the configuration with fn and settles the bucket.
+func (f *Front[T]) applyLocked(fn func(*Config)) {
+	now := f.read(true)
+	cfg := &f.cfg
+	if f.shared != nil {
+		f.shared.mu.Lock()
+		defer f.shared.mu.Unlock()
+		cfg = &f.shared.cfg
+	}
+	fn(cfg)
+	b := &f.b
+	if f.shared != nil {
+		b = &f.shared.b
+	}
+	b.setRate(now, uint64(cfg.Rate), cfg.burstBytes())
+}
+
+// Config returns the effective configuration: the current rate, and the
+// burst in use (the derived default when BurstBytes was zero). Pass a Config
+// with BurstBytes zero to Reconfigure to keep the burst following the rate.
+func (f *Front[T]) Config() Config {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	if f.shared != nil {
+		f.shared.mu.Lock()
+		defer f.shared.mu.Unlock()
+		return f.shared.cfg.withDefaults()
+	}
+	return f.cfg.withDefaults()
+}
+
+// Detail returns a snapshot of the front's own state.
+func (f *Front[T]) Detail() Detail {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	return f.detailLocked()
+}
+
+func (f *Front[T]) detailLocked() Detail {
+	b := f.bucketLocked()
+	cfg := &f.cfg
+	if f.shared != nil {
+		cfg = &f.shared.cfg
+	}
+	d := Detail{
+		WakeSlack:     cfg.wakeSlack(b.rate, b.capacity),
+		Rate:          aqm.Rate(b.rate),
+		BurstBytes:    int(b.capacity / unitsPerByte),
+		CreditBytes:   b.creditBytes(),
+		Wakeups:       f.wakeups,
+		Closed:        f.closed,
+		RefusedClosed: f.refusedClosed,
+		Flushed:       f.flushed,
+	}
+	f.unlockBucket()
+	d.Staged, _ = f.stagedLen()
+	return d
+}
+
+// Metrics lists the queue's [aqm.Stats] metrics followed by the front's
+// [Detail] metrics, from one snapshot taken under the front's lock, so it
+// is safe to call from any goroutine (an exporter's HTTP handler, say)
+// while producers and the consumer run. It makes a *Front an
+// [aqm.MetricSource].
+func (f *Front[T]) Metrics() iter.Seq[aqm.Metric] {
+	f.mu.Lock()
+	st, d := f.q.Stats(), f.detailLocked()
+	f.mu.Unlock()
+	return concat(st.Metrics(), d.Metrics())
+}
+
+func concat(seqs ...iter.Seq[aqm.Metric]) iter.Seq[aqm.Metric] {
+	return func(yield func(aqm.Metric) bool) {
+		for _, s := range seqs {
+			for m := range s {
+				if !yield(m) {
+					return
+				}
+			}
+		}
+	}
+}
+
+// WithQueue calls fn with the queue while holding the front's lock, for
+// anything the queue offers beyond [aqm.Queue] (an algorithm's Reconfigure or
+// Detail). fn must not keep the queue or call the front. A consumer is woken
+// if fn left packets in a queue that was empty.
+func (f *Front[T]) WithQueue(fn func(q aqm.Queue[T])) {
+	f.mu.Lock()
+	f.moveStagedLocked()
+	wasEmpty := f.q.Len() == 0
+	fn(f.q)
+	if wasEmpty && f.q.Len() > 0 {
+		f.wakeLocked()
+	}
+	f.mu.Unlock()
+}
+
+// Len returns the number of queued packets, including those handed over to
+// a staged front's consumer and not yet in the queue.
+func (f *Front[T]) Len() int {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	return f.lenLocked()
+}
+
+// Backlog returns the number of queued bytes, including those handed over
+// to a staged front's consumer and not yet in the queue.
+func (f *Front[T]) Backlog() int {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	_, b := f.stagedLen()
+	return f.q.Backlog() + b
+}
+
+// Stats returns a snapshot of the queue's counters. Dequeued counts the
+// packets the front released (and any it flushed). On a staged front,
+// packets handed over and not yet moved into the queue are not in Stats
+// yet; [Detail.Staged] counts them.
+func (f *Front[T]) Stats() aqm.Stats {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	return f.q.Stats()
+}
