@@ -304,8 +304,14 @@ func (o Overhead) Apply(c Config) Config {
 
 // ConfigForLink returns the default configuration shaped to rate, with
 // the byte limit sized for flows of round-trip time rtt
-// ([aqm.Rate.BufferBytes]) and the packet limit to match.
+// ([aqm.Rate.BufferBytes]) and the packet limit to match. A queue from it
+// shapes its own output ([aqm.Paced]): run the front in package front at
+// rate 0. A zero rate (unknown or unlimited) gives the zero Config: an
+// unshaped queue with the defaults.
 func ConfigForLink(rate aqm.Rate, rtt time.Duration) Config {
+	if rate == 0 {
+		return Config{}
+	}
 	return Config{
 		Rate:             rate,
 		MemoryLimitBytes: rate.BufferBytes(rtt),

@@ -180,6 +180,7 @@ type Queue[T any] struct {
 	onDrop aqm.DropFunc[T]
 	stats  aqm.Stats
 	d      counters
+	ipc    *Classifier // ClassifyIP's, keyed at New and never changed (see ip.go)
 }
 
 type counters struct {
@@ -207,6 +208,7 @@ func New[T any](cfg Config, onDrop aqm.DropFunc[T]) (*Queue[T], error) {
 	q.memAuto = cfg.MemoryLimitBytes == 0
 	cfg = cfg.withDefaults()
 	cfg.Seed = rng.SeedOrRandom(cfg.Seed)
+	q.ipc = NewClassifier(cfg.Seed, false)
 	q.build(cfg)
 	q.apply(cfg)
 	return q, nil

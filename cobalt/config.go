@@ -94,8 +94,12 @@ type Config struct {
 
 // ConfigForLink returns the default configuration with the limits sized
 // for a link of the given rate and a typical round-trip time rtt
-// ([aqm.Rate.BufferBytes]), and the MTU-time guard set for that rate.
+// ([aqm.Rate.BufferBytes]), and the MTU-time guard set for that rate. A
+// zero rate (unknown or unlimited) gives the zero Config: the defaults.
 func ConfigForLink(rate aqm.Rate, rtt time.Duration) Config {
+	if rate == 0 {
+		return Config{}
+	}
 	return Config{
 		LimitPackets: rate.BufferPackets(rtt),
 		LimitBytes:   rate.BufferBytes(rtt),

@@ -170,9 +170,11 @@ func (c Config) withDefaults() Config {
 // 64 KiB and 32 MiB (see [aqm.Rate.BufferBytes]), and the packet limit is
 // that many full-size packets, but at least [DefaultLimitPackets] so that
 // small packets are not refused first. Everything else keeps its default.
-// A zero rate means an unknown or unlimited rate and gets the largest
-// buffer.
+// A zero rate (unknown or unlimited) gives the zero Config: the defaults.
 func ConfigForLink(rate aqm.Rate, rtt time.Duration) Config {
+	if rate == 0 {
+		return Config{}
+	}
 	return Config{
 		LimitBytes:   rate.BufferBytes(rtt),
 		LimitPackets: max(rate.BufferPackets(rtt), DefaultLimitPackets),

@@ -192,8 +192,12 @@ type Config struct {
 // [aqm.DefaultRTT]): the byte limit is [aqm.Rate.BufferBytes] (four round
 // trips at the rate, between 64 KiB and 32 MiB) and the packet limit
 // [aqm.Rate.BufferPackets] (the same in full-size packets); every other
-// field keeps its default.
+// field keeps its default. A zero rate (unknown or unlimited) gives the
+// zero Config: the defaults.
 func ConfigForLink(rate aqm.Rate, rtt time.Duration) Config {
+	if rate == 0 {
+		return Config{}
+	}
 	return Config{
 		LimitPackets: rate.BufferPackets(rtt),
 		LimitBytes:   rate.BufferBytes(rtt),

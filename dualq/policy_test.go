@@ -110,9 +110,10 @@ func TestZeroSeedIsRandom(t *testing.T) {
 }
 
 // TestConfigForLink protects the preset: limits from the shared buffer
-// rule, every other field at its default, and a valid, small queue.
+// rule, every other field at its default, and a valid, small queue (a
+// zero rate is internal/configcheck's TestConfigForLinkZeroRate).
 func TestConfigForLink(t *testing.T) {
-	for _, rate := range []aqm.Rate{0, 64 * aqm.Kbit, 8 * aqm.Mbit, aqm.Gbit, 100 * aqm.Gbit} {
+	for _, rate := range []aqm.Rate{64 * aqm.Kbit, 8 * aqm.Mbit, aqm.Gbit, 100 * aqm.Gbit} {
 		c := dualq.ConfigForLink(rate, 50*time.Millisecond)
 		require.NoError(t, c.Validate())
 		assert.Equal(t, rate.BufferPackets(50*time.Millisecond), c.LimitPackets)

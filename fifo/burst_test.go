@@ -64,12 +64,13 @@ func TestFIFOConfigEffective(t *testing.T) {
 }
 
 // TestFIFOConfigForLink protects the preset: limits from the shared sizing
-// rule, tail drop, a valid config.
+// rule, tail drop, a valid config (a zero rate is internal/configcheck's
+// TestConfigForLinkZeroRate).
 func TestFIFOConfigForLink(t *testing.T) {
 	for _, c := range []struct {
 		rate aqm.Rate
 		rtt  time.Duration
-	}{{8 * aqm.Mbit, 100 * time.Millisecond}, {aqm.Gbit, 0}, {64 * aqm.Kbit, 10 * time.Millisecond}, {0, time.Second}} {
+	}{{8 * aqm.Mbit, 100 * time.Millisecond}, {aqm.Gbit, 0}, {64 * aqm.Kbit, 10 * time.Millisecond}, {aqm.Kbit, time.Second}} {
 		cfg := fifo.ConfigForLink(c.rate, c.rtt)
 		require.NoError(t, cfg.Validate())
 		require.Equal(t, c.rate.BufferBytes(c.rtt), cfg.LimitBytes, "%v %v", c.rate, c.rtt)

@@ -66,8 +66,12 @@ func (c Config) withDefaults() Config {
 // rate carrying flows of about the given round-trip time (zero means
 // [aqm.DefaultRTT]): a byte limit of rate.BufferBytes(rtt) and a packet limit
 // of rate.BufferPackets(rtt), so that full-size packets fill both at once
-// (smaller packets meet the packet limit first). Tail drop.
+// (smaller packets meet the packet limit first). Tail drop. A zero rate
+// (unknown or unlimited) gives the zero Config: the defaults.
 func ConfigForLink(rate aqm.Rate, rtt time.Duration) Config {
+	if rate == 0 {
+		return Config{}
+	}
 	return Config{
 		LimitPackets: min(rate.BufferPackets(rtt), MaxLimitPackets),
 		LimitBytes:   rate.BufferBytes(rtt),

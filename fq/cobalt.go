@@ -69,8 +69,12 @@ type CobaltConfig struct {
 // [aqm.DefaultRTT]): LimitPackets and MemoryLimitBytes hold
 // [aqm.Rate.BufferBytes] (four round trips at the rate), MTUTime is one
 // full-size packet's time at the rate (COBALT's slow-link guard), and every
-// other field keeps its default.
+// other field keeps its default. A zero rate (unknown or unlimited) gives
+// the zero CobaltConfig: the defaults.
 func CobaltConfigForLink(rate aqm.Rate, rtt time.Duration) CobaltConfig {
+	if rate == 0 {
+		return CobaltConfig{}
+	}
 	return CobaltConfig{
 		LimitPackets:     rate.BufferPackets(rtt),
 		MemoryLimitBytes: rate.BufferBytes(rtt),

@@ -114,8 +114,12 @@ type CoDelConfig struct {
 // [aqm.DefaultRTT]): LimitPackets and MemoryLimitBytes hold
 // [aqm.Rate.BufferBytes] (four round trips at the rate, between 64 KiB and
 // 32 MiB), and every other field keeps its default. At 8 Mb/s and 100 ms
-// that is 400 kB and 265 full-size packets.
+// that is 400 kB and 265 full-size packets. A zero rate (unknown or
+// unlimited) gives the zero CoDelConfig: the defaults.
 func CoDelConfigForLink(rate aqm.Rate, rtt time.Duration) CoDelConfig {
+	if rate == 0 {
+		return CoDelConfig{}
+	}
 	return CoDelConfig{
 		LimitPackets:     rate.BufferPackets(rtt),
 		MemoryLimitBytes: rate.BufferBytes(rtt),

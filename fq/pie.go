@@ -78,8 +78,12 @@ type PIEConfig struct {
 // rate carrying flows whose round-trip time is about rtt (zero means
 // [aqm.DefaultRTT]): LimitPackets and MemoryLimitBytes hold
 // [aqm.Rate.BufferBytes] (four round trips at the rate), and every other
-// field keeps its default.
+// field keeps its default. A zero rate (unknown or unlimited) gives the
+// zero PIEConfig: the defaults.
 func PIEConfigForLink(rate aqm.Rate, rtt time.Duration) PIEConfig {
+	if rate == 0 {
+		return PIEConfig{}
+	}
 	return PIEConfig{
 		LimitPackets:     rate.BufferPackets(rtt),
 		MemoryLimitBytes: rate.BufferBytes(rtt),

@@ -22,6 +22,17 @@ const DefaultMinBurstBytes = 3028
 // MaxShards is the largest number of shards of a [Sharded] front.
 const MaxShards = 256
 
+// DefaultWakeSlack is the least default [Config.WakeSlack]: 1 ms.
+const DefaultWakeSlack = time.Millisecond
+
+// MaxWakeSlack is the largest [Config.WakeSlack]: 100 ms, already far more
+// delay than a queue should add on purpose.
+const MaxWakeSlack = 100 * time.Millisecond
+
+// wakeFrameBytes is the full-size frame (1514 bytes, an Ethernet frame
+// without FCS) whose time at the rate the default wake slack covers.
+const wakeFrameBytes = DefaultMinBurstBytes / 2
+
 // Config configures a [Front]: the rate at which it releases packets, and
 // whether producers hand packets over to the consumer ([Config.Staged]).
 //
@@ -56,6 +67,24 @@ type Config struct {
 	// nothing is lost or reordered and the AQM still sees every packet
 	// when the consumer is slow or asleep. Fixed when the front is made.
 	Staged bool
+	// WakeSlack is how much later than the next departure a blocking
+	// consumer ([Front.DequeueBatch], [Front.Dequeue], [Front.Run]) may
+	// sleep, so that each wake-up sends a batch instead of a packet or
+	// two: the credit earned meanwhile lets the packets that became due
+	// leave together. Zero means the default: the larger of
+	// [DefaultWakeSlack] (1 ms) and one 1514-byte frame's time at the
+	// rate; behind a queue that paces itself ([aqm.Paced]) with no front
+	// rate, DefaultWakeSlack. With a rate the slack is cut to half the
+	// burst's time at the rate and to the time of the burst less one frame
+	// (none for a burst below a frame), so that the credit it earns stays
+	// well inside the bucket and the long-run rate is kept even when the
+	// timer fires late: the default burst gives 1 ms from 12 Mbit/s up,
+	// one frame's time below (12 ms at 1 Mbit/s). It must be in [0,
+	// [MaxWakeSlack]]; set 1 ns for wake-ups at the exact departure
+	// instant. The price is delay: a packet may leave up to the slack
+	// later than the rate allows, and it waits in the queue, where the AQM
+	// counts it. [Front.TryDequeueBatch] always reports the exact wait.
+	WakeSlack time.Duration
 }
 
 // Validate reports every bad field, each as an [aqm.ConfigError] wrapping
@@ -65,7 +94,37 @@ func (c Config) Validate() error {
 	if c.BurstBytes < 0 || c.BurstBytes > MaxBurstBytes {
 		errs = append(errs, &aqm.ConfigError{Pkg: "front", Field: "BurstBytes", Value: c.BurstBytes, Rule: "must be in [0, 1073741824]"})
 	}
+	if c.WakeSlack < 0 || c.WakeSlack > MaxWakeSlack {
+		errs = append(errs, &aqm.ConfigError{Pkg: "front", Field: "WakeSlack", Value: c.WakeSlack, Rule: "must be in [0, " + MaxWakeSlack.String() + "]"})
+	}
 	return errors.Join(errs...)
+}
+
+// wakeSlack returns the effective wake slack for a bucket of the given
+// rate (bits/s; zero: no front rate) and capacity (credit units). The
+// config must be valid.
+func (c Config) wakeSlack(rate uint64, capacity int64) time.Duration {
+	s := c.WakeSlack
+	if rate == 0 {
+		if s == 0 {
+			s = DefaultWakeSlack
+		}
+		return s
+	}
+	if s == 0 {
+		// A frame's time: 1514 × 8 bits × 1e9 ns/s / rate, in units of
+		// 1e-9 bit (one unit per ns at 1 bit/s).
+		s = max(DefaultWakeSlack, time.Duration(ceilDiv(wakeFrameBytes*unitsPerByte, rate)))
+	}
+	// The credit earned in the slack must leave room in the bucket for a
+	// timer that fires late: at most half the burst, and at most the burst
+	// less one frame. capacity / rate is a time in ns (capacity ≤ 8.6e18,
+	// so the quotient fits).
+	room := min(capacity/2, capacity-wakeFrameBytes*unitsPerByte)
+	if room <= 0 {
+		return 0
+	}
+	return min(s, time.Duration(uint64(room)/rate))
 }
 
 // burstBytes returns the effective burst: BurstBytes, or the default derived

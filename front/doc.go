@@ -86,6 +86,17 @@
 // stays within the burst time. [Front.SetRate] changes the rate at runtime
 // without losing credit or debt.
 //
+// A blocking consumer does not wake at each departure instant: it sleeps
+// [Config.WakeSlack] longer (by default 1 ms, or a frame's time at rates
+// below 12 Mbit/s), so that the packets that became due meanwhile leave as
+// one batch, from one look at the queue. Linux's shapers likewise let
+// their watchdog timers fire within a slack (sch_fq's timer_slack). At 50
+// Mbit/s with full-size packets that is one wake-up per five packets
+// instead of one per packet; the price is up to the slack of extra delay,
+// which the AQM sees as sojourn. The slack is cut so that the credit it
+// earns stays inside the bucket, and [Front.TryDequeueBatch] still
+// reports the exact wait.
+//
 // A queue that shapes its own output, such as a CAKE queue with a rate,
 // implements [aqm.Paced]: its Dequeue refuses while it holds packets back,
 // and NextDeparture says until when. The consumer then sleeps until that
@@ -98,6 +109,32 @@
 //	Rate        0 = unlimited                 bit/s   tc tbf rate, CAKE bandwidth
 //	BurstBytes  rate × 2 ms, at least 3028    bytes   tc tbf burst
 //	Staged      false                         -       (see Staged hand-over)
+//	WakeSlack   max(1 ms, 1514 B at the rate)   time    sch_fq timer_slack
+//
+// # Raw IP packets
+//
+// [NewIP] puts a queue on a path of raw IP packets (a TUN device, a
+// userspace router or VPN) held in [Buf]s from a [Pool]. The IP front
+// classifies every packet itself, before the queue sees it, on the single
+// and the batch path alike: with the queue's own classifier when it is an
+// [IPQueue] (a CAKE queue is one, and so keeps its host isolation, DiffServ
+// tins and ACK filter), or with iphdr's keyed flow hash for any other
+// queue wrapped by [HashIP]. Classification runs in the producer's
+// goroutine, outside the lock. On the way out it writes CE into the header
+// of each packet the queue marked (iphdr.SetCE, which keeps the IPv4
+// checksum right), and drops a marked packet whose header cannot carry CE
+// rather than send it unmarked. Every buffer the queue or the closed front
+// refuses goes back to the pool at once; give the pool's [Pool.Drop] to the
+// queue so that its drops come back too, and [IP.Run] puts each sent batch
+// back. [IPDetail] counts what could not be read, refused, rewritten and
+// dropped for want of a CE codepoint.
+//
+// A queue that paces itself ([aqm.Paced]: CAKE, which shapes when its
+// Config has a Rate) is refused a front rate, with an [aqm.ConfigError]
+// naming Rate, at NewIP, SetRate and Reconfigure: two shapers in a row
+// waste wake-ups, and the front's would not see the tins or the overhead.
+// Give the rate to the queue (cake.ConfigForLink) and leave the front's at
+// zero.
 //
 // # Shutdown
 //

@@ -334,10 +334,20 @@ func (s *Sharded[T]) DequeueBatch(ctx context.Context, buf []aqm.Packet[T]) (int
 		if !closed {
 			done = s.done
 		}
+		if wait > 0 {
+			wait += s.slack()
+		}
 		if err := s.park(ctx, wait, done, left); err != nil {
 			return 0, err
 		}
 	}
+}
+
+// slack returns the wake slack ([Config.WakeSlack]) at the shared rate.
+func (s *Sharded[T]) slack() time.Duration {
+	s.shared.mu.Lock()
+	defer s.shared.mu.Unlock()
+	return s.shared.cfg.wakeSlack(s.shared.b.rate, s.shared.b.capacity)
 }
 
 // park is [Front.park] for the round-robin consumer, over all shards.

@@ -415,10 +415,11 @@ func (c Config) derive() (Config, params, error) {
 // rate.BufferPackets(rtt), four round trips of full-size packets (raised to
 // MaxThreshold if the automatic threshold is larger). Everything else is
 // at its default; set Gentle, Adaptive or ECN options on the result. A
-// zero rate means [DefaultLinkRate].
+// zero rate (unknown or unlimited) gives the zero Config: the defaults,
+// whose thresholds are those of [DefaultLinkRate].
 func ConfigForLink(rate aqm.Rate, rtt time.Duration) Config {
 	if rate == 0 {
-		rate = DefaultLinkRate
+		return Config{}
 	}
 	rate = min(rate, MaxLinkRate)
 	c := Config{LinkRate: rate}

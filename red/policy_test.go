@@ -204,16 +204,14 @@ func TestSeeds(t *testing.T) {
 
 // TestConfigForLink protects the preset: it validates at every rate, sets
 // the link rate, sizes the packet limit from the buffer rule (never below
-// max_th), and keeps the rest at the defaults.
+// max_th), and keeps the rest at the defaults (a zero rate is
+// internal/configcheck's TestConfigForLinkZeroRate).
 func TestConfigForLink(t *testing.T) {
-	for _, rate := range []aqm.Rate{0, aqm.Mbit, 8 * aqm.Mbit, 100 * aqm.Mbit, 10 * aqm.Gbit, 100 * aqm.Gbit, aqm.Tbit, MaxLinkRate * 2} {
+	for _, rate := range []aqm.Rate{aqm.Mbit, 8 * aqm.Mbit, 100 * aqm.Mbit, 10 * aqm.Gbit, 100 * aqm.Gbit, aqm.Tbit, MaxLinkRate * 2} {
 		for _, rtt := range []time.Duration{0, 10 * time.Millisecond, 300 * time.Millisecond} {
 			c := ConfigForLink(rate, rtt)
 			require.NoError(t, c.Validate(), "rate %v rtt %v", rate, rtt)
-			want := min(max(rate, 1), MaxLinkRate)
-			if rate == 0 {
-				want = DefaultLinkRate
-			}
+			want := min(rate, MaxLinkRate)
 			require.Equal(t, want, c.LinkRate)
 			eff := filled(c)
 			require.GreaterOrEqual(t, c.LimitPackets, want.BufferPackets(rtt))

@@ -62,12 +62,13 @@ func TestSFQZeroSeedIsSecret(t *testing.T) {
 }
 
 // TestSFQConfigForLink protects the preset: limits sized by the shared
-// buffer rule, every other field at its default, and a valid config.
+// buffer rule, every other field at its default, and a valid config (a
+// zero rate is internal/configcheck's TestConfigForLinkZeroRate).
 func TestSFQConfigForLink(t *testing.T) {
 	for _, tc := range []struct {
 		rate aqm.Rate
 		rtt  time.Duration
-	}{{8 * aqm.Mbit, 100 * time.Millisecond}, {aqm.Gbit, 20 * time.Millisecond}, {100 * aqm.Kbit, 0}, {0, 0}} {
+	}{{8 * aqm.Mbit, 100 * time.Millisecond}, {aqm.Gbit, 20 * time.Millisecond}, {100 * aqm.Kbit, 0}} {
 		c := ConfigForLink(tc.rate, tc.rtt)
 		require.NoError(t, c.Validate())
 		assert.Equal(t, tc.rate.BufferPackets(tc.rtt), c.LimitPackets)

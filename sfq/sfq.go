@@ -97,8 +97,12 @@ type Config struct {
 // [aqm.DefaultRTT]): the packet and byte limits hold [aqm.Rate.BufferBytes]
 // (four round trips at the rate, between 64 KiB and 32 MiB), and every other
 // field keeps its default. SFQ has no AQM, so this buffer is the most delay
-// an unresponsive flow can build.
+// an unresponsive flow can build. A zero rate (unknown or unlimited) gives
+// the zero Config: the defaults.
 func ConfigForLink(rate aqm.Rate, rtt time.Duration) Config {
+	if rate == 0 {
+		return Config{}
+	}
 	return Config{
 		LimitPackets: rate.BufferPackets(rtt),
 		LimitBytes:   rate.BufferBytes(rtt),
