@@ -22,7 +22,9 @@ const (
 	// DropCoDel drops the packet: the CoDel half's signal to a packet that
 	// is not ECN-capable (or to any packet with ECN disabled).
 	DropCoDel
-	// DropBlue drops the packet on BLUE's probability, ECN-capable or not.
+	// DropBlue drops the packet on BLUE's probability, ECN-capable or not,
+	// and whether or not the CoDel half has just marked it
+	// ([Controller.Marked] tells).
 	DropBlue
 )
 
@@ -52,6 +54,7 @@ type Controller struct {
 	count     uint32   // signals in the current episode (decays after it)
 	p         uint32   // BLUE's drop probability, 2^32 = 1
 	dropping  bool
+	marked    bool // the last Signal's CoDel half marked its packet
 }
 
 // State is a snapshot of a [Controller].
@@ -72,6 +75,14 @@ type State struct {
 func (c *Controller) State() State {
 	return State{Count: c.count, Dropping: c.dropping, Next: c.next, BlueProbability: float64(c.p) / (1 << 32)}
 }
+
+// Marked reports whether the CoDel half marked the packet of the last
+// [Controller.Signal] call: true when it returned [Mark], and also when it
+// returned [DropBlue] for a packet the CoDel half had marked first (Linux
+// CAKE's ecn_marked). A caller that delivers a packet despite DropBlue, as
+// CAKE delivers the last packet of a flow queue, sets CE on it when Marked
+// is true.
+func (c *Controller) Marked() bool { return c.marked }
 
 // Active reports whether BLUE's probability is above zero: the flow is
 // unresponsive by BLUE's measure (CAKE's "unresponsive flows").
@@ -130,10 +141,12 @@ func (c *Controller) reanchor(p *Params, now aqm.Time) {
 
 // Signal decides the fate of a packet leaving the head of the queue at now
 // after sojourn, with ECN codepoint ecn. It runs the CoDel half (with the
-// decay of count that replaces RFC 8289's re-entry rule) and then, if the
-// packet is still to be delivered, BLUE's random drop, drawing from src
-// only when BLUE's probability is above zero. A sojourn above the
-// configured BlueThreshold first raises BLUE's probability.
+// decay of count that replaces RFC 8289's re-entry rule) and then, unless
+// the CoDel half dropped the packet, BLUE's random drop, drawing from src
+// only when BLUE's probability is above zero: a packet the CoDel half has
+// just marked CE can still be dropped by BLUE, so a sender that ignores
+// marks is policed as one without ECN. A sojourn above the configured
+// BlueThreshold first raises BLUE's probability.
 //
 // While not dropping, each spacing that has passed since the next signal
 // time takes one off count, at most 64 per call (a longer backlog of decay
@@ -183,7 +196,8 @@ func (c *Controller) Signal(p *Params, src *rng.Source, now aqm.Time, sojourn ti
 			late = subSat(now, c.next)
 		}
 	}
-	if act == Deliver && c.p != 0 && src.Uint32() < c.p {
+	c.marked = act == Mark
+	if act != DropCoDel && c.p != 0 && src.Uint32() < c.p {
 		act = DropBlue
 	}
 	if c.count == 0 {

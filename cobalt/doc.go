@@ -25,9 +25,11 @@
 // The BLUE half keeps a drop probability p. It rises by BlueIncrement when
 // the queue overflows (an arrival is refused) or a packet leaves after more
 // than BlueThreshold, and falls by BlueDecrement when a dequeue finds the
-// queue empty, each at most once per Target. A packet the CoDel half lets
-// through is then dropped with probability p, ECN-capable or not: a sender
-// that ignores marks gains nothing.
+// queue empty, each at most once per Target. Every packet the CoDel half
+// does not drop, whether it delivers or marks it, is then dropped with
+// probability p, ECN-capable or not: a sender that ignores marks gains
+// nothing (Linux's "lack of ECN is deliberate"). A mark still counts as
+// the CoDel half's signal when BLUE drops the packet.
 //
 // # Parameters
 //
@@ -61,6 +63,9 @@
 //     Linux; ns-3's UseL4s mode and CE threshold are not provided.
 //   - The standalone queue raises BLUE on every refused arrival, as ns-3
 //     does on tail drop.
+//   - BLUE draws, as in Linux, only for packets the CoDel half has not
+//     dropped, marked ones included; ns-3 draws for every packet once its
+//     probability is above zero, so its random stream differs.
 //   - Count decay while not dropping takes at most 64 steps per packet; a
 //     gap longer than count full Intervals resets count at once. Linux
 //     loops without a bound.

@@ -171,13 +171,13 @@ func (r *refCobalt) signal(p aqm.Packet[uint64], now int64) Action {
 			late = now - r.next
 		}
 	}
-	if act == Deliver && r.p > 0 && float64(r.src.Uint32()) < r.p*(1<<32) {
+	if act != DropCoDel && r.p > 0 && float64(r.src.Uint32()) < r.p*(1<<32) {
 		act = DropBlue
 	}
 	r.count = n
 	if n == 0 {
 		r.next = now + r.interval
-	} else if late > 0 && act == Deliver || late > 0 && act == Mark {
+	} else if late > 0 && (act == Deliver || act == Mark) {
 		r.next = now
 	}
 	return act

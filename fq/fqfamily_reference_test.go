@@ -129,9 +129,10 @@ func (m *refFQ) dequeue(now int64) (aqm.Packet[uint64], bool) {
 // refCobalt is COBALT per flow, from the description in package cobalt's
 // doc and "Piece of CAKE": CoDel's control law with spacing
 // floor(interval/sqrt(count)) (big integers), count decaying after an
-// episode, BLUE's probability in float64 raised by a sojourn above the
-// ceiling and lowered when the flow's last packet leaves, each at most once
-// per target, and BLUE's draws from one stream for the whole queue (the
+// episode, BLUE's probability in float64 raised by a sojourn above the ceiling and
+// lowered when the flow's last packet leaves, each at most once per target,
+// BLUE's draw for every packet the CoDel half has not dropped (marked ones
+// included), and BLUE's draws from one stream for the whole queue (the
 // queue's seed mixed as NewCobalt does).
 type refCobalt struct {
 	target, interval, ceil int64
@@ -210,6 +211,7 @@ func (r *refCobalt) signal(c *refCobaltFlow, p *aqm.Packet[uint64], now int64) a
 		c.dropping = false
 	}
 	v := aqm.Enqueued
+	ecn := p.ECN
 	switch {
 	case signalDue && c.dropping:
 		if r.ecn && p.ECN != aqm.NotECT {
@@ -231,7 +233,10 @@ func (r *refCobalt) signal(c *refCobaltFlow, p *aqm.Packet[uint64], now int64) a
 			late = now - c.next
 		}
 	}
-	if v == aqm.Enqueued && c.p > 0 && float64(r.src.Uint32()) < c.p*(1<<32) {
+	if v != aqm.DroppedEarly && c.p > 0 && float64(r.src.Uint32()) < c.p*(1<<32) {
+		if v == aqm.Marked {
+			p.ECN = ecn // BLUE drops the packet as it came
+		}
 		v = aqm.DroppedEarly
 		if p.ECN != aqm.NotECT {
 			v = aqm.DroppedOverload
