@@ -149,9 +149,12 @@ func (c *Controller) reanchor(p *Params, now aqm.Time) {
 // BlueThreshold first raises BLUE's probability.
 //
 // While not dropping, each spacing that has passed since the next signal
-// time takes one off count, at most 64 per call (a longer backlog of decay
-// continues on the following calls); a gap longer than count spacings of a
-// full Interval resets count at once.
+// time takes one off count, at most 64 per call. A longer backlog of decay
+// is kept (the next signal time stays in the past) and continues on the
+// following calls, to the count an unbounded decay reaches; a backlog that
+// certainly decays count to zero (a gap of at least
+// Interval·min(count, 2·sqrt(count)), which covers every remaining
+// spacing) resets count at once.
 func (c *Controller) Signal(p *Params, src *rng.Source, now aqm.Time, sojourn time.Duration, ecn aqm.ECN) Action {
 	c.reanchor(p, now)
 	soj := int64(sojourn)
@@ -187,13 +190,18 @@ func (c *Controller) Signal(p *Params, src *rng.Source, now aqm.Time, sojourn ti
 		c.next = c.control(p, c.next)
 		late = subSat(now, c.next)
 	} else if due {
-		if late/int64(c.count) >= p.interval { // past every remaining spacing
+		if decaysOut(p, c.count, late) {
 			c.count = 0
 		}
 		for steps := 0; c.count > 0 && late >= 0 && steps < maxDecaySteps; steps++ {
 			c.count--
 			c.next = c.control(p, c.next)
 			late = subSat(now, c.next)
+		}
+		if c.count > 0 && late >= 0 {
+			// Decay is still owed: keep the next time in the past, so that
+			// the following calls carry on from here.
+			late = 0
 		}
 	}
 	c.marked = act == Mark
@@ -206,6 +214,25 @@ func (c *Controller) Signal(p *Params, src *rng.Source, now aqm.Time, sojourn ti
 		c.next = now
 	}
 	return act
+}
+
+// decaysOut reports whether a decay backlog of late nanoseconds certainly
+// takes count n all the way to zero, that is whether
+// late >= Interval·min(n, 2·sqrt(n)): the n steps add spacing(n-1), ...,
+// spacing(0) to the next time, and since spacing(k) <= Interval/sqrt(k)
+// and the first two are Interval, their sum is at most Interval·n and at
+// most 2·Interval·sqrt(n-1). Resetting count then gives exactly what the
+// unbounded loop gives (count 0, which re-arms the activity timeout).
+func decaysOut(p *Params, n uint32, late int64) bool {
+	if late/int64(n) >= p.interval {
+		return true
+	}
+	// late² >= 4·Interval²·n, in 128 bits: Interval² < 2^84, so the right
+	// side is below 2^118.
+	lh, ll := bits.Mul64(uint64(late), uint64(late))
+	rh, rl := bits.Mul64(p.interval2[1], 4*uint64(n))
+	rh += p.interval2[0] * 4 * uint64(n)
+	return lh > rh || lh == rh && ll >= rl
 }
 
 // subSat returns a-b saturated to int64.

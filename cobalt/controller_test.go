@@ -1,6 +1,7 @@
 package cobalt
 
 import (
+	"math/big"
 	"testing"
 	"time"
 	"unsafe"
@@ -42,6 +43,66 @@ func TestBlueDropsMarkedPackets(t *testing.T) {
 	require.True(t, c.Marked())
 	require.Equal(t, DropBlue, c.Signal(&prm, &src, at(21), 11*time.Millisecond, aqm.ECT1))
 	require.False(t, c.Marked(), "not due: the CoDel half did not mark")
+}
+
+// slowDecay is count decay written out from its definition: while count
+// is positive and the next time has passed, count falls by one and the
+// next time moves on by floor(interval/sqrt(count)) of the new count (a
+// full interval at 0 and 1), with no bound on the steps.
+func slowDecay(interval int64, count uint32, next, now aqm.Time) uint32 {
+	for count > 0 && next <= now {
+		count--
+		g := interval
+		if count > 1 {
+			x := new(big.Int).Mul(big.NewInt(interval), big.NewInt(interval))
+			g = x.Sqrt(x.Quo(x, big.NewInt(int64(count)))).Int64()
+		}
+		next += aqm.Time(g)
+	}
+	return count
+}
+
+// TestDecayAfterIdle protects count decay after an idle period: the whole
+// backlog of decay is worked off, at most 64 steps per call, over the calls
+// that follow, to the count an unbounded decay reaches; and a gap long
+// enough to decay count to zero resets it at once, as Linux's unbounded
+// loop would.
+func TestDecayAfterIdle(t *testing.T) {
+	for _, tc := range []struct {
+		count uint32
+		idle  time.Duration
+	}{
+		{214, 5 * time.Second},  // decays to 0 in one call
+		{5000, time.Second},     // about 680 steps: eleven calls
+		{5000, 3 * time.Second}, // about 2400 steps
+		{30, 200 * time.Millisecond},
+	} {
+		prm := Config{DisableBlueThreshold: true}.Params()
+		var c Controller
+		var src rng.Source
+		now := t0
+		for c.count < tc.count { // above target until count reaches tc.count
+			now += aqm.Time(200 * time.Microsecond)
+			c.Signal(&prm, &src, now, 10*time.Millisecond, aqm.NotECT)
+		}
+		require.Equal(t, tc.count, c.count)
+		st := c.State()
+		now += aqm.Time(tc.idle)
+		want := slowDecay(prm.interval, st.Count, st.Next, now)
+		prev := st.Count
+		for call := range 200 {
+			c.Signal(&prm, &src, now, time.Millisecond, aqm.NotECT)
+			got := c.State().Count
+			require.LessOrEqual(t, got, prev, "call %d", call)
+			if want > 0 {
+				require.LessOrEqual(t, prev-got, uint32(maxDecaySteps), "call %d: bounded work", call)
+			}
+			prev = got
+		}
+		require.Equal(t, want, prev, "count %d, idle %v", tc.count, tc.idle)
+		require.Greater(t, c.State().Next, now, "no decay left owed")
+		t.Logf("count %d, idle %v: decays to %d", tc.count, tc.idle, want)
+	}
 }
 
 // TestControllerSize protects the per-flow footprint the docs promise: a
