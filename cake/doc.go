@@ -22,8 +22,10 @@
 // busier host in the dual and triple modes (1 otherwise): a host's bulk
 // flows share one flow's worth, so a host with eight flows gets what a
 // host with one gets. The flow's COBALT ([cobalt.Controller]: CoDel's
-// control law and BLUE) decides to deliver, mark CE or drop; the last
-// packet of a flow queue is always delivered. A flow found empty waits on
+// control law and BLUE) decides to deliver, mark CE or drop; BLUE drops
+// ECN-capable packets too, marked ones included, as Linux does. The last
+// packet of a flow queue is always delivered, CE-marked if the CoDel half
+// marked it before BLUE chose to drop it. A flow found empty waits on
 // a decaying list until its COBALT state is at rest, keeping its way.
 //
 // With a Rate, a deficit-mode shaper (a virtual clock, no bucket) gates
@@ -126,8 +128,6 @@
 //   - COBALT's control law is computed in 64 bits with an exact inverse
 //     square root; Linux truncates the interval to 32 bits of nanoseconds
 //     (intervals above 4.29 s wrap).
-//   - BLUE draws only for packets the CoDel half lets through unmarked;
-//     Linux can drop a packet CoDel has just marked CE.
 //   - Host bulk counts are clamped to [0, 1024] on every change, and the
 //     dithered quantum is used when a sparse flow starts, as Linux does
 //     since the fixes for an underflowing count (CVE-2025-21647).

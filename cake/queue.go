@@ -955,7 +955,7 @@ begin:
 				}
 				act := f.cv.Signal(&b.cp, &q.src, now, soj, p.ECN)
 				if act == cobalt.Deliver || act == cobalt.Mark || f.head == nilIdx {
-					if act == cobalt.Mark {
+					if f.cv.Marked() { // a mark, or a marked packet BLUE would drop kept as the last
 						p.ECN = aqm.CE
 						b.s.marks++
 						q.stats.Marked.Add(p.Size)
@@ -1386,7 +1386,7 @@ func (q *Queue[T]) DequeueBatch(buf []aqm.Packet[T], now aqm.Time) int {
 		p, _ := q.popFlow(fi, b)
 		act := f.cv.Signal(&b.cp, &q.src, now, p.Enqueued.Since(now), p.ECN)
 		if act == cobalt.Deliver || act == cobalt.Mark || f.head == nilIdx {
-			if act == cobalt.Mark {
+			if f.cv.Marked() { // as in dequeue
 				p.ECN = aqm.CE
 				b.s.marks++
 				q.stats.Marked.Add(p.Size)

@@ -22,7 +22,9 @@ const (
 	// DropCoDel drops the packet: the CoDel half's signal to a packet that
 	// is not ECN-capable (or to any packet with ECN disabled).
 	DropCoDel
-	// DropBlue drops the packet on BLUE's probability, ECN-capable or not.
+	// DropBlue drops the packet on BLUE's probability, ECN-capable or not,
+	// and whether or not the CoDel half has just marked it
+	// ([Controller.Marked] tells).
 	DropBlue
 )
 
@@ -52,6 +54,7 @@ type Controller struct {
 	count     uint32   // signals in the current episode (decays after it)
 	p         uint32   // BLUE's drop probability, 2^32 = 1
 	dropping  bool
+	marked    bool // the last Signal's CoDel half marked its packet
 }
 
 // State is a snapshot of a [Controller].
@@ -72,6 +75,14 @@ type State struct {
 func (c *Controller) State() State {
 	return State{Count: c.count, Dropping: c.dropping, Next: c.next, BlueProbability: float64(c.p) / (1 << 32)}
 }
+
+// Marked reports whether the CoDel half marked the packet of the last
+// [Controller.Signal] call: true when it returned [Mark], and also when it
+// returned [DropBlue] for a packet the CoDel half had marked first (Linux
+// CAKE's ecn_marked). A caller that delivers a packet despite DropBlue, as
+// CAKE delivers the last packet of a flow queue, sets CE on it when Marked
+// is true.
+func (c *Controller) Marked() bool { return c.marked }
 
 // Active reports whether BLUE's probability is above zero: the flow is
 // unresponsive by BLUE's measure (CAKE's "unresponsive flows").
@@ -130,15 +141,20 @@ func (c *Controller) reanchor(p *Params, now aqm.Time) {
 
 // Signal decides the fate of a packet leaving the head of the queue at now
 // after sojourn, with ECN codepoint ecn. It runs the CoDel half (with the
-// decay of count that replaces RFC 8289's re-entry rule) and then, if the
-// packet is still to be delivered, BLUE's random drop, drawing from src
-// only when BLUE's probability is above zero. A sojourn above the
-// configured BlueThreshold first raises BLUE's probability.
+// decay of count that replaces RFC 8289's re-entry rule) and then, unless
+// the CoDel half dropped the packet, BLUE's random drop, drawing from src
+// only when BLUE's probability is above zero: a packet the CoDel half has
+// just marked CE can still be dropped by BLUE, so a sender that ignores
+// marks is policed as one without ECN. A sojourn above the configured
+// BlueThreshold first raises BLUE's probability.
 //
 // While not dropping, each spacing that has passed since the next signal
-// time takes one off count, at most 64 per call (a longer backlog of decay
-// continues on the following calls); a gap longer than count spacings of a
-// full Interval resets count at once.
+// time takes one off count, at most 64 per call. A longer backlog of decay
+// is kept (the next signal time stays in the past) and continues on the
+// following calls, to the count an unbounded decay reaches; a backlog that
+// certainly decays count to zero (a gap of at least
+// Interval·min(count, 2·sqrt(count)), which covers every remaining
+// spacing) resets count at once.
 func (c *Controller) Signal(p *Params, src *rng.Source, now aqm.Time, sojourn time.Duration, ecn aqm.ECN) Action {
 	c.reanchor(p, now)
 	soj := int64(sojourn)
@@ -174,7 +190,7 @@ func (c *Controller) Signal(p *Params, src *rng.Source, now aqm.Time, sojourn ti
 		c.next = c.control(p, c.next)
 		late = subSat(now, c.next)
 	} else if due {
-		if late/int64(c.count) >= p.interval { // past every remaining spacing
+		if decaysOut(p, c.count, late) {
 			c.count = 0
 		}
 		for steps := 0; c.count > 0 && late >= 0 && steps < maxDecaySteps; steps++ {
@@ -182,8 +198,14 @@ func (c *Controller) Signal(p *Params, src *rng.Source, now aqm.Time, sojourn ti
 			c.next = c.control(p, c.next)
 			late = subSat(now, c.next)
 		}
+		if c.count > 0 && late >= 0 {
+			// Decay is still owed: keep the next time in the past, so that
+			// the following calls carry on from here.
+			late = 0
+		}
 	}
-	if act == Deliver && c.p != 0 && src.Uint32() < c.p {
+	c.marked = act == Mark
+	if act != DropCoDel && c.p != 0 && src.Uint32() < c.p {
 		act = DropBlue
 	}
 	if c.count == 0 {
@@ -192,6 +214,25 @@ func (c *Controller) Signal(p *Params, src *rng.Source, now aqm.Time, sojourn ti
 		c.next = now
 	}
 	return act
+}
+
+// decaysOut reports whether a decay backlog of late nanoseconds certainly
+// takes count n all the way to zero, that is whether
+// late >= Interval·min(n, 2·sqrt(n)): the n steps add spacing(n-1), ...,
+// spacing(0) to the next time, and since spacing(k) <= Interval/sqrt(k)
+// and the first two are Interval, their sum is at most Interval·n and at
+// most 2·Interval·sqrt(n-1). Resetting count then gives exactly what the
+// unbounded loop gives (count 0, which re-arms the activity timeout).
+func decaysOut(p *Params, n uint32, late int64) bool {
+	if late/int64(n) >= p.interval {
+		return true
+	}
+	// late² >= 4·Interval²·n, in 128 bits: Interval² < 2^84, so the right
+	// side is below 2^118.
+	lh, ll := bits.Mul64(uint64(late), uint64(late))
+	rh, rl := bits.Mul64(p.interval2[1], 4*uint64(n))
+	rh += p.interval2[0] * 4 * uint64(n)
+	return lh > rh || lh == rh && ll >= rl
 }
 
 // subSat returns a-b saturated to int64.

@@ -25,9 +25,11 @@
 // The BLUE half keeps a drop probability p. It rises by BlueIncrement when
 // the queue overflows (an arrival is refused) or a packet leaves after more
 // than BlueThreshold, and falls by BlueDecrement when a dequeue finds the
-// queue empty, each at most once per Target. A packet the CoDel half lets
-// through is then dropped with probability p, ECN-capable or not: a sender
-// that ignores marks gains nothing.
+// queue empty, each at most once per Target. Every packet the CoDel half
+// does not drop, whether it delivers or marks it, is then dropped with
+// probability p, ECN-capable or not: a sender that ignores marks gains
+// nothing (Linux's "lack of ECN is deliberate"). A mark still counts as
+// the CoDel half's signal when BLUE drops the packet.
 //
 // # Parameters
 //
@@ -61,9 +63,19 @@
 //     Linux; ns-3's UseL4s mode and CE threshold are not provided.
 //   - The standalone queue raises BLUE on every refused arrival, as ns-3
 //     does on tail drop.
-//   - Count decay while not dropping takes at most 64 steps per packet; a
-//     gap longer than count full Intervals resets count at once. Linux
-//     loops without a bound.
+//   - BLUE draws, as in Linux, only for packets the CoDel half has not
+//     dropped, marked ones included; ns-3 draws for every packet once its
+//     probability is above zero, so its random stream differs.
+//   - Count decay while not dropping takes at most 64 steps per packet,
+//     where Linux loops without a bound. A gap since the next signal time
+//     of at least Interval·min(count, 2·sqrt(count)) covers every
+//     remaining spacing, so count is reset to 0 at once, as Linux's loop
+//     would leave it. A longer backlog is kept: the next signal time stays
+//     in the past and the following packets (and empty-queue visits, one
+//     step each) carry the decay on to the count Linux reaches. Only a
+//     packet above target that arrives while decay is still owed (a link
+//     that stalls twice in a row with packets standing) sees a higher
+//     count than Linux would, and so signals sooner.
 //   - One Dequeue drops at most [MaxDropsPerDequeue] packets.
 //
 // # Time
@@ -71,7 +83,9 @@
 // Time follows the policy in package aqm: backward time counts as zero
 // elapsed, and a next-signal time or BLUE timestamp left further ahead of
 // now than it could have been scheduled (after a reading far in the
-// future) is re-anchored at the next evaluation.
+// future) is re-anchored at the next evaluation: the next-signal time,
+// when more than Interval ahead, to now plus the current spacing; the
+// BLUE timestamp to now.
 //
 // # Concurrency
 //

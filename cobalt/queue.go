@@ -100,7 +100,7 @@ func (q *Queue[T]) Enqueue(p aqm.Packet[T], now aqm.Time) aqm.Verdict {
 // call. CoDel-half drops count as [aqm.DroppedEarly]; BLUE's drops count as
 // DroppedEarly for packets that are not ECN-capable and as
 // [aqm.DroppedOverload] for those that are (they were dropped although they
-// could have been marked).
+// could be marked, and may just have been: see [Controller.Marked]).
 func (q *Queue[T]) Dequeue(now aqm.Time) (p aqm.Packet[T], ok bool) {
 	drops := 0
 	for {
@@ -226,7 +226,8 @@ func (q *Queue[T]) Stats() aqm.Stats {
 type Detail struct {
 	// State is the controller's state.
 	State
-	// Marks counts packets the CoDel half marked CE.
+	// Marks counts packets the CoDel half marked CE that were delivered
+	// (a marked packet BLUE then drops counts in BlueDrops only).
 	Marks uint64
 	// CoDelDrops and BlueDrops count drops by each half.
 	CoDelDrops uint64

@@ -156,12 +156,13 @@
 //
 // [Cobalt] runs the scheduler above with a COBALT controller (package
 // cobalt) per flow instead of CoDel: at dequeue the flow's CoDel half
-// drops or marks as CoDel does, and BLUE drops the packets it lets through
-// with the flow's probability, which rises when a packet leaves after more
-// than BlueThreshold or when an overload drop hits the flow, and decays
-// (1/4096 at most once per Target) each time the flow's last packet
-// leaves. BLUE's probability is the flow's own: an unresponsive flow's
-// rises while every other flow's stays 0.
+// drops or marks as CoDel does, and BLUE drops every packet the CoDel half
+// has not dropped, CE-marked ones included (so ECN senders that ignore
+// marks are policed too), with the flow's probability, which rises when a
+// packet leaves after more than BlueThreshold or when an overload drop
+// hits the flow, and decays (1/4096 at most once per Target) each time the
+// flow's last packet leaves. BLUE's probability is the flow's own: an
+// unresponsive flow's rises while every other flow's stays 0.
 // Its defaults are ns-3's FqCobalt: target 5 ms, interval 100 ms, ECN on,
 // BLUE steps 1/256 and 1/4096, a 400 ms ceiling, 1024 flows, 10240
 // packets, batches of 64.

@@ -129,9 +129,12 @@ func (m *refFQ) dequeue(now int64) (aqm.Packet[uint64], bool) {
 // refCobalt is COBALT per flow, from the description in package cobalt's
 // doc and "Piece of CAKE": CoDel's control law with spacing
 // floor(interval/sqrt(count)) (big integers), count decaying after an
-// episode, BLUE's probability in float64 raised by a sojourn above the
-// ceiling and lowered when the flow's last packet leaves, each at most once
-// per target, and BLUE's draws from one stream for the whole queue (the
+// episode (at most 64 steps per packet, the rest owed to the following
+// ones, and at once to 0 after a gap of Interval·min(count, 2·sqrt(count))),
+// BLUE's probability in float64 raised by a sojourn above the ceiling and
+// lowered when the flow's last packet leaves, each at most once per target,
+// BLUE's draw for every packet the CoDel half has not dropped (marked ones
+// included), and BLUE's draws from one stream for the whole queue (the
 // queue's seed mixed as NewCobalt does).
 type refCobalt struct {
 	target, interval, ceil int64
@@ -210,6 +213,7 @@ func (r *refCobalt) signal(c *refCobaltFlow, p *aqm.Packet[uint64], now int64) a
 		c.dropping = false
 	}
 	v := aqm.Enqueued
+	ecn := p.ECN
 	switch {
 	case signalDue && c.dropping:
 		if r.ecn && p.ECN != aqm.NotECT {
@@ -222,16 +226,26 @@ func (r *refCobalt) signal(c *refCobaltFlow, p *aqm.Packet[uint64], now int64) a
 		c.next += r.gap(c.count)
 		late = now - c.next
 	case signalDue:
-		if late >= c.count*r.interval {
-			c.count = 0
+		n := big.NewInt(c.count)
+		iv := big.NewInt(r.interval)
+		l := big.NewInt(late)
+		if l.Cmp(new(big.Int).Mul(iv, n)) >= 0 ||
+			new(big.Int).Mul(l, l).Cmp(new(big.Int).Mul(new(big.Int).Mul(iv, iv), new(big.Int).Mul(n, big.NewInt(4)))) >= 0 {
+			c.count = 0 // the gap covers every remaining spacing
 		}
 		for k := 0; k < 64 && c.count > 0 && late >= 0; k++ {
 			c.count--
 			c.next += r.gap(c.count)
 			late = now - c.next
 		}
+		if c.count > 0 && late >= 0 {
+			late = 0 // decay still owed: the next time stays in the past
+		}
 	}
-	if v == aqm.Enqueued && c.p > 0 && float64(r.src.Uint32()) < c.p*(1<<32) {
+	if v != aqm.DroppedEarly && c.p > 0 && float64(r.src.Uint32()) < c.p*(1<<32) {
+		if v == aqm.Marked {
+			p.ECN = ecn // BLUE drops the packet as it came
+		}
 		v = aqm.DroppedEarly
 		if p.ECN != aqm.NotECT {
 			v = aqm.DroppedOverload
