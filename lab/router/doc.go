@@ -26,7 +26,10 @@
 // the shaped rate alone, and the delay behaves as a separate hop of fixed
 // propagation delay, which is how flent's tests model a path's base RTT. With
 // Rate zero the front releases at once and the router is a delay-only hop,
-// to put behind a kernel qdisc as the anchor of a comparison.
+// to put behind a kernel qdisc as the anchor of a comparison. Unshaped, the
+// reader that offered a batch of packets also takes them out of the queue
+// again, so no consumer goroutine is woken per packet; the queue still sees
+// (and counts) every packet.
 //
 // A packet a queue marks leaves with CE written into its IP header
 // (iphdr.SetCE, IPv4 checksum updated). CAKE gets CAKE's classifier (host
@@ -79,7 +82,7 @@
 //
 // # Concurrency
 //
-// Run starts one reader per device, and per direction one consumer and, with
-// a delay, one delay-line goroutine. Stats and Queue.Metrics may be read from
+// Run starts one reader per device, and per direction one consumer (when
+// shaped) and, with a delay, one delay-line goroutine. Stats and Queue.Metrics may be read from
 // any goroutine at any time.
 package router

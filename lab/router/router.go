@@ -7,6 +7,7 @@ import (
 	"iter"
 	"net/netip"
 	"os"
+	"slices"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -216,6 +217,9 @@ type Queue struct {
 	// pushed, written or dropped.
 	inflight  atomic.Int64
 	loggedErr atomic.Bool
+	// inline: unshaped, so the reader that offers packets also takes them
+	// out (forward) and no consumer goroutine runs.
+	inline bool
 }
 
 func (r *Router) newQueue(pfx netip.Prefix, index int) (*Queue, error) {
@@ -241,11 +245,13 @@ func (r *Router) newQueue(pfx netip.Prefix, index int) (*Queue, error) {
 			d.line.run(r.flowCtx, r.clk, front.RunBatch, d.sendDelayed)
 		}()
 	}
-	r.consumers.Add(1)
-	go func() {
-		defer r.consumers.Done()
-		d.consume(r.flowCtx)
-	}()
+	if d.inline = rate == 0 && r.cfg.Rate == 0; !d.inline {
+		r.consumers.Add(1)
+		go func() {
+			defer r.consumers.Done()
+			d.consume(r.flowCtx)
+		}()
+	}
 	if r.cfg.OnQueue != nil {
 		r.cfg.OnQueue(d)
 	}
@@ -266,43 +272,64 @@ func (d *Queue) dropFlushed(p aqm.Packet[[]byte], _ aqm.Verdict) {
 	d.r.pool.put(p.Payload)
 }
 
-// consume takes packets from the front as the rate lets them leave, writes
-// CE into the marked ones, and writes them to the device or hands them to
-// the delay line, until the front is closed and empty or ctx ends.
+// consume takes packets from the front as the rate lets them leave and
+// sends them on (emit), until the front is closed and empty or ctx ends.
 func (d *Queue) consume(ctx context.Context) {
 	buf := make([]aqm.Packet[[]byte], front.RunBatch)
 	out := make([][]byte, 0, front.RunBatch)
-	delay := d.r.cfg.Delay
 	for {
 		n, err := d.front.DequeueBatch(ctx, buf)
 		if err != nil {
 			return
 		}
-		d.inflight.Add(int64(n))
-		var due aqm.Time
-		if d.line != nil {
-			due = d.r.clk.Now().Add(delay)
-		}
-		out = out[:0]
-		for i := range buf[:n] {
-			p := buf[i].Payload
-			if buf[i].ECN == aqm.CE && markCE(p) {
-				d.c.ceWritten.Add(1)
-			}
-			buf[i] = aqm.Packet[[]byte]{}
-			if d.line == nil {
-				out = append(out, p)
-			} else if !d.line.push(p, due) {
-				d.c.drop(dropDelayFull)
-				d.r.pool.put(p)
-			}
-		}
-		if len(out) > 0 {
-			d.write(out)
-			clear(out)
-		}
-		d.inflight.Add(-int64(n))
+		d.emit(buf[:n], out)
 	}
+}
+
+// forward is the unshaped direction's consumer, run by the reader that just
+// offered packets: it takes what the front holds, in batches of len(buf),
+// and sends it on (emit). Unshaped, the queue would release every packet the
+// moment a consumer looked, so a consumer goroutine would only add a wake-up
+// per packet; the queue still sees (and may drop or mark) every packet.
+func (d *Queue) forward(buf []aqm.Packet[[]byte], out [][]byte) {
+	for {
+		n, _ := d.front.TryDequeueBatch(buf)
+		if n == 0 {
+			return
+		}
+		d.emit(buf[:n], out)
+	}
+}
+
+// emit writes CE into the marked packets of ps, which just left the front,
+// and writes them to the device or hands them to the delay line with a
+// deadline of now plus the delay. It clears ps; out is scratch space.
+func (d *Queue) emit(ps []aqm.Packet[[]byte], out [][]byte) {
+	n := len(ps)
+	d.inflight.Add(int64(n))
+	var due aqm.Time
+	if d.line != nil {
+		due = d.r.clk.Now().Add(d.r.cfg.Delay)
+	}
+	out = out[:0]
+	for i := range ps {
+		p := ps[i].Payload
+		if ps[i].ECN == aqm.CE && markCE(p) {
+			d.c.ceWritten.Add(1)
+		}
+		ps[i] = aqm.Packet[[]byte]{}
+		if d.line == nil {
+			out = append(out, p)
+		} else if !d.line.push(p, due) {
+			d.c.drop(dropDelayFull)
+			d.r.pool.put(p)
+		}
+	}
+	if len(out) > 0 {
+		d.write(out)
+		clear(out)
+	}
+	d.inflight.Add(-int64(n))
 }
 
 // sendDelayed writes the packets the delay line releases.
@@ -418,6 +445,10 @@ func (r *Router) read(dev Device) error {
 	bufs := make([][]byte, r.cfg.ReadBatch)
 	sizes := make([]int, len(bufs))
 	scratch := make([]byte, r.cfg.BufferSize)
+	// For unshaped directions, which this reader forwards itself.
+	pk := make([]aqm.Packet[[]byte], front.RunBatch)
+	out := make([][]byte, 0, front.RunBatch)
+	touched := make([]*Queue, 0, 8)
 	defer func() {
 		for _, b := range bufs {
 			if b != nil {
@@ -442,8 +473,15 @@ func (r *Router) read(dev Device) error {
 		}
 		n, err := dev.ReadBatch(bufs[:k], sizes[:k])
 		for i := range n {
-			r.offer(bufs, i, sizes[i], noBuffer)
+			if d := r.offer(bufs, i, sizes[i], noBuffer); d != nil && d.inline && !slices.Contains(touched, d) {
+				touched = append(touched, d)
+			}
 		}
+		for _, d := range touched {
+			d.forward(pk, out)
+		}
+		clear(touched)
+		touched = touched[:0]
 		if noBuffer {
 			bufs[0] = nil
 		}
@@ -453,24 +491,25 @@ func (r *Router) read(dev Device) error {
 	}
 }
 
-// offer hands the packet read into bufs[i] to its direction; if the front
-// takes it, bufs[i] is set to nil (the buffer now belongs to the queue).
-func (r *Router) offer(bufs [][]byte, i, size int, noBuffer bool) {
+// offer hands the packet read into bufs[i] to its direction, which it
+// returns (nil if the packet had none); if the front takes it, bufs[i] is
+// set to nil (the buffer now belongs to the queue).
+func (r *Router) offer(bufs [][]byte, i, size int, noBuffer bool) *Queue {
 	p := bufs[i][:min(size, len(bufs[i]))]
 	if size > len(bufs[i]) {
 		r.unclassified.read(size)
 		r.unclassified.drop(dropTruncated)
-		return
+		return nil
 	}
 	if noBuffer {
 		r.unclassified.read(size)
 		r.unclassified.drop(dropNoBuffer)
-		return
+		return nil
 	}
 	if why, ok := validate(p); !ok {
 		r.unclassified.read(size)
 		r.unclassified.drop(why)
-		return
+		return nil
 	}
 	pfx, _ := prefixOf(p, r.cfg.Prefix4, r.cfg.Prefix6)
 	d, err := r.table.lookup(pfx)
@@ -480,7 +519,7 @@ func (r *Router) offer(bufs [][]byte, i, size int, noBuffer bool) {
 		if r.cfg.Logf != nil && !r.loggedFull.Swap(true) {
 			r.cfg.Logf("router: no queue for %v: %v (MaxQueues %d; further drops are counted, not logged)", pfx, err, r.cfg.MaxQueues)
 		}
-		return
+		return nil
 	}
 	d.c.read(size)
 	v, err := d.front.Enqueue(aqm.Packet[[]byte]{Payload: p, Meta: d.cls.classify(p)})
@@ -492,6 +531,7 @@ func (r *Router) offer(bufs [][]byte, i, size int, noBuffer bool) {
 	default:
 		bufs[i] = nil
 	}
+	return d
 }
 
 // Stats returns a snapshot of the counters, per queue and in total.

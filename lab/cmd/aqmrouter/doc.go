@@ -30,6 +30,7 @@
 //	-prefix4, -prefix6  prefix lengths of a direction (24, 64)
 //	-delay-limit N    most packets per delay line (4096)
 //	-buffers N        most packet buffers in use (32768)
+//	-cpuprofile FILE  write a Go CPU profile of the run
 //	-drain D          at exit, send what is queued for at most D (1s), then
 //	                  drop the rest (counted as flushed); 0 drops at once
 //

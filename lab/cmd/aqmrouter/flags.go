@@ -21,6 +21,7 @@ type options struct {
 	metrics string
 	stats   string
 	report  time.Duration
+	cpuprof string
 	cfg     router.Config
 }
 
@@ -103,6 +104,7 @@ func parseFlags(args []string, out io.Writer) (options, error) {
 	fs.Var(tcDuration{&o.cfg.Drain}, "drain", "at exit, send what is queued for at most this `long`, then drop the rest")
 	fs.StringVar(&o.stats, "stats", "", "write the final counters as JSON to `file` on exit")
 	fs.StringVar(&o.metrics, "metrics", "", "serve expvar metrics on `addr` at /debug/vars (a bare :port binds 127.0.0.1)")
+	fs.StringVar(&o.cpuprof, "cpuprofile", "", "write a Go CPU profile of the whole run to `file`")
 	fs.Var(tcDuration{&o.report}, "report", "print a stat line on stderr every `interval` (0: never)")
 	o.report = 10 * time.Second
 	usage := func(w io.Writer) {

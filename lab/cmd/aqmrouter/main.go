@@ -13,6 +13,7 @@ import (
 	"os"
 	"os/signal"
 	"path/filepath"
+	"runtime/pprof"
 	"strings"
 	"sync"
 	"syscall"
@@ -88,6 +89,18 @@ func run(args []string, stdout, stderr io.Writer) int {
 	}
 	logf("%s (MTU %d, %d queue(s)): %v", tuns[0].Name(), mtu, len(tuns), r)
 
+	if o.cpuprof != "" {
+		f, err := os.Create(o.cpuprof)
+		if err != nil {
+			logf("cpuprofile: %v", err)
+			return 1
+		}
+		if err := pprof.StartCPUProfile(f); err != nil {
+			logf("cpuprofile: %v", err)
+			return 1
+		}
+		defer func() { pprof.StopCPUProfile(); f.Close() }()
+	}
 	ctx, stop := signal.NotifyContext(context.Background(), syscall.SIGINT, syscall.SIGTERM)
 	defer stop()
 	var wg sync.WaitGroup

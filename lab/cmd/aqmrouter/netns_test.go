@@ -329,7 +329,11 @@ func TestRouterCPU(t *testing.T) {
 				}
 			}
 			stats := filepath.Join(t.TempDir(), "stats.json")
-			rt := l.start(l.r, "router", "MTU", append([]string{"-tun", "tun0", "-delay", "10ms", "-report", "0", "-stats", stats}, c.args...)...)
+			args := append([]string{"-tun", "tun0", "-delay", "10ms", "-report", "0", "-stats", stats}, c.args...)
+			if dir := os.Getenv("AQMROUTER_CPUPROFILE"); dir != "" {
+				args = append(args, "-cpuprofile", filepath.Join(dir, fmt.Sprintf("%d-%s.pprof", round, strings.Fields(c.name)[0])))
+			}
+			rt := l.start(l.r, "router", "MTU", args...)
 			ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
 			cl := l.helper(ctx, l.c, "client", "load", "10.201.2.2", "4", "10s")
 			var clOut bytes.Buffer
