@@ -67,7 +67,7 @@ type lab struct {
 	c, r, s string
 }
 
-func newLab(t *testing.T) *lab {
+func newLab(t *testing.T, tunArgs ...string) *lab {
 	t.Helper()
 	if os.Geteuid() != 0 {
 		t.Skip("needs root: builds network namespaces joined by veths through a TUN router")
@@ -104,7 +104,7 @@ func newLab(t *testing.T) *lab {
 		{l.s, "link", "set", "s0", "up"}, {l.s, "link", "set", "lo", "up"},
 		{l.c, "route", "add", "default", "via", "10.201.1.1"},
 		{l.s, "route", "add", "default", "via", "10.201.2.1"},
-		{l.r, "tuntap", "add", "dev", "tun0", "mode", "tun"},
+		append([]string{l.r, "tuntap", "add", "dev", "tun0", "mode", "tun"}, tunArgs...),
 		{l.r, "link", "set", "tun0", "up"},
 		{l.r, "rule", "add", "iif", "r0", "table", "100"},
 		{l.r, "rule", "add", "iif", "r1", "table", "100"},
@@ -206,6 +206,26 @@ func (p *proc) stop(t *testing.T) error {
 	}
 }
 
+// snmpIP returns the named counter of the Ip lines of /proc/net/snmp, or -1.
+func snmpIP(snmp, name string) int64 {
+	var names []string
+	for _, line := range strings.Split(snmp, "\n") {
+		f := strings.Fields(line)
+		if len(f) == 0 || f[0] != "Ip:" {
+			continue
+		}
+		if names == nil {
+			names = f
+			continue
+		}
+		if i := slices.Index(names, name); i > 0 && i < len(f) {
+			n, _ := strconv.ParseInt(f[i], 10, 64)
+			return n
+		}
+	}
+	return -1
+}
+
 // cpuTicks returns a process's user plus system time in clock ticks.
 func cpuTicks(pid int) (int64, error) {
 	b, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", pid))
@@ -235,13 +255,32 @@ func readStats(t *testing.T, path string) router.Stats {
 // TestNamespaces protects the router on a real path, built exactly as the
 // spec's topology: a TCP transfer and a UDP echo pass through it at 20 Mb/s
 // with 5 ms of delay each way, the echo never returns faster than the two
-// delay lines allow, the metrics are served, and the stats file conserves
-// packets.
+// delay lines allow, the metrics are served, the stats file conserves
+// packets, and with ECN on the queue marks instead of dropping, with CE
+// written into each marked packet; CAKE behind a two-queue TUN too.
 func TestNamespaces(t *testing.T) {
-	l := newLab(t)
+	for _, c := range []struct {
+		name    string
+		tunArgs []string
+		args    []string
+	}{
+		{"fq-codel-ecn", nil, []string{"-aqm", "fq-codel"}},
+		{"cake-2-queues", []string{"multi_queue"}, []string{"-aqm", "cake", "-queues", "2"}},
+	} {
+		t.Run(c.name, func(t *testing.T) { testPath(t, c.tunArgs, c.args, strings.HasSuffix(c.name, "-ecn")) })
+	}
+}
+
+func testPath(t *testing.T, tunArgs, args []string, ecn bool) {
+	l := newLab(t, tunArgs...)
+	if ecn {
+		for _, ns := range []string{l.c, l.s} {
+			l.ip("netns", "exec", ns, "sysctl", "-qw", "net.ipv4.tcp_ecn=1")
+		}
+	}
 	stats := filepath.Join(t.TempDir(), "stats.json")
-	rt := l.start(l.r, "router", "MTU", "-tun", "tun0", "-aqm", "fq-codel", "-rate", "20mbit", "-delay", "5ms",
-		"-stats", stats, "-metrics", "127.0.0.1:9100", "-report", "0")
+	rt := l.start(l.r, "router", "MTU", append([]string{"-tun", "tun0", "-rate", "20mbit", "-delay", "5ms",
+		"-stats", stats, "-metrics", "127.0.0.1:9100", "-report", "0"}, args...)...)
 	l.start(l.s, "server", "ready", "10.201.2.2")
 	ctx, cancel := context.WithTimeout(context.Background(), 90*time.Second)
 	defer cancel()
@@ -265,6 +304,13 @@ func TestNamespaces(t *testing.T) {
 	if rttMin := time.Duration(rttMicros) * time.Microsecond; rttMin < 10*time.Millisecond {
 		t.Errorf("UDP echo: smallest RTT %v, below the 2 × 5 ms of the delay lines", rttMin)
 	}
+	// The router namespace's IP layer checks every header the router wrote
+	// (a CE rewrite with a wrong checksum would be counted and dropped).
+	if snmp, err := exec.Command("ip", "netns", "exec", l.r, "cat", "/proc/net/snmp").Output(); err != nil {
+		t.Error(err)
+	} else if n := snmpIP(string(snmp), "InHdrErrors"); n != 0 {
+		t.Errorf("router namespace: %d IP header errors (bad checksums) among the packets written back", n)
+	}
 	vars, err := l.helper(ctx, l.r, "fetch", "http://127.0.0.1:9100/debug/vars").CombinedOutput()
 	if err != nil || !bytes.Contains(vars, []byte(`"aqmrouter_queue_10.201.2.0/24"`)) || !bytes.Contains(vars, []byte(`"aqmrouter"`)) {
 		t.Errorf("metrics: %v\n%.2000s", err, vars)
@@ -286,7 +332,10 @@ func TestNamespaces(t *testing.T) {
 	if up == nil || up.Written.Bytes < size || s.Read.Packets < size/1500 {
 		t.Errorf("stats: upload queue %+v, read %d packets; want at least %d bytes written toward the server", up, s.Read.Packets, size)
 	}
-	if s.AQM != "fq-codel" || s.Rate.String() != "20mbit" || s.Delay != "5ms" {
+	if ecn && (s.Marked == 0 || s.CEWritten != s.Marked || s.Dropped.Early != 0) {
+		t.Errorf("ECN: marked %d, CE written %d, early drops %d; want marks instead of drops, each written", s.Marked, s.CEWritten, s.Dropped.Early)
+	}
+	if s.AQM != args[1] || s.Rate.String() != "20mbit" || s.Delay != "5ms" {
 		t.Errorf("stats header: %q %v %q", s.AQM, s.Rate, s.Delay)
 	}
 }
