@@ -346,3 +346,43 @@ func TestZeroAllocs(t *testing.T) {
 		})
 	}
 }
+
+// BenchmarkForward measures the router's cost per packet over the in-memory
+// pipe, reader to writer, unshaped (the reader forwards) and shaped far above
+// the offered load (a consumer goroutine per direction), in chunks of 64 so
+// that queues stay short.
+func BenchmarkForward(b *testing.B) {
+	for _, cfg := range []Config{{AQM: "fifo"}, {AQM: "fq-codel", Rate: 100 * aqm.Gbit}} {
+		name := cfg.AQM
+		if cfg.Rate > 0 {
+			name += "-shaped"
+		}
+		b.Run(name, func(b *testing.B) {
+			var written atomic.Uint64
+			p := newPipe(256, func([]byte) bool { written.Add(1); return true })
+			r, err := New(cfg, p)
+			if err != nil {
+				b.Fatal(err)
+			}
+			ctx, cancel := context.WithCancel(context.Background())
+			done := make(chan error, 1)
+			go func() { done <- r.Run(ctx) }()
+			defer func() { cancel(); <-done }()
+			pkt := ipv4("10.201.2.2", "10.201.1.2", 0, 1000, 0)
+			b.SetBytes(int64(len(pkt)))
+			b.ResetTimer()
+			sent := uint64(0)
+			for i := 0; i < b.N; i++ {
+				p.in <- pkt
+				if sent++; sent%64 == 0 {
+					for written.Load() < sent-32 {
+						runtime.Gosched()
+					}
+				}
+			}
+			for written.Load() < sent {
+				runtime.Gosched()
+			}
+		})
+	}
+}

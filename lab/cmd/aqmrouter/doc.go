@@ -81,7 +81,10 @@
 // are added once it runs. Reverse-path filtering must be off on tun0 and the
 // veths, since tun0 is not the route back to the sources. With offloads on,
 // the kernel still segments what it routes into the TUN, so the router's
-// queues see packets of at most the MTU either way. For a kernel anchor, run
+// queues see packets of at most the MTU either way. The kernel's own packets
+// on tun0 (IPv6 router solicitations to ff02::2 when the link comes up) are
+// forwarded like any other and show as a queue of their own; set
+// net.ipv6.conf.tun0.disable_ipv6=1 to keep them out. For a kernel anchor, run
 // aqmrouter with -rate 0 -delay D and put htb (rate scaled by 1514/1500,
 // since htb counts the Ethernet header) with a child qdisc on r0 and r1.
 package main
