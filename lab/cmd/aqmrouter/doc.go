@@ -1,0 +1,90 @@
+// Command aqmrouter forwards IP packets through a TUN device with an aqmkit
+// queue, a rate and a delay per destination prefix: a user-space bottleneck
+// router for real traffic between network namespaces.
+//
+//	aqmrouter -tun tun0 -aqm fq-codel -rate 50mbit -delay 10ms -stats out.json -metrics :9100
+//
+// It opens (or attaches to) the TUN device, reads every packet the kernel
+// routes into it, gives each destination /24 (IPv4) or /64 (IPv6) its own
+// queue on first use, releases each queue at the rate, holds each packet
+// for the delay after it leaves its queue, writes CE into the packets the
+// queue marks, and writes them back into the device. Package
+// github.com/aqmkit/aqmkit/lab/router holds the logic and documents it.
+//
+// # Flags
+//
+//	-tun NAME         TUN device (default tun0); attached to if it exists
+//	-aqm NAME         fifo, codel, pie, sfq, fq-codel (default) or cake
+//	-rate RATE        per direction, tc syntax (50mbit, 1.5gbit, 12500kbps);
+//	                  0 (default) forwards unshaped: a delay-only hop
+//	-delay D          fixed delay per direction after the queue, tc syntax
+//	                  (10ms, 500us, 1.5s; a bare number is microseconds)
+//	-stats FILE       the final counters as JSON, written on exit
+//	-metrics ADDR     expvar at http://ADDR/debug/vars; a bare :port binds
+//	                  127.0.0.1
+//	-report D         a stat line on stderr every D (default 10s; 0: off)
+//	-mtu N            set the device's MTU (default: keep it)
+//	-queues N         TUN queues with a reader each (IFF_MULTI_QUEUE if > 1)
+//	-max-queues N     most directions (default 64); further prefixes are
+//	                  dropped and counted as no_queue
+//	-prefix4, -prefix6  prefix lengths of a direction (24, 64)
+//	-delay-limit N    most packets per delay line (4096)
+//	-buffers N        most packet buffers in use (32768)
+//	-cpuprofile FILE  write a Go CPU profile of the run
+//	-drain D          at exit, send what is queued for at most D (1s), then
+//	                  drop the rest (counted as flushed); 0 drops at once
+//
+// A CAKE queue shapes to the rate itself (its link preset); its front then
+// runs unshaped. The other queues get their algorithm's preset for the rate
+// (limits of four 100 ms round trips at it), or their defaults at rate 0.
+// The rate counts IP bytes, without a link header.
+//
+// # Shutdown and stats
+//
+// On SIGINT or SIGTERM it stops reading, sends what is queued and delayed
+// for at most the drain time, drops the rest, and writes the stats file:
+//
+//	{"aqm": "fq-codel", "rate": "50mbit", "delay": "10ms",
+//	 "read": {"packets": 120345, "bytes": 170001234},
+//	 "written": {...}, "dropped": {"total": 812, "early": 800, "overlimit": 12, ...},
+//	 "marked": 0, "ce_written": 0, "queued": 0, "not_ip": 0, "unclassified": {...},
+//	 "queues": [{"prefix": "10.201.1.0/24", "read": ..., "written": ..., "dropped": ...,
+//	             "marked": ..., "queued": 0, "delayed": 0, "queue": {the queue's aqm.Stats}}, ...]}
+//
+// read = written + dropped.total + queued holds exactly, in total and per
+// queue. Drop reasons: overlimit, early, overload (the queue's own), closed,
+// delay_full, flushed, write_error, and, before a packet has a queue,
+// not_ip, truncated, no_queue, no_buffer. The exit status is 0 after a
+// clean shutdown, 2 for bad flags, 1 otherwise.
+//
+// # Putting it in a path
+//
+// The router namespace (or host) forwards between r0 and r1; policy routing
+// sends every packet arriving on them into the TUN, and what the router
+// writes back, arriving on tun0, takes the main table out:
+//
+//	client ns  c0 10.201.1.2 ── r0 10.201.1.1 [router ns: tun0] r1 10.201.2.1 ── s0 10.201.2.2  server ns
+//
+//	ip netns exec router sh -c '
+//	  sysctl -qw net.ipv4.ip_forward=1
+//	  for i in all default r0 r1; do sysctl -qw net.ipv4.conf.$i.rp_filter=0; done
+//	  ip tuntap add dev tun0 mode tun && ip link set tun0 up
+//	  sysctl -qw net.ipv4.conf.tun0.rp_filter=0
+//	  ip rule add iif r0 table 100
+//	  ip rule add iif r1 table 100
+//	  ip route add default dev tun0 table 100
+//	  ethtool -K r0 tso off gso off gro off; ethtool -K r1 tso off gso off gro off'
+//	ip netns exec router aqmrouter -tun tun0 -aqm fq-codel -rate 50mbit -delay 10ms
+//
+// Creating tun0 beforehand (persistent) lets the routes exist before the
+// router starts; without it, aqmrouter creates tun0 and the rules and route
+// are added once it runs. Reverse-path filtering must be off on tun0 and the
+// veths, since tun0 is not the route back to the sources. With offloads on,
+// the kernel still segments what it routes into the TUN, so the router's
+// queues see packets of at most the MTU either way. The kernel's own packets
+// on tun0 (IPv6 router solicitations to ff02::2 when the link comes up) are
+// forwarded like any other and show as a queue of their own; set
+// net.ipv6.conf.tun0.disable_ipv6=1 to keep them out. For a kernel anchor, run
+// aqmrouter with -rate 0 -delay D and put htb (rate scaled by 1514/1500,
+// since htb counts the Ethernet header) with a child qdisc on r0 and r1.
+package main

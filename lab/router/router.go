@@ -1,0 +1,614 @@
+package router
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"iter"
+	"net/netip"
+	"os"
+	"slices"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/aqmkit/aqmkit/aqm"
+	"github.com/aqmkit/aqmkit/clock"
+	"github.com/aqmkit/aqmkit/front"
+)
+
+// Device is a packet device the router reads from and writes back to: a TUN
+// queue (*tun.Device) or, in tests, an in-memory pipe.
+type Device interface {
+	// ReadBatch blocks until at least one packet is ready, reads up to
+	// len(bufs) packets into bufs[i] with their lengths in sizes[i], and
+	// returns how many. One goroutine calls it at a time.
+	ReadBatch(bufs [][]byte, sizes []int) (int, error)
+	// WriteBatch writes pkts in order and returns how many it wrote; when
+	// fewer than len(pkts), err says why pkts[n] was not written. It may be
+	// called from several goroutines.
+	WriteBatch(pkts [][]byte) (int, error)
+	// SetReadDeadline makes blocked and later reads fail once t has passed;
+	// the router sets a past deadline to stop its readers.
+	SetReadDeadline(t time.Time) error
+}
+
+// Defaults of Config's zero fields.
+const (
+	DefaultAQM        = "fq-codel"
+	DefaultMaxQueues  = 64
+	DefaultPrefix4    = 24
+	DefaultPrefix6    = 64
+	DefaultDelayLimit = 4096
+	DefaultBuffers    = 32768
+	DefaultBufferSize = 2048
+	DefaultReadBatch  = 32
+	DefaultDrain      = time.Second
+)
+
+// Config configures a Router. The zero Config forwards unshaped through an
+// FQ-CoDel per destination /24 or /64, with no delay.
+type Config struct {
+	// AQM names the queue of each direction: fifo, codel, pie, sfq,
+	// fq-codel or cake. Empty means DefaultAQM.
+	AQM string
+	// Rate is each direction's rate, in bits per second of IP packet
+	// bytes; zero forwards unshaped. The queue's limits are its
+	// algorithm's preset for the rate. A queue that shapes by itself
+	// (CAKE) is given the rate and its front none.
+	Rate aqm.Rate
+	// Delay holds every packet this long after it leaves its queue,
+	// before it is written back: a fixed propagation delay per direction.
+	// Zero writes packets as they leave.
+	Delay time.Duration
+	// DelayLimit is the most packets each direction's delay line holds;
+	// a packet leaving the queue when it is full is dropped (delay_full).
+	// Zero means DefaultDelayLimit. Size it above Rate × Delay in packets.
+	DelayLimit int
+	// MaxQueues bounds the number of directions (destination prefixes);
+	// packets to further prefixes are dropped (no_queue). Zero means
+	// DefaultMaxQueues.
+	MaxQueues int
+	// Prefix4 and Prefix6 are the prefix lengths that group destinations
+	// into directions. Zero means DefaultPrefix4 (/24) and DefaultPrefix6
+	// (/64).
+	Prefix4, Prefix6 int
+	// Buffers bounds the packet buffers in use at once (queued, delayed or
+	// being read); a packet read when all are in use is dropped
+	// (no_buffer). Buffers are made on demand and reused. Zero means
+	// DefaultBuffers.
+	Buffers int
+	// BufferSize is each buffer's size in bytes; it must hold the device's
+	// MTU, as longer packets arrive cut and are dropped (truncated). Zero
+	// means DefaultBufferSize.
+	BufferSize int
+	// ReadBatch is the most packets one device read returns. Zero means
+	// DefaultReadBatch.
+	ReadBatch int
+	// Drain is how long Run, once its context ends, keeps sending what is
+	// queued and delayed before it drops the rest (flushed). Zero means
+	// DefaultDrain; a negative Drain drops at once.
+	Drain time.Duration
+	// Clock is the router's time source; nil means clock.Mono.
+	Clock clock.Clock
+	// OnQueue, if set, is called once for each direction when it is
+	// created, on the reading goroutine: to publish its metrics, say.
+	OnQueue func(*Queue)
+	// Logf, if set, receives rare events: the first drop for a full table,
+	// the first write error of each direction.
+	Logf func(format string, args ...any)
+}
+
+func (c Config) withDefaults() Config {
+	set := func(v *int, d int) {
+		if *v == 0 {
+			*v = d
+		}
+	}
+	if c.AQM == "" {
+		c.AQM = DefaultAQM
+	}
+	set(&c.DelayLimit, DefaultDelayLimit)
+	set(&c.MaxQueues, DefaultMaxQueues)
+	set(&c.Prefix4, DefaultPrefix4)
+	set(&c.Prefix6, DefaultPrefix6)
+	set(&c.Buffers, DefaultBuffers)
+	set(&c.BufferSize, DefaultBufferSize)
+	set(&c.ReadBatch, DefaultReadBatch)
+	if c.Drain == 0 {
+		c.Drain = DefaultDrain
+	}
+	if c.Clock == nil {
+		c.Clock = clock.NewMono()
+	}
+	return c
+}
+
+// Validate reports every bad field as an *aqm.ConfigError, joined.
+func (c Config) Validate() error {
+	var errs []error
+	bad := func(field string, v any, rule string) {
+		errs = append(errs, &aqm.ConfigError{Pkg: "router", Field: field, Value: v, Rule: rule})
+	}
+	if c.Delay < 0 {
+		bad("Delay", c.Delay, "must not be negative")
+	}
+	for _, f := range []struct {
+		name string
+		v    int
+	}{{"DelayLimit", c.DelayLimit}, {"MaxQueues", c.MaxQueues}, {"Buffers", c.Buffers}, {"BufferSize", c.BufferSize}, {"ReadBatch", c.ReadBatch}} {
+		if f.v < 0 {
+			bad(f.name, f.v, "must not be negative")
+		}
+	}
+	if c.Prefix4 < 0 || c.Prefix4 > 32 {
+		bad("Prefix4", c.Prefix4, "must be in [0, 32]")
+	}
+	if c.Prefix6 < 0 || c.Prefix6 > 128 {
+		bad("Prefix6", c.Prefix6, "must be in [0, 128]")
+	}
+	if c.BufferSize > 0 && c.BufferSize < 64 {
+		bad("BufferSize", c.BufferSize, "must be at least 64 bytes")
+	}
+	if c.ReadBatch > 1024 {
+		bad("ReadBatch", c.ReadBatch, "must be at most 1024")
+	}
+	if len(errs) == 0 {
+		cfg := c.withDefaults()
+		if _, err := newQueue(cfg.AQM, cfg.Rate, nil); err != nil {
+			bad("AQM", cfg.AQM, err.Error())
+		}
+	}
+	return errors.Join(errs...)
+}
+
+// Router forwards packets read from its devices back into them, through one
+// queue per destination prefix, each at the configured rate and followed by
+// the configured delay.
+type Router struct {
+	cfg   Config
+	devs  []Device
+	clk   clock.Clock
+	pool  *pool
+	table *table[Queue]
+
+	// unclassified counts the packets dropped before they had a queue.
+	unclassified counters
+
+	// consumers and lines run until the drain at shutdown ends.
+	flowCtx    context.Context
+	stopFlow   context.CancelFunc
+	consumers  sync.WaitGroup
+	lines      sync.WaitGroup
+	started    atomic.Bool
+	loggedFull atomic.Bool
+}
+
+// New returns a router over devs (one reader each; directions write to
+// devs[i mod len(devs)]) with cfg's defaults filled in.
+func New(cfg Config, devs ...Device) (*Router, error) {
+	if err := cfg.Validate(); err != nil {
+		return nil, err
+	}
+	if len(devs) == 0 {
+		return nil, errors.New("router: no device")
+	}
+	cfg = cfg.withDefaults()
+	r := &Router{cfg: cfg, devs: devs, clk: cfg.Clock, pool: newPool(cfg.BufferSize, cfg.Buffers)}
+	r.flowCtx, r.stopFlow = context.WithCancel(context.Background())
+	r.table = newTable(cfg.MaxQueues, r.newQueue)
+	return r, nil
+}
+
+// Config returns the configuration in effect, defaults filled in.
+func (r *Router) Config() Config { return r.cfg }
+
+// Queue is one direction: the packets to one destination prefix, their queue
+// and front, and the delay line after it.
+type Queue struct {
+	r      *Router
+	prefix netip.Prefix
+	front  *front.Front[[]byte]
+	cls    classifier
+	line   *delayLine[[]byte]
+	dev    Device
+	c      counters
+	// inflight counts packets taken from the front or the line and not yet
+	// pushed, written or dropped.
+	inflight  atomic.Int64
+	loggedErr atomic.Bool
+	// inline: unshaped, so the reader that offers packets also takes them
+	// out (forward) and no consumer goroutine runs.
+	inline bool
+}
+
+func (r *Router) newQueue(pfx netip.Prefix, index int) (*Queue, error) {
+	d := &Queue{r: r, prefix: pfx, dev: r.devs[index%len(r.devs)]}
+	q, err := newQueue(r.cfg.AQM, r.cfg.Rate, d.dropQueued)
+	if err != nil {
+		return nil, err
+	}
+	q, d.cls = forIP(q)
+	rate := r.cfg.Rate
+	if _, paced := q.(aqm.Paced); paced {
+		rate = 0 // the queue shapes by itself
+	}
+	d.front, err = front.New(q, clock.NewCoarse(r.clk), front.Config{Rate: rate})
+	if err != nil {
+		return nil, err
+	}
+	if r.cfg.Delay > 0 {
+		d.line = newDelayLine[[]byte](r.cfg.DelayLimit)
+		r.lines.Add(1)
+		go func() {
+			defer r.lines.Done()
+			d.line.run(r.flowCtx, r.clk, front.RunBatch, d.sendDelayed)
+		}()
+	}
+	if d.inline = rate == 0 && r.cfg.Rate == 0; !d.inline {
+		r.consumers.Add(1)
+		go func() {
+			defer r.consumers.Done()
+			d.consume(r.flowCtx)
+		}()
+	}
+	if r.cfg.OnQueue != nil {
+		r.cfg.OnQueue(d)
+	}
+	return d, nil
+}
+
+// Prefix returns the destination prefix the queue serves.
+func (d *Queue) Prefix() netip.Prefix { return d.prefix }
+
+// dropQueued is the queue's DropFunc: a queued packet it dropped.
+func (d *Queue) dropQueued(p aqm.Packet[[]byte], why aqm.Verdict) {
+	d.c.drop(reasonOf(why))
+	d.r.pool.put(p.Payload)
+}
+
+func (d *Queue) dropFlushed(p aqm.Packet[[]byte], _ aqm.Verdict) {
+	d.c.drop(dropFlushed)
+	d.r.pool.put(p.Payload)
+}
+
+// consume takes packets from the front as the rate lets them leave and
+// sends them on (emit), until the front is closed and empty or ctx ends.
+func (d *Queue) consume(ctx context.Context) {
+	buf := make([]aqm.Packet[[]byte], front.RunBatch)
+	out := make([][]byte, 0, front.RunBatch)
+	for {
+		n, err := d.front.DequeueBatch(ctx, buf)
+		if err != nil {
+			return
+		}
+		d.emit(buf[:n], out)
+	}
+}
+
+// forward is the unshaped direction's consumer, run by the reader that just
+// offered packets: it takes what the front holds, in batches of len(buf),
+// and sends it on (emit). Unshaped, the queue would release every packet the
+// moment a consumer looked, so a consumer goroutine would only add a wake-up
+// per packet; the queue still sees (and may drop or mark) every packet.
+func (d *Queue) forward(buf []aqm.Packet[[]byte], out [][]byte) {
+	for {
+		n, _ := d.front.TryDequeueBatch(buf)
+		if n == 0 {
+			return
+		}
+		d.emit(buf[:n], out)
+	}
+}
+
+// emit writes CE into the marked packets of ps, which just left the front,
+// and writes them to the device or hands them to the delay line with a
+// deadline of now plus the delay. It clears ps; out is scratch space.
+func (d *Queue) emit(ps []aqm.Packet[[]byte], out [][]byte) {
+	n := len(ps)
+	d.inflight.Add(int64(n))
+	var due aqm.Time
+	if d.line != nil {
+		due = d.r.clk.Now().Add(d.r.cfg.Delay)
+	}
+	out = out[:0]
+	for i := range ps {
+		p := ps[i].Payload
+		if ps[i].ECN == aqm.CE && markCE(p) {
+			d.c.ceWritten.Add(1)
+		}
+		ps[i] = aqm.Packet[[]byte]{}
+		if d.line == nil {
+			out = append(out, p)
+		} else if !d.line.push(p, due) {
+			d.c.drop(dropDelayFull)
+			d.r.pool.put(p)
+		}
+	}
+	if len(out) > 0 {
+		d.write(out)
+		clear(out)
+	}
+	d.inflight.Add(-int64(n))
+}
+
+// sendDelayed writes the packets the delay line releases.
+func (d *Queue) sendDelayed(ps [][]byte) {
+	d.inflight.Add(int64(len(ps)))
+	d.write(ps)
+	d.inflight.Add(-int64(len(ps)))
+}
+
+// write writes ps to the device, counting each packet as written or as a
+// write error, and returns every buffer to the pool.
+func (d *Queue) write(ps [][]byte) {
+	for len(ps) > 0 {
+		n, err := d.dev.WriteBatch(ps)
+		for _, p := range ps[:n] {
+			d.c.writtenPackets.Add(1)
+			d.c.writtenBytes.Add(uint64(len(p)))
+			d.r.pool.put(p)
+		}
+		if n >= len(ps) {
+			return
+		}
+		d.c.drop(dropWriteError)
+		d.r.pool.put(ps[n])
+		if d.r.cfg.Logf != nil && !d.loggedErr.Swap(true) {
+			d.r.cfg.Logf("router: %v: write: %v (further write errors are counted, not logged)", d.prefix, err)
+		}
+		ps = ps[n+1:]
+	}
+}
+
+// Run reads and forwards packets until ctx ends or a device read fails, then
+// shuts down: it stops reading, lets the queues and delay lines send what
+// they hold for at most Config.Drain, drops the rest, and returns. The
+// error is the first device error, nil after a plain cancellation. Stats
+// are exact once Run has returned. Run may be called once.
+func (r *Router) Run(ctx context.Context) error {
+	if r.started.Swap(true) {
+		return errors.New("router: Run called twice")
+	}
+	errs := make(chan error, len(r.devs))
+	var stopping atomic.Bool
+	var readers sync.WaitGroup
+	for _, dev := range r.devs {
+		readers.Add(1)
+		go func() {
+			defer readers.Done()
+			err := r.read(dev)
+			if stopping.Load() && errors.Is(err, os.ErrDeadlineExceeded) {
+				err = nil
+			}
+			errs <- err
+		}()
+	}
+	var first error
+	select {
+	case <-ctx.Done():
+	case first = <-errs:
+		if first == nil {
+			first = errors.New("router: a reader stopped")
+		}
+	}
+	stopping.Store(true)
+	for _, dev := range r.devs {
+		dev.SetReadDeadline(time.Unix(1, 0))
+	}
+	readers.Wait()
+	close(errs)
+	for err := range errs {
+		if first == nil && err != nil {
+			first = err
+		}
+	}
+	r.shutdown()
+	return first
+}
+
+// shutdown closes every front, lets the queues drain and the delay lines
+// empty for at most the drain time, and drops whatever is left.
+func (r *Router) shutdown() {
+	qs := r.table.all()
+	for _, d := range qs {
+		d.front.Close()
+	}
+	if r.cfg.Drain < 0 {
+		r.stopFlow()
+	} else {
+		t := time.AfterFunc(r.cfg.Drain, r.stopFlow)
+		defer t.Stop()
+	}
+	r.consumers.Wait()
+	for _, d := range qs {
+		d.front.Flush(d.dropFlushed)
+		if d.line != nil {
+			d.line.close()
+		}
+	}
+	r.lines.Wait()
+	for _, d := range qs {
+		if d.line != nil {
+			d.line.flush(func(p []byte) {
+				d.c.drop(dropFlushed)
+				r.pool.put(p)
+			})
+		}
+	}
+	r.stopFlow()
+}
+
+// read is one device's reader: it reads batches of packets into pool buffers
+// and offers each to its direction's front, until a read fails.
+func (r *Router) read(dev Device) error {
+	bufs := make([][]byte, r.cfg.ReadBatch)
+	sizes := make([]int, len(bufs))
+	scratch := make([]byte, r.cfg.BufferSize)
+	// For unshaped directions, which this reader forwards itself.
+	pk := make([]aqm.Packet[[]byte], front.RunBatch)
+	out := make([][]byte, 0, front.RunBatch)
+	touched := make([]*Queue, 0, 8)
+	defer func() {
+		for _, b := range bufs {
+			if b != nil {
+				r.pool.put(b)
+			}
+		}
+	}()
+	for {
+		k := 0
+		for ; k < len(bufs); k++ {
+			if bufs[k] == nil {
+				b, ok := r.pool.get()
+				if !ok {
+					break
+				}
+				bufs[k] = b
+			}
+		}
+		noBuffer := k == 0
+		if noBuffer { // read anyway, to count the packet and keep the device drained
+			bufs[0], k = scratch, 1
+		}
+		n, err := dev.ReadBatch(bufs[:k], sizes[:k])
+		for i := range n {
+			if d := r.offer(bufs, i, sizes[i], noBuffer); d != nil && d.inline && !slices.Contains(touched, d) {
+				touched = append(touched, d)
+			}
+		}
+		for _, d := range touched {
+			d.forward(pk, out)
+		}
+		clear(touched)
+		touched = touched[:0]
+		if noBuffer {
+			bufs[0] = nil
+		}
+		if err != nil {
+			return err
+		}
+	}
+}
+
+// offer hands the packet read into bufs[i] to its direction, which it
+// returns (nil if the packet had none); if the front takes it, bufs[i] is
+// set to nil (the buffer now belongs to the queue).
+func (r *Router) offer(bufs [][]byte, i, size int, noBuffer bool) *Queue {
+	p := bufs[i][:min(size, len(bufs[i]))]
+	if size > len(bufs[i]) {
+		r.unclassified.read(size)
+		r.unclassified.drop(dropTruncated)
+		return nil
+	}
+	if noBuffer {
+		r.unclassified.read(size)
+		r.unclassified.drop(dropNoBuffer)
+		return nil
+	}
+	if why, ok := validate(p); !ok {
+		r.unclassified.read(size)
+		r.unclassified.drop(why)
+		return nil
+	}
+	pfx, _ := prefixOf(p, r.cfg.Prefix4, r.cfg.Prefix6)
+	d, err := r.table.lookup(pfx)
+	if err != nil {
+		r.unclassified.read(size)
+		r.unclassified.drop(dropNoQueue)
+		if r.cfg.Logf != nil && !r.loggedFull.Swap(true) {
+			r.cfg.Logf("router: no queue for %v: %v (MaxQueues %d; further drops are counted, not logged)", pfx, err, r.cfg.MaxQueues)
+		}
+		return nil
+	}
+	d.c.read(size)
+	v, err := d.front.Enqueue(aqm.Packet[[]byte]{Payload: p, Meta: d.cls.classify(p)})
+	switch {
+	case err != nil:
+		d.c.drop(dropClosed)
+	case !v.Accepted():
+		d.c.drop(reasonOf(v))
+	default:
+		bufs[i] = nil
+	}
+	return d
+}
+
+// Stats returns a snapshot of the counters, per queue and in total.
+func (r *Router) Stats() Stats {
+	s := Stats{AQM: r.cfg.AQM, Rate: r.cfg.Rate, Delay: r.cfg.Delay.String()}
+	for _, d := range r.table.all() {
+		q := d.Stats()
+		s.Read.Packets += q.Read.Packets
+		s.Read.Bytes += q.Read.Bytes
+		s.Written.Packets += q.Written.Packets
+		s.Written.Bytes += q.Written.Bytes
+		s.Dropped.add(q.Dropped)
+		s.Marked += q.Marked
+		s.CEWritten += q.CEWritten
+		s.Queued += q.Queued
+		s.Queues = append(s.Queues, q)
+	}
+	u := r.unclassified.dropsSnapshot()
+	s.Unclassified = Count{Packets: r.unclassified.readPackets.Load(), Bytes: r.unclassified.readBytes.Load()}
+	s.Read.Packets += s.Unclassified.Packets
+	s.Read.Bytes += s.Unclassified.Bytes
+	s.Dropped.add(u)
+	s.NotIP = u.NotIP
+	return s
+}
+
+// Stats returns a snapshot of the queue's counters.
+func (d *Queue) Stats() QueueStats {
+	qs := d.front.Stats()
+	s := QueueStats{
+		Prefix:    d.prefix.String(),
+		Read:      Count{Packets: d.c.readPackets.Load(), Bytes: d.c.readBytes.Load()},
+		Written:   Count{Packets: d.c.writtenPackets.Load(), Bytes: d.c.writtenBytes.Load()},
+		Dropped:   d.c.dropsSnapshot(),
+		Marked:    qs.Marked.Packets,
+		CEWritten: d.c.ceWritten.Load(),
+		Queue:     qs,
+	}
+	if d.line != nil {
+		s.Delayed = d.line.len()
+	}
+	s.Queued = d.front.Len() + s.Delayed + int(d.inflight.Load())
+	return s
+}
+
+// Metrics lists the queue's front metrics (the queue's aqm.Stats and the
+// front's Detail) followed by the router's own counters for this prefix:
+// read and written packets and bytes, the packets held in the delay line,
+// and the router's drops by reason. It is safe to call from any goroutine.
+func (d *Queue) Metrics() iter.Seq[aqm.Metric] {
+	return func(yield func(aqm.Metric) bool) {
+		for m := range d.front.Metrics() {
+			if !yield(m) {
+				return
+			}
+		}
+		s := d.Stats()
+		for _, m := range []aqm.Metric{
+			{Name: "read_packets", Kind: aqm.Counter, Value: float64(s.Read.Packets)},
+			{Name: "read_bytes", Kind: aqm.Counter, Value: float64(s.Read.Bytes)},
+			{Name: "written_packets", Kind: aqm.Counter, Value: float64(s.Written.Packets)},
+			{Name: "written_bytes", Kind: aqm.Counter, Value: float64(s.Written.Bytes)},
+			{Name: "ce_written_packets", Kind: aqm.Counter, Value: float64(s.CEWritten)},
+			{Name: "delayed_packets", Kind: aqm.Gauge, Value: float64(s.Delayed)},
+			{Name: "dropped_closed_packets", Kind: aqm.Counter, Value: float64(s.Dropped.Closed)},
+			{Name: "dropped_delay_full_packets", Kind: aqm.Counter, Value: float64(s.Dropped.DelayFull)},
+			{Name: "dropped_flushed_packets", Kind: aqm.Counter, Value: float64(s.Dropped.Flushed)},
+			{Name: "dropped_write_error_packets", Kind: aqm.Counter, Value: float64(s.Dropped.WriteError)},
+		} {
+			if !yield(m) {
+				return
+			}
+		}
+	}
+}
+
+// String describes the router's configuration in one line.
+func (r *Router) String() string {
+	return fmt.Sprintf("%s at %v, delay %v, per /%d and /%d", r.cfg.AQM, r.cfg.Rate, r.cfg.Delay, r.cfg.Prefix4, r.cfg.Prefix6)
+}

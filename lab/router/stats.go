@@ -1,0 +1,181 @@
+package router
+
+import (
+	"sync/atomic"
+
+	"github.com/aqmkit/aqmkit/aqm"
+)
+
+// reason is why the router dropped a packet.
+type reason uint8
+
+const (
+	dropOverlimit  reason = iota // the queue's hard limit: a refused arrival or an evicted packet
+	dropEarly                    // the AQM's congestion drop
+	dropOverload                 // an ECN-capable packet dropped instead of marked under overload
+	dropClosed                   // arrived while the router was shutting down
+	dropDelayFull                // the delay line was full
+	dropFlushed                  // still held when the drain time ran out at shutdown
+	dropWriteError               // the device refused the write
+	dropNotIP                    // not an IPv4 or IPv6 packet
+	dropTruncated                // shorter than its IP header says (cut by a small read buffer)
+	dropNoQueue                  // a new destination prefix while the table was full
+	dropNoBuffer                 // read while every packet buffer was in use
+	numReasons
+)
+
+// reasonOf maps a queue's drop verdict to its reason.
+func reasonOf(v aqm.Verdict) reason {
+	switch v {
+	case aqm.DroppedEarly:
+		return dropEarly
+	case aqm.DroppedOverload:
+		return dropOverload
+	}
+	return dropOverlimit
+}
+
+// Count is a number of packets and their bytes.
+type Count struct {
+	Packets uint64 `json:"packets"`
+	Bytes   uint64 `json:"bytes"`
+}
+
+// Drops counts dropped packets by reason. Total is the sum of the others.
+type Drops struct {
+	Total uint64 `json:"total"`
+	// Overlimit, Early and Overload are the queue's drops, refused arrivals
+	// and queued packets alike, as its aqm.Stats counts them.
+	Overlimit uint64 `json:"overlimit"`
+	Early     uint64 `json:"early"`
+	Overload  uint64 `json:"overload"`
+	// Closed counts arrivals refused because the router was shutting down.
+	Closed uint64 `json:"closed"`
+	// DelayFull counts packets the delay line had no room for.
+	DelayFull uint64 `json:"delay_full"`
+	// Flushed counts packets still queued or delayed when the drain time at
+	// shutdown ran out.
+	Flushed uint64 `json:"flushed"`
+	// WriteError counts packets the device refused to take.
+	WriteError uint64 `json:"write_error"`
+	// NotIP, Truncated, NoQueue and NoBuffer count packets dropped before
+	// they had a queue: not IPv4 or IPv6, cut short, a new prefix while the
+	// table was full, no free buffer.
+	NotIP     uint64 `json:"not_ip"`
+	Truncated uint64 `json:"truncated"`
+	NoQueue   uint64 `json:"no_queue"`
+	NoBuffer  uint64 `json:"no_buffer"`
+}
+
+func (d *Drops) add(o Drops) {
+	d.Total += o.Total
+	d.Overlimit += o.Overlimit
+	d.Early += o.Early
+	d.Overload += o.Overload
+	d.Closed += o.Closed
+	d.DelayFull += o.DelayFull
+	d.Flushed += o.Flushed
+	d.WriteError += o.WriteError
+	d.NotIP += o.NotIP
+	d.Truncated += o.Truncated
+	d.NoQueue += o.NoQueue
+	d.NoBuffer += o.NoBuffer
+}
+
+// QueueStats are one direction's counters: the packets read for its
+// prefix, and what became of them. Read.Packets = Written.Packets +
+// Dropped.Total + Queued once the router has stopped.
+type QueueStats struct {
+	// Prefix is the destination prefix the queue serves.
+	Prefix string `json:"prefix"`
+	// Read counts the packets read from the device for this prefix.
+	Read Count `json:"read"`
+	// Written counts the packets written back to the device.
+	Written Count `json:"written"`
+	// Dropped counts the packets dropped, by reason.
+	Dropped Drops `json:"dropped"`
+	// Marked counts the packets the queue marked CE (aqm.Stats.Marked).
+	Marked uint64 `json:"marked"`
+	// CEWritten counts the marked packets whose header was set to CE on
+	// their way out.
+	CEWritten uint64 `json:"ce_written"`
+	// Queued is the number of packets in the queue, in the delay line, or
+	// between them; zero after a complete drain.
+	Queued int `json:"queued"`
+	// Delayed is the part of Queued held in the delay line.
+	Delayed int `json:"delayed"`
+	// Queue is the queue's own counters.
+	Queue aqm.Stats `json:"queue"`
+}
+
+// Stats are the router's counters, per queue and in total. Once the router
+// has stopped, Read.Packets = Written.Packets + Dropped.Total + Queued,
+// in total and per queue.
+type Stats struct {
+	AQM   string   `json:"aqm"`
+	Rate  aqm.Rate `json:"rate"`
+	Delay string   `json:"delay"`
+	// Read, Written, Dropped, Marked, CEWritten and Queued are the totals:
+	// the queues' sums plus the packets dropped before they had a queue.
+	Read      Count  `json:"read"`
+	Written   Count  `json:"written"`
+	Dropped   Drops  `json:"dropped"`
+	Marked    uint64 `json:"marked"`
+	CEWritten uint64 `json:"ce_written"`
+	Queued    int    `json:"queued"`
+	// NotIP counts the packets that were not IPv4 or IPv6 (also in
+	// Dropped.NotIP).
+	NotIP uint64 `json:"not_ip"`
+	// Unclassified counts the packets read that never had a queue; all are
+	// in Dropped (NotIP, Truncated, NoQueue, NoBuffer).
+	Unclassified Count `json:"unclassified"`
+	// Queues are the per-prefix queues in creation order.
+	Queues []QueueStats `json:"queues"`
+}
+
+// Conserved reports whether every packet read is accounted for, in total and
+// in each queue: read = written + dropped + queued. It holds exactly once the
+// router has stopped; while it runs the counters are read at slightly
+// different instants.
+func (s Stats) Conserved() bool {
+	if s.Read.Packets != s.Written.Packets+s.Dropped.Total+uint64(s.Queued) {
+		return false
+	}
+	for _, q := range s.Queues {
+		if q.Read.Packets != q.Written.Packets+q.Dropped.Total+uint64(q.Queued) {
+			return false
+		}
+	}
+	return true
+}
+
+// counters are updated by the reader, the consumer, the delay line and the
+// queue's drop function, on different goroutines.
+type counters struct {
+	readPackets, readBytes       atomic.Uint64
+	writtenPackets, writtenBytes atomic.Uint64
+	ceWritten                    atomic.Uint64
+	drops                        [numReasons]atomic.Uint64
+}
+
+func (c *counters) read(n int) {
+	c.readPackets.Add(1)
+	c.readBytes.Add(uint64(n))
+}
+
+func (c *counters) drop(why reason) { c.drops[why].Add(1) }
+
+func (c *counters) dropsSnapshot() Drops {
+	var v [numReasons]uint64
+	var total uint64
+	for i := range v {
+		v[i] = c.drops[i].Load()
+		total += v[i]
+	}
+	return Drops{
+		Total: total, Overlimit: v[dropOverlimit], Early: v[dropEarly], Overload: v[dropOverload],
+		Closed: v[dropClosed], DelayFull: v[dropDelayFull], Flushed: v[dropFlushed],
+		WriteError: v[dropWriteError], NotIP: v[dropNotIP], Truncated: v[dropTruncated],
+		NoQueue: v[dropNoQueue], NoBuffer: v[dropNoBuffer],
+	}
+}
