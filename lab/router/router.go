@@ -49,9 +49,12 @@ const (
 // Config configures a Router. The zero Config forwards unshaped through an
 // FQ-CoDel per destination /24 or /64, with no delay.
 type Config struct {
-	// AQM names the queue of each direction: fifo, codel, pie, sfq,
-	// fq-codel or cake. Empty means DefaultAQM.
+	// AQM names the queue of each direction: any name of package queues
+	// (fifo, codel, fq-codel, cake, ...). Empty means DefaultAQM.
 	AQM string
+	// LimitPackets overrides the packet limit of each direction's queue;
+	// zero keeps the preset for Rate (four 100 ms round trips).
+	LimitPackets int
 	// Rate is each direction's rate, in bits per second of IP packet
 	// bytes; zero forwards unshaped. The queue's limits are its
 	// algorithm's preset for the rate. A queue that shapes by itself
@@ -136,7 +139,7 @@ func (c Config) Validate() error {
 	for _, f := range []struct {
 		name string
 		v    int
-	}{{"DelayLimit", c.DelayLimit}, {"MaxQueues", c.MaxQueues}, {"Buffers", c.Buffers}, {"BufferSize", c.BufferSize}, {"ReadBatch", c.ReadBatch}} {
+	}{{"LimitPackets", c.LimitPackets}, {"DelayLimit", c.DelayLimit}, {"MaxQueues", c.MaxQueues}, {"Buffers", c.Buffers}, {"BufferSize", c.BufferSize}, {"ReadBatch", c.ReadBatch}} {
 		if f.v < 0 {
 			bad(f.name, f.v, "must not be negative")
 		}
@@ -155,7 +158,7 @@ func (c Config) Validate() error {
 	}
 	if len(errs) == 0 {
 		cfg := c.withDefaults()
-		if _, err := newQueue(cfg.AQM, cfg.Rate, nil); err != nil {
+		if _, err := newQueue(cfg.AQM, cfg.Rate, cfg.LimitPackets, nil); err != nil {
 			bad("AQM", cfg.AQM, err.Error())
 		}
 	}
@@ -224,7 +227,7 @@ type Queue struct {
 
 func (r *Router) newQueue(pfx netip.Prefix, index int) (*Queue, error) {
 	d := &Queue{r: r, prefix: pfx, dev: r.devs[index%len(r.devs)]}
-	q, err := newQueue(r.cfg.AQM, r.cfg.Rate, d.dropQueued)
+	q, err := newQueue(r.cfg.AQM, r.cfg.Rate, r.cfg.LimitPackets, d.dropQueued)
 	if err != nil {
 		return nil, err
 	}

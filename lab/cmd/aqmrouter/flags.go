@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/aqmkit/aqmkit/lab/router"
+	"github.com/aqmkit/aqmkit/queues"
 )
 
 // options are the command line, parsed.
@@ -93,7 +94,8 @@ func parseFlags(args []string, out io.Writer) (options, error) {
 	fs.StringVar(&o.tun, "tun", "tun0", "TUN device `name`: attached to if it exists, created otherwise")
 	fs.IntVar(&o.mtu, "mtu", 0, "set the TUN's MTU in `bytes` (0: keep it)")
 	fs.IntVar(&o.queues, "queues", 1, "TUN queues, each with a reader (more than 1: IFF_MULTI_QUEUE)")
-	fs.StringVar(&o.cfg.AQM, "aqm", router.DefaultAQM, "queue `name` per direction: fifo, codel, pie, sfq, fq-codel, cake")
+	fs.StringVar(&o.cfg.AQM, "aqm", router.DefaultAQM, "queue `name` per direction: "+strings.Join(queues.Names(), ", "))
+	fs.IntVar(&o.cfg.LimitPackets, "limit", 0, "each queue's limit in `packets` (0: the preset for -rate, four 100 ms round trips)")
 	fs.Var(&o.cfg.Rate, "rate", "each direction's `rate` in tc syntax (50mbit, 1.5gbit); 0 forwards unshaped")
 	fs.Var(tcDuration{&o.cfg.Delay}, "delay", "fixed `delay` per direction after the queue (tc syntax: 10ms, 500us)")
 	fs.IntVar(&o.cfg.DelayLimit, "delay-limit", router.DefaultDelayLimit, "most `packets` each delay line holds")

@@ -33,7 +33,7 @@ func TestParseFlags(t *testing.T) {
 		t.Errorf("parsed %+v", o)
 	}
 	for _, bad := range []string{
-		"-rate fast", "-delay -1ms", "-delay 10 ms", "-aqm red", "-queues 0", "-mtu -1",
+		"-rate fast", "-delay -1ms", "-delay 10 ms", "-aqm redd", "-limit -5", "-queues 0", "-mtu -1",
 		"-metrics 9100", "-prefix4 40", "extra", "-nosuch",
 	} {
 		if _, err := parseFlags(strings.Fields(bad), nil); err == nil {
