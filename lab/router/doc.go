@@ -10,8 +10,8 @@
 // (IPv4) or /64 (IPv6) gets its own queue the first time a packet to it
 // arrives, up to Config.MaxQueues, so a router between two subnets has two
 // directions, one per egress side, with no configuration. Each direction
-// has its own queue (any algorithm by name: fifo, codel, pie, sfq,
-// fq-codel, cake), its own front (package front) that releases packets at
+// has its own queue (any algorithm of package queues, by name: fifo,
+// codel, fq-codel, cake, ...), its own front (package front) that releases packets at
 // Config.Rate, and its own delay line.
 //
 // # Path of a packet

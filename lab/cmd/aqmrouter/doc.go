@@ -14,7 +14,10 @@
 // # Flags
 //
 //	-tun NAME         TUN device (default tun0); attached to if it exists
-//	-aqm NAME         fifo, codel, pie, sfq, fq-codel (default) or cake
+//	-aqm NAME         any name of package queues: fifo, red, gentle-red, ared,
+//	                  codel, cobalt, pie, dualpi2, fq-codel (default),
+//	                  fq-cobalt, fq-pie, sfq, cake
+//	-limit N          each queue's packet limit (0: the preset for -rate)
 //	-rate RATE        per direction, tc syntax (50mbit, 1.5gbit, 12500kbps);
 //	                  0 (default) forwards unshaped: a delay-only hop
 //	-delay D          fixed delay per direction after the queue, tc syntax
