@@ -2,9 +2,9 @@ package lab
 
 import (
 	"bufio"
-	"math"
 	"bytes"
 	"fmt"
+	"math"
 	"os"
 	"strconv"
 	"strings"

@@ -106,7 +106,7 @@ func StartRouter(ctx context.Context, rc RouterCommand, ns, dev, statsDir string
 		done: make(chan struct{}), stopSampl: make(chan struct{}), sampled: make(chan struct{})}
 	os.Remove(rp.statsPath)
 	args := append([]string{"netns", "exec", ns}, rc.Argv...)
-	args = append(args, "-tun", dev, "-aqm", a.AQM, "-rate", a.Rate, "-delay", a.Delay.String(), "-stats", rp.statsPath)
+	args = append(args, "-tun", dev, "-aqm", a.AQM, "-rate", a.Rate, "-delay", fmt.Sprintf("%dus", a.Delay.Microseconds()), "-stats", rp.statsPath)
 	if a.Limit > 0 {
 		if !rc.Has("limit") {
 			return nil, fmt.Errorf("the router has no -limit flag (asked for %d packets)", a.Limit)
@@ -196,7 +196,9 @@ func (rp *RouterProc) Output() string { return rp.stderr.String() }
 // ParseRouterStats reads a router's -stats JSON. It takes the counters
 // read, written, dropped, marked and queued from the top-level object, or,
 // when the top level has none of them, sums them over its member objects
-// (one per direction, say), one level down.
+// (one per direction, say), one level down. A counter is a number or an
+// object with "packets" (aqmrouter's read and written) or "total" (its
+// dropped, by reason).
 func ParseRouterStats(b []byte) (RouterStats, error) {
 	var m map[string]json.RawMessage
 	if err := json.Unmarshal(b, &m); err != nil {
@@ -207,9 +209,8 @@ func ParseRouterStats(b []byte) (RouterStats, error) {
 		found := false
 		for k, p := range map[string]*int64{"read": &st.Read, "written": &st.Written, "dropped": &st.Dropped, "marked": &st.Marked, "queued": &st.Queued} {
 			if raw, ok := m[k]; ok {
-				var v float64
-				if json.Unmarshal(raw, &v) == nil {
-					*p = int64(v)
+				if v, ok := counterValue(raw); ok {
+					*p = v
 					found = true
 				}
 			}
@@ -239,6 +240,25 @@ func ParseRouterStats(b []byte) (RouterStats, error) {
 		return sum, fmt.Errorf("router stats: no read/written/dropped/marked/queued counters in %s", truncate(b, 200))
 	}
 	return sum, nil
+}
+
+// counterValue reads a counter that is a number, or an object holding it
+// as "packets" (a packet and byte count) or "total" (drops by reason).
+func counterValue(raw json.RawMessage) (int64, bool) {
+	var v float64
+	if json.Unmarshal(raw, &v) == nil {
+		return int64(v), true
+	}
+	var obj map[string]json.RawMessage
+	if json.Unmarshal(raw, &obj) != nil {
+		return 0, false
+	}
+	for _, k := range []string{"packets", "total"} {
+		if r, ok := obj[k]; ok && json.Unmarshal(r, &v) == nil {
+			return int64(v), true
+		}
+	}
+	return 0, false
 }
 
 // Conserved reports whether every packet read is accounted for.

@@ -21,7 +21,8 @@ type Session struct {
 	Results []Result
 	// Skipped names the configurations left out, with why.
 	Skipped []string
-	Topo    *Topology
+	// Namespaces are the names the run used (all removed when Run returns).
+	Namespaces []string
 }
 
 // Run runs reps repetitions of cfgs and writes results.json, runs.csv,
@@ -59,7 +60,7 @@ func (s *Session) Run(ctx context.Context, cfgs []Config, reps int) error {
 	if err != nil {
 		return err
 	}
-	s.Topo = topo
+	s.Namespaces = topo.Namespaces()
 	defer topo.Close()
 	logf("aqmlab: namespaces %s-{%s}", topo.ID, strings.Join(trimAll(topo.Namespaces(), topo.ID+"-"), ","))
 	for _, l := range topo.Offloads {
