@@ -6,6 +6,7 @@ import (
 	"os"
 	"path/filepath"
 	"sort"
+	"strconv"
 	"strings"
 	"time"
 
@@ -92,7 +93,7 @@ func plotCDF(file, test string, order []string, vals map[string][]float64) error
 	p.X.Label.Text = "RTT (ms)"
 	p.Y.Label.Text = "fraction of probes ≤ x"
 	p.X.Scale = plot.LogScale{}
-	p.X.Tick.Marker = plot.LogTicks{Prec: -1}
+	p.X.Tick.Marker = ticks125{}
 	p.Legend.Top, p.Legend.Left = true, true
 	var lines []any
 	for _, name := range order {
@@ -177,4 +178,25 @@ func plotThroughputTime(file string, r Result) error {
 		return err
 	}
 	return p.Save(10*vg.Inch, 4*vg.Inch, file)
+}
+
+// ticks125 labels a log axis at 1, 2 and 5 times each power of ten, so a
+// range inside one decade still has labels.
+type ticks125 struct{}
+
+func (ticks125) Ticks(lo, hi float64) []plot.Tick {
+	var out []plot.Tick
+	if lo <= 0 || hi <= lo {
+		return out
+	}
+	for e := math.Floor(math.Log10(lo)); e <= math.Ceil(math.Log10(hi)); e++ {
+		for _, m := range []float64{1, 2, 5} {
+			v := m * math.Pow(10, e)
+			if v < lo || v > hi {
+				continue
+			}
+			out = append(out, plot.Tick{Value: v, Label: strconv.FormatFloat(v, 'g', -1, 64)})
+		}
+	}
+	return out
 }

@@ -121,6 +121,7 @@ func StartRouter(ctx context.Context, rc RouterCommand, ns, dev, statsDir string
 		return nil, err
 	}
 	go func() { rp.cmd.Wait(); close(rp.done) }()
+	go rp.sample()
 	if err := RouteTUN(ctx, ns, dev); err != nil {
 		rp.Stop()
 		return nil, fmt.Errorf("%v (router output: %s)", err, strings.TrimSpace(rp.stderr.String()))
@@ -130,7 +131,6 @@ func StartRouter(ctx context.Context, rc RouterCommand, ns, dev, statsDir string
 		return nil, fmt.Errorf("router exited at start: %s", strings.TrimSpace(rp.stderr.String()))
 	default:
 	}
-	go rp.sample()
 	return rp, nil
 }
 

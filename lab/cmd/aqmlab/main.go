@@ -52,7 +52,7 @@ func run(args []string) int {
 	ecn := fs.Bool("ecn", false, "net.ipv4.tcp_ecn=1 in the client and server namespaces (else 0)")
 	n := fs.Int("n", d.N, "uploads in tcp_nup")
 	reps := fs.Int("reps", 3, "repetitions; the order of configurations rotates each time")
-	queues := fs.String("queues", "", "router AQMs, comma-separated (name or name:limit, e.g. fifo:1000,fq-codel); empty = each test's default")
+	queues := fs.String("queues", "", "router AQMs, comma-separated (name or name:limit, e.g. fifo:1000,fq-codel); \"none\" for none; empty = each test's default")
 	kernel := fs.String("kernel", "", "kernel anchors, comma-separated (pfifo:1000, pfifo:100, fq_codel, cake, fq_pie, pie, red, netem; add @15k for an htb burst); \"none\" for none; empty = each test's default")
 	router := fs.String("router", "", "router program; \"standin\" = the lab's FIFO-only stand-in; empty = go build ./cmd/aqmrouter")
 	routerArgs := fs.String("router-args", "", "more flags for the router, space-separated")
@@ -157,6 +157,9 @@ func routerCommand(ctx context.Context, path string) (lab.RouterCommand, error) 
 func parseQueues(s string) ([]lab.Queue, error) {
 	if s == "" {
 		return nil, nil
+	}
+	if s == "none" {
+		return []lab.Queue{}, nil
 	}
 	var out []lab.Queue
 	for _, f := range strings.Split(s, ",") {
