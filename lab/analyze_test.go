@@ -373,3 +373,16 @@ func TestCreatorPID(t *testing.T) {
 		}
 	}
 }
+
+// TestRouterHas protects reading a router's flags from its -h text: a
+// flag whose name ends another's (-delay-limit) is not -limit.
+func TestRouterHas(t *testing.T) {
+	rc := RouterCommand{Flags: "Usage:\n  -delay-limit packets\n    \tmost packets\n  -rate rate\n"}
+	if rc.Has("limit") || !rc.Has("rate") || !rc.Has("delay-limit") {
+		t.Errorf("Has: limit %v rate %v delay-limit %v", rc.Has("limit"), rc.Has("rate"), rc.Has("delay-limit"))
+	}
+	st, err := StandinRouter()
+	if err != nil || !st.Standin() || !st.Has("limit") {
+		t.Errorf("stand-in: %+v %v", st, err)
+	}
+}

@@ -31,7 +31,13 @@ func (rc RouterCommand) Standin() bool {
 
 // Has reports whether the router's -h text lists flag -name.
 func (rc RouterCommand) Has(name string) bool {
-	return strings.Contains(rc.Flags, "-"+name+" ") || strings.Contains(rc.Flags, "-"+name+"\n") || strings.Contains(rc.Flags, "-"+name+"\t")
+	for _, line := range strings.Split(rc.Flags, "\n") {
+		f := strings.Fields(line)
+		if len(f) > 0 && (f[0] == "-"+name || f[0] == "--"+name) {
+			return true
+		}
+	}
+	return false
 }
 
 // StandinRouter returns the command of the lab's stand-in router.
@@ -40,7 +46,7 @@ func StandinRouter() (RouterCommand, error) {
 	if err != nil {
 		return RouterCommand{}, err
 	}
-	return RouterCommand{Argv: []string{exe, AgentArg, "standin"}, Flags: "-tun -aqm -rate -delay -stats -metrics -limit \n"}, nil
+	return RouterCommand{Argv: []string{exe, AgentArg, "standin"}, Flags: "-tun\n-aqm\n-rate\n-delay\n-stats\n-metrics\n-limit\n"}, nil
 }
 
 // RouterFromPath returns the command of the router program at path, after
@@ -105,7 +111,8 @@ func StartRouter(ctx context.Context, rc RouterCommand, ns, dev, statsDir string
 	rp := &RouterProc{NS: ns, Dev: dev, statsPath: filepath.Join(statsDir, ns+"-"+dev+".stats.json"),
 		done: make(chan struct{}), stopSampl: make(chan struct{}), sampled: make(chan struct{})}
 	os.Remove(rp.statsPath)
-	args := append([]string{"netns", "exec", ns}, rc.Argv...)
+	args := append([]string{"netns", "exec", ns}, niceArgs()...)
+	args = append(args, rc.Argv...)
 	args = append(args, "-tun", dev, "-aqm", a.AQM, "-rate", a.Rate, "-delay", fmt.Sprintf("%dus", a.Delay.Microseconds()), "-stats", rp.statsPath)
 	if a.Limit > 0 {
 		if !rc.Has("limit") {

@@ -58,6 +58,7 @@ func run(args []string) int {
 	routerArgs := fs.String("router-args", "", "more flags for the router, space-separated")
 	out := fs.String("out", "aqmlab-out", "directory for JSON, CSV and plots")
 	plots := fs.Bool("plots", true, "write PNG plots")
+	fs.IntVar(&lab.Nice, "nice", lab.Nice, "niceness of the router and the agents (negative = ahead of other work on the machine)")
 	clean := fs.Bool("clean", false, "remove namespaces left by killed aqmlab runs, then exit")
 	if err := fs.Parse(args); err != nil {
 		if errors.Is(err, flag.ErrHelp) {
