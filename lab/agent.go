@@ -475,7 +475,6 @@ func fetchReport(ctx context.Context, server, run string, ids []int) (serverRepo
 }
 
 func runFlow(ctx context.Context, p Plan, epoch time.Time, server string, f FlowSpec) FlowResult {
-	const grace = 20 * time.Second
 	fr := FlowResult{FlowSpec: f}
 	if f.Dir != "up" && f.Dir != "down" {
 		fr.Err = fmt.Sprintf("dir %q: want up or down", f.Dir)

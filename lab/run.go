@@ -9,7 +9,6 @@ import (
 	"errors"
 	"fmt"
 	"io"
-	"math"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -348,14 +347,4 @@ func (l *Lab) RunOne(ctx context.Context, cfg Config) (Result, error) {
 		errs = append(errs, serr)
 	}
 	return res, errors.Join(errs...)
-}
-
-// finite reports whether every value is a number.
-func finite(xs ...float64) bool {
-	for _, x := range xs {
-		if math.IsNaN(x) || math.IsInf(x, 0) {
-			return false
-		}
-	}
-	return true
 }
