@@ -51,8 +51,9 @@ type Result struct {
 	ProbeLoss float64 `json:"probe_loss"`
 
 	Flows []FlowMetrics `json:"flows"`
-	// GoodputUpBps and GoodputDownBps sum the flows per direction; Share
-	// is their sum over the rate times the directions that carried flows.
+	// GoodputUpBps and GoodputDownBps sum the flows per direction over the
+	// load windows (a flow spanning half of them counts half); Share is
+	// their sum over the rate times the directions that carried flows.
 	GoodputUpBps   float64 `json:"goodput_up_bps"`
 	GoodputDownBps float64 `json:"goodput_down_bps"`
 	Share          float64 `json:"share"`
@@ -231,6 +232,15 @@ func Analyze(cfg Config, clients []ClientResult, epoch time.Time, procs []ProcSt
 	r.Grade, r.GradeP99 = GradeMs(r.AddedP50Ms), GradeMs(r.AddedP99Ms)
 
 	// Flows.
+	// A flow's goodput counts towards its direction's total in proportion
+	// to the share of the load windows it spans, so flows that take turns
+	// (the square wave's) average rather than add up.
+	var loadSpan time.Duration
+	for _, w := range cfg.Load {
+		if w.To > w.From+cfg.Warmup {
+			loadSpan += w.To - w.From - cfg.Warmup
+		}
+	}
 	var shares []float64
 	dirs := map[string]bool{}
 	for _, c := range clients {
@@ -258,10 +268,14 @@ func Analyze(cfg Config, clients []ClientResult, epoch time.Time, procs []ProcSt
 			if !math.IsNaN(fm.GoodputBps) {
 				shares = append(shares, fm.GoodputBps)
 				dirs[f.Dir] = true
+				g := fm.GoodputBps
+				if span := f.Stop - from; loadSpan > 0 && span < loadSpan {
+					g *= float64(span) / float64(loadSpan)
+				}
 				if f.Dir == "up" {
-					r.GoodputUpBps += fm.GoodputBps
+					r.GoodputUpBps += g
 				} else {
-					r.GoodputDownBps += fm.GoodputBps
+					r.GoodputDownBps += g
 				}
 			}
 		}

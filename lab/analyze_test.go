@@ -386,3 +386,21 @@ func TestRouterHas(t *testing.T) {
 		t.Errorf("stand-in: %+v %v", st, err)
 	}
 }
+
+// TestAnalyzeSquareShare protects the share of flows that take turns: two
+// windows, one flow each at the full rate, make a share of 1, not 2.
+func TestAnalyzeSquareShare(t *testing.T) {
+	cfg := Config{Test: "square", Queue: Queue{Router: "fifo"}, Rate: 8 * aqm.Mbit, Idle: time.Second,
+		Load: []Window{{From: time.Second, To: 3 * time.Second}, {From: 5 * time.Second, To: 7 * time.Second}}}
+	var flows []FlowResult
+	for k, w := range cfg.Load {
+		f := FlowResult{FlowSpec: FlowSpec{ID: k, Dir: "up", Start: w.From, Stop: w.To}}
+		f.Samples = []ByteSample{{w.From, 0}, {w.To, 2 * 1e6}} // 1 MB/s = 8 Mb/s
+		flows = append(flows, f)
+		cfg.Flows = append(cfg.Flows, f.FlowSpec)
+	}
+	r := Analyze(cfg, []ClientResult{{Flows: flows}}, time.Unix(0, 0), nil)
+	if math.Abs(r.Share-1) > 1e-9 || math.Abs(r.GoodputUpBps-8e6) > 1e-3 {
+		t.Errorf("share %v up %v, want 1 and 8e6", r.Share, r.GoodputUpBps)
+	}
+}
