@@ -129,7 +129,7 @@ func StartRouter(ctx context.Context, rc RouterCommand, ns, dev, statsDir string
 	}
 	go func() { rp.cmd.Wait(); close(rp.done) }()
 	go rp.sample()
-	if err := RouteTUN(ctx, ns, dev); err != nil {
+	if err := RouteTUN(ctx, ns, dev, rp.done); err != nil {
 		rp.Stop()
 		return nil, fmt.Errorf("%v (router output: %s)", err, strings.TrimSpace(rp.stderr.String()))
 	}

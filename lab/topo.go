@@ -268,12 +268,18 @@ func (t *Topology) addPath(ctx context.Context, k int, extra time.Duration) (Pat
 // RouteTUN points the policy table of ns at its TUN device, once the
 // router program has created it: waits up to 5 s for the device, sets it
 // up, turns reverse-path filtering off on it and adds the default route
-// of table 100.
-func RouteTUN(ctx context.Context, ns, dev string) error {
+// of table 100. It gives up at once when exited is closed (the router
+// program ended).
+func RouteTUN(ctx context.Context, ns, dev string, exited <-chan struct{}) error {
 	deadline := time.Now().Add(5 * time.Second)
 	for {
 		if _, err := nsRun(ctx, ns, "ip", "link", "show", dev); err == nil {
 			break
+		}
+		select {
+		case <-exited:
+			return fmt.Errorf("the router exited before it created %s", dev)
+		default:
 		}
 		if time.Now().After(deadline) {
 			return fmt.Errorf("the router created no %s in %s within 5 s", dev, ns)
