@@ -1,0 +1,211 @@
+// Command aqmlab runs latency-under-load tests modelled on flent with real
+// kernel TCP through the aqmkit TUN router and, as anchors in the same
+// run, the kernel's own qdiscs, in network namespaces it creates and
+// removes. See lab/README.md.
+package main
+
+import (
+	"context"
+	"errors"
+	"flag"
+	"fmt"
+	"os"
+	"os/signal"
+	"path/filepath"
+	"strings"
+	"syscall"
+
+	"github.com/aqmkit/aqmkit/lab"
+)
+
+func main() {
+	lab.MaybeAgent()
+	os.Exit(run(os.Args[1:]))
+}
+
+func usage(fs *flag.FlagSet) func() {
+	return func() {
+		w := fs.Output()
+		fmt.Fprintln(w, "aqmlab runs flent-style latency-under-load tests with real kernel TCP through the aqmkit TUN router and the kernel's qdiscs, in network namespaces.")
+		fmt.Fprintln(w, "\nUsage: aqmlab [flags] TEST... (root; Linux)")
+		fmt.Fprintln(w, "\nTests:")
+		for _, t := range lab.Tests {
+			fmt.Fprintf(w, "  %-10s %s\n", t, lab.TestInfo[t])
+		}
+		fmt.Fprintf(w, "  %-10s every test above\n", "all")
+		fmt.Fprintln(w, "\nFlags:")
+		fs.PrintDefaults()
+	}
+}
+
+func run(args []string) int {
+	fs := flag.NewFlagSet("aqmlab", flag.ContinueOnError)
+	fs.Usage = usage(fs)
+	d := lab.DefaultOptions()
+	rate := d.Rate
+	fs.Var(&rate, "rate", "bottleneck rate per direction (tc syntax)")
+	rtt := fs.Duration("rtt", d.RTT, "base round-trip time added by the router's delay line (half per direction)")
+	dur := fs.Duration("duration", d.Duration, "load per run (the red study's default is 60s)")
+	idle := fs.Duration("idle", d.Idle, "probe-only time before the load (idle latency)")
+	warm := fs.Duration("warmup", d.Warmup, "start of the load left out of latency and goodput")
+	cc := fs.String("cc", d.CC, "congestion control of the bulk flows: cubic, bbr, reno")
+	ecn := fs.Bool("ecn", false, "net.ipv4.tcp_ecn=1 in the client and server namespaces (else 0)")
+	n := fs.Int("n", d.N, "uploads in tcp_nup")
+	reps := fs.Int("reps", 3, "repetitions; the order of configurations rotates each time")
+	queues := fs.String("queues", "", "router AQMs, comma-separated (name or name:limit, e.g. fifo:1000,fq-codel); \"none\" for none; empty = each test's default")
+	kernel := fs.String("kernel", "", "kernel anchors, comma-separated (pfifo:1000, pfifo:100, fq_codel, cake, fq_pie, pie, red, netem; add @15k for an htb burst); \"none\" for none; empty = each test's default")
+	router := fs.String("router", "", "router program; \"standin\" = the lab's FIFO-only stand-in; empty = go build ./cmd/aqmrouter")
+	routerArgs := fs.String("router-args", "", "more flags for the router, space-separated")
+	out := fs.String("out", "aqmlab-out", "directory for JSON, CSV and plots")
+	plots := fs.Bool("plots", true, "write PNG plots")
+	fs.IntVar(&lab.Nice, "nice", lab.Nice, "niceness of the router and the agents (negative = ahead of other work on the machine)")
+	clean := fs.Bool("clean", false, "remove namespaces left by killed aqmlab runs, then exit")
+	if err := fs.Parse(args); err != nil {
+		if errors.Is(err, flag.ErrHelp) {
+			return 0
+		}
+		return 2
+	}
+	if err := lab.Preflight(); err != nil {
+		fmt.Fprintln(os.Stderr, "aqmlab:", err)
+		return 1
+	}
+	removed, err := lab.CleanLeftovers()
+	if err != nil {
+		fmt.Fprintln(os.Stderr, "aqmlab: cleaning leftovers:", err)
+	}
+	for _, r := range removed {
+		fmt.Fprintln(os.Stderr, "aqmlab: removed leftover namespace", r)
+	}
+	if *clean {
+		return 0
+	}
+	tests := fs.Args()
+	if len(tests) == 0 {
+		fs.Usage()
+		return 2
+	}
+	if len(tests) == 1 && tests[0] == "all" {
+		tests = lab.Tests
+	}
+	o := lab.Options{Rate: rate, RTT: *rtt, Duration: *dur, Idle: *idle, Warmup: *warm, CC: *cc, ECN: *ecn, N: *n}
+	if o.Queues, err = parseQueues(*queues); err != nil {
+		fmt.Fprintln(os.Stderr, "aqmlab: -queues:", err)
+		return 2
+	}
+	if o.Kernel, err = parseKernel(*kernel); err != nil {
+		fmt.Fprintln(os.Stderr, "aqmlab: -kernel:", err)
+		return 2
+	}
+	if *queues != "" && *kernel == "" {
+		o.Kernel = []lab.KernelQdisc{}
+	}
+	if *kernel != "" && *queues == "" {
+		o.Queues = []lab.Queue{}
+	}
+	var cfgs []lab.Config
+	for _, t := range tests {
+		c, err := lab.Suite(t, o)
+		if err != nil {
+			fmt.Fprintln(os.Stderr, "aqmlab:", err)
+			return 2
+		}
+		for i := range c {
+			c[i].RouterExtra = strings.Fields(*routerArgs)
+		}
+		cfgs = append(cfgs, c...)
+	}
+
+	ctx, stop := signal.NotifyContext(context.Background(), syscall.SIGINT, syscall.SIGTERM)
+	defer stop()
+	rc, err := routerCommand(ctx, *router)
+	if err != nil {
+		fmt.Fprintln(os.Stderr, "aqmlab:", err)
+		return 1
+	}
+	if err := os.MkdirAll(*out, 0o755); err != nil {
+		fmt.Fprintln(os.Stderr, "aqmlab:", err)
+		return 1
+	}
+	s := &lab.Session{Router: rc, Progress: os.Stderr, OutDir: *out, Plots: *plots}
+	if err := s.Run(ctx, cfgs, *reps); err != nil {
+		fmt.Fprintln(os.Stderr, "aqmlab:", err)
+		return 1
+	}
+	return 0
+}
+
+func routerCommand(ctx context.Context, path string) (lab.RouterCommand, error) {
+	switch path {
+	case "standin":
+		return lab.StandinRouter()
+	case "":
+		for _, dir := range []string{".", "lab"} {
+			if _, err := os.Stat(filepath.Join(dir, "cmd", "aqmrouter")); err == nil {
+				fmt.Fprintln(os.Stderr, "aqmlab: building", filepath.Join(dir, "cmd", "aqmrouter"))
+				bin, err := lab.BuildRouter(ctx, dir, "./cmd/aqmrouter")
+				if err != nil {
+					return lab.RouterCommand{}, err
+				}
+				return lab.RouterFromPath(bin)
+			}
+		}
+		return lab.RouterCommand{}, fmt.Errorf("no ./cmd/aqmrouter here to build: run from the lab module, pass -router PATH, or -router standin")
+	}
+	return lab.RouterFromPath(path)
+}
+
+func parseQueues(s string) ([]lab.Queue, error) {
+	if s == "" {
+		return nil, nil
+	}
+	if s == "none" {
+		return []lab.Queue{}, nil
+	}
+	var out []lab.Queue
+	for _, f := range strings.Split(s, ",") {
+		name, lim, _ := strings.Cut(strings.TrimSpace(f), ":")
+		q := lab.Queue{Router: name}
+		if lim != "" {
+			if _, err := fmt.Sscan(lim, &q.Limit); err != nil || q.Limit <= 0 {
+				return nil, fmt.Errorf("%q: limit must be a positive number of packets", f)
+			}
+		}
+		out = append(out, q)
+	}
+	return out, nil
+}
+
+func parseKernel(s string) ([]lab.KernelQdisc, error) {
+	if s == "" {
+		return nil, nil
+	}
+	if s == "none" {
+		return []lab.KernelQdisc{}, nil
+	}
+	var out []lab.KernelQdisc
+	for _, f := range strings.Split(s, ",") {
+		spec, burst, _ := strings.Cut(strings.TrimSpace(f), "@")
+		kind, lim, _ := strings.Cut(spec, ":")
+		k := lab.KernelQdisc{Kind: kind}
+		if kind == "ared" {
+			k.Kind, k.Adaptive = "red", true
+		}
+		if lim != "" {
+			if _, err := fmt.Sscan(lim, &k.Limit); err != nil || k.Limit <= 0 {
+				return nil, fmt.Errorf("%q: limit must be a positive number", f)
+			}
+		}
+		if burst != "" {
+			num, kilo := strings.CutSuffix(strings.ToLower(burst), "k")
+			if _, err := fmt.Sscan(num, &k.Burst); err != nil || k.Burst <= 0 {
+				return nil, fmt.Errorf("%q: burst must be bytes (15360) or KiB (15k)", f)
+			}
+			if kilo {
+				k.Burst *= 1024
+			}
+		}
+		out = append(out, k)
+	}
+	return out, nil
+}

@@ -1,0 +1,121 @@
+package lab
+
+import (
+	"fmt"
+	"time"
+
+	"github.com/aqmkit/aqmkit/aqm"
+)
+
+// Queue says what queues the bottleneck in a run: the router's AQM (by
+// its registry name) or a kernel anchor.
+type Queue struct {
+	// Router is the router's -aqm name (fifo, codel, fq-codel, cake, ...)
+	// when the router shapes and queues.
+	Router string `json:"router,omitempty"`
+	// Limit is the router's packet limit (-limit); 0 keeps its preset.
+	Limit int `json:"limit,omitempty"`
+	// Kernel, when set, is the kernel anchor: the router only delays.
+	Kernel *KernelQdisc `json:"kernel,omitempty"`
+}
+
+// Label names the queue in reports: "fq-codel", "fifo1000",
+// "kernel:htb+pfifo1000".
+func (q Queue) Label() string {
+	if q.Kernel != nil {
+		return "kernel:" + q.Kernel.Label()
+	}
+	if q.Limit > 0 {
+		return fmt.Sprintf("%s%d", q.Router, q.Limit)
+	}
+	return q.Router
+}
+
+// Window is a span of load, as offsets from the run's epoch.
+type Window struct {
+	From time.Duration `json:"from_ns"`
+	To   time.Duration `json:"to_ns"`
+}
+
+// Config is one run's exact configuration; reports carry it whole.
+type Config struct {
+	Test  string   `json:"test"`
+	Queue Queue    `json:"queue"`
+	Rate  aqm.Rate `json:"rate"`
+	// RTT is the base round-trip time added on the path: the router's
+	// delay line holds each packet RTT/2 per direction.
+	RTT time.Duration `json:"rtt_ns"`
+	ECN bool          `json:"ecn"` // net.ipv4.tcp_ecn = 1 in the client and server namespaces (else 0)
+	// Idle is the probe-only span before the first load window, whose
+	// median RTT is the idle latency.
+	Idle time.Duration `json:"idle_ns"`
+	// Warmup is left out of every load window's start for the latency
+	// and goodput figures.
+	Warmup time.Duration `json:"warmup_ns"`
+	Load   []Window      `json:"load"`
+	// Tail is the probe-only span after the last window (recovery).
+	Tail          time.Duration `json:"tail_ns"`
+	Flows         []FlowSpec    `json:"flows"`
+	Floods        []FloodSpec   `json:"floods,omitempty"`
+	ProbeInterval time.Duration `json:"probe_interval_ns"`
+	// Paths are extra client paths with these added RTTs (rtt_fair); a
+	// flow's Path k+1 runs from path k's client.
+	Paths []time.Duration `json:"paths,omitempty"`
+	// RouterExtra are flags passed verbatim to the router.
+	RouterExtra []string `json:"router_extra,omitempty"`
+	// Note says what the test is modelled on.
+	Note string `json:"note,omitempty"`
+}
+
+// Name is the configuration's label within its test.
+func (c Config) Name() string {
+	s := c.Queue.Label()
+	if c.ECN {
+		s += "+ecn"
+	}
+	return s
+}
+
+// End is the offset at which the run's probe stops.
+func (c Config) End() time.Duration {
+	end := c.Idle
+	for _, w := range c.Load {
+		end = max(end, w.To)
+	}
+	for _, f := range c.Flows {
+		end = max(end, f.Stop)
+	}
+	for _, f := range c.Floods {
+		end = max(end, f.Stop)
+	}
+	return end + c.Tail
+}
+
+// Validate checks the configuration's bounds: every load is bounded in
+// time (at most 10 minutes per run) and in count.
+func (c Config) Validate() error {
+	if c.Test == "" {
+		return fmt.Errorf("lab: Config.Test is empty")
+	}
+	if c.Queue.Router == "" && c.Queue.Kernel == nil {
+		return fmt.Errorf("lab: %s: Config.Queue names no queue", c.Test)
+	}
+	if c.Rate == 0 {
+		return fmt.Errorf("lab: %s: Config.Rate is 0", c.Test)
+	}
+	if c.End() > 10*time.Minute {
+		return fmt.Errorf("lab: %s: run of %v is over the 10-minute bound", c.Test, c.End())
+	}
+	if len(c.Flows) > 64 || len(c.Floods) > 4 {
+		return fmt.Errorf("lab: %s: %d flows and %d floods: at most 64 and 4", c.Test, len(c.Flows), len(c.Floods))
+	}
+	for _, f := range c.Flows {
+		if f.Stop <= f.Start || f.Path > len(c.Paths) {
+			return fmt.Errorf("lab: %s: flow %d: span %v..%v or path %d out of range", c.Test, f.ID, f.Start, f.Stop, f.Path)
+		}
+	}
+	if c.Flows == nil && c.Floods == nil {
+		return fmt.Errorf("lab: %s: no load", c.Test)
+	}
+	return nil
+}
