@@ -4,6 +4,23 @@ import (
 	"github.com/aqmkit/aqmkit/aqm"
 )
 
+// This file holds RED's burst twins. Each block below mirrors a
+// single-packet function, whose doc names it back; a fix to one belongs in
+// the other.
+//
+//	EnqueueBatch, its run    Enqueue's common case: an arrival to a busy
+//	                         queue with room. The controller decides it as
+//	                         it decides Enqueue's: ewma (update's), the
+//	                         min_th test (below's belowMin), quietInBand
+//	                         (signal's outcome for an arrival in the band
+//	                         that it does not signal), then signal. The run
+//	                         holds the average, the count, their operands,
+//	                         the backlog and the length in registers, hands
+//	                         the average and count back (settle) before
+//	                         signal or Enqueue, and writes the packet
+//	                         straight into its ring slot.
+//	DequeueBatch             Dequeue, whole runs at a time (ring.PopFrontN).
+
 // EnqueueBatch offers ps[i] for i < n = min(len(ps), len(vs)) at now, as
 // n calls of Enqueue would, writes each verdict to vs[i] and returns the
 // number accepted (see [aqm.BatchQueue]). The common case, an arrival to a
@@ -21,15 +38,15 @@ func (q *Queue[T]) EnqueueBatch(ps []aqm.Packet[T], vs []aqm.Verdict, now aqm.Ti
 		return 0
 	}
 	ps, vs = ps[:n], vs[:n]
-	// The average, the backlog, the queue length and the counters live in
-	// registers for the burst and are written back before any call that
-	// reads them. Accepted packets go into run, the ring's free slots, and
-	// are committed in one step.
-	w, omw, minTh, maxTh := q.p.w, q.p.omw, q.p.minTh, q.p.maxTh
+	// The average and count (held from the controller), the backlog, the
+	// queue length and the largest size live in registers for the burst and
+	// are handed back before any call that reads them. Accepted packets go
+	// into run, the ring's free slots, and are committed in one step.
+	w, omw, minTh := q.p.w, q.p.omw, q.p.minTh // the operands of ewma and belowMin, held
 	limP, limB := q.p.limitPackets, q.p.limitBytes
 	byteMode, adaptive := q.p.byteMode, q.p.adaptive
-	plainBand := !q.p.wait && !byteMode // Figure 17's test inline
-	avg, backlog, maxSize, count := q.avg, q.backlog, q.stats.MaxSize, q.count
+	avg, count := q.held()
+	backlog, maxSize := q.backlog, q.stats.MaxSize
 	qlen := q.ring.Len()
 	run := q.ring.Spare(n)
 	j := 0          // slots of run written
@@ -41,12 +58,14 @@ func (q *Queue[T]) EnqueueBatch(ps []aqm.Packet[T], vs []aqm.Verdict, now aqm.Ti
 		if j >= len(run) || qlen == 0 || qlen >= limP || backlog+size > limB || (adaptive && q.adaptDue(now)) {
 			// Rare: hand the packet to Enqueue with the state written back.
 			q.ring.Commit(j)
-			q.avg, q.backlog, q.stats.MaxSize, q.count = avg, backlog, maxSize, count
+			q.settle(avg, count)
+			q.backlog, q.stats.MaxSize = backlog, maxSize
 			q.stats.Enqueued.Packets += uint64(j)
 			q.stats.Enqueued.Bytes += backlog - base
 			accepted += j
 			v := q.Enqueue(*p, now)
-			avg, backlog, maxSize, count = q.avg, q.backlog, q.stats.MaxSize, q.count
+			avg, count = q.held()
+			backlog, maxSize = q.backlog, q.stats.MaxSize
 			base = backlog
 			qlen = q.ring.Len()
 			run, j = q.ring.Spare(n-i-1), 0
@@ -61,21 +80,18 @@ func (q *Queue[T]) EnqueueBatch(ps []aqm.Packet[T], vs []aqm.Verdict, now aqm.Ti
 		if byteMode {
 			cur = float64(backlog)
 		}
-		avg = avg*omw + w*cur
+		avg = ewma(avg, cur, w, omw)
 		ecn := p.ECN & aqm.ECNMask
 		v := aqm.Enqueued
 		switch {
-		case avg < minTh:
+		case avg < minTh: // belowMin
 			count = -1
-		case plainBand && avg < maxTh && count >= 0 && count < maxCount &&
-			uint64(count+1)*q.prob(avg) < q.r:
-			// In the band, not signalled: signal's outcome, without the call.
+		case q.quietInBand(avg, count):
 			count++
-			q.lastProb = q.prob(avg)
 		default:
-			q.avg, q.count = avg, count
+			q.settle(avg, count)
 			v = q.signal(p.Size, ecn)
-			count = q.count
+			_, count = q.held() // signal moves the count, never the average
 			if !v.Accepted() {
 				q.stats.CountDrop(v, p.Size, false)
 				vs[i] = v
@@ -95,7 +111,8 @@ func (q *Queue[T]) EnqueueBatch(ps []aqm.Packet[T], vs []aqm.Verdict, now aqm.Ti
 		vs[i] = v
 	}
 	q.ring.Commit(j)
-	q.avg, q.backlog, q.stats.MaxSize, q.count = avg, backlog, maxSize, count
+	q.settle(avg, count)
+	q.backlog, q.stats.MaxSize = backlog, maxSize
 	q.stats.Enqueued.Packets += uint64(j)
 	q.stats.Enqueued.Bytes += backlog - base
 	return accepted + j

@@ -5,6 +5,7 @@ import (
 	"math/bits"
 
 	"github.com/aqmkit/aqmkit/aqm"
+	"github.com/aqmkit/aqmkit/internal/rng"
 )
 
 // Fixed-point scales and guards.
@@ -35,14 +36,151 @@ const (
 	unstarted = aqm.Time(math.MinInt64)
 )
 
+// controller is RED's state machine: the average queue, the count and R of
+// Figure 17, max_p and Adaptive RED's clock, and the signal counters. It
+// holds no packets. Its owner reports each arrival (endIdle for one to an
+// empty queue, update for the rest, then quiet and signal) and each instant
+// with Adaptive RED work (adaptDue, adapt), and turns the verdict into
+// action. Every decision RED makes is in this file.
+type controller struct {
+	// Per-packet state, kept together.
+	avg      float64 // average queue, packets or bytes
+	count    int64   // arrivals since the last early signal in the band; -1 outside it
+	r        uint64  // R·2^32 with R uniform in (0, 1] (times MeanPacketBytes in byte mode)
+	slope    float64 // p·2^32 per unit of average above min_th: max_p·2^32/(max_th−min_th)
+	gBase    float64 // gentle region: p·2^32 = gBase + (avg−max_th)·gSlope
+	gSlope   float64
+	lastProb uint64 // p_b·2^32 of the last arrival in the band or above it
+	p        params
+	rng      rng.Source
+
+	maxP      float64  // current max_p
+	idleStart aqm.Time // when the queue last became empty (valid while it is)
+	nextTick  aqm.Time // Adaptive RED: the next adaptation instant
+
+	cnt counters
+}
+
+// counters are the signals the controller decided, by kind, and Adaptive
+// RED's changes to max_p.
+type counters struct {
+	probDrops, probMarks, forcedDrops, forcedMarks, adaptations uint64
+}
+
+// reset puts c in its initial state for the parameters p with the random
+// stream of seed: no average, no count, max_p from p, Adaptive RED's clock
+// not started.
+func (c *controller) reset(p params, seed uint64) {
+	*c = controller{
+		p:         p,
+		count:     -1,
+		maxP:      p.maxP,
+		idleStart: math.MinInt64,
+		nextTick:  unstarted,
+		rng:       rng.New(seed),
+	}
+	c.setSlopes()
+}
+
 // setSlopes recomputes the probability constants from max_p. They are
 // float64 multipliers that yield the Q0.32 probability directly, so the hot
 // path does one multiply and one conversion per packet.
-func (q *Queue[T]) setSlopes() {
-	q.slope = q.maxP * one / (q.p.maxTh - q.p.minTh)
-	q.gBase = q.maxP * one
-	q.gSlope = (1 - q.maxP) * one / q.p.maxTh
+func (c *controller) setSlopes() {
+	c.slope = c.maxP * one / (c.p.maxTh - c.p.minTh)
+	c.gBase = c.maxP * one
+	c.gSlope = (1 - c.maxP) * one / c.p.maxTh
 }
+
+// reconfigure moves c to the parameters p with a queue of pkts packets and
+// bytes bytes (see Queue.Reconfigure): the average carries over, reset to
+// the current queue if ByteMode changes its unit; the count carries over
+// unless R was scaled for another mode or mean size; an adapted max_p
+// carries over only from Adaptive to Adaptive RED; Adaptive RED's clock
+// starts afresh when it is switched on. With reseed the random stream
+// restarts from seed.
+func (c *controller) reconfigure(p params, reseed bool, seed uint64, pkts int, bytes uint64) {
+	old := c.p
+	if p.byteMode != old.byteMode {
+		c.avg = float64(pkts)
+		if p.byteMode {
+			c.avg = float64(bytes)
+		}
+	}
+	if !(old.adaptive && p.adaptive) {
+		c.maxP = p.maxP
+	}
+	if p.adaptive && !old.adaptive {
+		c.nextTick = unstarted
+	}
+	if reseed {
+		c.rng.Seed(seed)
+	}
+	c.p = p
+	if p.byteMode != old.byteMode || p.meanBytes != old.meanBytes {
+		c.count = -1 // R was scaled for the old mode: draw a fresh one on re-entry
+	}
+	c.setSlopes()
+}
+
+// The common arrival, in two forms. Queue.Enqueue calls update and below on
+// c's own average and count, then signal. A burst run (EnqueueBatch) keeps
+// the average and count in registers and calls ewma, belowMin and
+// quietInBand on them, which decide an arrival in the band that is not
+// signalled without the call of signal; it hands them back with settle
+// before it calls signal or Enqueue and takes them again with held. The
+// float64 average thus stays out of memory for a whole run
+// (docs/design/0001-red-float-average.md). Enqueue does not call
+// quietInBand: inlined there it saves a fifth of the instructions of an
+// arrival in the band but adds 3–12 % to every signalled one.
+
+// update moves the average to an arrival that finds cur packets (bytes in
+// ByteMode) queued, cur > 0. An arrival to the empty queue calls endIdle
+// instead.
+func (c *controller) update(cur float64) { c.avg = ewma(c.avg, cur, c.p.w, c.p.omw) }
+
+// ewma returns the average a moved to an arrival that finds cur queued,
+// with w = w_q and omw = 1 − w_q: a·(1 − w_q) + w_q·cur, the reference
+// model's form. A burst run calls it on operands it holds in registers.
+func ewma(a, cur, w, omw float64) float64 { return a*omw + w*cur }
+
+// below decides an arrival whose average is below min_th: it reports true
+// and sets the count to −1 (the arrival is accepted), or false, and signal
+// decides the arrival.
+func (c *controller) below() bool {
+	if c.belowMin(c.avg) {
+		c.count = -1
+		return true
+	}
+	return false
+}
+
+// belowMin reports whether the average a is below min_th, where an arrival
+// is accepted and the count is −1.
+func (c *controller) belowMin(a float64) bool { return a < c.p.minTh }
+
+// quietInBand reports whether an arrival at average a ≥ min_th with count n
+// is decided without a signal: packet mode without Wait, a below max_th,
+// and count·p_b < R for the arrival's count n+1, which is signal's outcome
+// for it. It then records p_b; the caller counts the arrival. Otherwise
+// signal decides it.
+func (c *controller) quietInBand(a float64, n int64) bool {
+	if a >= c.p.quietTh || uint64(n) >= maxCount { // quietTh is 0 with Wait or ByteMode; n < 0 wraps above maxCount
+		return false
+	}
+	pb := uint64(int64((a - c.p.minTh) * c.slope))
+	if uint64(n+1)*pb >= c.r {
+		return false
+	}
+	c.lastProb = pb
+	return true
+}
+
+// settle stores the average and count a burst run held, before a call that
+// reads them (signal, or Queue.Enqueue for a rare arrival).
+func (c *controller) settle(a float64, n int64) { c.avg, c.count = a, n }
+
+// held returns the average and count, for a burst run to hold.
+func (c *controller) held() (float64, int64) { return c.avg, c.count }
 
 // signal runs RED's decision for an arrival with the average at or above
 // min_th (Floyd and Jacobson 1993, Figure 17): count the arrival, and signal
@@ -52,38 +190,38 @@ func (q *Queue[T]) setSlopes() {
 // p_a = p_b/(1 − (count−1)·p_b), but with one random draw per signal
 // instead of one per packet and no division. With Wait the test is
 // waitHit's, on the same count and R.
-func (q *Queue[T]) signal(size uint32, ecn aqm.ECN) aqm.Verdict {
-	a := q.avg
-	if a >= q.p.forcedTh {
-		q.count = -1
-		q.lastProb = one
-		return q.act(ecn, true)
+func (c *controller) signal(size uint32, ecn aqm.ECN) aqm.Verdict {
+	a := c.avg
+	if a >= c.p.forcedTh {
+		c.count = -1
+		c.lastProb = one
+		return c.act(ecn, true)
 	}
-	pb := q.prob(a)
-	q.lastProb = pb
-	if q.count < maxCount {
-		q.count++
+	pb := c.prob(a)
+	c.lastProb = pb
+	if c.count < maxCount {
+		c.count++
 	}
-	if q.count > 0 {
+	if c.count > 0 {
 		var hit bool
 		switch {
-		case q.p.wait:
-			hit = q.waitHit(uint64(q.count), pb, size)
-		case q.p.byteMode:
+		case c.p.wait:
+			hit = c.waitHit(uint64(c.count), pb, size)
+		case c.p.byteMode:
 			// count·p_b·Size/MeanPacketBytes ≥ R  ⇔  count·pb·Size ≥ R·2^32·Mean.
-			hi, lo := bits.Mul64(uint64(q.count)*pb, uint64(size))
-			hit = hi != 0 || lo >= q.r
+			hi, lo := bits.Mul64(uint64(c.count)*pb, uint64(size))
+			hit = hi != 0 || lo >= c.r
 		default:
-			hit = uint64(q.count)*pb >= q.r
+			hit = uint64(c.count)*pb >= c.r
 		}
 		if !hit {
 			return aqm.Enqueued
 		}
-		q.count = 0
-		q.drawR()
-		return q.act(ecn, false)
+		c.count = 0
+		c.drawR()
+		return c.act(ecn, false)
 	}
-	q.drawR() // first arrival in the band: choose R, do not signal
+	c.drawR() // first arrival in the band: choose R, do not signal
 	return aqm.Enqueued
 }
 
@@ -121,10 +259,10 @@ func (q *Queue[T]) signal(size uint32, ecn aqm.ECN) aqm.Verdict {
 // certainly not. All arithmetic is exact: U ≤ 2^56 and, in the window,
 // e < r ≤ U, so m·P < 2^57, and the two products are 128-bit. The only
 // error is P's own (see Fixed point and precision).
-func (q *Queue[T]) waitHit(n, pb uint64, size uint32) bool {
+func (c *controller) waitHit(n, pb uint64, size uint32) bool {
 	u, P := uint64(one), min(pb, one)
-	if q.p.byteMode {
-		u = one * q.p.meanBytes // ≤ 2^56
+	if c.p.byteMode {
+		u = one * c.p.meanBytes // ≤ 2^56
 		hi, lo := bits.Mul64(pb, uint64(size))
 		P = lo
 		if hi != 0 || lo > u {
@@ -140,15 +278,15 @@ func (q *Queue[T]) waitHit(n, pb uint64, size uint32) bool {
 	}
 	e := lo - u
 	switch {
-	case e+1 >= q.r:
+	case e+1 >= c.r:
 		return true
-	case e+2*P <= q.r:
+	case e+2*P <= c.r:
 		return false
 	}
 	c0 := (u + P - 1) / P // P > 0 since n·P ≥ U
 	d := c0*P - u
 	lh, ll := bits.Mul64((n+1-c0)*P, u)
-	rh, rl := bits.Mul64(q.r, u-d)
+	rh, rl := bits.Mul64(c.r, u-d)
 	return lh > rh || (lh == rh && ll >= rl)
 }
 
@@ -157,41 +295,41 @@ func (q *Queue[T]) waitHit(n, pb uint64, size uint32) bool {
 // in float64 and a truncating conversion; see the package doc for the error
 // bound. The conversion goes through int64 (one instruction on amd64); the
 // value is below 2^33, so it is exact.
-func (q *Queue[T]) prob(a float64) uint64 {
-	if a < q.p.maxTh {
-		return uint64(int64((a - q.p.minTh) * q.slope))
+func (c *controller) prob(a float64) uint64 {
+	if a < c.p.maxTh {
+		return uint64(int64((a - c.p.minTh) * c.slope))
 	}
-	return uint64(int64(q.gBase + (a-q.p.maxTh)*q.gSlope))
+	return uint64(int64(c.gBase + (a-c.p.maxTh)*c.gSlope))
 }
 
 // drawR draws R uniform in (0, 1] as R·2^32 ∈ [1, 2^32]. Excluding zero
 // means a zero probability never signals (the paper's R/p_b is then
 // infinite).
-func (q *Queue[T]) drawR() {
-	q.r = uint64(q.rng.Uint32()) + 1
-	if q.p.byteMode {
-		q.r *= q.p.meanBytes // ≤ 2^32·2^24, no overflow
+func (c *controller) drawR() {
+	c.r = uint64(c.rng.Uint32()) + 1
+	if c.p.byteMode {
+		c.r *= c.p.meanBytes // ≤ 2^32·2^24, no overflow
 	}
 }
 
 // act turns a congestion signal into a verdict.
-func (q *Queue[T]) act(ecn aqm.ECN, forced bool) aqm.Verdict {
-	if q.p.ecn && ecn.Capable() {
+func (c *controller) act(ecn aqm.ECN, forced bool) aqm.Verdict {
+	if c.p.ecn && ecn.Capable() {
 		if !forced {
-			q.cnt.probMarks++
+			c.cnt.probMarks++
 			return aqm.Marked
 		}
-		if !q.p.hardDrop {
-			q.cnt.forcedMarks++
+		if !c.p.hardDrop {
+			c.cnt.forcedMarks++
 			return aqm.Marked
 		}
-		q.cnt.forcedDrops++
+		c.cnt.forcedDrops++
 		return aqm.DroppedOverload
 	}
 	if forced {
-		q.cnt.forcedDrops++
+		c.cnt.forcedDrops++
 	} else {
-		q.cnt.probDrops++
+		c.cnt.probDrops++
 	}
 	return aqm.DroppedEarly
 }
@@ -201,68 +339,68 @@ func (q *Queue[T]) act(ecn aqm.ECN, forced bool) aqm.Verdict {
 func elapsedNs(from, to aqm.Time) float64 { return float64(uint64(to) - uint64(from)) }
 
 // decay returns (1−w_q)^(d/s) for an idle time of d nanoseconds (d > 0).
-func (q *Queue[T]) decay(d float64) float64 { return math.Exp(d * q.p.decayPerNs) }
+func (c *controller) decay(d float64) float64 { return math.Exp(d * c.p.decayPerNs) }
 
 // endIdle applies the idle decay at an arrival to the empty queue: the
 // average decays as if m = idle/s mean-sized packets had left an empty
 // queue, avg·(1−w_q)^m, in closed form whatever the idle time.
-func (q *Queue[T]) endIdle(now aqm.Time) {
-	if now <= q.idleStart {
+func (c *controller) endIdle(now aqm.Time) {
+	if now <= c.idleStart {
 		// No time, or time went backwards: no decay, and the idle period
 		// restarts now, so that a start left in the future by a wrong
 		// reading cannot stop later arrivals from decaying the average.
-		q.idleStart = now
+		c.idleStart = now
 		return
 	}
-	if q.avg > 0 {
-		q.avg *= q.decay(elapsedNs(q.idleStart, now))
-		if q.avg < tinyAvg {
-			q.avg = 0
+	if c.avg > 0 {
+		c.avg *= c.decay(elapsedNs(c.idleStart, now))
+		if c.avg < tinyAvg {
+			c.avg = 0
 		}
 	}
 	// The average is now current as of now; if p is refused the queue
 	// stays empty and the next arrival decays from here, not again from
 	// the old start.
-	q.idleStart = now
+	c.idleStart = now
 }
 
-// adapt catches Adaptive RED up with every adaptation instant up to now.
+// adapt catches Adaptive RED up with every adaptation instant up to now;
+// idle says whether the queue is empty (its average then decays).
 // The average between arrivals is constant while the queue is busy, and
 // decays as avg·(1−w_q)^(t/s) while it is empty, so the average at each
 // missed instant is known in closed form. Because it is constant or
 // decreasing, the missed instants fall into runs of increases, no-ops and
 // decreases; a run of no-ops is skipped in one step (see maxAdaptSteps).
-func (q *Queue[T]) adapt(now aqm.Time) {
-	I := uint64(q.p.interval)
-	if q.nextTick == unstarted || now < q.nextTick {
+func (c *controller) adapt(now aqm.Time, idle bool) {
+	I := uint64(c.p.interval)
+	if c.nextTick == unstarted || now < c.nextTick {
 		// The first arrival starts the clock; an instant further ahead
 		// than one interval (left there by a reading in the future) is
 		// re-anchored to now.
-		q.nextTick = satAdd(now, I)
+		c.nextTick = satAdd(now, I)
 		return
 	}
-	n := (uint64(now)-uint64(q.nextTick))/I + 1 // instants nextTick + j·I ≤ now
-	idle := q.ring.Len() == 0
+	n := (uint64(now)-uint64(c.nextTick))/I + 1 // instants nextTick + j·I ≤ now
 	changed := false
 	steps := 0
 	for j := uint64(0); j < n && steps < maxAdaptSteps; steps++ {
-		t := aqm.Time(uint64(q.nextTick) + j*I) // ≤ now, no overflow
-		a := q.avg
-		if idle && t > q.idleStart {
-			a *= q.decay(elapsedNs(q.idleStart, t))
+		t := aqm.Time(uint64(c.nextTick) + j*I) // ≤ now, no overflow
+		a := c.avg
+		if idle && t > c.idleStart {
+			a *= c.decay(elapsedNs(c.idleStart, t))
 		}
 		switch {
-		case a > q.p.tgtHi && q.maxP < MaxAdaptiveMaxP:
-			q.maxP = min(q.maxP+min(AdaptiveAlpha, q.maxP/4), MaxAdaptiveMaxP)
+		case a > c.p.tgtHi && c.maxP < MaxAdaptiveMaxP:
+			c.maxP = min(c.maxP+min(AdaptiveAlpha, c.maxP/4), MaxAdaptiveMaxP)
 			changed = true
-			q.cnt.adaptations++
+			c.cnt.adaptations++
 			j++
-		case a < q.p.tgtLo && q.maxP > MinAdaptiveMaxP:
-			q.maxP = max(q.maxP*AdaptiveBeta, MinAdaptiveMaxP)
+		case a < c.p.tgtLo && c.maxP > MinAdaptiveMaxP:
+			c.maxP = max(c.maxP*AdaptiveBeta, MinAdaptiveMaxP)
 			changed = true
-			q.cnt.adaptations++
+			c.cnt.adaptations++
 			j++
-		case !idle || a < q.p.tgtLo:
+		case !idle || a < c.p.tgtLo:
 			// A no-op with a constant average, or below the band with
 			// max_p at its floor: every later instant is a no-op too.
 			j = n
@@ -270,8 +408,8 @@ func (q *Queue[T]) adapt(now aqm.Time) {
 			// Idle, at or above the band, max_p at its ceiling or in the
 			// band: nothing happens until the decaying average falls below
 			// tgtLo. Jump to the first instant after that crossing.
-			cross := math.Log(q.p.tgtLo/q.avg) / q.p.decayPerNs // ns after idleStart, ≥ 0
-			off := float64(q.idleStart) - float64(q.nextTick) + cross
+			cross := math.Log(c.p.tgtLo/c.avg) / c.p.decayPerNs // ns after idleStart, ≥ 0
+			off := float64(c.idleStart) - float64(c.nextTick) + cross
 			jf := math.Ceil(off / float64(I))
 			switch {
 			case !(jf < float64(n)): // also NaN
@@ -283,9 +421,9 @@ func (q *Queue[T]) adapt(now aqm.Time) {
 			}
 		}
 	}
-	q.nextTick = satAdd(q.nextTick, n*I)
+	c.nextTick = satAdd(c.nextTick, n*I)
 	if changed {
-		q.setSlopes()
+		c.setSlopes()
 	}
 }
 
@@ -293,8 +431,8 @@ func (q *Queue[T]) adapt(now aqm.Time) {
 // instant has passed (now ≥ nextTick), or the next instant is more than one
 // interval ahead and must be re-anchored. The difference is taken modulo
 // 2^64, which is exact when nextTick > now.
-func (q *Queue[T]) adaptDue(now aqm.Time) bool {
-	return now >= q.nextTick || uint64(q.nextTick)-uint64(now) > uint64(q.p.interval)
+func (c *controller) adaptDue(now aqm.Time) bool {
+	return now >= c.nextTick || uint64(c.nextTick)-uint64(now) > uint64(c.p.interval)
 }
 
 // satAdd returns t+d, saturating at the largest Time. The headroom

@@ -1,8 +1,6 @@
 package red
 
 import (
-	"math"
-
 	"github.com/aqmkit/aqmkit/aqm"
 	"github.com/aqmkit/aqmkit/internal/ring"
 	"github.com/aqmkit/aqmkit/internal/rng"
@@ -12,31 +10,14 @@ import (
 // type T. Create it with [New]. It implements [aqm.Queue] and is not safe
 // for concurrent use.
 type Queue[T any] struct {
-	// Per-packet state, kept together.
-	avg      float64 // average queue, packets or bytes
-	count    int64   // arrivals since the last early signal in the band; -1 outside it
-	r        uint64  // R·2^32 with R uniform in (0, 1] (times MeanPacketBytes in byte mode)
-	slope    float64 // p·2^32 per unit of average above min_th: max_p·2^32/(max_th−min_th)
-	gBase    float64 // gentle region: p·2^32 = gBase + (avg−max_th)·gSlope
-	gSlope   float64
-	lastProb uint64 // p_b·2^32 of the last arrival in the band or above it
-	backlog  uint64
-	ring     ring.Ring[aqm.Packet[T]]
-	p        params
-	rng      rng.Source
+	backlog uint64
+	ring    ring.Ring[aqm.Packet[T]]
 
-	maxP      float64  // current max_p
-	idleStart aqm.Time // when the queue last became empty (valid while it is)
-	nextTick  aqm.Time // Adaptive RED: the next adaptation instant
+	controller // RED's decisions and state (controller.go)
 
 	onDrop aqm.DropFunc[T]
 	stats  aqm.Stats
-	cnt    counters
 	cfg    Config
-}
-
-type counters struct {
-	probDrops, probMarks, forcedDrops, forcedMarks, adaptations uint64
 }
 
 var (
@@ -55,18 +36,9 @@ func New[T any](cfg Config, onDrop aqm.DropFunc[T]) (*Queue[T], error) {
 		return nil, err
 	}
 	eff.Seed = rng.SeedOrRandom(cfg.Seed)
-	q := &Queue[T]{
-		p:         p,
-		cfg:       eff,
-		onDrop:    onDrop,
-		count:     -1,
-		maxP:      p.maxP,
-		idleStart: math.MinInt64,
-		nextTick:  unstarted,
-		rng:       rng.New(eff.Seed),
-	}
+	q := &Queue[T]{cfg: eff, onDrop: onDrop}
+	q.reset(p, eff.Seed)
 	q.ring.Init(p.limitPackets)
-	q.setSlopes()
 	return q, nil
 }
 
@@ -76,6 +48,10 @@ func New[T any](cfg Config, onDrop aqm.DropFunc[T]) (*Queue[T], error) {
 // drops, [aqm.DroppedOverload] for an ECN-capable packet dropped where RED's
 // signal is forced (see DisableHardDrop), [aqm.DroppedOverlimit] when a hard
 // limit is full or p alone exceeds LimitBytes.
+//
+// Its common case, an arrival to a busy queue with room, is written out
+// again as the run of EnqueueBatch (batch.go); a change to one belongs in
+// the other.
 func (q *Queue[T]) Enqueue(p aqm.Packet[T], now aqm.Time) aqm.Verdict {
 	ecn := p.ECN & aqm.ECNMask
 	q.stats.NoteSize(p.Size)
@@ -85,10 +61,10 @@ func (q *Queue[T]) Enqueue(p aqm.Packet[T], now aqm.Time) aqm.Verdict {
 		q.stats.CountDrop(aqm.DroppedOverlimit, p.Size, false)
 		return aqm.DroppedOverlimit
 	}
-	if q.p.adaptive && q.adaptDue(now) {
-		q.adapt(now)
-	}
 	n := q.ring.Len()
+	if q.p.adaptive && q.adaptDue(now) {
+		q.adapt(now, n == 0)
+	}
 	if n == 0 {
 		q.endIdle(now)
 	} else {
@@ -96,12 +72,10 @@ func (q *Queue[T]) Enqueue(p aqm.Packet[T], now aqm.Time) aqm.Verdict {
 		if q.p.byteMode {
 			cur = float64(q.backlog)
 		}
-		q.avg = q.avg*q.p.omw + q.p.w*cur
+		q.update(cur)
 	}
 	v := aqm.Enqueued
-	if q.avg < q.p.minTh {
-		q.count = -1
-	} else {
+	if !q.below() {
 		v = q.signal(p.Size, ecn)
 		if !v.Accepted() {
 			q.stats.CountDrop(v, p.Size, false)
@@ -125,6 +99,8 @@ func (q *Queue[T]) Enqueue(p aqm.Packet[T], now aqm.Time) aqm.Verdict {
 
 // Dequeue returns the oldest packet. When it empties the queue, the idle
 // period that the next arrival's decay is measured from starts at now.
+// DequeueBatch (batch.go) does the same for whole runs; a change to one
+// belongs in the other.
 func (q *Queue[T]) Dequeue(now aqm.Time) (p aqm.Packet[T], ok bool) {
 	if p, ok = q.ring.PopFront(); !ok {
 		return p, false
@@ -166,31 +142,11 @@ func (q *Queue[T]) Reconfigure(cfg Config) error {
 	if err != nil {
 		return err
 	}
-	old := q.p
-	if p.byteMode != old.byteMode {
-		q.avg = float64(q.ring.Len())
-		if p.byteMode {
-			q.avg = float64(q.backlog)
-		}
-		q.count = -1
-	}
-	if !(old.adaptive && p.adaptive) {
-		q.maxP = p.maxP
-	}
-	if p.adaptive && !old.adaptive {
-		q.nextTick = unstarted
-	}
-	switch {
-	case cfg.Seed == 0:
+	if cfg.Seed == 0 {
 		eff.Seed = q.cfg.Seed // keep the current stream
-	case cfg.Seed != q.cfg.Seed:
-		q.rng.Seed(cfg.Seed)
 	}
+	q.reconfigure(p, cfg.Seed != 0 && cfg.Seed != q.cfg.Seed, cfg.Seed, q.ring.Len(), q.backlog)
 	q.ring.Resize(p.limitPackets) // keeps every queued packet, in order
-	q.p, q.cfg = p, eff
-	if p.byteMode != old.byteMode || p.meanBytes != old.meanBytes {
-		q.count = -1 // R was scaled for the old mode: draw a fresh one on re-entry
-	}
-	q.setSlopes()
+	q.cfg = eff
 	return nil
 }
