@@ -4,6 +4,21 @@ import (
 	"github.com/aqmkit/aqmkit/aqm"
 )
 
+// This file holds SFQ's burst twins. Each block below mirrors a
+// single-packet function, whose doc names it back; a fix to one belongs in
+// the other.
+//
+//	EnqueueBatch, its inline arrival   Enqueue's common case: the arrival's
+//	                                   flow is below DepthPackets, the queue
+//	                                   below LimitPackets, and there is no
+//	                                   byte limit, so nothing is evicted
+//	                                   (from taking a free node to counting
+//	                                   the packet).
+//	DequeueBatch, its loop body        Dequeue: the turn to the next flow,
+//	                                   one step inline and the rest in
+//	                                   advance, then the head node written
+//	                                   out and released.
+
 // EnqueueBatch offers ps[i], i < n = min(len(ps), len(vs)), in order at
 // time now, writes each verdict into vs[i] and returns how many were
 // accepted: the outcome of n calls of Enqueue, as [aqm.BatchQueue]
@@ -32,9 +47,9 @@ func (q *Queue[T]) EnqueueBatch(ps []aqm.Packet[T], vs []aqm.Verdict, now aqm.Ti
 			}
 			continue
 		}
-		b := sfqBucket(pk.Hash, q.key, q.p.divisor)
+		b := bucketOf(pk.Hash, q.key, q.p.divisor)
 		x := q.ht[b]
-		if x == sfqNone {
+		if x == none {
 			x = q.attach(b)
 		}
 		s := &q.slots[x]
@@ -81,7 +96,7 @@ func (q *Queue[T]) EnqueueBatch(ps []aqm.Packet[T], vs []aqm.Verdict, now aqm.Ti
 // that skips more than one flow (quanta smaller than the packets).
 func (q *Queue[T]) DequeueBatch(buf []aqm.Packet[T], now aqm.Time) int {
 	for k := range buf {
-		if q.tail == sfqNone {
+		if q.tail == none {
 			return k
 		}
 		x := q.slots[q.tail].next
@@ -102,13 +117,13 @@ func (q *Queue[T]) DequeueBatch(buf []aqm.Packet[T], now aqm.Time) int {
 		nd := &q.nodes[i]
 		next := nd.next
 		s.head = next
-		if next == sfqNone {
-			s.tail = sfqNone
+		if next == none {
+			s.tail = none
 		}
 		buf[k] = nd.pkt
 		size := nd.pkt.Size
 		s.backlog -= uint64(size)
-		*nd = sfqNode[T]{next: q.free}
+		*nd = node[T]{next: q.free}
 		q.free = i
 		d := s.n
 		if q.moveDepth(x, d-1) && q.curDepth == d {

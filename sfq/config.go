@@ -33,7 +33,7 @@ const (
 	maxQuantum      = math.MaxUint32
 )
 
-// Config configures an [Queue]. The zero value is Linux's default SFQ
+// Config configures a [Queue]. The zero value is Linux's default SFQ
 // ("limit 127p depth 127 divisor 1024 quantum 1514b", no perturbation,
 // tail drop) with a secret random hash key. [ConfigForLink] sizes the
 // limits for a link instead.
@@ -149,8 +149,8 @@ func (c Config) withDefaults() Config {
 	return c
 }
 
-// sfqParams are the validated constants the hot path reads.
-type sfqParams struct {
+// params are the validated constants the hot path reads.
+type params struct {
 	limit      int    // packets
 	limitBytes int    // 0: none
 	depth      uint32 // per-flow packets
@@ -160,8 +160,8 @@ type sfqParams struct {
 	headDrop   bool
 }
 
-func makeSFQParams(c Config) sfqParams {
-	return sfqParams{
+func makeParams(c Config) params {
+	return params{
 		limit:      c.LimitPackets,
 		limitBytes: c.LimitBytes,
 		depth:      uint32(min(c.DepthPackets, math.MaxUint32)),

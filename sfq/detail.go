@@ -77,7 +77,7 @@ type FlowDetail struct {
 // holds no packets.
 func (q *Queue[T]) Flow(hash uint32) (FlowDetail, bool) {
 	x := q.ht[q.bucket(hash)]
-	if x == sfqNone {
+	if x == none {
 		return FlowDetail{}, false
 	}
 	s := &q.slots[x]

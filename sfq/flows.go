@@ -7,22 +7,22 @@ import (
 	"github.com/aqmkit/aqmkit/aqm"
 )
 
-// sfqNone is the null index for nodes, slots and buckets.
-const sfqNone = ^uint32(0)
+// none is the null index for nodes, slots and buckets.
+const none = ^uint32(0)
 
-// sfqNode is one packet in the slab, doubly linked within its flow so that
+// node is one packet in the slab, doubly linked within its flow so that
 // both head and tail drops are O(1). The prev link of a flow's head node is
 // not maintained (the head has no predecessor, and Dequeue need not touch
 // the next node to say so).
-type sfqNode[T any] struct {
+type node[T any] struct {
 	pkt        aqm.Packet[T]
 	next, prev uint32
 }
 
-// sfqSlot is one active flow (Linux's "slot"): the packets of one hash
+// slot is one active flow (Linux's "slot"): the packets of one hash
 // bucket. 40 bytes.
-type sfqSlot struct {
-	head, tail uint32 // oldest and newest node, sfqNone when empty
+type slot struct {
+	head, tail uint32 // oldest and newest node, none when empty
 	n          uint32 // packets
 	next       uint32 // successor in the round-robin ring while active
 	bucket     uint32 // the hash bucket bound to this slot
@@ -30,18 +30,19 @@ type sfqSlot struct {
 	backlog    uint64 // bytes
 }
 
-// sfqLink is a doubly linked list cell of the depth lists.
-type sfqLink struct{ next, prev uint32 }
+// depthLink is a doubly linked list cell of the depth lists.
+type depthLink struct{ next, prev uint32 }
 
 // bucket maps a flow hash to its bucket under the current key: the
 // SplitMix64 finaliser (a bijection on 64 bits with full avalanche) of the
 // hash xor the key, whose top 32 bits are scaled into [0, divisor) by a
 // multiply-shift ((x * divisor) >> 32 for x < 2^32).
 func (q *Queue[T]) bucket(h uint32) uint32 {
-	return sfqBucket(h, q.key, q.p.divisor)
+	return bucketOf(h, q.key, q.p.divisor)
 }
 
-func sfqBucket(h uint32, key uint64, divisor uint32) uint32 {
+// bucketOf is bucket for a given key and divisor, for the burst path.
+func bucketOf(h uint32, key uint64, divisor uint32) uint32 {
 	z := uint64(h) ^ key
 	z = (z ^ z>>30) * 0xbf58476d1ce4e5b9
 	z = (z ^ z>>27) * 0x94d049bb133111eb
@@ -55,7 +56,7 @@ func sfqBucket(h uint32, key uint64, divisor uint32) uint32 {
 func (q *Queue[T]) link(x uint32) {
 	h := q.nslots + q.slots[x].n
 	n := q.links[h].next
-	q.links[x] = sfqLink{next: n, prev: h}
+	q.links[x] = depthLink{next: n, prev: h}
 	q.links[h].next = x
 	q.links[n].prev = x
 }
@@ -90,7 +91,7 @@ func (q *Queue[T]) dec(x uint32) {
 // attach returns the slot of bucket b, binding a free slot if it has none.
 func (q *Queue[T]) attach(b uint32) uint32 {
 	x := q.ht[b]
-	if x == sfqNone {
+	if x == none {
 		x = q.links[q.nslots].next // head of the depth-0 (free) list
 		if x >= q.nslots {
 			panic("sfq: has no free flow slot")
@@ -114,10 +115,10 @@ func (q *Queue[T]) appendNode(x, i uint32) {
 }
 
 // linkTail links node i behind slot s's newest packet.
-func (q *Queue[T]) linkTail(s *sfqSlot, i uint32) {
+func (q *Queue[T]) linkTail(s *slot, i uint32) {
 	nd := &q.nodes[i]
-	nd.next, nd.prev = sfqNone, s.tail
-	if s.tail == sfqNone {
+	nd.next, nd.prev = none, s.tail
+	if s.tail == none {
 		s.head = i
 	} else {
 		q.nodes[s.tail].next = i
@@ -129,7 +130,7 @@ func (q *Queue[T]) linkTail(s *sfqSlot, i uint32) {
 // ring behind the current tail with a full quantum.
 func (q *Queue[T]) activate(x uint32) {
 	s := &q.slots[x]
-	if q.tail == sfqNone {
+	if q.tail == none {
 		s.next = x
 	} else {
 		s.next = q.slots[q.tail].next
@@ -150,7 +151,7 @@ func (q *Queue[T]) moveDepth(x, d uint32) bool {
 	links[l.next].prev = l.prev
 	h := q.nslots + d
 	n := links[h].next
-	links[x] = sfqLink{next: n, prev: h}
+	links[x] = depthLink{next: n, prev: h}
 	links[h].next = x
 	links[n].prev = x
 	return l.next == l.prev
@@ -175,16 +176,16 @@ func (q *Queue[T]) unlinkNodeInto(x, i uint32, dst *aqm.Packet[T]) {
 		q.nodes[nd.prev].next = nd.next
 	}
 	switch {
-	case nd.next == sfqNone && isHead:
-		s.tail = sfqNone
-	case nd.next == sfqNone:
+	case nd.next == none && isHead:
+		s.tail = none
+	case nd.next == none:
 		s.tail = nd.prev
 	case !isHead:
 		q.nodes[nd.next].prev = nd.prev
 	}
 	*dst = nd.pkt
 	s.backlog -= uint64(dst.Size)
-	*nd = sfqNode[T]{next: q.free}
+	*nd = node[T]{next: q.free}
 	q.free = i
 }
 
@@ -192,13 +193,13 @@ func (q *Queue[T]) unlinkNodeInto(x, i uint32, dst *aqm.Packet[T]) {
 // the ring (the successor of q.tail).
 func (q *Queue[T]) release(x uint32) {
 	s := &q.slots[x]
-	q.ht[s.bucket] = sfqNone
+	q.ht[s.bucket] = none
 	if s.next == x {
-		q.tail = sfqNone
+		q.tail = none
 	} else {
 		q.slots[q.tail].next = s.next
 	}
-	s.next = sfqNone
+	s.next = none
 	s.allot = 0
 	q.active--
 }
@@ -230,28 +231,28 @@ func (q *Queue[T]) removeNodeInto(x, i uint32, dst *aqm.Packet[T]) {
 func (q *Queue[T]) maybePerturb(now aqm.Time) {
 	if !q.armed {
 		q.armed = true
-		q.nextPerturb = sfqAddSat(now, q.p.period)
+		q.nextPerturb = addSat(now, q.p.period)
 		return
 	}
 	if now < q.nextPerturb {
 		// nextPerturb ≥ MinInt64 + period (it was set to some t + period
 		// with saturation), so the subtraction cannot wrap.
 		if now < q.nextPerturb-aqm.Time(q.p.period) {
-			q.nextPerturb = sfqAddSat(now, q.p.period)
+			q.nextPerturb = addSat(now, q.p.period)
 		}
 		return
 	}
-	q.nextPerturb = sfqAddSat(now, q.p.period)
+	q.nextPerturb = addSat(now, q.p.period)
 	q.key = q.rnd.Uint64()
 	q.detail.Perturbations++
-	if q.tail != sfqNone {
+	if q.tail != none {
 		q.rehash()
 	}
 }
 
-// sfqAddSat returns t+d, saturating at the largest Time instead of
+// addSat returns t+d, saturating at the largest Time instead of
 // wrapping.
-func sfqAddSat(t aqm.Time, d time.Duration) aqm.Time {
+func addSat(t aqm.Time, d time.Duration) aqm.Time {
 	if d > 0 && t > aqm.Time(math.MaxInt64-int64(d)) {
 		return aqm.Time(math.MaxInt64)
 	}
@@ -263,39 +264,39 @@ func sfqAddSat(t aqm.Time, d time.Duration) aqm.Time {
 // and the ring empty, and returns the list's first node. The nodes stay
 // allocated; the packet and byte counts are left as they are.
 func (q *Queue[T]) chain() uint32 {
-	if q.tail == sfqNone {
-		return sfqNone
+	if q.tail == none {
+		return none
 	}
-	first, last := sfqNone, sfqNone
+	first, last := none, none
 	end := q.tail
 	x := q.slots[end].next
 	for {
 		s := &q.slots[x]
-		if first == sfqNone {
+		if first == none {
 			first = s.head
 		} else {
 			q.nodes[last].next = s.head
 		}
 		last = s.tail
 		next := s.next
-		q.ht[s.bucket] = sfqNone
+		q.ht[s.bucket] = none
 		q.unlink(x)
-		*s = sfqSlot{head: sfqNone, tail: sfqNone, next: sfqNone, bucket: sfqNone}
+		*s = slot{head: none, tail: none, next: none, bucket: none}
 		q.link(x)
 		if x == end {
 			break
 		}
 		x = next
 	}
-	q.nodes[last].next = sfqNone
-	q.tail, q.curDepth, q.active = sfqNone, 0, 0
+	q.nodes[last].next = none
+	q.tail, q.curDepth, q.active = none, 0, 0
 	return first
 }
 
 // rehash re-classifies every queued packet under the current key, in
 // service order, without dropping any.
 func (q *Queue[T]) rehash() {
-	for i := q.chain(); i != sfqNone; {
+	for i := q.chain(); i != none; {
 		next := q.nodes[i].next
 		q.appendNode(q.attach(q.bucket(q.nodes[i].pkt.Hash)), i)
 		i = next

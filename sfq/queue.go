@@ -8,7 +8,7 @@ import (
 	"github.com/aqmkit/aqmkit/internal/rng"
 )
 
-// SFQ is a Stochastic Fairness Queueing scheduler (McKenney, "Stochastic
+// Queue is a Stochastic Fairness Queueing scheduler (McKenney, "Stochastic
 // Fairness Queueing", INFOCOM 1990) with the behaviour Linux's sch_sfq made
 // standard. It implements [aqm.Queue].
 //
@@ -78,19 +78,19 @@ import (
 //
 // An SFQ is not safe for concurrent use.
 type Queue[T any] struct {
-	p      sfqParams
+	p      params
 	cfg    Config // effective: defaults filled in, the seed in use
 	key    uint64
 	rnd    rng.Source
 	nslots uint32
 
-	ht    []uint32     // bucket -> slot, sfqNone when the bucket has no packets
-	slots []sfqSlot    // nslots
-	links []sfqLink    // depth lists: [0, nslots) slots, nslots+d the head of depth d
-	nodes []sfqNode[T] // packet slab
-	free  uint32       // head of the free node list (linked by next)
+	ht    []uint32    // bucket -> slot, none when the bucket has no packets
+	slots []slot      // nslots
+	links []depthLink // depth lists: [0, nslots) slots, nslots+d the head of depth d
+	nodes []node[T]   // packet slab
+	free  uint32      // head of the free node list (linked by next)
 
-	tail     uint32 // last slot of the ring (its next is served first), sfqNone if idle
+	tail     uint32 // last slot of the ring (its next is served first), none if idle
 	curDepth uint32 // packets in a longest slot
 	active   int    // slots holding packets
 	n        int    // packets
@@ -119,39 +119,39 @@ func New[T any](cfg Config, onDrop aqm.DropFunc[T]) (*Queue[T], error) {
 	q := &Queue[T]{onDrop: onDrop, cfg: cfg}
 	q.rnd.Seed(cfg.Seed)
 	q.key = q.rnd.Uint64()
-	q.init(makeSFQParams(cfg), cfg.LimitPackets+1)
+	q.init(makeParams(cfg), cfg.LimitPackets+1)
 	return q, nil
 }
 
 // init allocates storage for capacity packets (the limit plus the arrival
 // held while a victim is chosen) and resets the queue to empty.
-func (q *Queue[T]) init(p sfqParams, capacity int) {
+func (q *Queue[T]) init(p params, capacity int) {
 	q.p = p
 	q.nslots = uint32(min(int(p.divisor), capacity))
 	q.ht = make([]uint32, p.divisor)
 	for i := range q.ht {
-		q.ht[i] = sfqNone
+		q.ht[i] = none
 	}
-	q.slots = make([]sfqSlot, q.nslots)
+	q.slots = make([]slot, q.nslots)
 	// A slot holds at most capacity packets, so depths run 0..capacity.
-	q.links = make([]sfqLink, int(q.nslots)+capacity+1)
+	q.links = make([]depthLink, int(q.nslots)+capacity+1)
 	for i := range q.links[q.nslots:] {
 		h := q.nslots + uint32(i)
-		q.links[h] = sfqLink{next: h, prev: h}
+		q.links[h] = depthLink{next: h, prev: h}
 	}
 	for i := range q.slots {
-		q.slots[i] = sfqSlot{head: sfqNone, tail: sfqNone, next: sfqNone, bucket: sfqNone}
+		q.slots[i] = slot{head: none, tail: none, next: none, bucket: none}
 		q.link(uint32(i))
 	}
-	q.nodes = make([]sfqNode[T], capacity)
+	q.nodes = make([]node[T], capacity)
 	q.memBytes = len(q.ht)*int(unsafe.Sizeof(q.ht[0])) + len(q.slots)*int(unsafe.Sizeof(q.slots[0])) +
 		len(q.links)*int(unsafe.Sizeof(q.links[0])) + len(q.nodes)*int(unsafe.Sizeof(q.nodes[0]))
 	for i := range q.nodes {
 		q.nodes[i].next = uint32(i + 1)
 	}
-	q.nodes[capacity-1].next = sfqNone
+	q.nodes[capacity-1].next = none
 	q.free = 0
-	q.tail, q.curDepth, q.active, q.n, q.backlog = sfqNone, 0, 0, 0, 0
+	q.tail, q.curDepth, q.active, q.n, q.backlog = none, 0, 0, 0, 0
 	q.armed = false
 }
 
@@ -160,6 +160,10 @@ func (q *Queue[T]) init(p sfqParams, capacity int) {
 // LimitBytes, if the queue is above a limit lowered by Reconfigure, or if it
 // is itself the packet chosen by the overflow drop. Other packets dropped to
 // make room go to the DropFunc.
+//
+// Its common case, from taking a free node to counting the packet, is
+// written out again in EnqueueBatch (batch.go); a change to one belongs in
+// the other.
 func (q *Queue[T]) Enqueue(p aqm.Packet[T], now aqm.Time) aqm.Verdict {
 	p.ECN &= aqm.ECNMask
 	p.Enqueued = now
@@ -181,7 +185,7 @@ func (q *Queue[T]) Enqueue(p aqm.Packet[T], now aqm.Time) aqm.Verdict {
 		return q.replaceHead(x, p)
 	}
 	i := q.free
-	if i == sfqNone {
+	if i == none {
 		panic("sfq: packet slab exhausted")
 	}
 	nd := &q.nodes[i]
@@ -277,9 +281,10 @@ func (q *Queue[T]) evicted(p aqm.Packet[T]) {
 }
 
 // Dequeue returns the oldest packet of the flow whose round-robin turn it
-// is.
+// is. Its body is written out again as the loop body of DequeueBatch
+// (batch.go); a change to one belongs in the other.
 func (q *Queue[T]) Dequeue(now aqm.Time) (p aqm.Packet[T], ok bool) {
-	if q.tail == sfqNone {
+	if q.tail == none {
 		return p, false
 	}
 	x := q.slots[q.tail].next
@@ -303,13 +308,13 @@ func (q *Queue[T]) Dequeue(now aqm.Time) (p aqm.Packet[T], ok bool) {
 	nd := &q.nodes[i]
 	next := nd.next
 	s.head = next
-	if next == sfqNone {
-		s.tail = sfqNone
+	if next == none {
+		s.tail = none
 	}
 	p = nd.pkt
 	size := p.Size
 	s.backlog -= uint64(size)
-	*nd = sfqNode[T]{next: q.free}
+	*nd = node[T]{next: q.free}
 	q.free = i
 	d := s.n
 	if q.moveDepth(x, d-1) && q.curDepth == d { // x was the only slot of the deepest list
@@ -361,7 +366,7 @@ func (q *Queue[T]) advanceClosedForm() uint32 {
 		}
 		return -a/quantum + 1
 	}
-	best, bestPrev := sfqNone, sfqNone
+	best, bestPrev := none, none
 	var bestR int64 = math.MaxInt64
 	prev := q.tail
 	for x := q.slots[q.tail].next; ; x = q.slots[x].next {
@@ -426,7 +431,7 @@ func (q *Queue[T]) Reconfigure(cfg Config) error {
 	cfg = cfg.withDefaults()
 	cfg.Seed = q.cfg.Seed
 	q.cfg = cfg
-	p := makeSFQParams(cfg)
+	p := makeParams(cfg)
 	capacity := max(p.limit+1, q.n)
 	if p.period != q.p.period {
 		q.armed = false
@@ -439,7 +444,7 @@ func (q *Queue[T]) Reconfigure(cfg Config) error {
 	q.init(p, capacity)
 	q.armed = old.armed
 	q.n, q.backlog = old.n, old.backlog
-	for i := old.chain(); i != sfqNone; i = old.nodes[i].next {
+	for i := old.chain(); i != none; i = old.nodes[i].next {
 		j := q.free
 		q.free = q.nodes[j].next
 		q.nodes[j].pkt = old.nodes[i].pkt

@@ -539,7 +539,7 @@ func TestSFQPropertyLongestDropAndMemory(t *testing.T) {
 				return "Len disagrees with the packets held"
 			}
 			free := 0
-			for j := q.free; j != sfqNone; j = q.nodes[j].next {
+			for j := q.free; j != none; j = q.nodes[j].next {
 				free++
 			}
 			if free+q.Len() != len(q.nodes) || q.Detail().ActiveFlows > q.Len() {
