@@ -39,7 +39,7 @@ const (
 // controller is RED's state machine: the average queue, the count and R of
 // Figure 17, max_p and Adaptive RED's clock, and the signal counters. It
 // holds no packets. Its owner reports each arrival (endIdle for one to an
-// empty queue, update for the rest, then quiet and signal) and each instant
+// empty queue, update for the rest, then below and signal) and each instant
 // with Adaptive RED work (adaptDue, adapt), and turns the verdict into
 // action. Every decision RED makes is in this file.
 type controller struct {
