@@ -16,15 +16,16 @@ type dropRec struct {
 	ecn aqm.ECN
 }
 
-// TestBatchMatchesLoop protects the burst path's contract: on random traces
-// (bursts of 0 to 300 packets, random sizes and ECN codepoints, time steps
-// from zero to seconds, occasional extreme readings) EnqueueBatch and
+// TestBatchMatchesLoopOnGrid protects the burst path where the kit's
+// random traces rarely go: on a grid of whole milliseconds with 1000-byte
+// packets, deadlines fall exactly on readings and backlogs exactly on the
+// MTU guard, and short bursts end at those boundaries. EnqueueBatch and
 // DequeueBatch give exactly the verdicts, packets, order, DropFunc calls,
 // Stats and Detail of the loop of single calls.
-func TestBatchMatchesLoop(t *testing.T) {
-	traces := 70
+func TestBatchMatchesLoopOnGrid(t *testing.T) {
+	traces := 28
 	if testing.Short() {
-		traces = 21
+		traces = 7
 	}
 	cfgs := []Config{
 		{},
@@ -38,9 +39,6 @@ func TestBatchMatchesLoop(t *testing.T) {
 	for seed := range uint64(traces) {
 		cfg := cfgs[seed%uint64(len(cfgs))]
 		src := rng.New(seed + 1)
-		// On a grid (whole milliseconds, 1000-byte packets) deadlines fall
-		// exactly on readings and backlogs exactly on the MTU guard.
-		grid := seed%3 == 2
 		var dropsA, dropsB []dropRec
 		a, err := New(cfg, func(p aqm.Packet[uint64], why aqm.Verdict) { dropsA = append(dropsA, dropRec{p.Payload, why, p.ECN}) })
 		require.NoError(t, err)
@@ -64,21 +62,15 @@ func TestBatchMatchesLoop(t *testing.T) {
 			default:
 				now = aqm.Time(int64(now) + int64(src.Uint64()%uint64(20*time.Millisecond)))
 			}
-			if grid {
-				now -= now % aqm.Time(time.Millisecond)
-			}
+			now -= now % aqm.Time(time.Millisecond)
 			n := int(src.Uint64() % 301)
-			if grid && src.Uint64()%2 == 0 {
+			if src.Uint64()%2 == 0 {
 				n %= 5 // short bursts end at the boundaries too
 			}
 			if src.Uint64()%2 == 0 {
 				for i := range n {
 					id++
-					size := uint32(src.Uint64() % 1600)
-					if grid {
-						size = 1000
-					}
-					ps[i] = aqm.Packet[uint64]{Payload: id, Meta: aqm.Meta{Size: size, ECN: aqm.ECN(src.Uint64() % 4)}}
+					ps[i] = aqm.Packet[uint64]{Payload: id, Meta: aqm.Meta{Size: 1000, ECN: aqm.ECN(src.Uint64() % 4)}}
 				}
 				m := min(n, len(vsA)-int(src.Uint64()%3)) // len(vs) may be shorter
 				accA := a.EnqueueBatch(ps[:n], vsA[:m], now)
@@ -98,29 +90,6 @@ func TestBatchMatchesLoop(t *testing.T) {
 		}
 	}
 }
-
-// TestBatchAllocs protects the burst path's zero allocations.
-func TestBatchAllocs(t *testing.T) {
-	q, err := New[uint64](Config{LimitPackets: 4096}, func(aqm.Packet[uint64], aqm.Verdict) {})
-	require.NoError(t, err)
-	ps := make([]aqm.Packet[uint64], 32)
-	vs := make([]aqm.Verdict, 32)
-	buf := make([]aqm.Packet[uint64], 32)
-	for i := range ps {
-		ps[i] = pkt(uint64(i), 1000, aqm.ECN(i%4))
-	}
-	now := t0
-	for _, step := range []time.Duration{10 * time.Microsecond, time.Millisecond} {
-		require.Zero(t, testing.AllocsPerRun(1000, func() {
-			now += aqm.Time(32 * step)
-			sinkInt = q.EnqueueBatch(ps, vs, now)
-			sinkInt = q.DequeueBatch(buf[:min(32, max(q.Len()-100, 0))], now)
-		}))
-	}
-	require.NotZero(t, q.Stats().DroppedEarly.Packets+q.Stats().Marked.Packets)
-}
-
-var sinkInt int
 
 // TestDetailMetrics protects Detail.Metrics: unique lower_snake names and
 // values equal to the Detail's fields, and MemoryBytes equal to the ring's

@@ -7,7 +7,6 @@ import (
 	"time"
 
 	"github.com/aqmkit/aqmkit/aqm"
-	"github.com/aqmkit/aqmkit/aqm/aqmtest"
 	"github.com/stretchr/testify/require"
 )
 
@@ -232,52 +231,4 @@ func TestReconfigure(t *testing.T) {
 	}
 	p, _ := q.Dequeue(t0 + aqm.Time(12*time.Millisecond))
 	require.Equal(t, uint64(1000), p.Payload)
-}
-
-func factory(cfg Config) aqmtest.Factory {
-	return aqmtest.Factory{
-		New: func(seed uint64, onDrop aqm.DropFunc[uint64]) (aqm.Queue[uint64], error) {
-			return New(cfg, onDrop)
-		},
-		LimitPackets: max(cfg.LimitPackets, DefaultLimitPackets*boolInt(cfg.LimitPackets == 0)),
-		LimitBytes:   cfg.LimitBytes,
-		Reconfigure: func(q aqm.Queue[uint64], i int) error {
-			next := cfg
-			switch i % 3 {
-			case 0:
-				next.Target, next.Interval = time.Microsecond, 10*time.Microsecond
-			case 1:
-				next.DisableECN = !cfg.DisableECN
-				next.LinuxCount = true
-			}
-			return q.(*Queue[uint64]).Reconfigure(next)
-		},
-	}
-}
-
-func boolInt(b bool) int {
-	if b {
-		return 1
-	}
-	return 0
-}
-
-// TestConformance protects the aqm.Queue contract, checked by the shared kit,
-// for the defaults, each option and small limits.
-func TestConformance(t *testing.T) {
-	for name, cfg := range map[string]Config{
-		"default":     {},
-		"no-ecn":      {DisableECN: true},
-		"linux":       {StrictDeadline: true, LinuxCount: true},
-		"ce":          {CEThreshold: time.Millisecond, CEThresholdECT1Only: true},
-		"small":       {LimitPackets: 4, LimitBytes: 3000, Target: time.Microsecond, Interval: 10 * time.Microsecond},
-		"tiny-interv": {Target: 1, Interval: 2, MTUBytes: 1},
-	} {
-		t.Run(name, func(t *testing.T) { aqmtest.Run(t, factory(cfg)) })
-	}
-}
-
-// FuzzQueue runs the shared contract fuzzer on an aggressive CoDel.
-func FuzzQueue(f *testing.F) {
-	aqmtest.Fuzz(f, factory(Config{LimitPackets: 64, LimitBytes: 50000, Target: time.Microsecond, Interval: 20 * time.Microsecond}))
 }

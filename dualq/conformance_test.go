@@ -39,7 +39,9 @@ var conformanceModes = []struct {
 	{"drop-enqueue-packet-step", dualq.Config{DropEnqueue: true, StepThresholdPackets: 3, StepMinQueuePackets: 1, Alpha: 50, Beta: 50, MTUBytes: 100}, 16, 20000},
 }
 
-// TestConformance protects the aqm.Queue contract in every mode.
+// TestConformance protects the aqm.Queue contract in every mode, and
+// Reconfigure under traffic across a cycle of limits, schedulers and
+// classifications (reconfigure-cycle).
 func TestConformance(t *testing.T) {
 	for _, m := range conformanceModes {
 		t.Run(m.name, func(t *testing.T) {
@@ -50,6 +52,23 @@ func TestConformance(t *testing.T) {
 			aqmtest.Run(t, factory(m.cfg, m.pkts, lb))
 		})
 	}
+	t.Run("reconfigure-cycle", func(t *testing.T) { aqmtest.Run(t, reconfigureCycle()) })
+}
+
+// reconfigureCycle is a factory whose Reconfigure changes limits, scheduler
+// and classification every few operations of the kit's random traces.
+func reconfigureCycle() aqmtest.Factory {
+	cycle := []dualq.Config{
+		{LimitPackets: 64, LimitBytes: 64 * 1500},
+		{LimitPackets: 8, LimitBytes: 6000, Alpha: 100, Beta: 100},
+		{LimitPackets: 32, LimitBytes: 32 * 1500, TimeShiftedFIFO: true},
+		{LimitPackets: 64, LimitBytes: 64 * 1500, Ramp: true, ClassicProtectionPercent: 50},
+	}
+	f := factory(cycle[0], 64, 64*1500)
+	f.Reconfigure = func(q aqm.Queue[uint64], i int) error {
+		return q.(*dualq.Queue[uint64]).Reconfigure(cycle[i%len(cycle)])
+	}
+	return f
 }
 
 // FuzzQueue protects the contract on fuzzer-built traces (small limits,

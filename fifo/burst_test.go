@@ -165,24 +165,6 @@ func TestFIFOBurstMatchesLoop(t *testing.T) {
 	}
 }
 
-// TestFIFOBurstZeroAllocs protects the burst path's allocation budget:
-// none, at every burst size, with head drops.
-func TestFIFOBurstZeroAllocs(t *testing.T) {
-	q, err := fifo.New(fifo.Config{LimitPackets: 64, HeadDrop: true}, func(aqm.Packet[uint64], aqm.Verdict) {})
-	require.NoError(t, err)
-	ps := make([]aqm.Packet[uint64], 128)
-	vs := make([]aqm.Verdict, 128)
-	now := aqm.Time(1)
-	for _, n := range []int{1, 8, 32, 128} {
-		a := testing.AllocsPerRun(200, func() {
-			now++
-			q.EnqueueBatch(ps[:n], vs[:n], now)
-			q.DequeueBatch(ps[:n/2+1], now)
-		})
-		require.Zero(t, a, "burst of %d", n)
-	}
-}
-
 // TestFIFOBurstClearsSlots protects garbage collection: a payload that
 // went in and out through the burst path, and one evicted by head drop, is
 // no longer referenced by the ring, so the collector frees it.

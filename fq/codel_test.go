@@ -8,7 +8,6 @@ import (
 	"unsafe"
 
 	"github.com/aqmkit/aqmkit/aqm"
-	"github.com/aqmkit/aqmkit/aqm/aqmtest"
 	"github.com/aqmkit/aqmkit/codel"
 	"github.com/stretchr/testify/require"
 )
@@ -351,52 +350,4 @@ func TestCoDelReconfigure(t *testing.T) {
 		seen++
 	}
 	require.Equal(t, 80, seen)
-}
-
-func coDelFactory(cfg CoDelConfig) aqmtest.Factory {
-	c := cfg
-	_ = c.Validate()
-	return aqmtest.Factory{
-		New: func(seed uint64, onDrop aqm.DropFunc[uint64]) (aqm.Queue[uint64], error) {
-			cfg := cfg
-			cfg.Seed = seed
-			return NewCoDel(cfg, onDrop)
-		},
-		LimitPackets: c.LimitPackets,
-		LimitBytes:   c.MemoryLimitBytes,
-		Reconfigure: func(q aqm.Queue[uint64], i int) error {
-			next := cfg
-			switch i % 4 {
-			case 0:
-				next.QuantumBytes = 300
-				next.Target, next.Interval = time.Microsecond, 30*time.Microsecond
-			case 1:
-				next.Flows = max(1, c.Flows/2)
-			case 2:
-				next.Seed = uint64(i)
-				next.GlobalBacklogGuard = true
-			}
-			next.Seed += q.(*CoDel[uint64]).cfg.Seed * uint64(i%4/2) // keep the seed on even steps
-			return q.(*CoDel[uint64]).Reconfigure(next)
-		},
-	}
-}
-
-// TestCoDelConformance protects the aqm.Queue contract, checked by the
-// shared kit, for the defaults, the options and small limits.
-func TestCoDelConformance(t *testing.T) {
-	for name, cfg := range map[string]CoDelConfig{
-		"default": {},
-		"linux":   {GlobalBacklogGuard: true, StrictDeadline: true, LinuxCount: true, KeepCountOnOverload: true, DisableECN: true},
-		"small":   {Flows: 4, LimitPackets: 8, MemoryLimitBytes: 6000, QuantumBytes: 256, DropBatchPackets: 3, Target: time.Microsecond, Interval: 20 * time.Microsecond},
-		"one":     {Flows: 1, LimitPackets: 2, MemoryLimitBytes: 3000, CEThreshold: time.Microsecond, CEThresholdECT1Only: true},
-	} {
-		t.Run(name, func(t *testing.T) { aqmtest.Run(t, coDelFactory(cfg)) })
-	}
-}
-
-// FuzzCoDelQueue runs the shared contract fuzzer on a small, aggressive
-// FQ-CoDel.
-func FuzzCoDelQueue(f *testing.F) {
-	aqmtest.Fuzz(f, coDelFactory(CoDelConfig{Flows: 8, LimitPackets: 32, MemoryLimitBytes: 20000, QuantumBytes: 300, Target: time.Microsecond, Interval: 30 * time.Microsecond}))
 }

@@ -10,12 +10,14 @@ import (
 	"github.com/stretchr/testify/require"
 )
 
-// TestBatchMatchesLoop protects the burst path's contract: on random
-// configurations and traces (bursts of 0 to 300 packets, random sizes and
-// ECN codepoints, overload and drain, idle gaps, backward time, readings at
-// the ends of the time range) EnqueueBatch and DequeueBatch give exactly
-// the verdicts, packets, order, Stats and Detail of the loop of single
-// calls on an identically seeded queue.
+// TestBatchMatchesLoop protects the burst path where the kit's Burst check
+// cannot look: over random configurations (the kit runs named ones) and on
+// the whole controller state, beyond what Detail shows. On random traces
+// (bursts of 0 to 300 packets, random sizes and ECN codepoints, overload
+// and drain, idle gaps, backward time, readings at the ends of the time
+// range) EnqueueBatch and DequeueBatch give exactly the verdicts, packets,
+// order, Stats, Detail and controller of the loop of single calls on an
+// identically seeded queue.
 func TestBatchMatchesLoop(t *testing.T) {
 	traces := 60
 	if testing.Short() {
@@ -77,32 +79,6 @@ func TestBatchMatchesLoop(t *testing.T) {
 			require.Equal(t, b.Detail(), a.Detail(), "trace %d op %d: detail", trace, op)
 			require.Equal(t, b.ctl, a.ctl, "trace %d op %d: controller", trace, op)
 		}
-	}
-}
-
-var sinkInt int
-
-// TestBatchAllocs protects the burst path's zero allocations, quiet and
-// under early drops.
-func TestBatchAllocs(t *testing.T) {
-	for _, cfg := range []Config{{Seed: 1, LimitPackets: 4096}, {Seed: 1, LimitPackets: 4096, RateEstimator: true}} {
-		q, err := New[uint64](cfg, nil)
-		require.NoError(t, err)
-		ps := make([]aqm.Packet[uint64], 32)
-		vs := make([]aqm.Verdict, 32)
-		buf := make([]aqm.Packet[uint64], 32)
-		for i := range ps {
-			ps[i] = aqm.Packet[uint64]{Payload: uint64(i), Meta: aqm.Meta{Size: 1500, ECN: aqm.ECN(i % 4)}}
-		}
-		now := aqm.Time(time.Second)
-		for _, step := range []time.Duration{10 * time.Microsecond, time.Millisecond} {
-			require.Zero(t, testing.AllocsPerRun(1000, func() {
-				now += aqm.Time(32 * step)
-				sinkInt = q.EnqueueBatch(ps, vs, now)
-				sinkInt = q.DequeueBatch(buf[:min(32, max(q.Len()-100, 0))], now)
-			}))
-		}
-		require.NotZero(t, q.Stats().Dropped().Packets+q.Stats().Marked.Packets)
 	}
 }
 

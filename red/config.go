@@ -52,7 +52,7 @@ const (
 )
 
 // Bounds checked by Validate. They keep every derived quantity finite and
-// every product in the hot path inside 64 bits (see queue.go).
+// every product in the hot path inside 64 bits (see controller.go).
 const (
 	maxLimitPackets = 1 << 24 // storage for the ring is allocated up front
 	maxBytes        = 1 << 40 // thresholds and byte limits: 1 TiB
@@ -179,6 +179,7 @@ type params struct {
 
 	minTh, maxTh float64 // thresholds, packets or bytes
 	forcedTh     float64 // maxTh, or 2·maxTh with Gentle: at and above it every packet is signalled
+	quietTh      float64 // maxTh in packet mode without Wait, where quietInBand decides below it; else 0
 	w, omw       float64 // w_q and 1 − w_q
 	maxP         float64 // initial max_p
 
@@ -390,6 +391,9 @@ func (c Config) derive() (Config, params, error) {
 	p.forcedTh = p.maxTh
 	if c.Gentle {
 		p.forcedTh = 2 * p.maxTh
+	}
+	if !c.Wait && !c.ByteMode {
+		p.quietTh = p.maxTh // the count test is count·p_b ≥ R, inline
 	}
 	p.w, p.omw = c.Weight, 1-c.Weight
 	p.maxP = c.MaxP

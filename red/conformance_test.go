@@ -35,6 +35,25 @@ var variants = []struct {
 		Weight: 0.5, MaxP: 0.5}},
 }
 
+// variantsWide are more configurations for the kit's burst and random-trace
+// checks: heavy weights and probabilities, and limits far above the
+// thresholds, so that long bursts stay in the band.
+var variantsWide = []struct {
+	name string
+	cfg  Config
+}{
+	{"red/heavy", Config{MinThreshold: 5, MaxThreshold: 150, Weight: 0.2, MaxP: 0.5, LimitPackets: 600}},
+	{"gentle/heavy/noecn", Config{Gentle: true, DisableECN: true, MinThreshold: 3, MaxThreshold: 9, Weight: 0.05, MaxP: 1,
+		LimitPackets: 400}},
+	{"ared/heavy/bytes", Config{Gentle: true, Adaptive: true, ByteMode: true, MinThreshold: 2000, MaxThreshold: 20000,
+		Weight: 0.2, LimitPackets: 300, LimitBytes: 200000, AdaptInterval: time.Millisecond}},
+	{"red/wait/bytes/heavy", Config{Wait: true, ByteMode: true, MinThreshold: 5000, MaxThreshold: 150000, Weight: 0.2,
+		MaxP: 0.5, LimitPackets: 500}},
+}
+
+// factory adapts c to the conformance kit. Its Reconfigure cycles through
+// the variants of c's mode: Gentle, Adaptive, Wait and ECN switched, a new
+// seed or the same stream, and back to c; the limits stay c's.
 func factory(t testing.TB, c Config) aqmtest.Factory {
 	require.NoError(t, c.Validate())
 	v := filled(c)
@@ -46,15 +65,54 @@ func factory(t testing.TB, c Config) aqmtest.Factory {
 		},
 		LimitPackets: v.LimitPackets,
 		LimitBytes:   int(v.LimitBytes),
+		Reconfigure: func(q aqm.Queue[aqmtest.Payload], i int) error {
+			next := c
+			next.Seed = uint64(i % 2)
+			switch i % 5 {
+			case 1:
+				next.Gentle = !c.Gentle
+			case 2:
+				next.Adaptive, next.Gentle = !c.Adaptive, true
+				if next.Adaptive && next.MaxP != 0 {
+					next.MaxP = min(max(next.MaxP, MinAdaptiveMaxP), MaxAdaptiveMaxP)
+				}
+			case 3:
+				next.Wait, next.DisableECN = !c.Wait, !c.DisableECN
+			}
+			return q.(*Queue[aqmtest.Payload]).Reconfigure(next)
+		},
 	}
 }
 
+// modeCycle is a factory whose Reconfigure crosses modes and limits: packet
+// and byte mode, RED, Gentle and Adaptive RED, Wait, limits from 8 to 64
+// packets.
+func modeCycle(t testing.TB) aqmtest.Factory {
+	cycle := []Config{
+		{MinThreshold: 5, MaxThreshold: 15, LimitPackets: 50},
+		{Gentle: true, MinThreshold: 2, MaxThreshold: 6, LimitPackets: 8},
+		{Gentle: true, Adaptive: true, MinThreshold: 5, MaxThreshold: 15, LimitPackets: 64, AdaptInterval: 10 * time.Millisecond},
+		{ByteMode: true, MinThreshold: 3000, MaxThreshold: 9000, LimitPackets: 64, LimitBytes: 40000},
+		{Wait: true, Gentle: true, MinThreshold: 2, MaxThreshold: 6, LimitPackets: 16, MaxP: 0.5},
+		{Wait: true, ByteMode: true, MinThreshold: 3000, MaxThreshold: 9000, LimitPackets: 64, LimitBytes: 40000},
+	}
+	f := factory(t, cycle[0])
+	f.LimitPackets, f.LimitBytes = 64, 0 // the largest packet limit in the cycle; byte limits vary
+	f.Reconfigure = func(q aqm.Queue[aqmtest.Payload], i int) error {
+		return q.(*Queue[aqmtest.Payload]).Reconfigure(cycle[i%len(cycle)])
+	}
+	return f
+}
+
 // TestConformance protects the aqm.Queue contract (conservation, limits,
-// ECN rules, FIFO order, odd input, determinism) for every variant and mode.
+// ECN rules, FIFO order, odd input, determinism, bursts, allocations,
+// Reconfigure under traffic) for every variant and mode, and Reconfigure
+// across modes (mode-cycle).
 func TestConformance(t *testing.T) {
-	for _, v := range variants {
+	for _, v := range append(variants[:len(variants):len(variants)], variantsWide...) {
 		t.Run(v.name, func(t *testing.T) { aqmtest.Run(t, factory(t, v.cfg)) })
 	}
+	t.Run("mode-cycle", func(t *testing.T) { aqmtest.Run(t, modeCycle(t)) })
 }
 
 // FuzzQueue protects the contract under fuzzed operation sequences (the

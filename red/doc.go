@@ -66,7 +66,7 @@
 // count-versus-R form: the arrival is signalled iff count·p_b ≥ 1 and
 // (count + 1 − c0)·p_b ≥ R·(2 − c0·p_b), which is S(count) ≤ 1 − R, the
 // same distribution with one random draw per signal (see waitHit in
-// queue.go; it divides only in a rare window, see below).
+// controller.go; it divides only in a rare window, see below).
 //
 // A signal marks the packet CE if it is ECN-capable and ECN is enabled
 // ([aqm.Marked]), and drops it otherwise ([aqm.DroppedEarly]). In the

@@ -284,11 +284,13 @@ func TestDetailMetrics(t *testing.T) {
 	}
 }
 
-// TestBurstMatchesLoop protects the burst path: on random traces (bursts
-// of 0..300 packets, random sizes, ECN and time steps, including backward
-// and far jumps) over random configurations, EnqueueBatch and DequeueBatch
-// give exactly what the loops of Enqueue and Dequeue give: verdicts,
-// counts, packets, order, Stats and Detail.
+// TestBurstMatchesLoop protects the burst path where the kit's Burst check
+// cannot look: over random configurations (the kit runs named ones) and on
+// the idle start and Adaptive RED's next instant (state Detail does not
+// show). On random traces (bursts of 0..300 packets, random sizes, ECN and
+// time steps, including backward and far jumps) EnqueueBatch and
+// DequeueBatch give exactly what the loops of Enqueue and Dequeue give:
+// verdicts, counts, packets, order, Stats, Detail and those instants.
 func TestBurstMatchesLoop(t *testing.T) {
 	runs, ops := 60, 300
 	if testing.Short() {
@@ -339,36 +341,6 @@ func TestBurstMatchesLoop(t *testing.T) {
 			require.Equal(t, b.nextTick, a.nextTick, "run %d op %d", run, op)
 			require.Equal(t, dropsB, dropsA)
 		}
-	}
-}
-
-// TestBurstZeroAllocs protects the no-allocation rule on the burst path.
-func TestBurstZeroAllocs(t *testing.T) {
-	for _, c := range []Config{
-		{MinThreshold: 5, MaxThreshold: 150, Weight: 0.2, MaxP: 0.5, Seed: 1},
-		{Gentle: true, Adaptive: true, MinThreshold: 5, MaxThreshold: 15, Weight: 0.2, AdaptInterval: time.Millisecond, Seed: 1},
-		{ByteMode: true, Wait: true, MinThreshold: 5000, MaxThreshold: 150000, Weight: 0.2, MaxP: 0.5, Seed: 1},
-	} {
-		q, err := New[uint64](c, nil)
-		require.NoError(t, err)
-		ps := make([]aqm.Packet[uint64], 32)
-		for i := range ps {
-			ps[i].Size = 1000
-		}
-		vs := make([]aqm.Verdict, 32)
-		out := make([]aqm.Packet[uint64], 32)
-		now := t0
-		step := func() {
-			now += aqm.Time(300 * time.Microsecond)
-			q.EnqueueBatch(ps, vs, now)
-			if q.Len() > 40 {
-				q.DequeueBatch(out, now)
-			}
-		}
-		for range 100 {
-			step()
-		}
-		require.Zero(t, testing.AllocsPerRun(1000, step))
 	}
 }
 

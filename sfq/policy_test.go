@@ -3,7 +3,6 @@ package sfq
 import (
 	"math"
 	"math/rand/v2"
-	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -145,56 +144,6 @@ func TestSFQMatchesReferenceWithGlitches(t *testing.T) {
 	}
 }
 
-// TestSFQBatchMatchesLoop protects the burst path: EnqueueBatch and
-// DequeueBatch give exactly the outcome of the loops of single calls
-// (verdicts, packets, order, evictions, Stats, Detail) on random bursts of
-// 0 to 300 packets, in every mode.
-func TestSFQBatchMatchesLoop(t *testing.T) {
-	r := rand.New(rand.NewPCG(5, 6))
-	rounds := 300
-	if testing.Short() {
-		rounds = 80
-	}
-	for range rounds {
-		cfg := randomSFQConfig(r)
-		if r.IntN(3) == 0 {
-			cfg.LimitPackets = 200 + r.IntN(400)
-		}
-		var ea, eb []aqm.Packet[uint64]
-		a, err := New(cfg, func(p aqm.Packet[uint64], _ aqm.Verdict) { ea = append(ea, p) })
-		require.NoError(t, err)
-		b, err := New(cfg, func(p aqm.Packet[uint64], _ aqm.Verdict) { eb = append(eb, p) })
-		require.NoError(t, err)
-		flows := 1 + r.IntN(100)
-		now := sfqT0
-		var seq uint64
-		for range 20 {
-			now += aqm.Time(r.IntN(3)) * aqm.Time(r.IntN(20)) * aqm.Time(time.Millisecond)
-			n := r.IntN(301)
-			ps := make([]aqm.Packet[uint64], n)
-			for i := range ps {
-				seq++
-				ps[i] = aqm.Packet[uint64]{Payload: seq, Meta: aqm.Meta{Size: uint32(r.IntN(2000)),
-					Hash: uint32(r.IntN(flows)) * 0x9e3779b1, ECN: aqm.ECN(r.IntN(256))}}
-			}
-			nv := n
-			if r.IntN(4) == 0 {
-				nv = r.IntN(n + 1)
-			}
-			va, vb := make([]aqm.Verdict, nv), make([]aqm.Verdict, nv)
-			require.Equal(t, aqm.EnqueueLoop(a, ps, va, now), b.EnqueueBatch(ps, vb, now))
-			require.Equal(t, va, vb)
-			m := r.IntN(301)
-			oa, ob := make([]aqm.Packet[uint64], m), make([]aqm.Packet[uint64], m)
-			require.Equal(t, aqm.DequeueLoop(a, oa, now), b.DequeueBatch(ob, now))
-			require.Equal(t, oa, ob)
-			require.True(t, slices.Equal(ea, eb))
-			require.Equal(t, a.Stats(), b.Stats())
-			require.Equal(t, a.Detail(), b.Detail())
-		}
-	}
-}
-
 // TestSFQDetailMetrics protects the metric names (unique, lower snake
 // case) and that each value is the Detail field it names.
 func TestSFQDetailMetrics(t *testing.T) {
@@ -243,20 +192,4 @@ func TestSFQMemoryBytes(t *testing.T) {
 		assert.Equal(t, want, mem(c), "%+v: the documented formula for 8-byte payloads", c)
 	}
 	assert.GreaterOrEqual(t, mem(Config{Divisor: maxDivisor})-base, 4*(maxDivisor-DefaultDivisor))
-}
-
-// TestSFQBatchNoAllocs protects the burst path from allocating.
-func TestSFQBatchNoAllocs(t *testing.T) {
-	q, err := New[uint64](Config{LimitPackets: 4096, Divisor: 1 << 16, Seed: 1}, nil)
-	require.NoError(t, err)
-	ps := make([]aqm.Packet[uint64], 32)
-	vs := make([]aqm.Verdict, 32)
-	out := make([]aqm.Packet[uint64], 32)
-	for i := range ps {
-		ps[i].Size, ps[i].Hash = 1500, uint32(i)*0x9e3779b1
-	}
-	require.Zero(t, testing.AllocsPerRun(1000, func() {
-		q.EnqueueBatch(ps, vs, sfqT0)
-		q.DequeueBatch(out, sfqT0)
-	}))
 }

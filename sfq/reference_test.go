@@ -352,6 +352,6 @@ func TestSFQReferenceBucket(t *testing.T) {
 	r := rand.New(rand.NewPCG(7, 7))
 	for range 100000 {
 		h, key, div := r.Uint32(), r.Uint64(), 1+r.IntN(maxDivisor)
-		require.Equal(t, refBucket(h, key, div), sfqBucket(h, key, uint32(div)))
+		require.Equal(t, refBucket(h, key, div), bucketOf(h, key, uint32(div)))
 	}
 }

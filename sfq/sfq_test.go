@@ -8,7 +8,6 @@ import (
 	"time"
 
 	"github.com/aqmkit/aqmkit/aqm"
-	"github.com/aqmkit/aqmkit/aqm/aqmtest"
 	"github.com/aqmkit/aqmkit/internal/proptest"
 	"github.com/leanovate/gopter"
 	"github.com/leanovate/gopter/gen"
@@ -284,47 +283,6 @@ func TestSFQDepthDropCounter(t *testing.T) {
 	assert.Equal(t, FlowDetail{Packets: 1, Bytes: 0, AllotBytes: DefaultQuantumBytes}, f)
 }
 
-// sfqFactory adapts a config to the conformance kit.
-func sfqFactory(cfg Config) aqmtest.Factory {
-	if err := cfg.Validate(); err != nil {
-		panic(err)
-	}
-	v := cfg.withDefaults()
-	return aqmtest.Factory{
-		New: func(seed uint64, onDrop aqm.DropFunc[uint64]) (aqm.Queue[uint64], error) {
-			c := cfg
-			c.Seed = seed
-			return New(c, onDrop)
-		},
-		LimitPackets: v.LimitPackets,
-		LimitBytes:   v.LimitBytes,
-	}
-}
-
-var sfqConformanceConfigs = map[string]Config{
-	"default":      {},
-	"headdrop":     {HeadDrop: true},
-	"small":        {LimitPackets: 4, DepthPackets: 2, Divisor: 3},
-	"limit1":       {LimitPackets: 1},
-	"bytes":        {LimitPackets: 64, LimitBytes: 6000, HeadDrop: true},
-	"perturb":      {LimitPackets: 32, PerturbPeriod: time.Millisecond},
-	"tiny-quantum": {LimitPackets: 16, QuantumBytes: 1},
-}
-
-// TestSFQConformance protects the aqm.Queue contract for every mode.
-func TestSFQConformance(t *testing.T) {
-	for name, cfg := range sfqConformanceConfigs {
-		t.Run(name, func(t *testing.T) { aqmtest.Run(t, sfqFactory(cfg)) })
-	}
-}
-
-// FuzzSFQ runs the conformance kit's fuzz driver on a small SFQ that
-// exercises every drop path.
-func FuzzSFQ(f *testing.F) {
-	aqmtest.Fuzz(f, sfqFactory(Config{LimitPackets: 8, DepthPackets: 3, Divisor: 4, LimitBytes: 9000,
-		QuantumBytes: 700, HeadDrop: true, PerturbPeriod: time.Millisecond}))
-}
-
 // FuzzSFQModel decodes a random configuration and trace and requires the
 // fast SFQ to match the reference model exactly.
 func FuzzSFQModel(f *testing.F) {
@@ -539,7 +497,7 @@ func TestSFQPropertyLongestDropAndMemory(t *testing.T) {
 				return "Len disagrees with the packets held"
 			}
 			free := 0
-			for j := q.free; j != sfqNone; j = q.nodes[j].next {
+			for j := q.free; j != none; j = q.nodes[j].next {
 				free++
 			}
 			if free+q.Len() != len(q.nodes) || q.Detail().ActiveFlows > q.Len() {

@@ -1,0 +1,75 @@
+package codel
+
+import (
+	"testing"
+	"time"
+
+	"github.com/aqmkit/aqmkit/aqm"
+	"github.com/aqmkit/aqmkit/aqm/aqmtest"
+)
+
+// factory adapts cfg to the conformance kit. Its Reconfigure cycles through
+// a microsecond target, the other ECN setting with Linux's count, and back
+// to cfg.
+func factory(cfg Config) aqmtest.Factory {
+	return aqmtest.Factory{
+		New: func(seed uint64, onDrop aqm.DropFunc[aqmtest.Payload]) (aqm.Queue[aqmtest.Payload], error) {
+			return New(cfg, onDrop)
+		},
+		LimitPackets: max(cfg.LimitPackets, DefaultLimitPackets*boolInt(cfg.LimitPackets == 0)),
+		LimitBytes:   cfg.LimitBytes,
+		Reconfigure: func(q aqm.Queue[aqmtest.Payload], i int) error {
+			next := cfg
+			switch i % 3 {
+			case 0:
+				next.Target, next.Interval = time.Microsecond, 10*time.Microsecond
+			case 1:
+				next.DisableECN = !cfg.DisableECN
+				next.LinuxCount = true
+			}
+			return q.(*Queue[aqmtest.Payload]).Reconfigure(next)
+		},
+	}
+}
+
+func boolInt(b bool) int {
+	if b {
+		return 1
+	}
+	return 0
+}
+
+// configs are the configurations the conformance kit checks: the
+// defaults, each option, small limits, intervals of a few nanoseconds, and
+// MTU guards of one to three packets.
+var configs = []struct {
+	name string
+	cfg  Config
+}{
+	{"default", Config{}},
+	{"no-ecn", Config{DisableECN: true}},
+	{"linux", Config{StrictDeadline: true, LinuxCount: true}},
+	{"ce", Config{CEThreshold: time.Millisecond, CEThresholdECT1Only: true}},
+	{"ce-linux", Config{CEThreshold: 500 * time.Microsecond, LinuxCount: true, StrictDeadline: true}},
+	{"small", Config{LimitPackets: 4, LimitBytes: 3000, Target: time.Microsecond, Interval: 10 * time.Microsecond}},
+	{"limits", Config{LimitPackets: 50, LimitBytes: 30000, Target: time.Millisecond, Interval: 10 * time.Millisecond}},
+	{"tiny-interv", Config{Target: 1, Interval: 2, MTUBytes: 1}},
+	{"tiny-interv-long", Config{Target: 1, Interval: 2, MTUBytes: 1, LimitPackets: 4000}},
+	{"mtu2000-strict", Config{StrictDeadline: true, MTUBytes: 2000, Target: 2 * time.Millisecond, Interval: 10 * time.Millisecond}},
+	{"mtu3000-no-ecn", Config{MTUBytes: 3000, Target: 2 * time.Millisecond, Interval: 10 * time.Millisecond, DisableECN: true}},
+}
+
+// TestConformance protects the aqm.Queue contract (ownership, counters,
+// limits, ECN rules, FIFO order, odd input, time glitches, bursts,
+// allocations, Reconfigure under traffic), checked by the shared kit, for
+// every configuration.
+func TestConformance(t *testing.T) {
+	for _, c := range configs {
+		t.Run(c.name, func(t *testing.T) { aqmtest.Run(t, factory(c.cfg)) })
+	}
+}
+
+// FuzzQueue runs the shared contract fuzzer on an aggressive CoDel.
+func FuzzQueue(f *testing.F) {
+	aqmtest.Fuzz(f, factory(Config{LimitPackets: 64, LimitBytes: 50000, Target: time.Microsecond, Interval: 20 * time.Microsecond}))
+}
