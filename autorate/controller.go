@@ -258,7 +258,10 @@ func (c *Controller) Sample(now aqm.Time, reflector int, delay time.Duration) De
 	c.lastAccepted = now
 	c.fellBack = false
 	c.push(delta)
-	return c.decide(now)
+	if dd := c.decide(now); dd.Action != Hold || d.Action == Hold {
+		return dd
+	}
+	return d // the fallback this call made before judging the sample
 }
 
 // push adds a delay rise to the detection window.
@@ -285,8 +288,12 @@ func (c *Controller) threshold(thr time.Duration) float64 {
 // avgDelta is the mean delay rise over the window (slots not yet filled
 // count as zero, as cake-autorate's do).
 func (c *Controller) avgDelta() float64 {
+	// Oldest first, so that the sum is the same whichever slot is oldest.
 	sum := 0.0
-	for _, v := range c.deltas {
+	for _, v := range c.deltas[c.head:] {
+		sum += v
+	}
+	for _, v := range c.deltas[:c.head] {
 		sum += v
 	}
 	return sum / float64(len(c.deltas))

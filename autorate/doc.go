@@ -47,8 +47,9 @@
 //     thr_FullIncreaseBelow), 0, 1): the increase vanishes as the delay
 //     approaches the threshold.
 //   - Otherwise (low load): unless within CutRefractory of the last cut or
-//     DecayRefractory of the last change, move one DecayStep towards
-//     BaseRate, never past it.
+//     DecayRefractory of the last change (a cut, an increase, a fallback,
+//     or a decay check, even one at BaseRate that moved nothing), move one
+//     DecayStep towards BaseRate, never past it.
 //
 // The rate is rounded to whole bits per second and kept in [MinRate,
 // MaxRate]; a decision at a bound may leave it unchanged.
