@@ -31,6 +31,8 @@ type Env struct {
 	Seed uint64
 	// OnDrop must be passed to the queue as its DropFunc.
 	OnDrop aqm.DropFunc[uint64]
+	// Capacity is the run's capacity trace, if it has one.
+	Capacity *Trace
 }
 
 // AQM is one entry of the simulator's queue table.
@@ -81,6 +83,9 @@ func AQMs() []AQM {
 // LookupAQM returns the AQM called name.
 func LookupAQM(name string) (AQM, error) {
 	a, ok := aqms[name]
+	if !ok {
+		a, ok = pathAQMs[name] // the autorate scenario's paths
+	}
 	if !ok {
 		var names []string
 		for _, a := range AQMs() {

@@ -158,6 +158,10 @@ type Config struct {
 	Shaper *Shaper `json:",omitempty"`
 	// RateChanges optionally change the rate during the run.
 	RateChanges []RateChange `json:",omitempty"`
+	// Capacity, if set, makes the link send as the trace allows instead of
+	// at RateBps (see [Trace]); RateBps is then the nominal rate the AQMs
+	// are sized for, and utilization is against the trace's capacity.
+	Capacity *Trace `json:",omitempty"`
 	// MSS is the on-wire size of a full data packet in bytes. Zero means
 	// 1500.
 	MSS int
@@ -261,6 +265,12 @@ func (c *Config) normalize() error {
 	}
 	if c.Shaper != nil {
 		c.Shaper.validate(bad)
+	}
+	if c.Capacity != nil {
+		c.Capacity.validate(bad)
+		if len(c.RateChanges) > 0 {
+			bad("RateChanges", len(c.RateChanges), "cannot be combined with a Capacity trace")
+		}
 	}
 	if c.QueueSampleInterval < 0 {
 		bad("QueueSampleInterval", c.QueueSampleInterval, "must not be negative")

@@ -16,6 +16,7 @@ const (
 	evSample                  // a time-series sample is due
 	evQueueGrid               // a fixed-grid queue-length sample is due
 	evShaper                  // the shaper's tokens allow the link to send again
+	evPaced                   // a queue that paces itself may release a packet
 )
 
 // event is one entry of the agenda. Events at the same instant fire in the

@@ -361,6 +361,9 @@ func (s *Sim) result(events uint64, wall time.Duration) *Result {
 			capBits += c.rate * to.Sub(from).Seconds()
 		}
 	}
+	if c := s.cfg.Capacity; c != nil && s.cfg.Shaper == nil {
+		capBits = c.BitsBetween(s.cfg.Warmup, s.cfg.Duration)
+	}
 	if capBits > 0 {
 		r.Utilization = float64(m.txBytes) * 8 / capBits
 	}

@@ -45,7 +45,7 @@ func (r Run) Execute() (*Result, error) {
 		return a.New(Env{
 			RateBps: r.Config.BottleneckBps(), MSS: max(r.Config.MSS, 0), MaxRTT: r.Config.MaxRTT(),
 			BufferPackets: r.BufferPackets, REDMinThreshold: r.REDMinThreshold,
-			REDMaxThreshold: r.REDMaxThreshold, RED: r.RED, Seed: queueSeed(r.Config.Seed), OnDrop: onDrop,
+			REDMaxThreshold: r.REDMaxThreshold, RED: r.RED, Seed: queueSeed(r.Config.Seed), OnDrop: onDrop, Capacity: r.Config.Capacity,
 		})
 	})
 	if err != nil {

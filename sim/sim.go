@@ -102,6 +102,12 @@ type Sim struct {
 	busy      bool
 	cur       int32
 	htb       *htb // nil: no shaper
+	// capLink, paced and pingObs are the hooks of trace.go: a capacity
+	// trace, a queue that paces itself, a queue that wants the pings.
+	capLink      *traceLink
+	paced        aqm.Paced
+	pacedPending bool
+	pingObs      pingObserver
 
 	// time-weighted queue length
 	qLastT       aqm.Time
@@ -134,6 +140,7 @@ func New(cfg Config, newQueue func(onDrop aqm.DropFunc[uint64]) (aqm.Queue[uint6
 	// Two PCG words from the seed: the same seed always gives the same run.
 	s.rng = rand.New(rand.NewPCG(cfg.Seed, 0x5851f42d4c957f2d))
 	s.setRate(cfg.RateBps)
+	s.initHooks()
 	if cfg.Shaper != nil {
 		s.htb = newHTB(*cfg.Shaper)
 		s.htb.last = epoch
@@ -240,6 +247,8 @@ func (s *Sim) Run() *Result {
 			s.setRate(s.cfg.RateChanges[e.arg].RateBps)
 		case evShaper:
 			s.shaperWake()
+		case evPaced:
+			s.pacedWake()
 		case evQueueGrid:
 			// Under a device queue, the grid samples the queue disc
 			// alone, as ns-3's queue-disc statistics do.
@@ -300,6 +309,7 @@ func (s *Sim) startTx() {
 	s.noteQueue()
 	if !ok {
 		s.busy = false
+		s.wakePaced()
 		return
 	}
 	slot := int32(p.Payload)
@@ -325,7 +335,7 @@ func (s *Sim) startTx() {
 	if s.htb != nil {
 		s.htb.charge(pk.size)
 	}
-	s.ag.push(event{at: s.now + aqm.Time(float64(pk.size)*s.nsPerByte+0.5), kind: evTxDone})
+	s.ag.push(event{at: s.txEnd(pk.size), kind: evTxDone})
 }
 
 func (s *Sim) txDone() {
@@ -419,6 +429,7 @@ func (s *Sim) ackArrives(f *flow) {
 		if s.measuring() {
 			s.m.ping.Record(s.now.Sub(pk.sent))
 		}
+		s.observePing(f, s.now.Sub(pk.sent))
 		s.release(le.slot)
 		return
 	}

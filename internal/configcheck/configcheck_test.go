@@ -16,6 +16,7 @@ import (
 	"time"
 
 	"github.com/aqmkit/aqmkit/aqm"
+	"github.com/aqmkit/aqmkit/autorate"
 	"github.com/aqmkit/aqmkit/clock"
 	"github.com/aqmkit/aqmkit/fifo"
 	"github.com/aqmkit/aqmkit/front"
@@ -23,14 +24,15 @@ import (
 )
 
 // configTypes are every configuration type of the library: the queues'
-// (from the registry, which lists one per algorithm type) and the fronts'.
+// (from the registry, which lists one per algorithm type), the fronts' and
+// the rate controller's.
 // TestConfigTypesComplete fails when a package grows one that is missing.
 var configTypes = func() []reflect.Type {
 	var ts []reflect.Type
 	for _, c := range queues.Configs() {
 		ts = append(ts, reflect.TypeOf(c))
 	}
-	return append(ts, reflect.TypeFor[front.Config](), reflect.TypeFor[front.ShardedConfig](), reflect.TypeFor[front.PoolConfig](), reflect.TypeFor[front.IPConfig]())
+	return append(ts, reflect.TypeFor[front.Config](), reflect.TypeFor[front.ShardedConfig](), reflect.TypeFor[front.PoolConfig](), reflect.TypeFor[front.IPConfig](), reflect.TypeFor[autorate.Config]())
 }()
 
 // randomValue fills v (settable) with a value that is often zero, often

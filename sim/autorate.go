@@ -1,0 +1,370 @@
+package sim
+
+import (
+	"fmt"
+	"path/filepath"
+	"runtime"
+	"time"
+
+	"github.com/aqmkit/aqmkit/aqm"
+	"github.com/aqmkit/aqmkit/autorate"
+	"github.com/aqmkit/aqmkit/fq"
+)
+
+// shapedPath is the path of the autorate scenario, one aqm.Queue for the
+// simulator: a router whose FQ-CoDel sits behind a token-bucket shaper,
+// then the upstream device's drop-tail FIFO (a modem or base station
+// buffer no AQM manages), from which the simulator's link takes packets at
+// the capacity trace's pace. The shaper's rate is fixed, or set by an
+// autorate controller from the probe flows' round-trip times and the rate
+// the shaper achieved.
+//
+// Time: every call first moves the packets the shaper released since the
+// last call into the FIFO, each at its own release instant (FQ-CoDel
+// dequeues at that instant), so the router's decisions are those of a
+// shaper running in real time. The packets keep their router arrival
+// time, so the simulator's sojourn is the whole added latency (router and
+// device).
+type shapedPath struct {
+	router aqm.Queue[uint64]
+	onDrop aqm.DropFunc[uint64]
+
+	rate   float64  // bits per second
+	burst  float64  // bytes
+	tokens float64  // bytes; negative: the debt of the last packet
+	clock  aqm.Time // the shaper's time: tokens are counted up to it
+
+	fifo      deque[aqm.Packet[uint64]]
+	fifoBytes int
+	fifoLimit int // packets
+
+	ctl        *autorate.Controller // nil: a fixed rate
+	reports    time.Duration        // the achieved-rate interval
+	nextReport aqm.Time
+	released   uint64 // bytes released since the last report
+	reflector  map[int32]int
+
+	fifoDrops   aqm.Count
+	inFIFO      aqm.Count // packets the router counted as dequeued still in the FIFO
+	minRate     float64
+	maxRate     float64
+	rateSeconds float64 // ∫ rate dt, for the mean shaped rate
+}
+
+// Defaults of the shaped path.
+const (
+	shapedFIFOPackets = 600                    // the upstream device's buffer
+	shapedReport      = 200 * time.Millisecond // cake-autorate's achieved-rate interval
+)
+
+func newShapedPath(e Env, rate float64, ctl *autorate.Controller) (*shapedPath, error) {
+	router, err := fq.NewCoDel(fq.CoDelConfig{LimitPackets: e.BufferPackets, MTUBytes: e.MSS, Seed: e.Seed}, e.OnDrop)
+	if err != nil {
+		return nil, err
+	}
+	p := &shapedPath{router: router, onDrop: e.OnDrop, fifoLimit: shapedFIFOPackets, ctl: ctl, reports: shapedReport,
+		reflector: map[int32]int{}, minRate: rate, maxRate: rate}
+	p.setRate(rate)
+	p.tokens = p.burst
+	if ctl != nil {
+		if err := ctl.Drive(autorate.SetterFunc(func(r aqm.Rate) error { p.setRate(float64(r)); return nil })); err != nil {
+			return nil, err
+		}
+	}
+	return p, nil
+}
+
+// setRate applies a rate at the shaper's clock (tokens are settled up to
+// it before every controller call). The burst is 1 ms at the rate, at
+// least two full packets.
+func (p *shapedPath) setRate(r float64) {
+	p.rate = r
+	p.burst = max(2*float64(DefaultMSS), r/8/1000)
+	p.tokens = min(p.tokens, p.burst)
+	p.minRate, p.maxRate = min(p.minRate, r), max(p.maxRate, r)
+}
+
+// refill advances the shaper's clock to t, earning tokens at the rate.
+func (p *shapedPath) refill(t aqm.Time) {
+	if t <= p.clock {
+		return
+	}
+	if p.clock != 0 {
+		dt := float64(t - p.clock)
+		p.tokens = min(p.burst, p.tokens+p.rate*dt/8e9)
+		p.rateSeconds += p.rate * dt / 1e9
+	}
+	p.clock = t
+}
+
+// advance runs the achieved-rate reports due up to t, then refills to t.
+func (p *shapedPath) advance(t aqm.Time) {
+	if p.ctl != nil {
+		if p.nextReport == 0 {
+			p.nextReport = t.Add(p.reports)
+		}
+		for p.nextReport <= t {
+			p.refill(p.nextReport)
+			p.ctl.Achieved(p.nextReport, aqm.Rate(float64(p.released)*8/p.reports.Seconds()))
+			p.released = 0
+			p.nextReport = p.nextReport.Add(p.reports)
+		}
+	}
+	p.refill(t)
+}
+
+// readyAt is when the shaper next lets a packet go: now if it has tokens.
+func (p *shapedPath) readyAt() aqm.Time {
+	if p.tokens >= 0 {
+		return p.clock
+	}
+	return p.clock + aqm.Time(-p.tokens*8e9/p.rate) + 1
+}
+
+// pump releases, in time order, every packet the shaper lets go up to now.
+func (p *shapedPath) pump(now aqm.Time) {
+	if p.clock == 0 {
+		p.clock = now
+	}
+	for p.router.Len() > 0 {
+		t := p.readyAt()
+		if t > now {
+			break
+		}
+		p.advance(t)
+		if p.tokens < 0 { // a report changed the rate: look again
+			continue
+		}
+		pk, ok := p.router.Dequeue(t)
+		if !ok {
+			break
+		}
+		p.tokens -= float64(pk.Size)
+		p.released += uint64(pk.Size)
+		if p.fifo.n >= p.fifoLimit {
+			p.fifoDrops.Add(pk.Size)
+			p.onDrop(pk, aqm.DroppedOverlimit)
+			continue
+		}
+		p.fifo.push(pk)
+		p.fifoBytes += int(pk.Size)
+		p.inFIFO.Add(pk.Size)
+	}
+	p.advance(now)
+}
+
+// Enqueue offers p to the router.
+func (p *shapedPath) Enqueue(pk aqm.Packet[uint64], now aqm.Time) aqm.Verdict {
+	p.pump(now)
+	v := p.router.Enqueue(pk, now)
+	p.pump(now)
+	return v
+}
+
+// Dequeue hands the link the device FIFO's head.
+func (p *shapedPath) Dequeue(now aqm.Time) (aqm.Packet[uint64], bool) {
+	p.pump(now)
+	if p.fifo.n == 0 {
+		return aqm.Packet[uint64]{}, false
+	}
+	pk := p.fifo.pop()
+	p.fifoBytes -= int(pk.Size)
+	p.inFIFO.Packets--
+	p.inFIFO.Bytes -= uint64(pk.Size)
+	return pk, true
+}
+
+// NextDeparture makes the path an aqm.Paced queue, so that the simulator
+// wakes the link when the shaper releases a packet into an empty FIFO.
+func (p *shapedPath) NextDeparture(now aqm.Time) aqm.Time {
+	switch {
+	case p.fifo.n > 0:
+		return now
+	case p.router.Len() > 0:
+		return max(p.readyAt(), now)
+	}
+	return 0
+}
+
+// observePing feeds a probe's round-trip time to the controller; each ping
+// flow is one reflector.
+func (p *shapedPath) observePing(now aqm.Time, flow int32, rtt time.Duration) {
+	if p.ctl == nil {
+		return
+	}
+	p.pump(now)
+	r, ok := p.reflector[flow]
+	if !ok {
+		r = len(p.reflector)
+		p.reflector[flow] = r
+	}
+	p.ctl.Sample(now, r, rtt)
+}
+
+func (p *shapedPath) Len() int     { return p.router.Len() + p.fifo.n }
+func (p *shapedPath) Backlog() int { return p.router.Backlog() + p.fifoBytes }
+
+// Stats are the router's, with the device FIFO's packets counted as queued
+// and its drops as drops of queued packets.
+func (p *shapedPath) Stats() aqm.Stats {
+	st := p.router.Stats()
+	st.Dequeued.Packets -= p.inFIFO.Packets + p.fifoDrops.Packets
+	st.Dequeued.Bytes -= p.inFIFO.Bytes + p.fifoDrops.Bytes
+	st.DroppedOverlimit = st.DroppedOverlimit.Plus(p.fifoDrops)
+	st.DroppedQueued = st.DroppedQueued.Plus(p.fifoDrops)
+	st.Len += p.fifo.n
+	st.Backlog += p.fifoBytes
+	return st
+}
+
+// Autorate scenario defaults: the trace files, the windows that give a
+// trace's minimum and maximum, and the probe flows.
+const (
+	autorateWindow   = time.Second
+	autorateProbes   = 3
+	autorateProbeGap = 150 * time.Millisecond // 20 Hz over the three reflectors
+)
+
+// traceSpan is the span of the trace the AQMs see: its period, or a minute.
+func traceSpan(t *Trace) time.Duration {
+	if t.Period() > 0 {
+		return t.Period()
+	}
+	return time.Minute
+}
+
+// autorateConfig is the controller's configuration for a trace: what a
+// user who measured the link would set, after cake-autorate's guidance:
+// the minimum at the lowest rate seen (the lowest 1 s mean), the maximum
+// at the highest, the base at the minimum, every other setting
+// cake-autorate's default. The "fast" variant starts from the trace's mean
+// and steps harder: increases of up to 10% at most every 100 ms, cuts of
+// up to 40%.
+func autorateConfig(t *Trace, fast bool) autorate.Config {
+	lo, hi := t.WindowBps(autorateWindow, traceSpan(t))
+	lo = max(lo, 100e3)
+	c := autorate.Config{MinRate: aqm.Rate(lo), BaseRate: aqm.Rate(lo), MaxRate: aqm.Rate(max(hi, lo))}
+	if fast {
+		c.BaseRate = min(max(aqm.Rate(t.MeanBps(traceSpan(t))), c.MinRate), c.MaxRate)
+		c.MaxIncrease, c.IncreaseRefractory, c.MaxCut = 0.1, 100*time.Millisecond, 0.4
+	}
+	return c
+}
+
+// pathAQMs are the autorate scenario's paths: queues for runs with a
+// Capacity trace only, so they stay out of [AQMs] and the other scenarios;
+// [LookupAQM] finds them.
+var pathAQMs = map[string]AQM{}
+
+func registerPath(a AQM) { pathAQMs[a.Name] = a }
+
+func init() {
+	need := func(e Env) error {
+		if e.Capacity == nil {
+			return fmt.Errorf("sim: this queue needs a Capacity trace")
+		}
+		return nil
+	}
+	autorated := func(fast bool) func(e Env) (aqm.Queue[uint64], error) {
+		return func(e Env) (aqm.Queue[uint64], error) {
+			if err := need(e); err != nil {
+				return nil, err
+			}
+			ctl, err := autorate.New(autorateConfig(e.Capacity, fast))
+			if err != nil {
+				return nil, err
+			}
+			return newShapedPath(e, float64(ctl.Rate()), ctl)
+		}
+	}
+	registerPath(AQM{Name: "fq-codel+autorate", Desc: "FQ-CoDel behind a shaper an autorate controller drives from the pings' RTTs " +
+		"(min and base: the trace's lowest 1 s mean; max: its highest; cake-autorate's defaults otherwise), then a 600-packet drop-tail device buffer",
+		New: autorated(false)})
+	registerPath(AQM{Name: "fq-codel+autorate-fast", Desc: "as fq-codel+autorate, with the base at the trace's mean, increases of up to 10% " +
+		"every 100 ms and cuts of up to 40%", New: autorated(true)})
+	registerPath(AQM{Name: "fq-codel@mean", Desc: "FQ-CoDel behind a shaper fixed at the trace's mean, then a 600-packet drop-tail device buffer",
+		New: func(e Env) (aqm.Queue[uint64], error) {
+			if err := need(e); err != nil {
+				return nil, err
+			}
+			return newShapedPath(e, e.Capacity.MeanBps(traceSpan(e.Capacity)), nil)
+		}})
+	registerPath(AQM{Name: "fq-codel@min", Desc: "FQ-CoDel behind a shaper fixed at the trace's lowest 1 s mean, then a 600-packet drop-tail device buffer",
+		New: func(e Env) (aqm.Queue[uint64], error) {
+			if err := need(e); err != nil {
+				return nil, err
+			}
+			lo, _ := e.Capacity.WindowBps(autorateWindow, traceSpan(e.Capacity))
+			return newShapedPath(e, max(lo, 100e3), nil)
+		}})
+}
+
+// AutorateTraces are the shipped capacity traces the autorate scenario
+// runs on, in sim/testdata/traces.
+var AutorateTraces = []string{"step-down-up.rate", "cellular-fading.mahi", "starlink-15s.rate"}
+
+// AutorateAQMs are the autorate scenario's queues.
+var AutorateAQMs = []string{"fq-codel+autorate", "fq-codel+autorate-fast", "fq-codel@mean", "fq-codel@min"}
+
+// tracesDir is where the shipped traces are, found from this source file
+// so that the command works from any directory of the checkout.
+func tracesDir() string {
+	_, file, _, ok := runtime.Caller(0)
+	if !ok {
+		return filepath.Join("testdata", "traces")
+	}
+	return filepath.Join(filepath.Dir(file), "testdata", "traces")
+}
+
+var autorateScenario = Scenario{
+	Name: "autorate",
+	Desc: "a link whose capacity follows a trace (a step down and up; a fading cellular delivery trace; a Starlink-like " +
+		"rate with a reconfiguration every 15 s) behind a 600-packet drop-tail device buffer; in front of it FQ-CoDel " +
+		"behind a shaper driven by an autorate controller (cake-autorate's defaults, and a faster setting) from three ping " +
+		"flows' RTTs (30, 35, 40 ms; 20 Hz in all), " +
+		"beside the shaper fixed at the trace's mean and at its lowest 1 s mean; 4 CUBIC flows (RTT 30 ms); " +
+		"one trace period (at least 30 s), first 5 s excluded. The shaper sits before the bottleneck, as on an upload",
+	Published: "cake-autorate's aim: latency kept low on variable-rate links while most of the capacity is used; " +
+		"a fixed rate at the mean bloats in the dips, one at the minimum wastes the rest",
+	DefaultReps: 1,
+	Runs: func(o Options) ([]Run, error) {
+		names := AutorateAQMs
+		if len(o.AQMs) > 0 {
+			names = o.AQMs
+		}
+		for _, n := range names {
+			if _, err := LookupAQM(n); err != nil {
+				return nil, err
+			}
+		}
+		var runs []Run
+		for _, file := range AutorateTraces {
+			tr, err := LoadTrace(filepath.Join(tracesDir(), file))
+			if err != nil {
+				return nil, err
+			}
+			d := max(traceSpan(tr), 30*time.Second)
+			if o.Quick {
+				d = 12 * time.Second
+			}
+			rtts := orRTTs(o.RTTs, []time.Duration{30 * time.Millisecond})
+			cfg := Config{
+				RateBps: tr.MeanBps(traceSpan(tr)), Capacity: tr, Duration: orDur(o.Duration, d), Seed: o.Seed,
+				StartJitter: 100 * time.Millisecond, Series: o.Series,
+			}
+			cfg.Warmup = min(5*time.Second, cfg.Duration/4)
+			for i := range orInt(o.Flows, 4) {
+				cfg.Flows = append(cfg.Flows, FlowSpec{Kind: CUBIC, RTT: rtts[i%len(rtts)], Group: "bulk"})
+			}
+			for i := range autorateProbes {
+				cfg.Flows = append(cfg.Flows, FlowSpec{Kind: Ping, RTT: rtts[0] + time.Duration(i)*5*time.Millisecond,
+					Interval: autorateProbeGap, Start: time.Duration(i) * autorateProbeGap / autorateProbes, Group: "probe"})
+			}
+			for _, a := range names {
+				runs = append(runs, Run{Scenario: "autorate", Group: tr.Name, AQM: a, BufferPackets: 1000, Config: cfg,
+					Params: map[string]string{"trace": tr.Name}})
+			}
+		}
+		return runs, nil
+	},
+}
