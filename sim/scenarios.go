@@ -50,7 +50,7 @@ type Scenario struct {
 
 // Scenarios returns the scenarios in display order.
 func Scenarios() []Scenario {
-	return []Scenario{compareScenario, redFamilyScenario, l4sScenario, speedtestScenario}
+	return []Scenario{compareScenario, redFamilyScenario, l4sScenario, speedtestScenario, floodScenario}
 }
 
 // LookupScenario returns the scenario called name.
@@ -238,6 +238,8 @@ func ScenarioAQMs(name string) []string {
 		return []string{"dualpi2", "pie", "fq-codel"}
 	case "speedtest":
 		return []string{"fifo", "codel", "fq-codel", "sfq"}
+	case "flood":
+		return slices.Clone(FloodAQMs)
 	}
 	return nil
 }
