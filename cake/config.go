@@ -257,7 +257,8 @@ type Config struct {
 	// sender that uses new ports for every packet can starve the other
 	// flows. With the guard on, the default, packets of flows that have not
 	// recurred wait in one shared queue per tin once they arrive faster
-	// than the guard admits new flows.
+	// than the guard admits new flows. It can change only while the queue
+	// is empty.
 	DisableFloodGuard bool
 	// Seed keys the flow and host hashes and seeds the random draws (BLUE
 	// and the dithered quantum). Zero (the default, for production) draws

@@ -66,11 +66,6 @@ func (fl *Flood) wrap(q aqm.Queue[uint64], cfg *Config) (aqm.Queue[uint64], erro
 	if fl.Flow < 0 || fl.Flow >= len(cfg.Flows) {
 		return nil, fmt.Errorf("sim: Flood.Flow (%d) is not a flow of the run", fl.Flow)
 	}
-	for _, fs := range cfg.Flows[:fl.Flow+1] {
-		if fs.Count > 1 {
-			return nil, fmt.Errorf("sim: Flood.Flow (%d) must follow flow specs of Count at most 1", fl.Flow)
-		}
-	}
 	if fl.Unguarded {
 		if err := unguard(q); err != nil {
 			return nil, err
@@ -78,6 +73,11 @@ func (fl *Flood) wrap(q aqm.Queue[uint64], cfg *Config) (aqm.Queue[uint64], erro
 	}
 	if !fl.RandomPorts {
 		return q, nil
+	}
+	for _, fs := range cfg.Flows[:fl.Flow+1] {
+		if fs.Count > 1 {
+			return nil, fmt.Errorf("sim: Flood.Flow (%d) must follow flow specs of Count at most 1", fl.Flow)
+		}
 	}
 	// The long-lived flows are numbered in the order of Config.Flows, so
 	// the flood's flow has id Flow; its hash is the one the simulator gives it.
