@@ -251,6 +251,15 @@ type Config struct {
 	// unresponsive traffic: size it with [ConfigForLink]. At most
 	// [MaxMemoryLimitBytes].
 	MemoryLimitBytes int
+	// DisableFloodGuard turns the flood guard off (see the package doc):
+	// every packet then finds or claims a flow queue of its own and a flow
+	// queue that was idle gets sparse-flow priority, as in Linux, so a
+	// sender that uses new ports for every packet can starve the other
+	// flows. With the guard on, the default, packets of flows that have not
+	// recurred wait in one shared queue per tin once they arrive faster
+	// than the guard admits new flows. It can change only while the queue
+	// is empty.
+	DisableFloodGuard bool
 	// Seed keys the flow and host hashes and seeds the random draws (BLUE
 	// and the dithered quantum). Zero (the default, for production) draws
 	// a secret from crypto/rand; a fixed seed makes a queue reproducible

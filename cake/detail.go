@@ -66,6 +66,11 @@ type Detail struct {
 	// OverlimitDrops counts packets the overload pruner removed, ACKDrops
 	// those the ACK filter removed.
 	OverlimitDrops, ACKDrops uint64
+	// GuardDiverted counts packets the flood guard sent to a tin's shared
+	// queue, GuardDropped those it dropped from a shared queue's head for
+	// waiting longer than the tin's target, GuardPromoted the new flows
+	// that earned a way by recurring (see the package doc).
+	GuardDiverted, GuardDropped, GuardPromoted uint64
 	// NumTins is the number of tins; Tins[:NumTins] are their rows in tc's
 	// display order.
 	NumTins int
@@ -86,6 +91,7 @@ func (q *Queue[T]) Detail() Detail {
 		MinNetworkLen: int(q.d.minLen), MaxNetworkLen: int(q.d.maxLen),
 		MinAdjustedLen: int(q.d.minAdj), MaxAdjustedLen: int(q.d.maxAdj),
 		OverlimitDrops: q.d.overlimitDrops, ACKDrops: q.d.ackDrops, NumTins: q.ntins,
+		GuardDiverted: q.g.diverted, GuardDropped: q.g.dropped, GuardPromoted: q.g.promoted,
 	}
 	for k := range q.ntins {
 		i := displayOrder(q.cfg.TinMode, k)
@@ -122,7 +128,8 @@ func (q *Queue[T]) Detail() Detail {
 func (q *Queue[T]) memoryBytes() int {
 	n := len(q.nodes)*int(unsafe.Sizeof(node[T]{})) + len(q.acks)*int(unsafe.Sizeof(ACKInfo{})) +
 		len(q.flows)*int(unsafe.Sizeof(flow{})) + len(q.tags)*4 + 2*len(q.heap)*2 +
-		len(q.tins)*int(unsafe.Sizeof(tin{}))
+		len(q.tins)*int(unsafe.Sizeof(tin{})) +
+		len(q.g.sets)*int(unsafe.Sizeof(guardSet{})) + len(q.g.tins)*int(unsafe.Sizeof(guardTin{}))
 	for i := range q.tins {
 		n += len(q.tins[i].hosts) * int(unsafe.Sizeof(host{}))
 	}
@@ -139,7 +146,9 @@ func (d Detail) Metrics() iter.Seq[aqm.Metric] {
 			!g("memory_limit_bytes", float64(d.MemoryLimit)) || !g("capacity_estimate_bits_per_second", float64(d.Rate)) ||
 			!g("min_network_len_bytes", float64(d.MinNetworkLen)) || !g("max_network_len_bytes", float64(d.MaxNetworkLen)) ||
 			!g("min_adjusted_len_bytes", float64(d.MinAdjustedLen)) || !g("max_adjusted_len_bytes", float64(d.MaxAdjustedLen)) ||
-			!c("overlimit_drops_packets", d.OverlimitDrops) || !c("ack_drops_packets", d.ACKDrops) {
+			!c("overlimit_drops_packets", d.OverlimitDrops) || !c("ack_drops_packets", d.ACKDrops) ||
+			!c("guard_diverted_packets", d.GuardDiverted) || !c("guard_dropped_packets", d.GuardDropped) ||
+			!c("guard_promoted_flows", d.GuardPromoted) {
 			return
 		}
 		for k := range d.NumTins {

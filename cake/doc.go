@@ -120,8 +120,31 @@
 // tables: it is best effort in diffserv3 and diffserv4 (tin 0), tin 2 in
 // diffserv8 and tin 5 (45 >> 3) in precedence.
 //
+// # Flood guard
+//
+// A sender that picks new ports for every packet makes every packet a new
+// flow: each claims a way of its set (or takes a busy one over), gets
+// sparse-flow priority, and the flood fills the sets, so Linux's cake
+// starves the persistent flows; host isolation cannot help when the
+// sender shares a host with its victims. The guard, on unless
+// DisableFloodGuard is set, lets a hash without a way claim a free one
+// only if it recurs (it was the last new hash its set saw) or the
+// admission budget has a token (one per eight packets sent, up to 64
+// saved); it never takes a busy way over. Every other new-flow packet
+// waits in its tin's shared queue, a flow queue with its own COBALT that
+// is served on the old list only and keeps no packet longer than the
+// tin's target (up to two older heads are dropped at each arrival it
+// takes, [aqm.DroppedOverlimit], GuardDropped in the [Detail]). A hash
+// gets a way only when none of its packets can still be in the shared
+// queue, so every flow keeps its order. Flows that already have a way,
+// and a flood on one 5-tuple, are served as without the guard; ordinary
+// traffic starts far fewer flows than one per eight packets. The ACK
+// filter does not look into the shared queue.
+//
 // # Differences from Linux sch_cake
 //
+//   - The flood guard (above): with it off, new flows claim ways and
+//     take busy ones over as in Linux.
 //   - COBALT's spacing at a count of 0 or 1 is a full interval even in a
 //     never-used flow queue; Linux leaves its cached inverse square root
 //     at zero in a fresh slot, which gives a zero spacing there.

@@ -177,6 +177,8 @@ type Queue[T any] struct {
 	span       int64
 	maxAdj     uint32
 
+	g guardState // the flood guard (guard.go)
+
 	onDrop aqm.DropFunc[T]
 	stats  aqm.Stats
 	d      counters
@@ -220,10 +222,14 @@ func (q *Queue[T]) build(cfg Config) {
 	l := layoutFor(cfg.TinMode)
 	q.ntins = l.n
 	q.mode = cfg.FlowMode.bits()
-	nf := l.n * queuesPerTin
+	nf := l.n*queuesPerTin + l.n // and one shared queue per tin for the flood guard
 	q.flows = make([]flow, nf)
 	for i := range q.flows {
 		q.flows[i].head, q.flows[i].tail = nilIdx, nilIdx
+	}
+	q.g.reset(l.n, !cfg.DisableFloodGuard)
+	for i := l.n * queuesPerTin; i < nf; i++ {
+		q.flows[i].src, q.flows[i].dst = noHost, noHost
 	}
 	q.tags = make([]uint32, nf)
 	q.heap = make([]uint16, nf)
@@ -332,7 +338,8 @@ func (q *Queue[T]) Reconfigure(cfg Config) error {
 	old := q.cfg
 	structural := cfg.TinMode != old.TinMode || cfg.FlowMode != old.FlowMode ||
 		cfg.LimitPackets != old.LimitPackets || cfg.Seed != old.Seed ||
-		(old.ACKFilter == ACKFilterOff && cfg.ACKFilter != ACKFilterOff)
+		(old.ACKFilter == ACKFilterOff && cfg.ACKFilter != ACKFilterOff) ||
+		cfg.DisableFloodGuard != old.DisableFloodGuard
 	if structural {
 		if q.len != 0 {
 			return &aqm.ConfigError{Pkg: "cake", Field: structuralField(old, cfg), Value: "change",
@@ -355,6 +362,8 @@ func structuralField(a, b Config) string {
 		return "LimitPackets"
 	case a.Seed != b.Seed:
 		return "Seed"
+	case a.DisableFloodGuard != b.DisableFloodGuard:
+		return "DisableFloodGuard"
 	}
 	return "ACKFilter"
 }
@@ -470,7 +479,7 @@ func (q *Queue[T]) enqueueFlow(p aqm.Packet[T], info *Info, b *tin, fi uint32, n
 	b.s.arrived.Add(p.Size)
 	if q.acks != nil {
 		q.acks[ni] = info.ACK
-		if q.ackMode != ACKFilterOff && info.ACK.TCP {
+		if q.ackMode != ACKFilterOff && info.ACK.TCP && fi < q.g.base { // the shared queue stays a FIFO
 			q.ackFilter(b, fi, ni, now)
 		}
 	}
@@ -480,6 +489,10 @@ func (q *Queue[T]) enqueueFlow(p aqm.Packet[T], info *Info, b *tin, fi uint32, n
 	}
 	switch f.state {
 	case stNone, stDecaying:
+		if fi >= q.g.base {
+			q.activateShared(b, f, fi)
+			break
+		}
 		if f.state == stNone {
 			q.pushTail(&b.newL, fi)
 		} else {
@@ -495,6 +508,9 @@ func (q *Queue[T]) enqueueFlow(p aqm.Packet[T], info *Info, b *tin, fi uint32, n
 		b.sparse--
 		b.bulk++
 		q.bulkInc(b, f)
+	}
+	if fi >= q.g.base {
+		q.trimShared(b, fi, now)
 	}
 	if q.backlog > q.d.memPeak {
 		q.d.memPeak = q.backlog
@@ -588,10 +604,19 @@ func (q *Queue[T]) lookup(t int, base, fh uint32, info *Info, hosts bool) uint32
 		for i := range uint32(ways) {
 			k = (inner + i) & (ways - 1)
 			if q.flows[base+set+k].state == stNone {
-				b.s.wayMiss++
 				alloc, found = true, true
 				break
 			}
+		}
+		if q.g.on {
+			// A new flow: it claims a free way only if the guard admits
+			// it, and never takes a busy one over.
+			if s := (base + set) / ways; !q.admitNew(t, s, h, found) {
+				return q.divert(t, s, h)
+			}
+		}
+		if found {
+			b.s.wayMiss++
 		}
 	}
 	if !found {
@@ -768,6 +793,9 @@ func (q *Queue[T]) popFlow(fi uint32, b *tin) (p aqm.Packet[T], ni uint32) {
 	q.backlog -= int(p.Size)
 	if q.overTTL > 0 {
 		q.siftDown(int(q.heapPos[fi]))
+	}
+	if fi >= q.g.base {
+		q.g.tins[fi-q.g.base].leftSeq++
 	}
 	return p, ni
 }
@@ -1062,7 +1090,7 @@ func (q *Queue[T]) prune(now aqm.Time, arrival uint32) bool {
 	q.overTTL = 65535
 	fi := uint32(q.heap[0])
 	f := &q.flows[fi]
-	b := &q.tins[fi/queuesPerTin]
+	b := &q.tins[q.tinOf(fi)]
 	f.cv.QueueFull(&b.cp, now)
 	p, ni := q.popFlow(fi, b)
 	if q.ingress {
@@ -1228,7 +1256,7 @@ func (q *Queue[T]) EnqueueBatch(ps []aqm.Packet[T], vs []aqm.Verdict, now aqm.Ti
 		}
 		f := &q.flows[fi]
 		if f.state != stSparse && f.state != stBulk || q.len >= q.limit ||
-			q.backlog+int(size) > q.memLimit || q.overTTL > 0 {
+			q.backlog+int(size) > q.memLimit || q.overTTL > 0 || fi >= q.g.base {
 			v := q.enqueueFlow(p, &none, b, fi, now)
 			vs[i] = v
 			if v <= aqm.Marked {

@@ -57,6 +57,14 @@ type CobaltConfig struct {
 	BlueThreshold        time.Duration
 	DisableBlueThreshold bool
 	DisableECN           bool
+	// DisableFloodGuard turns the flood guard off (see the package doc's
+	// Flood guard section): every packet then joins its own flow queue and
+	// a flow queue that was empty gets sparse-flow priority, as in RFC 8290
+	// and Linux, so a sender that uses a new flow hash for every packet can
+	// starve the other flows. With the guard on, the default, packets of
+	// flows that have not recurred wait in one shared queue once they
+	// arrive faster than the guard admits new flows.
+	DisableFloodGuard bool
 	// Seed keys the flow hash and seeds BLUE's random draws. Zero, the
 	// default and the right choice in production, draws a secret from
 	// crypto/rand; a fixed seed makes the queue reproducible, for tests and
@@ -163,6 +171,7 @@ func (q *Cobalt[T]) apply(cfg CobaltConfig) {
 	q.cfg = cfg
 	q.setLimits(cfg.LimitPackets, cfg.MemoryLimitBytes, cfg.QuantumBytes, cfg.DropBatchPackets)
 	q.cp = cfg.cobalt().Params()
+	q.setGuard(!cfg.DisableFloodGuard, cfg.Target)
 }
 
 // Config returns the configuration in effect, every default filled in and
@@ -182,8 +191,15 @@ func (q *Cobalt[T]) Enqueue(p aqm.Packet[T], now aqm.Time) aqm.Verdict {
 		return aqm.DroppedOverlimit
 	}
 	idx := q.bucket(p.Hash)
-	if q.admit(&p, idx) {
+	var mark uint8
+	if q.guard {
+		idx, mark = q.route(p.Hash, idx)
+	}
+	if q.admit(&p, idx, mark) {
 		q.d.NewFlowCount++
+	}
+	if mark == markShared {
+		q.trimShared(now)
 	}
 	if q.over() {
 		memory := q.backlog > q.memLim
@@ -322,9 +338,18 @@ type CobaltDetail struct {
 	// DropCapHits counts Dequeue calls that reached
 	// [cobalt.MaxDropsPerDequeue].
 	DropCapHits uint64
+	// GuardDiverted counts arrivals the flood guard sent to the shared
+	// queue, GuardDropped the shared queue's packets it dropped for waiting
+	// longer than Target ([aqm.DroppedOverlimit]), GuardPromoted the flows
+	// that earned a flow queue by recurring (see the package doc).
+	GuardDiverted uint64
+	GuardDropped  uint64
+	GuardPromoted uint64
 	// NewFlowsLen and OldFlowsLen are the lengths of the two lists.
 	NewFlowsLen int
 	OldFlowsLen int
+	// GuardQueueLen is the packets in the flood guard's shared queue.
+	GuardQueueLen int
 	// MaxFlowBacklog is the byte backlog of the fattest flow (a scan of the
 	// flow table).
 	MaxFlowBacklog int
@@ -341,6 +366,8 @@ type CobaltDetail struct {
 func (q *Cobalt[T]) Detail() CobaltDetail {
 	d := q.d
 	d.NewFlowsLen, d.OldFlowsLen = q.nNew, q.nOld
+	d.GuardDiverted, d.GuardDropped, d.GuardPromoted = q.g.diverted, q.g.dropped, q.g.promoted
+	d.GuardQueueLen = q.sharedLen()
 	d.MaxFlowBacklog = q.maxFlowBytes()
 	d.MemoryUsage = q.backlog
 	d.MemoryBytes = q.memoryBytes()
@@ -363,6 +390,10 @@ func (d CobaltDetail) Metrics() iter.Seq[aqm.Metric] {
 			{Name: "codel_drop_packets", Kind: aqm.Counter, Value: float64(d.CoDelDrops)},
 			{Name: "blue_drop_packets", Kind: aqm.Counter, Value: float64(d.BlueDrops)},
 			{Name: "drop_cap_hits", Kind: aqm.Counter, Value: float64(d.DropCapHits)},
+			{Name: "guard_diverted_packets", Kind: aqm.Counter, Value: float64(d.GuardDiverted)},
+			{Name: "guard_dropped_packets", Kind: aqm.Counter, Value: float64(d.GuardDropped)},
+			{Name: "guard_promoted_flows", Kind: aqm.Counter, Value: float64(d.GuardPromoted)},
+			{Name: "guard_queue_len", Kind: aqm.Gauge, Value: float64(d.GuardQueueLen)},
 			{Name: "new_flows_len", Kind: aqm.Gauge, Value: float64(d.NewFlowsLen)},
 			{Name: "old_flows_len", Kind: aqm.Gauge, Value: float64(d.OldFlowsLen)},
 			{Name: "max_flow_backlog_bytes", Kind: aqm.Gauge, Value: float64(d.MaxFlowBacklog)},
@@ -425,6 +456,7 @@ func (q *Cobalt[T]) Reconfigure(cfg CobaltConfig) error {
 	if cfg.Flows == q.cfg.Flows && cfg.Seed == q.cfg.Seed {
 		if need+1 > len(q.nodes) || cfg.LimitPackets+1 < len(q.nodes) {
 			q.resize(need)
+			q.resetGuard()
 		}
 		q.apply(cfg)
 		return nil
@@ -437,5 +469,6 @@ func (q *Cobalt[T]) Reconfigure(cfg CobaltConfig) error {
 	q.apply(cfg)
 	q.stats = old.stats
 	q.rehash(&old)
+	q.resetGuard()
 	return nil
 }

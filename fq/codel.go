@@ -54,8 +54,8 @@ const (
 type CoDelConfig struct {
 	// Flows is the number of flow queues packets are hashed into. Zero means
 	// [DefaultCoDelFlows]; at most 65536. Each takes 64 bytes, plus 32
-	// bytes of overload bookkeeping, allocated up front (see
-	// [CoDelDetail.MemoryBytes]).
+	// bytes of overload bookkeeping and 28 of flood guard state, allocated
+	// up front (see [CoDelDetail.MemoryBytes]).
 	Flows int
 	// LimitPackets is the most packets queued in all flows together; an
 	// arrival beyond it makes the queue drop from the fattest flow. Zero
@@ -100,6 +100,14 @@ type CoDelConfig struct {
 	// Linux since 2019 (with the cached inverse square root recomputed,
 	// which Linux omits).
 	KeepCountOnOverload bool
+	// DisableFloodGuard turns the flood guard off (see the package doc's
+	// Flood guard section): every packet then joins its own flow queue and
+	// a flow queue that was empty gets sparse-flow priority, as in RFC 8290
+	// and Linux, so a sender that uses a new flow hash for every packet can
+	// starve the other flows. With the guard on, the default, packets of
+	// flows that have not recurred wait in one shared queue once they
+	// arrive faster than the guard admits new flows.
+	DisableFloodGuard bool
 	// Seed keys the hash that maps Packet.Hash to a flow queue, so that a
 	// sender who does not know it cannot aim hash collisions at a victim
 	// flow (RFC 8290 section 4.1's random salt). Zero, the default and the
@@ -233,6 +241,7 @@ func (q *CoDel[T]) apply(cfg CoDelConfig) {
 	q.setLimits(cfg.LimitPackets, cfg.MemoryLimitBytes, cfg.QuantumBytes, cfg.DropBatchPackets)
 	q.global, q.keep = cfg.GlobalBacklogGuard, cfg.KeepCountOnOverload
 	q.cp = cfg.codel().ControllerParams()
+	q.setGuard(!cfg.DisableFloodGuard, cfg.Target)
 }
 
 // Config returns the configuration in effect, every default filled in and
@@ -256,6 +265,10 @@ func (q *CoDel[T]) Enqueue(p aqm.Packet[T], now aqm.Time) aqm.Verdict {
 		return aqm.DroppedOverlimit
 	}
 	idx := q.bucket(p.Hash)
+	var mark uint8
+	if q.guard {
+		idx, mark = q.route(p.Hash, idx)
+	}
 	f := &q.flows[idx]
 	// Append p to its flow. A node is free: there are limit+1 and used ≤
 	// limit.
@@ -263,7 +276,7 @@ func (q *CoDel[T]) Enqueue(p aqm.Packet[T], now aqm.Time) aqm.Verdict {
 	nd := &q.nodes[i]
 	q.free = nd.next
 	nd.set(&p)
-	nd.next = cqNone
+	nd.next, nd.mark = cqNone, mark
 	if f.head == cqNone {
 		f.head = i
 	} else {
@@ -274,11 +287,18 @@ func (q *CoDel[T]) Enqueue(p aqm.Packet[T], now aqm.Time) aqm.Verdict {
 	f.bytes += p.Size
 	q.backlog += int(p.Size)
 	if f.tag&cqListMask == cqInactive<<cqListShift {
-		q.activate(f, idx)
-		q.d.NewFlowCount++
+		if idx == q.g.shared {
+			q.activateShared(f, idx)
+		} else {
+			q.activate(f, idx)
+			q.d.NewFlowCount++
+		}
 	}
 	if q.tracking {
 		q.reclass(f, idx)
+	}
+	if mark == markShared {
+		q.trimShared(now)
 	}
 	if !q.tracking && (q.used > q.onPkts || q.backlog > q.onBytes) {
 		q.startTracking()
@@ -323,6 +343,16 @@ func (q *CoDel[T]) EnqueueBatch(ps []aqm.Packet[T], vs []aqm.Verdict, now aqm.Ti
 		}
 		size := p.Size
 		idx := idxs[k]
+		if q.guard && !q.owns(p.Hash, idx) {
+			// Not its bucket's owner: the flood guard decides, on the
+			// single path.
+			v := q.Enqueue(*p, now)
+			vs[i] = v
+			if v.Accepted() {
+				accepted++
+			}
+			continue
+		}
 		f := &q.flows[idx]
 		j := q.free
 		nd := &q.nodes[j]
@@ -505,9 +535,18 @@ type CoDelDetail struct {
 	// DropCapHits counts Dequeue calls that reached
 	// [codel.MaxDropsPerDequeue].
 	DropCapHits uint64
+	// GuardDiverted counts arrivals the flood guard sent to the shared
+	// queue, GuardDropped the shared queue's packets it dropped for waiting
+	// longer than Target ([aqm.DroppedOverlimit]), GuardPromoted the flows
+	// that earned a flow queue by recurring (see the package doc).
+	GuardDiverted uint64
+	GuardDropped  uint64
+	GuardPromoted uint64
 	// NewFlowsLen and OldFlowsLen are the lengths of the two lists.
 	NewFlowsLen int
 	OldFlowsLen int
+	// GuardQueueLen is the packets in the flood guard's shared queue.
+	GuardQueueLen int
 	// MaxFlowBacklog is the byte backlog of the fattest flow (computed by a
 	// scan of the flow table).
 	MaxFlowBacklog int
@@ -515,8 +554,9 @@ type CoDelDetail struct {
 	// Size).
 	MemoryUsage int
 	// MemoryBytes is the memory the queue's configuration preallocated: 64
-	// bytes per flow, 32 bytes per flow of overload bookkeeping and one node
-	// per packet of LimitPackets+1 (the packet plus a 4-byte link).
+	// bytes per flow and for the shared queue, 32 bytes per flow of overload
+	// bookkeeping, 28 of flood guard state and one node per packet of
+	// LimitPackets+1 (the packet plus a 4-byte link).
 	MemoryBytes int
 }
 
@@ -525,6 +565,8 @@ type CoDelDetail struct {
 func (q *CoDel[T]) Detail() CoDelDetail {
 	d := q.d
 	d.NewFlowsLen, d.OldFlowsLen = q.nNew, q.nOld
+	d.GuardDiverted, d.GuardDropped, d.GuardPromoted = q.g.diverted, q.g.dropped, q.g.promoted
+	d.GuardQueueLen = q.sharedLen()
 	d.MaxFlowBacklog = q.maxFlowBytes()
 	d.MemoryUsage = q.backlog
 	d.MemoryBytes = q.memoryBytes()
@@ -546,6 +588,10 @@ func (d CoDelDetail) Metrics() iter.Seq[aqm.Metric] {
 			{Name: "ecn_mark_packets", Kind: aqm.Counter, Value: float64(d.ECNMarks)},
 			{Name: "ce_mark_packets", Kind: aqm.Counter, Value: float64(d.CEMarks)},
 			{Name: "drop_cap_hits", Kind: aqm.Counter, Value: float64(d.DropCapHits)},
+			{Name: "guard_diverted_packets", Kind: aqm.Counter, Value: float64(d.GuardDiverted)},
+			{Name: "guard_dropped_packets", Kind: aqm.Counter, Value: float64(d.GuardDropped)},
+			{Name: "guard_promoted_flows", Kind: aqm.Counter, Value: float64(d.GuardPromoted)},
+			{Name: "guard_queue_len", Kind: aqm.Gauge, Value: float64(d.GuardQueueLen)},
 			{Name: "new_flows_len", Kind: aqm.Gauge, Value: float64(d.NewFlowsLen)},
 			{Name: "old_flows_len", Kind: aqm.Gauge, Value: float64(d.OldFlowsLen)},
 			{Name: "max_flow_backlog_bytes", Kind: aqm.Gauge, Value: float64(d.MaxFlowBacklog)},
@@ -608,6 +654,7 @@ func (q *CoDel[T]) Reconfigure(cfg CoDelConfig) error {
 	if cfg.Flows == q.cfg.Flows && cfg.Seed == q.cfg.Seed {
 		if need+1 > len(q.nodes) || cfg.LimitPackets+1 < len(q.nodes) {
 			q.resize(need)
+			q.resetGuard()
 		}
 		q.apply(cfg)
 		return nil
@@ -616,5 +663,6 @@ func (q *CoDel[T]) Reconfigure(cfg CoDelConfig) error {
 	q.build(cfg, need)
 	q.stats = old.stats
 	q.rehash(&old)
+	q.resetGuard()
 	return nil
 }

@@ -358,13 +358,15 @@ func TestCoDelDetailMetrics(t *testing.T) {
 		"new_flows_len": float64(d.NewFlowsLen), "old_flows_len": float64(d.OldFlowsLen),
 		"max_flow_backlog_bytes": float64(d.MaxFlowBacklog), "memory_used_bytes": float64(d.MemoryUsage),
 		"memory_allocated_bytes": float64(d.MemoryBytes),
+		"guard_diverted_packets": float64(d.GuardDiverted), "guard_dropped_packets": float64(d.GuardDropped),
+		"guard_promoted_flows": float64(d.GuardPromoted), "guard_queue_len": float64(d.GuardQueueLen),
 	}
 	got := map[string]float64{}
 	for m := range d.Metrics() {
 		_, dup := got[m.Name]
 		require.False(t, dup, m.Name)
 		got[m.Name] = m.Value
-		if m.Name == "new_flows_len" || m.Name == "old_flows_len" || m.Name[len(m.Name)-6:] == "_bytes" {
+		if m.Name[len(m.Name)-4:] == "_len" || m.Name[len(m.Name)-6:] == "_bytes" {
 			require.Equal(t, aqm.Gauge, m.Kind, m.Name)
 		} else {
 			require.Equal(t, aqm.Counter, m.Kind, m.Name)
@@ -372,10 +374,11 @@ func TestCoDelDetailMetrics(t *testing.T) {
 	}
 	require.Equal(t, want, got)
 	require.NotZero(t, d.DropOverlimit)
-	// 64 + 32 bytes per flow, 32 per packet node (limit + 1), the stack heads.
-	require.Equal(t, 96*16+512+241*4+32*9, d.MemoryBytes)
+	// 64 + 32 bytes per flow and the shared queue, 28 per flow of flood
+	// guard, 32 per packet node (limit + 1), the stack heads.
+	require.Equal(t, 96*17+28*16+512+241*4+32*9, d.MemoryBytes)
 	big, _ := NewCoDel[uint64](CoDelConfig{Seed: 1, Flows: 65536}, nil)
-	require.Equal(t, 96*65536+512+241*4+32*10241, big.Detail().MemoryBytes)
+	require.Equal(t, 96*65537+28*65536+512+241*4+32*10241, big.Detail().MemoryBytes)
 	for range d.Metrics() {
 		break // stopping early is allowed
 	}
@@ -387,14 +390,24 @@ func TestCoDelDetailMetrics(t *testing.T) {
 // overload drop while each flow queue holds one or two packets), and the
 // overload bookkeeping visits a bounded number of class-stack entries and
 // flow slots per arrival, the same at 1024, 16384 and 65536 flows (a scan
-// of the flow table visited Flows slots per arrival).
+// of the flow table visited Flows slots per arrival). With the flood guard
+// on, the same flood goes to the shared queue: the guard's steps per
+// arrival (its decision, and at most guardTrim heads dropped) are bounded
+// too, and the overload path, run with a queue held at its limit by a
+// shared-queue sojourn limit it cannot reach, still is.
 func TestCoDelOverloadWorkBounded(t *testing.T) {
 	arrivals := 1_000_000
 	if testing.Short() {
 		arrivals = 200_000
 	}
-	for _, flows := range []int{1024, 16384, 65536} {
-		q, err := NewCoDel[uint64](CoDelConfig{Seed: 9, Flows: flows, LimitPackets: 4096}, nil)
+	for _, c := range []struct {
+		flows  int
+		guard  bool
+		target time.Duration
+	}{{1024, false, 0}, {16384, false, 0}, {65536, false, 0}, {1024, true, 0}, {65536, true, 0}, {65536, true, time.Second}} {
+		flows := c.flows
+		q, err := NewCoDel[uint64](CoDelConfig{Seed: 9, Flows: flows, LimitPackets: 4096, DisableFloodGuard: !c.guard,
+			Target: c.target, Interval: max(c.target*2, 100*time.Millisecond)}, nil)
 		require.NoError(t, err)
 		now := ct0
 		for i := range arrivals {
@@ -406,8 +419,15 @@ func TestCoDelOverloadWorkBounded(t *testing.T) {
 		}
 		d := q.Detail()
 		per := float64(q.work) / float64(arrivals)
-		t.Logf("flows %d: %d overload drops, %.3f entries visited per arrival", flows, d.DropOverlimit, per)
+		t.Logf("flows %d guard %v target %v: %d overload drops, %d guard drops, %.3f entries visited per arrival",
+			flows, c.guard, c.target, d.DropOverlimit, d.GuardDropped, per)
 		require.Greater(t, q.Stats().DroppedOverlimit.Packets, uint64(arrivals/3), "the flood must overload the queue")
-		require.Less(t, per, 6.0, fmt.Sprintf("flows %d", flows))
+		if c.guard {
+			require.Greater(t, d.GuardDiverted, uint64(arrivals/2), "the guard must divert the flood")
+			if c.target == time.Second {
+				require.Greater(t, d.DropOverlimit, uint64(arrivals/3), "the shared queue must overload the queue")
+			}
+		}
+		require.Less(t, per, 6.0, fmt.Sprintf("flows %d guard %v", flows, c.guard))
 	}
 }

@@ -219,9 +219,10 @@ func (m *fqcRef) configure(cfg CoDelConfig) {
 	if need := max(int64(cfg.LimitPackets), m.n); need+1 > int64(m.nodes) || cfg.LimitPackets+1 < m.nodes {
 		m.nodes = int(need) + 1
 	}
-	// 64 bytes per flow, 32 per flow (and 512 more) of overload entries,
-	// 241 4-byte stack heads, 32 bytes per packet node (a uint64 payload).
-	m.memory = 64*m.flowsN + 32*m.flowsN + 512 + 241*4 + 32*m.nodes
+	// 64 bytes per flow and the shared queue, 32 per flow (and 512 more)
+	// of overload entries, 241 4-byte stack heads, 28 bytes per flow of
+	// flood-guard state, 32 bytes per packet node (a uint64 payload).
+	m.memory = 64*(m.flowsN+1) + 32*(m.flowsN+1) + 512 + 241*4 + 28*m.flowsN + 32*m.nodes
 	m.limit, m.memLimit = int64(cfg.LimitPackets), int64(cfg.MemoryLimitBytes)
 	m.onPkts, m.onBytes = m.limit-m.limit/4, m.memLimit-m.memLimit/4
 	m.tracking, m.credit = false, 0
@@ -759,6 +760,8 @@ func runFQCRefTrace(t *testing.T, c fqcRefCase, seed uint64, ops int) fqcRefCove
 	cfg := c.cfg
 	cfg.Seed = seed*0x9e3779b97f4a7c15 + 1
 	var got []fqcRefDrop
+	// The model is RFC 8290's scheduler, without the flood guard.
+	cfg.DisableFloodGuard = true
 	q, err := NewCoDel(cfg, func(p aqm.Packet[uint64], why aqm.Verdict) { got = append(got, fqcRefDrop{p, why}) })
 	require.NoError(t, err)
 	m := newFQCRef(cfg)

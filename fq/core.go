@@ -78,6 +78,7 @@ type cqNode[T any] struct {
 	hash     uint32
 	next     uint32
 	ecn      aqm.ECN
+	mark     uint8 // the flood guard's: markGuest, markShared or 0
 }
 
 func (nd *cqNode[T]) set(p *aqm.Packet[T]) {
@@ -130,7 +131,12 @@ type sched[T, A any] struct {
 	offBytes int
 	heads    [cqClasses]uint32
 	classes  [4]uint64 // bit c: stack c may hold a current entry
-	work     uint64    // stack entries and flows visited by overload bookkeeping (tests)
+	work     uint64    // stack entries, flows and flood-guard steps visited (tests)
+
+	// The flood guard (guard.go): ids holds each bucket's recognition
+	// state, flows[shared] is the shared queue of the packets it diverts.
+	guard bool
+	g     guardState
 
 	onDrop aqm.DropFunc[T]
 	stats  aqm.Stats
@@ -140,7 +146,7 @@ type sched[T, A any] struct {
 // and capacity packets, empty, keyed by seed (not zero). The flows' AQM
 // states are zero.
 func (q *sched[T, A]) init(n, capacity int, seed uint64) {
-	q.flows = make([]flowOf[A], n)
+	q.flows = make([]flowOf[A], n+1) // flows[n] is the flood guard's shared queue
 	for i := range q.flows {
 		q.flows[i].head, q.flows[i].tail = cqNone, cqNone
 		q.flows[i].tag = cqNoEntry << cqEntShift
@@ -148,7 +154,7 @@ func (q *sched[T, A]) init(n, capacity int, seed uint64) {
 	// One node more than the limit: an arrival is added before the overload
 	// drop makes room (the arrival counts towards its flow's backlog).
 	q.makeNodes(capacity + 1)
-	q.pool = make([]cqEntry, cqPoolSize(n))
+	q.pool = make([]cqEntry, cqPoolSize(n+1))
 	q.top = 0
 	for i := range q.heads {
 		q.heads[i] = cqNone
@@ -159,6 +165,9 @@ func (q *sched[T, A]) init(n, capacity int, seed uint64) {
 	src := rng.New(seed)
 	q.key0, q.key1 = src.Uint64(), src.Uint64()|1
 	q.nflows = uint64(n)
+	q.g.ids = make([]guardID, n)
+	q.g.shared = uint32(n)
+	q.resetGuard()
 }
 
 // setLimits applies the scheduler's share of a configuration.
@@ -281,8 +290,12 @@ func (q *sched[T, A]) pop(f *flowOf[A]) aqm.Packet[T] {
 	i := f.head
 	nd := &q.nodes[i]
 	p := nd.packet()
+	mark := nd.mark
 	f.head = nd.next
 	*nd = cqNode[T]{next: q.free}
+	if mark != 0 {
+		q.left(mark, p.Hash)
+	}
 	q.free = i
 	q.used--
 	f.bytes -= p.Size
@@ -299,16 +312,30 @@ func (q *sched[T, A]) activate(f *flowOf[A], idx uint32) {
 	q.nNew++
 }
 
+// activateShared puts the idle shared queue idx at the tail of the old
+// list with one quantum: it never gets sparse-flow priority.
+func (q *sched[T, A]) activateShared(f *flowOf[A], idx uint32) {
+	f.tag = cqOld<<cqListShift | cqNoEntry<<cqEntShift
+	f.deficit = q.quantum
+	q.pushTail(&q.oldL, idx)
+	q.nOld++
+}
+
 // admit appends the accepted arrival p to flow idx and keeps the
 // bookkeeping: a flow that was idle joins the new list (admit reports it),
 // and the classes follow the backlog near the limits. The caller checks
 // the limits afterwards.
-func (q *sched[T, A]) admit(p *aqm.Packet[T], idx uint32) (activated bool) {
+func (q *sched[T, A]) admit(p *aqm.Packet[T], idx uint32, mark uint8) (activated bool) {
 	f := &q.flows[idx]
 	q.push(f, *p)
+	q.nodes[f.tail].mark = mark
 	if f.tag&cqListMask == cqInactive<<cqListShift {
-		q.activate(f, idx)
-		activated = true
+		if idx == q.g.shared {
+			q.activateShared(f, idx)
+		} else {
+			q.activate(f, idx)
+			activated = true
+		}
 	}
 	if q.tracking {
 		q.reclass(f, idx)
@@ -558,7 +585,8 @@ func (q *sched[T, A]) maxFlowBytes() int {
 // memoryBytes returns what the scheduler preallocated.
 func (q *sched[T, A]) memoryBytes() int {
 	return len(q.flows)*int(unsafe.Sizeof(flowOf[A]{})) + len(q.nodes)*int(unsafe.Sizeof(cqNode[T]{})) +
-		len(q.pool)*int(unsafe.Sizeof(cqEntry{})) + int(unsafe.Sizeof(q.heads))
+		len(q.pool)*int(unsafe.Sizeof(cqEntry{})) + int(unsafe.Sizeof(q.heads)) +
+		len(q.g.ids)*int(unsafe.Sizeof(guardID{}))
 }
 
 // flowPackets returns the packets queued in flow i and its list.

@@ -60,6 +60,44 @@
 // once as many Dequeue calls have passed as the start visited flows, plus
 // 64, which pays for the start. Below the limits a packet costs one test.
 //
+// # Flood guard
+//
+// Fair queueing protects flows from each other only while each flow keeps
+// its hash: a sender that picks new ports for every packet makes every
+// packet a new flow. Each lands in a bucket of its own and is served from
+// the new list first, so persistent flows on the old list starve, and it
+// fills every bucket, so the buckets of the other flows hold its packets
+// too. RFC 8290's scheduler (and Linux's fq_codel) then does worse than a
+// FIFO. The guard, on unless DisableFloodGuard is set, tells flows that
+// recur from packets that do not:
+//
+//   - each bucket remembers its owner, a hash that recurred there while
+//     the bucket was empty, and a candidate, the last other hash it saw;
+//     the owner's packets go to the bucket exactly as without the guard;
+//   - a packet of another hash is let into the bucket as a guest (served
+//     with the bucket, as without the guard) when the admission budget has
+//     a token, earned at one per eight packets sent and saved up to 64, or
+//     when its hash is the candidate and recurs; a candidate that recurs
+//     while its bucket is empty becomes the owner;
+//   - every other packet waits in one shared queue, which has its own AQM
+//     (as a flow queue does), joins the old list only (never the new one)
+//     and keeps no packet longer than Target: at each arrival it takes,
+//     it drops up to two heads that have waited longer, as
+//     [aqm.DroppedOverlimit] (GuardDropped in the Detail).
+//
+// So a stream of one-packet flows gets at most an eighth of the link
+// through the new list and one flow's share through the shared queue, and
+// its packets stay out of the other flows' buckets; a flood on one
+// 5-tuple is one flow as before. The rules keep every flow's order: a
+// hash's packets are never in its bucket and the shared queue at once (a
+// bucket holds guests of one hash at a time, owners are never diverted,
+// and a hash joins its bucket only when none of its packets, counted by
+// their number in the shared queue, can still be there). Ordinary traffic
+// starts far fewer than one flow per eight packets and sees no difference;
+// a new flow that starts during a flood has its first packets in the
+// shared queue until it recurs. The guard costs one compare per arrival of
+// an owner and 28 bytes per flow.
+//
 // # Parameters
 //
 //	field                default   unit     reference
@@ -74,6 +112,7 @@
 //	CEThreshold          off       time     RFC 8290 §5.2.7, Linux ce_threshold
 //	GlobalBacklogGuard   false (per flow)   Linux uses the queue's backlog
 //	KeepCountOnOverload  false (bump)       Linux bumps, ns-3 does not
+//	DisableFloodGuard    false (guard on)   off: RFC 8290, Linux
 //	Seed                 0 (secret key from crypto/rand)  RFC 8290 §4.1 salt
 //
 // [CoDelConfigForLink] sizes LimitPackets and MemoryLimitBytes for a link
@@ -83,14 +122,17 @@
 //
 // # Memory
 //
-// NewCoDel allocates everything the queue will use: 64 bytes per flow (one
+// NewCoDel allocates everything the queue will use: 64 bytes per flow and
+// for the flood guard's shared queue (one
 // cache line: the CoDel controller, the flow's packet list, byte backlog,
 // credit, list link and backlog class), 32 bytes per flow of overload
 // bookkeeping (four stack entries per flow, so that the stale ones are
-// compacted at most once per three pushes), and one node per packet of
+// compacted at most once per three pushes), 28 bytes per flow of flood
+// guard state (owner, candidate, guests, last diverted numbers), whether
+// the guard is on or not, and one node per packet of
 // LimitPackets+1 (the packet's fields and the link to the next packet of
 // its flow: 32 bytes for a word-sized payload, two to a cache line). The
-// defaults take about 430 KB; 65536 flows and 10240 packets about 6.6 MB. [CoDelDetail.MemoryBytes] reports the figure. Nothing
+// defaults take about 460 KB; 65536 flows and 10240 packets about 8.4 MB. [CoDelDetail.MemoryBytes] reports the figure. Nothing
 // allocates afterwards, except Reconfigure when the table or the packet
 // capacity changes.
 //
@@ -150,6 +192,13 @@
 //   - The CoDel differences (exact control law, RFC deadline and count
 //     rules by default, ECN and CE threshold details) are those of package
 //     codel.
+//   - The flood guard (above; DisableFloodGuard turns it off): a packet of
+//     a hash that has not recurred may wait in a shared queue instead of
+//     its bucket, and a bucket that was empty gets sparse-flow priority
+//     only for its owner's and its guests' packets. RFC 8290, Linux and
+//     ns-3 give every packet its bucket and every empty bucket priority.
+//     With the guard off the queue is RFC 8290's scheduler exactly (the
+//     reference model's tests run it so).
 //   - DPDK has no FQ-CoDel; its rte_sched offers WRR with RED or PIE.
 //
 // # FQ-COBALT
@@ -210,6 +259,9 @@
 //   - FQ-COBALT draws BLUE's random numbers from one stream for the whole
 //     queue; FQ-PIE gives each flow its own stream (as ns-3's children
 //     have), derived from Seed.
+//   - The flood guard is the scheduler's, with FQ-COBALT's and FQ-PIE's
+//     Target as the shared queue's sojourn limit (5 ms and 15 ms by
+//     default); Linux and ns-3 have none.
 //   - Per-flow state is kept for the life of the queue (ns-3 creates
 //     children lazily and keeps them; Linux preallocates): a flow that goes
 //     idle keeps its probability, which decays (PIE's idle decay of 2% per

@@ -453,6 +453,7 @@ func TestCobaltMatchesReference(t *testing.T) {
 			Target: time.Duration(1+g.IntN(8)) * time.Millisecond, Interval: time.Duration(20+g.IntN(150)) * time.Millisecond,
 			BlueThreshold: time.Duration(10+g.IntN(200)) * time.Millisecond, DisableECN: g.IntN(4) == 0,
 			BlueIncrement: 1.0 / float64(int(1)<<(4+g.IntN(5))), Seed: uint64(tr + 1),
+			DisableFloodGuard: true, // the models are the schedulers without the guard
 		}
 		var qd []aqm.Packet[uint64]
 		var qw []aqm.Verdict
@@ -490,6 +491,7 @@ func TestPIEMatchesReference(t *testing.T) {
 			MaxBurst: time.Duration(g.IntN(100)) * time.Millisecond, DisableECN: g.IntN(4) == 0,
 			Alpha: []float64{0.125, 0.5, 2}[g.IntN(3)], Beta: []float64{1.25, 2.5, 8}[g.IntN(3)],
 			MeanPacketBytes: 500 + g.IntN(1000), Seed: uint64(tr + 1),
+			DisableFloodGuard: true, // the models are the schedulers without the guard
 		}
 		var qd []aqm.Packet[uint64]
 		var qw []aqm.Verdict

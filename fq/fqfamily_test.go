@@ -266,6 +266,8 @@ func TestFQFamilyDetailMetrics(t *testing.T) {
 		"drop_cap_hits": float64(d.DropCapHits), "new_flows_len": float64(d.NewFlowsLen), "old_flows_len": float64(d.OldFlowsLen),
 		"max_flow_backlog_bytes": float64(d.MaxFlowBacklog), "memory_used_bytes": float64(d.MemoryUsage),
 		"memory_allocated_bytes": float64(d.MemoryBytes),
+		"guard_diverted_packets": float64(d.GuardDiverted), "guard_dropped_packets": float64(d.GuardDropped),
+		"guard_promoted_flows": float64(d.GuardPromoted), "guard_queue_len": float64(d.GuardQueueLen),
 	})
 	require.GreaterOrEqual(t, d.MemoryBytes, 16*56+9*32)
 	e := p.Detail()
@@ -276,6 +278,8 @@ func TestFQFamilyDetailMetrics(t *testing.T) {
 		"ecn_mark_packets": float64(e.ECNMarks), "new_flows_len": float64(e.NewFlowsLen), "old_flows_len": float64(e.OldFlowsLen),
 		"max_flow_backlog_bytes": float64(e.MaxFlowBacklog), "memory_used_bytes": float64(e.MemoryUsage),
 		"memory_allocated_bytes": float64(e.MemoryBytes),
+		"guard_diverted_packets": float64(e.GuardDiverted), "guard_dropped_packets": float64(e.GuardDropped),
+		"guard_promoted_flows": float64(e.GuardPromoted), "guard_queue_len": float64(e.GuardQueueLen),
 	})
 	require.GreaterOrEqual(t, e.MemoryBytes, 16*100+9*32)
 }

@@ -67,6 +67,14 @@ type PIEConfig struct {
 	RateEstimator         bool
 	DequeueThresholdBytes int
 	HighDelayBoost        bool
+	// DisableFloodGuard turns the flood guard off (see the package doc's
+	// Flood guard section): every packet then joins its own flow queue and
+	// a flow queue that was empty gets sparse-flow priority, as in RFC 8290
+	// and Linux, so a sender that uses a new flow hash for every packet can
+	// starve the other flows. With the guard on, the default, packets of
+	// flows that have not recurred wait in one shared queue once they
+	// arrive faster than the guard admits new flows.
+	DisableFloodGuard bool
 	// Seed keys the flow hash and seeds every flow's random draws. Zero,
 	// the default and the right choice in production, draws a secret from
 	// crypto/rand; a fixed seed makes the queue reproducible, for tests and
@@ -190,6 +198,7 @@ func (q *PIE[T]) apply(cfg PIEConfig) {
 	q.cfg = cfg
 	q.setLimits(cfg.LimitPackets, cfg.MemoryLimitBytes, cfg.QuantumBytes, cfg.DropBatchPackets)
 	q.fp = cfg.pie().FlowParams()
+	q.setGuard(!cfg.DisableFloodGuard, cfg.Target)
 }
 
 // Config returns the configuration in effect, every default filled in and
@@ -222,6 +231,10 @@ func (q *PIE[T]) Enqueue(p aqm.Packet[T], now aqm.Time) aqm.Verdict {
 		return aqm.DroppedOverlimit
 	}
 	idx := q.bucket(p.Hash)
+	var mark uint8
+	if q.guard {
+		idx, mark = q.route(p.Hash, idx)
+	}
 	f := &q.flows[idx]
 	if f.cv.Due(&q.fp, now) {
 		q.update(f, now)
@@ -235,8 +248,11 @@ func (q *PIE[T]) Enqueue(p aqm.Packet[T], now aqm.Time) aqm.Verdict {
 		q.stats.CountDrop(v, p.Size, false)
 		return v
 	}
-	if q.admit(&p, idx) {
+	if q.admit(&p, idx, mark) {
 		q.d.NewFlowCount++
+	}
+	if mark == markShared {
+		q.trimShared(now)
 	}
 	if q.over() {
 		memory := q.backlog > q.memLim
@@ -345,9 +361,18 @@ type PIEDetail struct {
 	EarlyDrops uint64
 	// ECNMarks counts arrivals PIE marked CE instead (Linux ecn_mark).
 	ECNMarks uint64
+	// GuardDiverted counts arrivals the flood guard sent to the shared
+	// queue, GuardDropped the shared queue's packets it dropped for waiting
+	// longer than Target ([aqm.DroppedOverlimit]), GuardPromoted the flows
+	// that earned a flow queue by recurring (see the package doc).
+	GuardDiverted uint64
+	GuardDropped  uint64
+	GuardPromoted uint64
 	// NewFlowsLen and OldFlowsLen are the lengths of the two lists.
 	NewFlowsLen int
 	OldFlowsLen int
+	// GuardQueueLen is the packets in the flood guard's shared queue.
+	GuardQueueLen int
 	// MaxFlowBacklog is the byte backlog of the fattest flow (a scan of the
 	// flow table).
 	MaxFlowBacklog int
@@ -365,6 +390,8 @@ type PIEDetail struct {
 func (q *PIE[T]) Detail() PIEDetail {
 	d := q.d
 	d.NewFlowsLen, d.OldFlowsLen = q.nNew, q.nOld
+	d.GuardDiverted, d.GuardDropped, d.GuardPromoted = q.g.diverted, q.g.dropped, q.g.promoted
+	d.GuardQueueLen = q.sharedLen()
 	d.MaxFlowBacklog = q.maxFlowBytes()
 	d.MemoryUsage = q.backlog
 	d.MemoryBytes = q.memoryBytes()
@@ -385,6 +412,10 @@ func (d PIEDetail) Metrics() iter.Seq[aqm.Metric] {
 			{Name: "new_flow_count", Kind: aqm.Counter, Value: float64(d.NewFlowCount)},
 			{Name: "early_drop_packets", Kind: aqm.Counter, Value: float64(d.EarlyDrops)},
 			{Name: "ecn_mark_packets", Kind: aqm.Counter, Value: float64(d.ECNMarks)},
+			{Name: "guard_diverted_packets", Kind: aqm.Counter, Value: float64(d.GuardDiverted)},
+			{Name: "guard_dropped_packets", Kind: aqm.Counter, Value: float64(d.GuardDropped)},
+			{Name: "guard_promoted_flows", Kind: aqm.Counter, Value: float64(d.GuardPromoted)},
+			{Name: "guard_queue_len", Kind: aqm.Gauge, Value: float64(d.GuardQueueLen)},
 			{Name: "new_flows_len", Kind: aqm.Gauge, Value: float64(d.NewFlowsLen)},
 			{Name: "old_flows_len", Kind: aqm.Gauge, Value: float64(d.OldFlowsLen)},
 			{Name: "max_flow_backlog_bytes", Kind: aqm.Gauge, Value: float64(d.MaxFlowBacklog)},
@@ -449,6 +480,7 @@ func (q *PIE[T]) Reconfigure(cfg PIEConfig) error {
 	if cfg.Flows == q.cfg.Flows && cfg.Seed == q.cfg.Seed {
 		if need+1 > len(q.nodes) || cfg.LimitPackets+1 < len(q.nodes) {
 			q.resize(need)
+			q.resetGuard()
 		}
 		old := q.fp
 		q.apply(cfg)
@@ -461,5 +493,6 @@ func (q *PIE[T]) Reconfigure(cfg PIEConfig) error {
 	q.build(cfg, need)
 	q.stats = old.stats
 	q.rehash(&old)
+	q.resetGuard()
 	return nil
 }

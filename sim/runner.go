@@ -28,6 +28,8 @@ type Run struct {
 	// speedtest's tool, rate, burst and cross traffic), for plots and
 	// outputs.
 	Params map[string]string `json:",omitempty"`
+	// Flood, if set, marks one of Config's flows as a flood (see [Flood]).
+	Flood *Flood `json:",omitempty"`
 	// Config is the simulation; its Seed is the first repetition's.
 	Config Config
 	// Rep is the repetition index (set by [Execute]).
@@ -42,11 +44,15 @@ func (r Run) Execute() (*Result, error) {
 		return nil, err
 	}
 	s, err := New(r.Config, func(onDrop aqm.DropFunc[uint64]) (aqm.Queue[uint64], error) {
-		return a.New(Env{
+		q, err := a.New(Env{
 			RateBps: r.Config.BottleneckBps(), MSS: max(r.Config.MSS, 0), MaxRTT: r.Config.MaxRTT(),
 			BufferPackets: r.BufferPackets, REDMinThreshold: r.REDMinThreshold,
 			REDMaxThreshold: r.REDMaxThreshold, RED: r.RED, Seed: queueSeed(r.Config.Seed), OnDrop: onDrop, Capacity: r.Config.Capacity,
 		})
+		if err != nil || r.Flood == nil {
+			return q, err
+		}
+		return r.Flood.wrap(q, &r.Config)
 	})
 	if err != nil {
 		return nil, fmt.Errorf("%s/%s/%s: %w", r.Scenario, r.Group, r.AQM, err)

@@ -50,7 +50,7 @@ type Scenario struct {
 
 // Scenarios returns the scenarios in display order.
 func Scenarios() []Scenario {
-	return []Scenario{compareScenario, redFamilyScenario, l4sScenario, speedtestScenario, autorateScenario}
+	return []Scenario{compareScenario, redFamilyScenario, l4sScenario, speedtestScenario, autorateScenario, floodScenario}
 }
 
 // LookupScenario returns the scenario called name.
@@ -240,6 +240,8 @@ func ScenarioAQMs(name string) []string {
 		return []string{"fifo", "codel", "fq-codel", "sfq"}
 	case "autorate":
 		return slices.Clone(AutorateAQMs)
+	case "flood":
+		return slices.Clone(FloodAQMs)
 	}
 	return nil
 }

@@ -1,0 +1,246 @@
+package fq
+
+import (
+	"time"
+
+	"github.com/aqmkit/aqmkit/aqm"
+)
+
+// This file is the flood guard of the shared scheduler (core.go): it keeps
+// a sender that uses a new flow hash for every packet from taking every
+// bucket and the new list. Each bucket remembers the hash of the flow that
+// earned it (its owner) and of the last hash that did not (its candidate).
+// An arrival of the owner goes to its bucket as without the guard. Any
+// other arrival is a guest of the bucket, is diverted to one shared queue
+// (flows[shared], served on the old list only), or makes its hash the
+// owner; which one follows from a few rules chosen so that the packets of
+// one hash are never in the bucket and the shared queue at once, so the
+// queue keeps every flow's order:
+//
+//   - while the bucket holds guests, arrivals that are not the owner's are
+//     guests too (no guest was admitted while a packet of the bucket was
+//     in the shared queue, and nothing is diverted while guests are held);
+//   - the candidate that recurs while its bucket is empty and none of its
+//     packets is in the shared queue becomes the owner (owners are never
+//     diverted, so their packets are all in the bucket);
+//   - a new hash is a guest if no packet of the bucket is in the shared
+//     queue and the admission budget has a token: one per guardCost
+//     packets sent, at most guardBurst saved; otherwise it is diverted.
+//
+// The shared queue's packets are numbered as they are diverted; it is a
+// FIFO (every removal, sent or dropped, takes its head), so packet s has
+// left once leftSeq > s. A bucket keeps the number of its last diverted
+// packet and of its candidate's, both upper bounds. The shared queue keeps
+// no packet longer than the flows' Target at an arrival: older heads are
+// dropped, at most two per diverted arrival.
+
+// Marks a node carries for the flood guard.
+const (
+	markGuest  = 1 // in its bucket, not the owner's
+	markShared = 2 // in the shared queue
+)
+
+const (
+	// guardCost is how many packets sent earn the admission of one new
+	// hash while new hashes arrive faster: an eighth of the departures.
+	guardCost = 8
+	// guardBurst is how many admissions the budget saves up.
+	guardBurst = 64
+	// guardTrim is the most shared-queue heads one diversion drops.
+	guardTrim = 2
+)
+
+// Bits of guardID.flags.
+const (
+	idOwner = 1 << iota // owner is set
+	idCand              // cand is set
+	idMixed             // the guests are of several hashes (after a reset)
+)
+
+// guardID is one bucket's recognition state.
+type guardID struct {
+	owner, cand uint32 // hashes
+	lastDiv     uint32 // number of the bucket's last diverted packet (bound)
+	candLast    uint32 // bound on the number of cand's last diverted packet
+	guest       uint32 // the guests' hash
+	guests      uint32 // guests queued in the bucket
+	flags       uint32
+}
+
+// guardState is the scheduler's flood guard state.
+type guardState struct {
+	ids      []guardID
+	shared   uint32   // index of the shared queue in flows
+	span     aqm.Time // the shared queue's sojourn limit
+	divSeq   uint32   // packets diverted
+	leftSeq  uint32   // diverted packets that have left the shared queue
+	tokens   uint64   // admission budget, guardCost per admission
+	seen     uint64   // Dequeued.Packets when tokens was last topped up
+	diverted uint64
+	dropped  uint64
+	promoted uint64
+}
+
+// route returns where the arrival with hash h for bucket idx goes (idx or
+// the shared queue) and the mark its node carries. The owner's arrivals
+// take the inlined test only.
+func (q *sched[T, A]) route(h, idx uint32) (uint32, uint8) {
+	if q.owns(h, idx) {
+		return idx, 0
+	}
+	return q.routeNew(h, idx)
+}
+
+// owns reports whether h is bucket idx's owner (route's inlined test).
+func (q *sched[T, A]) owns(h, idx uint32) bool {
+	e := &q.g.ids[idx]
+	return e.owner == h && e.flags&idOwner != 0
+}
+
+// routeNew is route for an arrival that is not its bucket's owner's; see
+// the top of this file.
+func (q *sched[T, A]) routeNew(h, idx uint32) (uint32, uint8) {
+	g := &q.g
+	e := &g.ids[idx]
+	q.work++
+	if e.guests > 0 && (e.guest == h || e.flags&idMixed != 0) {
+		e.guests++
+		return idx, markGuest
+	}
+	busy := int32(e.lastDiv-g.leftSeq) >= 0 || e.guests > 0 // guests of another hash, or shared packets
+	isCand := e.flags&idCand != 0 && e.cand == h
+	mine := busy // a packet of h may be in the shared queue
+	if isCand {
+		mine = int32(e.candLast-g.leftSeq) >= 0
+	}
+	if !mine {
+		if isCand && q.flows[idx].head == cqNone {
+			e.owner = h
+			e.flags |= idOwner
+			g.promoted++
+			return idx, 0
+		}
+		if !busy && (isCand || q.takeToken()) {
+			if !isCand {
+				e.cand, e.candLast = h, e.lastDiv
+				e.flags |= idCand
+			}
+			e.guest = h
+			e.guests++
+			return idx, markGuest
+		}
+	}
+	seq := g.divSeq
+	g.divSeq++
+	e.lastDiv = seq
+	e.cand, e.candLast = h, seq
+	e.flags |= idCand
+	g.diverted++
+	return g.shared, markShared
+}
+
+// takeToken tops the admission budget up for the packets sent since the
+// last call and takes one admission from it if it has one.
+func (q *sched[T, A]) takeToken() bool {
+	g := &q.g
+	sent := q.stats.Dequeued.Packets
+	g.tokens = min(g.tokens+(sent-g.seen), guardBurst*guardCost)
+	g.seen = sent
+	if g.tokens < guardCost {
+		return false
+	}
+	g.tokens -= guardCost
+	return true
+}
+
+// left keeps the guard's counts when a marked packet with hash h leaves
+// the queue (sent or dropped).
+func (q *sched[T, A]) left(mark uint8, h uint32) {
+	if mark == markShared {
+		q.g.leftSeq++
+		return
+	}
+	if e := &q.g.ids[q.bucket(h)]; e.guests > 0 {
+		if e.guests--; e.guests == 0 {
+			e.flags &^= idMixed
+		}
+	}
+}
+
+// trimShared drops the shared queue's heads that have waited longer than
+// the span, at most guardTrim, never its newest packet (the arrival), as
+// [aqm.DroppedOverlimit].
+func (q *sched[T, A]) trimShared(now aqm.Time) {
+	sh := &q.flows[q.g.shared]
+	for range guardTrim {
+		if sh.head == sh.tail || q.nodes[sh.head].enqueued.Since(now) <= time.Duration(q.g.span) {
+			break
+		}
+		p := q.pop(sh)
+		q.work++
+		q.g.dropped++
+		q.stats.CountDrop(aqm.DroppedOverlimit, p.Size, true)
+		if q.onDrop != nil {
+			q.onDrop(p, aqm.DroppedOverlimit)
+		}
+	}
+	if q.tracking {
+		q.reclass(sh, q.g.shared)
+	}
+}
+
+// setGuard turns the guard on or off; span is the shared queue's sojourn
+// limit. A change resets the guard's state.
+func (q *sched[T, A]) setGuard(on bool, span time.Duration) {
+	q.g.span = aqm.Time(span)
+	if on != q.guard {
+		q.guard = on
+		q.resetGuard()
+	}
+}
+
+// resetGuard forgets every owner and candidate: the shared queue's packets
+// go back to their buckets, in order, after the bucket's own (a hash is
+// never in both, so every flow keeps its order), and every queued packet
+// becomes a guest of its bucket. O(packets + Flows); Reconfigure and New
+// only.
+func (q *sched[T, A]) resetGuard() {
+	g := &q.g
+	sh := &q.flows[g.shared]
+	for sh.head != cqNone {
+		p := q.pop(sh)
+		idx := q.bucket(p.Hash)
+		f := &q.flows[idx]
+		q.push(f, p)
+		if f.tag&cqListMask == cqInactive<<cqListShift {
+			q.activate(f, idx)
+		}
+		if q.tracking {
+			q.reclass(f, idx)
+		}
+	}
+	if q.tracking {
+		q.reclass(sh, g.shared)
+	}
+	g.divSeq, g.leftSeq = 0, 0
+	for i := range g.ids {
+		e := guardID{lastDiv: ^uint32(0), candLast: ^uint32(0)}
+		for j := q.flows[i].head; j != cqNone; j = q.nodes[j].next {
+			q.nodes[j].mark = markGuest
+			e.guests++
+			if e.guests == 1 {
+				e.guest = q.nodes[j].hash
+			} else if e.guest != q.nodes[j].hash {
+				e.flags |= idMixed
+			}
+		}
+		g.ids[i] = e
+	}
+	g.tokens, g.seen = guardBurst*guardCost, q.stats.Dequeued.Packets
+}
+
+// sharedLen returns the packets in the shared queue.
+func (q *sched[T, A]) sharedLen() int {
+	n, _, _ := q.flowPackets(q.g.shared)
+	return n
+}
