@@ -9,6 +9,7 @@ require (
 )
 
 require (
+	github.com/google/btree v1.1.2 // indirect
 	go.yaml.in/yaml/v3 v3.0.5 // indirect
 	golang.org/x/exp v0.0.0-20231110203233-9a3e6036ecaa // indirect
 	golang.org/x/sys v0.36.0 // indirect
