@@ -250,7 +250,7 @@ func runLoad(t *testing.T, cfg Config) loadResult {
 	res.bulkBytes = received.Load() - base
 	time.Sleep(time.Until(stop))
 	res.loaded, res.lost = pr.collect(3 * time.Second) // the last replies wait behind the queue
-	_ = ln.Close() // in case the sink never accepted
+	_ = ln.Close()                                     // in case the sink never accepted
 	done := make(chan struct{})
 	go func() { wg.Wait(); close(done) }()
 	select {
