@@ -21,30 +21,80 @@ const maxHeaderBytes = 192
 // SPI and the GRE key all lie in its first 16 bytes.
 const transportKeyBytes = 16
 
+// need says which parts of a packet's Meta its queue reads.
+type need uint8
+
+const (
+	needECN  need = 1 << iota // the queue marks (queues.Spec.Marks)
+	needHash                  // the queue keeps flows apart
+)
+
+// flowQueues are the registry's queues that keep flows apart by
+// aqm.Meta.Hash; the others never read it, so it is not computed for them.
+var flowQueues = map[string]bool{"fq-codel": true, "fq-cobalt": true, "fq-pie": true, "sfq": true, "cake": true}
+
 // meta returns the queue's view of pkt: its size (pkt.Size(), every byte
-// the link will carry), the keyed flow hash of its addresses, protocol and
-// ports, and its ECN codepoint. It reads the headers netstack already
-// parsed or built, copying at most maxHeaderBytes of them into a buffer on
-// the stack and never touching the payload.
+// the link will carry) and, as far as the queue needs them, its ECN
+// codepoint and the keyed flow hash of its addresses, protocol and ports.
+// It reads the headers netstack already built, copying at most
+// maxHeaderBytes of them into a buffer on the stack and never touching
+// the payload.
 //
-// The copy ends after the transport header's first bytes, so its IP length
+// The copy ends within or after the transport header, so its IP length
 // field is set to what was copied before the hasher reads it: the length
 // is no part of the flow key, and the packet itself is not changed.
-func meta(h *iphdr.Hasher, pkt *stack.PacketBuffer) aqm.Meta {
+func meta(h *iphdr.Hasher, pkt *stack.PacketBuffer, n need) aqm.Meta {
+	size := uint32(min(pkt.Size(), 1<<32-1))
+	switch n {
+	case 0:
+		return aqm.Meta{Size: size}
+	case needECN:
+		return aqm.Meta{Size: size, ECN: ecnOf(pkt.NetworkHeader().Slice())}
+	}
 	var buf [maxHeaderBytes]byte
-	n := copy(buf[:], pkt.NetworkHeader().Slice())
-	th := pkt.TransportHeader().Slice()
-	n += copy(buf[n:], th[:min(len(th), transportKeyBytes)])
-	b := buf[:n]
+	k := copyHeaders(buf[:], pkt)
+	b := buf[:k]
 	switch {
-	case n >= 20 && b[0]>>4 == 4:
-		binary.BigEndian.PutUint16(b[2:4], uint16(n))
-	case n >= 40 && b[0]>>4 == 6:
-		binary.BigEndian.PutUint16(b[4:6], uint16(n-40))
+	case k >= 20 && b[0]>>4 == 4:
+		binary.BigEndian.PutUint16(b[2:4], uint16(k))
+	case k >= 40 && b[0]>>4 == 6:
+		binary.BigEndian.PutUint16(b[4:6], uint16(k-40))
 	}
 	m, _ := h.Meta(b) // a bad header still gets a usable Meta, and is Not-ECT
-	m.Size = uint32(min(pkt.Size(), 1<<32-1))
+	m.Size = size
 	return m
+}
+
+// ecnOf returns the ECN codepoint of the IP header nh, or Not-ECT if nh is
+// not one.
+func ecnOf(nh []byte) aqm.ECN {
+	switch {
+	case len(nh) >= 20 && nh[0]>>4 == 4:
+		return aqm.ECN(nh[1] & 3)
+	case len(nh) >= 40 && nh[0]>>4 == 6:
+		return aqm.ECN(nh[1]>>4) & aqm.ECNMask
+	}
+	return aqm.NotECT
+}
+
+// copyHeaders copies pkt's network header and the start of its transport
+// header into buf and returns how many bytes it copied.
+//
+// The headers a stack pushes onto an outgoing packet lie side by side at
+// the start of its first buffer view, link header first; when they all
+// fit there, they are read in one place. Otherwise (headers spread over
+// views, as in some forwarded packets) each is read through its own
+// header view.
+func copyHeaders(buf []byte, pkt *stack.PacketBuffer) int {
+	vl, off := pkt.AsViewList()
+	hs := pkt.HeaderSize()
+	if first := vl.Front(); first != nil && hs > 0 && first.Size()-off >= hs {
+		link := len(pkt.LinkHeader().Slice()) // no pull-up when there is none
+		return copy(buf, first.AsSlice()[off+link:off+hs])
+	}
+	n := copy(buf, pkt.NetworkHeader().Slice())
+	th := pkt.TransportHeader().Slice()
+	return n + copy(buf[n:], th[:min(len(th), transportKeyBytes)])
 }
 
 // setCE marks pkt Congestion Experienced in its IP header, as the queue

@@ -73,6 +73,7 @@ type QDisc struct {
 	lower     stack.LinkWriter
 	f         *front.Front[*stack.PacketBuffer]
 	h         iphdr.Hasher
+	need      need
 	onDequeue func(*stack.PacketBuffer)
 	onDrop    func(*stack.PacketBuffer, aqm.Verdict)
 
@@ -121,6 +122,12 @@ func New(lower stack.LinkWriter, cfg Config) (*QDisc, error) {
 		return nil, err
 	}
 	q.f = f
+	if spec.Marks && !opts.DisableECN {
+		q.need |= needECN
+	}
+	if flowQueues[spec.Name] {
+		q.need |= needHash | needECN
+	}
 	if opts.Seed != 0 {
 		q.h = iphdr.NewHasherWithKey(opts.Seed, ^opts.Seed)
 	} else {
@@ -136,7 +143,7 @@ func New(lower stack.LinkWriter, cfg Config) (*QDisc, error) {
 // TxPacketsDroppedNoBufferSpace; after Close, WritePacket returns
 // [tcpip.ErrClosedForSend].
 func (q *QDisc) WritePacket(pkt *stack.PacketBuffer) tcpip.Error {
-	m := meta(&q.h, pkt)
+	m := meta(&q.h, pkt, q.need)
 	// The reference is taken before Enqueue: the queue may hand the packet
 	// to the DropFunc inside Enqueue (an eviction of its own flow's head).
 	pkt.IncRef()

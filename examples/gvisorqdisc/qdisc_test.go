@@ -42,11 +42,11 @@ func TestMetaMatchesWholePacket(t *testing.T) {
 		t.Run(name, func(t *testing.T) {
 			want, err := h.Meta(bytesOf(pkt))
 			require.NoError(t, err)
-			got := meta(&h, pkt)
+			got := meta(&h, pkt, needHash|needECN)
 			require.Equal(t, want, got)
 			require.Equal(t, uint32(pkt.Size()), got.Size)
 		})
-		hashes[name] = meta(&h, pkt).Hash
+		hashes[name] = meta(&h, pkt, needHash|needECN).Hash
 		pkt.DecRef()
 	}
 	// Ports, identifiers and the protocol are in the key; the ECN and
@@ -335,3 +335,36 @@ func (*sink) AddHeader(*stack.PacketBuffer)                {}
 func (*sink) ParseHeader(*stack.PacketBuffer) bool         { return true }
 func (*sink) Close()                                       {}
 func (*sink) SetOnCloseAction(func())                      {}
+
+// TestMetaNeeds protects the shortcuts of classification: a queue that
+// never marks nor keeps flows apart gets the size alone, a marking queue
+// the ECN codepoint too (read from IPv4 and IPv6), and a fair queue the
+// whole Meta; and every name in flowQueues is a registry queue.
+func TestMetaNeeds(t *testing.T) {
+	h := iphdr.NewHasherWithKey(1, 2)
+	for _, pkt := range []*stack.PacketBuffer{packet4(46<<2|2, udp, 300, 0, 0), packet6(10<<2|1, udp, 300)} {
+		full, err := h.Meta(bytesOf(pkt))
+		require.NoError(t, err)
+		require.Equal(t, aqm.Meta{Size: uint32(pkt.Size())}, meta(&h, pkt, 0))
+		require.Equal(t, aqm.Meta{Size: uint32(pkt.Size()), ECN: full.ECN}, meta(&h, pkt, needECN))
+		require.NotEqual(t, aqm.NotECT, full.ECN)
+		require.Equal(t, full, meta(&h, pkt, needECN|needHash))
+		pkt.DecRef()
+	}
+	for name := range flowQueues {
+		_, ok := queues.Lookup(name)
+		require.True(t, ok, name)
+	}
+	q, err := New(&recorder{}, Config{Queue: "fifo"})
+	require.NoError(t, err)
+	require.Equal(t, need(0), q.need)
+	q.Close()
+	q, err = New(&recorder{}, Config{Queue: "codel"})
+	require.NoError(t, err)
+	require.Equal(t, needECN, q.need)
+	q.Close()
+	q, err = New(&recorder{}, Config{})
+	require.NoError(t, err)
+	require.Equal(t, needECN|needHash, q.need)
+	q.Close()
+}
