@@ -95,7 +95,7 @@ func BenchmarkCPUPerPacket(b *testing.B) {
 		})
 	}
 	pkts := benchPackets()
-	const bursts = 20 // per variant and round: 20,000 packets
+	const bursts = 20      // per variant and round: 20,000 packets
 	for _, v := range vs { // warm up
 		burst(v.qd, v.c, pkts)
 	}
