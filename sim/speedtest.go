@@ -105,6 +105,10 @@ var speedtestScenario = Scenario{
 		if err != nil {
 			return nil, err
 		}
+		tcp, err := pickTCP(o, "linux")
+		if err != nil {
+			return nil, err
+		}
 		rates := SpeedtestRates(o.Quick)
 		if o.RateBps > 0 {
 			rates = []float64{o.RateBps}
@@ -125,7 +129,7 @@ var speedtestScenario = Scenario{
 					for _, cross := range []bool{false, true} {
 						cfg := Config{
 							RateBps: speedtestLineBps, Shaper: speedtestShaper(rate, burst),
-							Duration: lead + test, Warmup: lead, Seed: o.Seed, StartJitter: speedtestJitter, Series: o.Series,
+							Duration: lead + test, Warmup: lead, Seed: o.Seed, StartJitter: speedtestJitter, Series: o.Series, TCP: tcp,
 							Flows: []FlowSpec{{Kind: tool.Kind, RTT: rtt, Start: lead, Group: "test"}},
 						}
 						if cross {
@@ -158,6 +162,10 @@ func speedtest8Flow(o Options) ([]Run, error) {
 	if err != nil {
 		return nil, err
 	}
+	tcp, err := pickTCP(o, "linux")
+	if err != nil {
+		return nil, err
+	}
 	rates := []float64{100e6, 200e6, 500e6, 1000e6}
 	if o.RateBps > 0 {
 		rates = []float64{o.RateBps}
@@ -171,7 +179,7 @@ func speedtest8Flow(o Options) ([]Run, error) {
 		for _, cross := range []bool{false, true} {
 			cfg := Config{
 				RateBps: rate, Duration: speedtestOldCross + test, Warmup: speedtestOldCross, Seed: o.Seed,
-				StartJitter: speedtestJitter, Series: o.Series,
+				StartJitter: speedtestJitter, Series: o.Series, TCP: tcp,
 				Flows: []FlowSpec{
 					{Kind: CUBIC, Count: n, RTT: rtts[0], Start: speedtestOldCross, Group: "test"},
 					{Kind: Ping, RTT: rtts[0], Interval: speedtestPingEvery},

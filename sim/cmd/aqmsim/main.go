@@ -78,6 +78,7 @@ func parseFlags(args []string, stderr io.Writer) (options, error) {
 	fs.BoolVar(&o.list, "list", false, "list the scenarios and AQMs and exit")
 	fs.StringVar(&o.sim.Variant, "variant", "", "a named variant of the scenario (see -list)")
 	fs.BoolVar(&o.sim.Quick, "quick", false, "a CI-sized version of the scenario (speedtest)")
+	fs.StringVar(&o.sim.TCP, "tcp", "", "TCP profile instead of the scenario's: ns3 (ns-3 3.37's defaults) or linux (Linux 6.x)")
 	fs.StringVar(&o.from, "from", "", "print the tables (and, with -out, plots) from a JSON file an earlier -out wrote, without simulating")
 	fs.Usage = func() {
 		fmt.Fprintf(stderr, "usage: aqmsim [flags]\n\nRuns the deterministic bottleneck simulator and prints a table per scenario.\n\nflags:\n")
@@ -96,6 +97,11 @@ func parseFlags(args []string, stderr io.Writer) (options, error) {
 	}
 	if o.sim.Variant != "" && !slices.Contains(sc.Variants, o.sim.Variant) {
 		return o, usageError{fmt.Sprintf("-variant: scenario %s has no variant %q (variants: %s)", sc.Name, o.sim.Variant, strings.Join(sc.Variants, ", "))}
+	}
+	if o.sim.TCP != "" {
+		if _, err := sim.TCPProfile(o.sim.TCP); err != nil {
+			return o, usageError{"-tcp: " + strings.TrimPrefix(err.Error(), "sim: ")}
+		}
 	}
 	if aqms != "" {
 		for _, n := range strings.Split(aqms, ",") {
