@@ -52,6 +52,7 @@ func TestShortRunWritesOutputs(t *testing.T) {
 	table := out.String()
 	require.Contains(t, table, "fifo")
 	require.Contains(t, table, "codel")
+	require.Contains(t, table, "TCP profile: linux", "the profile is printed with the results")
 	entries, err := os.ReadDir(dir)
 	require.NoError(t, err)
 	var names []string

@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"io"
 	"math"
+	"slices"
 	"strings"
 	"text/tabwriter"
 	"time"
@@ -126,6 +127,15 @@ func printReport(w io.Writer, sc sim.Scenario, o options, outs []sim.Outcome, re
 	}
 	if miss := sim.MissingAQMs(sim.ScenarioAQMs(sc.Name)); len(miss) > 0 && len(o.sim.AQMs) == 0 {
 		fmt.Fprintf(w, "not built yet, skipped: %s\n", strings.Join(miss, ", "))
+	}
+	var profiles []string
+	for _, oc := range outs {
+		if p := oc.Run.Config.TCP.Profile; p != "" && !slices.Contains(profiles, p) {
+			profiles = append(profiles, p)
+		}
+	}
+	if len(profiles) > 0 {
+		fmt.Fprintf(w, "TCP profile: %s\n", strings.Join(profiles, ", "))
 	}
 	if reps > 1 {
 		fmt.Fprintf(w, "values are mean ± sample standard deviation over %d seeds (%d…%d)\n", reps, o.sim.Seed, o.sim.Seed+uint64(reps)-1)
