@@ -234,7 +234,7 @@ func (s *Sim) Run() *Result {
 		case evRTO:
 			s.rtoEvent(s.flows[e.flow], e.arg)
 		case evDelAck:
-			s.delAckEvent(s.flows[e.flow], e.arg)
+			s.delAckEvent(s.flows[e.flow])
 		case evStop:
 			s.flows[e.flow].stopped = true
 		case evShort:
@@ -400,8 +400,13 @@ func (s *Sim) receiveData(f *flow, slot int32) {
 		f.ackPending++
 		if f.ackPending < t.AckEvery {
 			if f.ackPending == 1 {
-				f.dackGen++
-				s.ag.push(event{at: s.now.Add(t.DelayedAckTimeout), kind: evDelAck, flow: f.id, arg: f.dackGen})
+				// One timer event per flow at most: a pending one, which
+				// is never later than this deadline, re-arms itself.
+				f.dackAt = s.now.Add(t.DelayedAckTimeout)
+				if f.dackEventAt == 0 {
+					f.dackEventAt = f.dackAt
+					s.ag.push(event{at: f.dackAt, kind: evDelAck, flow: f.id})
+				}
 			}
 			s.release(slot)
 			return
@@ -427,14 +432,20 @@ func (s *Sim) sendAck(f *flow, slot int32, sack int64) {
 	pk.seq, pk.sack, pk.sent, pk.rexmit = f.rcvNext, sack, f.ackEcho, f.ackRexmit
 	pk.ceN = uint8(min(f.ackCE, 255))
 	f.ackPending, f.ackCE = 0, 0
-	f.dackGen++
+	f.dackAt = 0
 	s.toLine(f, slot)
 }
 
-// delAckEvent is the delayed-ACK timer: if the held segments are still
-// unacknowledged, it ACKs them.
-func (s *Sim) delAckEvent(f *flow, gen int64) {
-	if gen != f.dackGen || f.ackPending == 0 {
+// delAckEvent is the delayed-ACK timer: if segments are held and their
+// ACK is due, it sends it; if a later hold is pending, it re-arms for it.
+func (s *Sim) delAckEvent(f *flow) {
+	f.dackEventAt = 0
+	if f.dackAt == 0 || f.ackPending == 0 {
+		return
+	}
+	if s.now < f.dackAt {
+		f.dackEventAt = f.dackAt
+		s.ag.push(event{at: f.dackAt, kind: evDelAck, flow: f.id})
 		return
 	}
 	slot := s.alloc()

@@ -80,7 +80,7 @@ var speedtestScenario = Scenario{
 		"1 Gb/s line, shaped at 100…1000 Mb/s in steps of 100, without burst shaping (tc defaults: burst = cburst = 1600 B) " +
 		"or with it (ceil 1.6 × rate, burst 15 KB, cburst 30 KB), alone or against an iperf3 CUBIC flow started 5 s earlier; " +
 		"pfifo (1000), CoDel (1000), FQ-CoDel (10240) and SFQ (127) with Linux defaults; base RTT 20 ms, HTB wake-up " +
-		"latency 30 µs; 10 seeds; instantaneous throughput in 100 ms bins and the test flow's RTT samples. " +
+		"latency 30 µs (a calibration: it sets how deep the no-burst dip goes); 10 seeds; instantaneous throughput in 100 ms bins and the test flow's RTT samples. " +
 		"-quick: 200 and 900 Mb/s, 2 s tests. Variant '8flow-cubic': 8 parallel CUBIC flows at 100/200/500/1000 Mb/s (unshaped)",
 	Published: "speed-test lab study: without burst shaping the shaped link is markedly under-used at high rates, with it " +
 		"throughput comes close to the limit; FQ-CoDel at 900 Mb/s: std-dev of instantaneous throughput 138 Mb/s with cross " +

@@ -120,15 +120,17 @@ type flow struct {
 	rcvPkts int64
 	// delayed ACKs: in-order segments not yet ACKed, CE marks among the
 	// segments the next ACK covers, the timestamp it echoes (and whether
-	// that segment was a retransmission), the number of the pending
-	// delayed-ACK timer, quick-acks left and the last arrival.
-	ackPending int
-	ackCE      int
-	ackEcho    aqm.Time
-	ackRexmit  bool
-	dackGen    int64
-	quick      int
-	lastRcv    aqm.Time
+	// that segment was a retransmission), when the held ACK is due (zero:
+	// none held) and when the timer event fires (zero: none pending),
+	// quick-acks left and the last arrival.
+	ackPending  int
+	ackCE       int
+	ackEcho     aqm.Time
+	ackRexmit   bool
+	dackAt      aqm.Time
+	dackEventAt aqm.Time
+	quick       int
+	lastRcv     aqm.Time
 
 	// return path
 	line deque[lineEntry]

@@ -54,14 +54,38 @@ func acks(s *Sim, f *flow) []ackSent {
 	return out
 }
 
-// delAckTimer returns the pending delayed-ACK timer event, if any.
-func delAckTimer(s *Sim, f *flow) (event, bool) {
-	for _, e := range s.ag.ev {
-		if e.kind == evDelAck && e.flow == f.id && e.arg == f.dackGen {
-			return e, true
-		}
+// delAckTimer returns when the held ACK is due, if one is held, after
+// checking that a timer event is pending no later than that.
+func delAckTimer(t *testing.T, s *Sim, f *flow) (aqm.Time, bool) {
+	if f.dackAt == 0 {
+		return 0, false
 	}
-	return event{}, false
+	pending := false
+	for _, e := range s.ag.ev {
+		pending = pending || (e.kind == evDelAck && e.flow == f.id && e.at <= f.dackAt)
+	}
+	require.True(t, pending, "a held ACK has a timer event")
+	return f.dackAt, true
+}
+
+// fireDelAck runs the flow's delayed-ACK timer events up to until.
+func fireDelAck(s *Sim, f *flow, until aqm.Time) {
+	for {
+		i := -1
+		for j, e := range s.ag.ev {
+			if e.kind == evDelAck && e.flow == f.id && e.at <= until && (i < 0 || e.at < s.ag.ev[i].at) {
+				i = j
+			}
+		}
+		if i < 0 {
+			break
+		}
+		e := s.ag.ev[i]
+		s.ag.ev[i].kind = evSample // spent (the tests never run the agenda)
+		s.now = e.at
+		s.delAckEvent(f)
+	}
+	s.now = until
 }
 
 // TestDelayedAcks protects the receiver's ACK policy (RFC 5681 §4.2, ns-3's
@@ -77,20 +101,23 @@ func TestDelayedAcks(t *testing.T) {
 
 	arrive(s, f, 2, true)
 	require.Empty(t, acks(s, f))
-	e, ok := delAckTimer(s, f)
+	due, ok := delAckTimer(t, s, f)
 	require.True(t, ok)
-	require.Equal(t, s.now.Add(200*time.Millisecond), e.at)
-	s.now = e.at
-	s.delAckEvent(f, e.arg)
+	require.Equal(t, s.now.Add(200*time.Millisecond), due)
+	fireDelAck(s, f, due-1)
+	require.Empty(t, acks(s, f), "not before 200 ms")
+	fireDelAck(s, f, due)
 	require.Equal(t, []ackSent{{3, -1, 1}}, acks(s, f), "the timer ACKs the held segment")
-	s.delAckEvent(f, e.arg)
+	fireDelAck(s, f, due+aqm.Time(time.Second))
 	require.Empty(t, acks(s, f), "a timer fires once")
 
 	arrive(s, f, 3, false) // held
 	arrive(s, f, 5, false) // out of order: at once, covering the held one
 	require.Equal(t, []ackSent{{4, 5, 0}}, acks(s, f))
-	_, ok = delAckTimer(s, f)
+	_, ok = delAckTimer(t, s, f)
 	require.False(t, ok, "the immediate ACK cancels the timer")
+	fireDelAck(s, f, s.now.Add(time.Second))
+	require.Empty(t, acks(s, f), "a cancelled timer sends nothing")
 	arrive(s, f, 7, false)
 	require.Equal(t, []ackSent{{4, 7, 0}}, acks(s, f))
 	arrive(s, f, 4, false) // fills part of the gap
@@ -102,6 +129,16 @@ func TestDelayedAcks(t *testing.T) {
 	arrive(s, f, 8, false)
 	arrive(s, f, 9, false)
 	require.Equal(t, []ackSent{{10, -1, 0}}, acks(s, f), "back to every second segment")
+	// A hold that starts while an older timer event is pending: that event
+	// fires first and re-arms; the ACK leaves 200 ms after this hold began.
+	s.now = s.now.Add(100 * time.Millisecond)
+	arrive(s, f, 10, false)
+	due, ok = delAckTimer(t, s, f)
+	require.True(t, ok)
+	fireDelAck(s, f, due-1)
+	require.Empty(t, acks(s, f))
+	fireDelAck(s, f, due)
+	require.Equal(t, []ackSent{{11, -1, 0}}, acks(s, f))
 
 	// Without delayed ACKs every segment has its ACK.
 	tcp := NS3TCP()
@@ -133,12 +170,12 @@ func TestQuickAcks(t *testing.T) {
 	s.now = s.now.Add(tcp.MinRTO + time.Millisecond)
 	require.Equal(t, 4, n(4), "quick again after a silence")
 	require.Equal(t, 1, n(2))
-	e, ok := delAckTimer(s, f)
+	_, ok := delAckTimer(t, s, f)
 	require.False(t, ok)
 	arrive(s, f, seq, false)
-	e, ok = delAckTimer(s, f)
+	due, ok := delAckTimer(t, s, f)
 	require.True(t, ok)
-	require.Equal(t, s.now.Add(40*time.Millisecond), e.at, "Linux's 40 ms minimum ATO")
+	require.Equal(t, s.now.Add(40*time.Millisecond), due, "Linux's 40 ms minimum ATO")
 }
 
 // TestInOrderGoodput protects the goodput definition: bytes count when the
