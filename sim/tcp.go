@@ -283,12 +283,16 @@ func (f *flow) raiseLost(to int64) {
 }
 
 // advanceUna moves the cumulative ACK point to ack, forgetting the
-// scoreboard below it.
-func (f *flow) advanceUna(ack int64) {
+// scoreboard below it, and returns how many of those segments were not
+// SACKed before (the data this ACK newly delivers).
+func (f *flow) advanceUna(ack int64) (fresh int64) {
 	for seq := f.sndUna; seq < ack; seq++ {
 		if f.sacked.has(seq, f.sndUna) {
 			f.sacked.del(seq)
-		} else if seq < f.lostEnd {
+			continue
+		}
+		fresh++
+		if seq < f.lostEnd {
 			f.lostHoles--
 		}
 		if f.retxd.has(seq, f.sndUna) {
@@ -298,6 +302,7 @@ func (f *flow) advanceUna(ack int64) {
 	f.sndUna = ack
 	f.lostEnd = max(f.lostEnd, ack)
 	f.retxNext = max(f.retxNext, ack)
+	return fresh
 }
 
 // onSack records that the receiver holds segment seq out of order, reports
@@ -527,20 +532,21 @@ func (s *Sim) onAck(f *flow, ack, sack int64, ceN int, echo aqm.Time, rexmit boo
 		s.bbrOnAck(f, ack, sack, echo, rexmit)
 		return
 	}
+	// delivered is RFC 6937's DeliveredData: segments newly acknowledged,
+	// cumulatively or by SACK, not counting those SACKed before.
 	ce := ceN > 0
-	newly := int64(0)
+	delivered := int64(0)
 	advanced := ack > f.sndUna
 	if advanced {
-		newly = ack - f.sndUna
 		if !rexmit || !s.cfg.TCP.Karn {
 			s.rttSample(f, s.now.Sub(echo))
 		}
-		f.advanceUna(ack)
+		delivered = f.advanceUna(ack)
 	}
-	delivered := newly
 	if sack >= 0 && f.onSack(sack) {
 		delivered++
 	}
+	newly := delivered
 	if f.kind == Prague {
 		f.ackedWin += max(delivered, int64(ceN))
 		f.markedWin += int64(ceN)
@@ -556,9 +562,12 @@ func (s *Sim) onAck(f *flow, ack, sack int64, ceN int, echo aqm.Time, rexmit boo
 		if s.cfg.TCP.PRR {
 			f.prrAck(delivered)
 		}
-	case newly > 0:
+	case advanced:
 		s.ecnResponse(f, ack, ce)
-		if f.kind == Prague && f.cwnd >= f.ssthresh {
+		switch {
+		case f.perAck:
+			newly = 1 // once per ACK of new data, whatever it covers (RFC 5681, ns-3)
+		case f.kind == Prague && f.cwnd >= f.ssthresh:
 			newly = max(newly-int64(ceN), 0) // Prague grows on the data delivered unmarked
 		}
 		s.grow(f, newly)
@@ -685,14 +694,16 @@ func (f *flow) pragueAI() float64 {
 	return x * x
 }
 
-// grow opens the window for newly acknowledged segments.
+// grow opens the window for an ACK that newly delivers `newly` segments
+// (not counting segments SACKed before, as Linux counts them: a cumulative
+// ACK that jumps over SACKed data must not open the window by all of it).
 func (s *Sim) grow(f *flow, newly int64) {
 	if newly <= 0 {
 		return
 	}
 	n := float64(newly)
 	if f.perAck {
-		n = 1 // once per ACK, whatever it covers (RFC 5681, ns-3)
+		n = 1
 	}
 	if f.cwnd < f.ssthresh {
 		// Slow start: n segments, at most ABCLimit (RFC 3465's L) per ACK.

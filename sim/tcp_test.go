@@ -498,3 +498,31 @@ func TestTCPProfiles(t *testing.T) {
 		require.ErrorContains(t, cfg.normalize(), field)
 	}
 }
+
+// TestGrowthCountsDeliveredData protects what an ACK counts as delivered
+// (RFC 6937's DeliveredData, Linux's acked_sacked): segments newly
+// acknowledged, cumulatively or by SACK, but not those SACKed before. A
+// cumulative ACK that jumps over SACKed data opens a slow-start window by
+// the one segment it delivers, and PRR counts it once. (The window grows
+// on ACKs that move the cumulative point; SACK-only ACKs do not open it.)
+func TestGrowthCountsDeliveredData(t *testing.T) {
+	s, f := scripted(t, LinuxTCP())
+	f.size = 20
+	sendTo(s, f, 20)
+	f.cwnd = 20
+	s.onAck(f, 0, 1, 0, s.now, false)
+	s.onAck(f, 0, 2, 0, s.now, false) // two SACKs: no loss yet
+	require.False(t, f.inRecovery)
+	require.Equal(t, 20.0, f.cwnd)
+	s.onAck(f, 3, -1, 0, s.now, false) // segment 0 arrives late: one segment delivered
+	require.Equal(t, 21.0, f.cwnd, "not 23: segments 1 and 2 were delivered when SACKed")
+
+	tcp := NS3TCP()
+	tcp.Profile, tcp.Ssthresh = "ns3-cwnd", SsthreshCwnd
+	s, f = scripted(t, tcp)
+	lossAt(s, f, 20, 1) // segment 0 lost; recovery starts on the SACK of 3
+	require.EqualValues(t, 1, f.prrDelivered)
+	s.onAck(f, 4, -1, 0, s.now, false) // the retransmission arrives: 0..3 acknowledged
+	require.True(t, f.inRecovery, "a partial ACK: recovery goes on")
+	require.EqualValues(t, 2, f.prrDelivered, "one segment delivered, not four")
+}
