@@ -15,6 +15,12 @@
 //	go run ./sim/cmd/aqmsim -scenario speedtest -quick
 //	go run ./sim/cmd/aqmsim -scenario speedtest -out results/speedtest
 //
+// Each scenario runs its TCP flows on a TCP profile, ns-3 3.37's (red-family)
+// or Linux 6.x's (the others); -tcp ns3 or -tcp linux overrides it, and the
+// tables, CSV and JSON name it:
+//
+//	go run ./sim/cmd/aqmsim -scenario red-family -tcp linux
+//
 // Runs are deterministic for a given seed; repetitions use seeds seed,
 // seed+1, … and run in parallel on all cores.
 package main
