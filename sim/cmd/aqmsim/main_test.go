@@ -26,6 +26,7 @@ func TestBadFlags(t *testing.T) {
 		"rtts":     {"-rtts", "10ms,banana"},
 		"format":   {"-format", "gif"},
 		"variant":  {"-scenario", "red-family", "-variant", "nope"},
+		"tcp":      {"-tcp", "bsd"},
 		"argument": {"stray"},
 	}
 	for name, args := range cases {
@@ -146,5 +147,19 @@ func TestCSVCarriesTableFigures(t *testing.T) {
 				require.InDelta(t, c.get(oc.Result), v*c.scale, 1e-6*max(1, math.Abs(c.get(oc.Result))), "%s: %q vs %s", sc.Name, c.name, c.csv)
 			}
 		}
+	}
+}
+
+// TestTCPFlagOverridesProfile protects -tcp: red-family runs ns-3's TCP by
+// default and Linux's with -tcp linux, and the table says which.
+func TestTCPFlagOverridesProfile(t *testing.T) {
+	for _, tc := range []struct{ flag, want string }{{"", "ns3"}, {"linux", "linux"}} {
+		args := []string{"-scenario", "red-family", "-aqms", "red", "-duration", "3s", "-reps", "1", "-q"}
+		if tc.flag != "" {
+			args = append(args, "-tcp", tc.flag)
+		}
+		var out, errb bytes.Buffer
+		require.Equal(t, 0, run(args, &out, &errb), "stderr: %s", errb.String())
+		require.Contains(t, out.String(), "TCP profile: "+tc.want+"\n")
 	}
 }
