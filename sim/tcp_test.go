@@ -1,6 +1,7 @@
 package sim
 
 import (
+	"encoding/json"
 	"math/rand/v2"
 	"testing"
 	"time"
@@ -525,4 +526,22 @@ func TestGrowthCountsDeliveredData(t *testing.T) {
 	s.onAck(f, 4, -1, 0, s.now, false) // the retransmission arrives: 0..3 acknowledged
 	require.True(t, f.inRecovery, "a partial ACK: recovery goes on")
 	require.EqualValues(t, 2, f.prrDelivered, "one segment delivered, not four")
+}
+
+// TestTCPConfigJSON protects the profile in the JSON output: it reads as
+// names and comes back equal.
+func TestTCPConfigJSON(t *testing.T) {
+	for _, c := range []TCPConfig{NS3TCP(), LinuxTCP()} {
+		b, err := json.Marshal(c)
+		require.NoError(t, err)
+		require.Contains(t, string(b), `"Growth":"`+c.Growth.String()+`"`)
+		require.Contains(t, string(b), `"Ssthresh":"`+c.Ssthresh.String()+`"`)
+		var back TCPConfig
+		require.NoError(t, json.Unmarshal(b, &back))
+		require.Equal(t, c, back)
+	}
+	var g Growth
+	require.Error(t, g.UnmarshalText([]byte("cubic")))
+	var sb SsthreshBase
+	require.Error(t, sb.UnmarshalText([]byte("half")))
 }

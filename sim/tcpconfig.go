@@ -204,3 +204,51 @@ func (c *TCPConfig) normalize(bad func(field string, v any, rule string)) {
 		c.InitialWindow = initCwnd
 	}
 }
+
+var growthNames = [...]string{"per-ack", "abc"}
+
+// String returns the growth rule's name: "per-ack" or "abc".
+func (g Growth) String() string {
+	if int(g) < len(growthNames) {
+		return growthNames[g]
+	}
+	return fmt.Sprintf("growth(%d)", g)
+}
+
+// MarshalText makes the growth rule readable in JSON.
+func (g Growth) MarshalText() ([]byte, error) { return []byte(g.String()), nil }
+
+// UnmarshalText parses a name [Growth.String] prints.
+func (g *Growth) UnmarshalText(b []byte) error {
+	for i, n := range growthNames {
+		if n == string(b) {
+			*g = Growth(i)
+			return nil
+		}
+	}
+	return fmt.Errorf("sim: unknown growth rule %q (want per-ack or abc)", b)
+}
+
+var ssthreshNames = [...]string{"pipe", "cwnd", "flight"}
+
+// String returns the base's name: "pipe", "cwnd" or "flight".
+func (b SsthreshBase) String() string {
+	if int(b) < len(ssthreshNames) {
+		return ssthreshNames[b]
+	}
+	return fmt.Sprintf("ssthresh(%d)", b)
+}
+
+// MarshalText makes the base readable in JSON.
+func (b SsthreshBase) MarshalText() ([]byte, error) { return []byte(b.String()), nil }
+
+// UnmarshalText parses a name [SsthreshBase.String] prints.
+func (b *SsthreshBase) UnmarshalText(t []byte) error {
+	for i, n := range ssthreshNames {
+		if n == string(t) {
+			*b = SsthreshBase(i)
+			return nil
+		}
+	}
+	return fmt.Errorf("sim: unknown ssthresh base %q (want pipe, cwnd or flight)", t)
+}
