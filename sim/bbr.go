@@ -122,7 +122,7 @@ func (s *Sim) bbrSeed(f *flow) {
 	wait := float64(s.q.Backlog()+f.pktBytes) * 8e9 / s.cfg.BottleneckBps()
 	hs := f.rtt + time.Duration(wait)
 	f.srtt, f.rttvar = hs, hs/2
-	f.rto = min(max(f.srtt+4*f.rttvar, s.cfg.MinRTO), maxRTO)
+	s.setRTOValue(f)
 	b.pacingRate = bbrHighGain * initCwnd * float64(f.pktBytes) / hs.Seconds()
 }
 
@@ -181,19 +181,22 @@ func (f *flow) bbrDelivered(seq int64, rs *rateSample) {
 // senders, then the model, the state machine, the pacing rate and the
 // window. BBR never reduces its window multiplicatively: loss only brings
 // packet conservation for one round, and lost packets out of the window.
-func (s *Sim) bbrOnAck(f *flow, ack, sack int64, echo aqm.Time) {
+func (s *Sim) bbrOnAck(f *flow, ack, sack int64, echo aqm.Time, rexmit bool) {
 	b := f.bbr
 	priorInflight := f.pipe()
 	lostBefore := b.lostTotal
 	var rs rateSample
 	d0 := b.delivered
-	if ack > f.sndUna {
+	advanced := ack > f.sndUna
+	if advanced {
 		for seq := f.sndUna; seq < min(ack, f.highSent); seq++ {
 			if !f.sacked.has(seq, f.sndUna) {
 				f.bbrDelivered(seq, &rs)
 			}
 		}
-		s.rttSample(f, s.now.Sub(echo))
+		if !rexmit || !s.cfg.TCP.Karn {
+			s.rttSample(f, s.now.Sub(echo))
+		}
 		f.advanceUna(ack)
 	}
 	if sack >= f.sndUna && sack < f.highSent && !f.sacked.has(sack, f.sndUna) {
@@ -268,7 +271,10 @@ func (s *Sim) bbrOnAck(f *flow, ack, sack int64, echo aqm.Time) {
 	s.bbrSetPacing(f)
 	s.bbrSetCwnd(f, acked, lost)
 
-	if acked > 0 || ack > f.sndUna {
+	if advanced {
+		// Only cumulative progress restarts the timer (as Linux rearms it
+		// on data ACKed): SACKs alone must not postpone the timeout that
+		// repairs a lost retransmission.
 		if f.size > 0 && f.sndUna >= f.size {
 			s.finish(f)
 			return

@@ -2,6 +2,7 @@ package sim
 
 import (
 	"math"
+	"slices"
 	"testing"
 	"time"
 
@@ -73,38 +74,51 @@ func TestBBRStartupAndDrain(t *testing.T) {
 }
 
 // TestBBRProbeRTT protects ProbeRTT: with two flows the RTT samples vary,
-// so each flow's min_rtt expires every 10 s; it then holds its window at 4
-// packets for at least 200 ms, and after the first episode the two flows'
-// episodes coincide (they see the same minimum and expire together).
+// so min_rtt expires every 10 s; the flow then holds its window at 4
+// packets for at least 200 ms. With an ACK for every segment (the setting of
+// the BBR self-checks) each flow probes every 10 s and, after the first
+// episode, the two flows' episodes coincide (they see the same minimum and
+// expire together). With Linux's delayed ACKs the flows take turns: each
+// one's probe drains the queue far enough to refresh the other's min_rtt,
+// so each flow probes every 20 s and the pair every 10 s.
 func TestBBRProbeRTT(t *testing.T) {
 	type episode struct{ from, to time.Duration }
-	var eps [2][]episode
-	cfg := Config{RateBps: bbrTestRate, Duration: 42 * time.Second,
-		Flows: []FlowSpec{{Kind: BBR, RTT: bbrTestRTT}, {Kind: BBR, RTT: bbrTestRTT, Start: 3 * time.Second}},
-		Trace: func(now time.Duration, fl int, cwnd float64) {
-			e := eps[fl]
-			switch {
-			case cwnd <= bbrMinCwnd && (len(e) == 0 || e[len(e)-1].to != 0):
-				eps[fl] = append(e, episode{from: now})
-			case cwnd > bbrMinCwnd && len(e) > 0 && e[len(e)-1].to == 0:
-				e[len(e)-1].to = now
+	run := func(tcp TCPConfig) [2][]episode {
+		var eps [2][]episode
+		cfg := Config{RateBps: bbrTestRate, Duration: 42 * time.Second, TCP: tcp,
+			Flows: []FlowSpec{{Kind: BBR, RTT: bbrTestRTT}, {Kind: BBR, RTT: bbrTestRTT, Start: 3 * time.Second}},
+			Trace: func(now time.Duration, fl int, cwnd float64) {
+				e := eps[fl]
+				switch {
+				case cwnd <= bbrMinCwnd && (len(e) == 0 || e[len(e)-1].to != 0):
+					eps[fl] = append(e, episode{from: now})
+				case cwnd > bbrMinCwnd && len(e) > 0 && e[len(e)-1].to == 0:
+					e[len(e)-1].to = now
+				}
+			}}
+		s, err := New(cfg, fifoQ(bbrTestBuf))
+		require.NoError(t, err)
+		s.Run()
+		t.Logf("%s: %v", tcp.Profile, eps)
+		for fl, e := range eps {
+			require.NotEmpty(t, e, fl)
+			for i, ep := range e {
+				require.GreaterOrEqual(t, ep.to-ep.from, bbrProbeRTTTime, "flow %d episode %d lasts 200 ms", fl, i)
+				require.Less(t, ep.to-ep.from, bbrProbeRTTTime+5*bbrTestRTT)
 			}
-		}}
-	s, err := New(cfg, fifoQ(bbrTestBuf))
-	require.NoError(t, err)
-	s.Run()
-	for fl, e := range eps {
-		t.Logf("flow %d: %v", fl, e)
-		require.GreaterOrEqual(t, len(e), 3, "flow %d: an episode about every 10 s", fl)
-		for i, ep := range e {
-			require.GreaterOrEqual(t, ep.to-ep.from, bbrProbeRTTTime, "flow %d episode %d lasts 200 ms", fl, i)
-			require.Less(t, ep.to-ep.from, bbrProbeRTTTime+5*bbrTestRTT)
-			if i > 0 {
-				gap := ep.from - e[i-1].from
-				require.InDelta(t, 10.3, gap.Seconds(), 0.4, "flow %d: episodes every 10 s plus the episode", fl)
-			}
+			require.EqualValues(t, len(e), s.flows[fl].bbr.probeRTTs)
 		}
-		require.EqualValues(t, len(e), s.flows[fl].bbr.probeRTTs)
+		return eps
+	}
+	every := LinuxTCP()
+	every.Profile, every.AckEvery = "ack-every-segment", 1
+	eps := run(every)
+	for fl, e := range eps {
+		require.GreaterOrEqual(t, len(e), 3, "flow %d: an episode about every 10 s", fl)
+		for i := 1; i < len(e); i++ {
+			gap := e[i].from - e[i-1].from
+			require.InDelta(t, 10.3, gap.Seconds(), 0.4, "flow %d: episodes every 10 s plus the episode", fl)
+		}
 	}
 	// Aligned after the first: every later episode of flow 1 starts within
 	// one RTT of one of flow 0.
@@ -114,6 +128,27 @@ func TestBBRProbeRTT(t *testing.T) {
 			near = near || math.Abs((e1.from-e0.from).Seconds()) <= 2*bbrTestRTT.Seconds()
 		}
 		require.True(t, near, "flow 1's episode at %v aligns with flow 0's", e1.from)
+	}
+
+	// Delayed ACKs: the pair's episodes, merged where they overlap, still
+	// come every 10 s plus the episode.
+	eps = run(LinuxTCP())
+	var starts []time.Duration
+	for _, e := range eps {
+		for _, ep := range e {
+			starts = append(starts, ep.from)
+		}
+	}
+	slices.Sort(starts)
+	merged := starts[:1]
+	for _, x := range starts[1:] {
+		if x-merged[len(merged)-1] > 2*bbrTestRTT {
+			merged = append(merged, x)
+		}
+	}
+	require.GreaterOrEqual(t, len(merged), 4)
+	for i := 1; i < len(merged); i++ {
+		require.InDelta(t, 10.3, (merged[i] - merged[i-1]).Seconds(), 0.4, "the pair probes every 10 s")
 	}
 }
 

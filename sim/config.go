@@ -10,11 +10,14 @@ import (
 type Kind uint8
 
 const (
-	// Reno is TCP NewReno (RFC 5681, RFC 6582, RFC 6298): slow start,
-	// congestion avoidance, fast retransmit and fast recovery with partial
-	// ACKs, and a retransmission timeout with go-back-N.
+	// Reno is TCP Reno's window (RFC 5681: slow start, congestion
+	// avoidance, halving on loss) with SACK-based loss recovery (RFC 6675
+	// fast retransmit and recovery, optionally PRR, RFC 6937) and the
+	// RFC 6298 retransmission timeout, after which every un-SACKed segment
+	// is resent. ns-3 calls this NewReno with SACK on; [TCPConfig] sets the
+	// details.
 	Reno Kind = iota
-	// CUBIC is TCP CUBIC (RFC 9438) on top of the same NewReno loss recovery.
+	// CUBIC is TCP CUBIC (RFC 9438) on top of the same loss recovery.
 	CUBIC
 	// Prague is a scalable (L4S) sender in the DCTCP/TCP Prague mould
 	// (RFC 9331, RFC 8257): ECT(1), per-packet ECN feedback, an EWMA alpha of
@@ -162,8 +165,8 @@ type Config struct {
 	// at RateBps (see [Trace]); RateBps is then the nominal rate the AQMs
 	// are sized for, and utilization is against the trace's capacity.
 	Capacity *Trace `json:",omitempty"`
-	// MSS is the on-wire size of a full data packet in bytes. Zero means
-	// 1500.
+	// MSS is the on-wire size of a full data packet in bytes, headers and
+	// options included (an MTU, not a TCP MSS). Zero means 1500.
 	MSS int
 	// Duration is the simulated time.
 	Duration time.Duration
@@ -192,17 +195,20 @@ type Config struct {
 	SampleInterval time.Duration
 	// Series keeps the time series in the result.
 	Series bool
-	// HeaderBytes is how much of each TCP data packet is headers (not
-	// payload), for the payload goodput. Zero means 40 (IPv4 and TCP
-	// without options); it must be less than every TCP flow's packet size.
+	// HeaderBytes is how much of each TCP data packet is IP and TCP
+	// headers (not payload), for the payload goodput. Zero means 40 (IPv4
+	// and TCP without options); the TCP options of [TCPConfig]
+	// (TimestampBytes) come on top, and the sum must be less than every TCP
+	// flow's packet size.
 	HeaderBytes int `json:",omitempty"`
 	// QueueSampleInterval, if positive, samples the queue length in
 	// packets on a fixed grid of that period over the measured period, for
 	// [Result.QueueGrid]. Zero disables the grid.
 	QueueSampleInterval time.Duration `json:",omitempty"`
-	// MinRTO is the TCP senders' lower bound on the retransmission timeout.
-	// Zero means 200 ms (Linux's rto_min); RFC 6298 and ns-3 use 1 s.
-	MinRTO time.Duration `json:",omitempty"`
+	// TCP is the TCP stack of every TCP flow: ACK policy, window growth,
+	// loss recovery, retransmission timer, options. The zero value means
+	// [LinuxTCP]; scenarios choose a profile ([NS3TCP] or [LinuxTCP]).
+	TCP TCPConfig
 	// Trace, if set, is called on every ACK a TCP flow processes with the
 	// flow's index and congestion window (for tests of window dynamics).
 	Trace func(now time.Duration, flow int, cwnd float64) `json:"-"`
@@ -253,15 +259,13 @@ func (c *Config) normalize() error {
 	if s := c.Short; s.PerSecond < 0 || s.MeanPackets < 0 || s.MaxPackets < 0 || (s.ParetoShape != 0 && s.ParetoShape <= 1) || s.Kind > Prague {
 		bad("Short", s, "needs non-negative rates and sizes, ParetoShape 0 or > 1, and a TCP kind")
 	}
-	if c.MinRTO < 0 || c.MinRTO > maxRTO {
-		bad("MinRTO", c.MinRTO, "must be in [0, 60s]")
-	}
+	c.TCP.normalize(bad)
 	mss := c.MSS
 	if mss == 0 {
 		mss = DefaultMSS
 	}
-	if c.HeaderBytes < 0 || c.HeaderBytes >= mss {
-		bad("HeaderBytes", c.HeaderBytes, "must be in [0, MSS)")
+	if c.HeaderBytes < 0 || c.HeaderBytes+c.TCP.TimestampBytes >= mss {
+		bad("HeaderBytes", c.HeaderBytes, "plus TCP.TimestampBytes must be in [0, MSS)")
 	}
 	if c.Shaper != nil {
 		c.Shaper.validate(bad)
@@ -289,9 +293,6 @@ func (c *Config) normalize() error {
 	}
 	if c.HeaderBytes == 0 {
 		c.HeaderBytes = DefaultHeaderBytes
-	}
-	if c.MinRTO == 0 {
-		c.MinRTO = minRTO
 	}
 	if c.Short.MeanPackets == 0 {
 		c.Short.MeanPackets = 20

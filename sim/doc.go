@@ -11,16 +11,32 @@
 // Each flow has a sender and a receiver. A data packet enters the
 // bottleneck queue when it is sent (the access links are not modelled);
 // the link serialises one packet at a time at the configured rate, which
-// may change during the run ([Config.RateChanges]); the receiver answers
-// each packet with an ACK at once, and the ACK reaches the sender one base
-// RTT after the packet left the link, on an uncongested return path. The
-// base RTT is therefore all propagation; queueing and serialisation add to
+// may change during the run ([Config.RateChanges]); the receiver ACKs as
+// its TCP stack says ([TCPConfig]: every segment, or every second one with
+// a delayed-ACK timer, and out-of-order data at once), and the ACK reaches
+// the sender one base RTT after it was sent, on an uncongested return path.
+// The base RTT is therefore all propagation; queueing, serialisation and
+// delayed ACKs add to it.
+//
+// # TCP
+//
+// Every TCP flow of a run shares one stack, [Config.TCP], set by one of two
+// profiles: [NS3TCP] (ns-3 3.37's defaults) or [LinuxTCP] (Linux 6.x).
+// Each behaviour that decides drop counts and queue dynamics is a field of
+// its own: the ACK policy (delayed ACKs, their timer, Linux's quick-acks),
+// window growth once per ACK (RFC 5681, ns-3) or by segments ACKed (ABC,
+// Linux), whole-segment sending (RFC 6675 (C)), what a loss halves (the
+// pipe, the window or the flight), RFC 6675's IsLost with DupThresh 3 or
+// FACK, PRR (RFC 6937), the RFC 6298 or Linux RTO with a per-stack
+// minimum, Karn's rule, the 12-byte timestamp option and the initial
+// window. The scenarios choose a profile (red-family ns3, the others
+// linux), the command's -tcp flag overrides it, and every result carries
 // it.
 //
 // Senders ([Kind]):
-//   - Reno: slow start with appropriate byte counting (L=2), congestion
-//     avoidance, SACK-based loss recovery (RFC 6675, with the FACK rule for
-//     declaring holes lost), RTO per RFC 6298 with a 200 ms minimum.
+//   - Reno: slow start, congestion avoidance and halving on loss
+//     (RFC 5681), SACK-based loss recovery (RFC 6675, with PRR), the
+//     RFC 6298 retransmission timeout; ns-3 calls this NewReno with SACK.
 //   - CUBIC: RFC 9438 window growth (C=0.4, β=0.7, fast convergence,
 //     Reno-friendly region) on the same loss recovery.
 //   - Classic ECN variants of both (FlowSpec.ECN): ECT(0), a CE echo
@@ -45,9 +61,9 @@
 //     (4 packets for 200 ms and a round), pacing at 0.99·gain·BtlBw, a
 //     window of gain·BDP plus Linux's three send quanta, and packet
 //     conservation for a round on loss instead of a window cut. Not
-//     modelled: the ACK-aggregation allowance (no ACK aggregation without a
-//     shaper or delayed ACKs) and the long-term ("policer") bandwidth
-//     estimator. A lone flow in a noise-free path would never enter ProbeRTT
+//     modelled: the ACK-aggregation allowance (delayed ACKs and the shaper
+//     do aggregate ACKs, so BBR's window here lacks that headroom) and the
+//     long-term ("policer") bandwidth estimator. A lone flow in a noise-free path would never enter ProbeRTT
 //     (its RTT samples never rise above the minimum); here the queue its
 //     send quanta keep, or other flows, make them vary.
 //   - CBR: unresponsive constant-rate UDP, ECN-capable or not.
@@ -64,12 +80,14 @@
 //
 // [Result] holds, over the run minus its warmup: per-class queueing delay
 // distributions (mean, P50, P99, P99.9, max; a log-linear [Histogram] with
-// 1/64 relative resolution), utilization, per-flow goodput (new data
-// arriving at the receiver) and Jain's index, the L4S:Classic rate ratio,
+// 1/64 relative resolution), utilization, per-flow goodput (data the
+// receiver delivers in order to the application: data behind a hole counts
+// when the hole is filled) and Jain's index, the L4S:Classic rate ratio,
 // drops and marks as counts, rates and fractions, the time-average queue,
 // the coefficient of variation of the aggregate throughput per sample
 // interval, short-flow completion times, ping RTTs, and (on request) time
-// series. It also holds payload goodput (headers excluded) and utilization
+// series. Every goodput figure and series counts in-order delivery. It also
+// holds payload goodput (headers excluded) and utilization
 // counted that way, the coefficient of variation of receiver goodput in
 // fixed 100 ms and 1 s bins (aggregate and per receiver), drops over the
 // whole run, the queue length sampled on a fixed grid, and per flow group
@@ -91,19 +109,25 @@
 //
 // # Differences from ns-3 and Linux
 //
-//   - No access links, no delayed ACKs, no ACK loss, no receive window:
+//   - No access links, no ACK loss, no receive window:
 //     the bottleneck is the only place packets wait or are dropped (besides
 //     the optional random loss and marking of [Config.LossProb] and
 //     [Config.MarkProb], used by the model checks).
 //   - Windows count whole segments (like Linux), all of MSS size; pings are
 //     64 bytes.
-//   - The receiver reports, in each ACK, the one segment that triggered it
-//     (a single SACK block and the segment's CE bit), and the sender keeps an
-//     exact scoreboard from them; real SACK repeats blocks to survive ACK
-//     loss, which this return path does not have.
-//   - No PRR, RACK, TLP or F-RTO; HyStart++ only where a flow asks for it
-//     (Linux's CUBIC uses its own HyStart); after an RTO the sender treats
-//     every un-SACKed segment as lost and restarts from one segment.
+//   - The receiver reports, in each ACK, the one out-of-order segment that
+//     triggered it (a single SACK block; in-order segments need none) and
+//     the number of CE marks among the segments it covers, and the sender
+//     keeps an exact scoreboard from them; real SACK repeats blocks to
+//     survive ACK loss, which this return path does not have.
+//   - No RACK, TLP or F-RTO (Linux has them): a lost retransmission waits
+//     for the RTO; no limited transmit as such, though the whole-segment
+//     rule sends new data as SACKs shrink the pipe. Linux's delayed-ACK
+//     timeout is its 40 ms minimum, not adaptive; its CUBIC uses HyStart++
+//     (RFC 9406) here, where Linux has its own HyStart. The timestamp echo
+//     is the latest segment's (as ns-3), not RFC 7323's earliest
+//     unacknowledged one. After an RTO the sender treats every un-SACKed
+//     segment as lost and restarts from one segment.
 //   - Prague omits its own slow-start exit tweaks, its rate-based mode at
 //     tiny windows and the classic-ECN-AQM detector; Classic ECN echoes CE
 //     per ACK instead of holding ECE until CWR (the sender's once-per-RTT

@@ -81,7 +81,8 @@ func (fl *Flood) wrap(q aqm.Queue[uint64], cfg *Config) (aqm.Queue[uint64], erro
 	}
 	// The long-lived flows are numbered in the order of Config.Flows, so
 	// the flood's flow has id Flow; its hash is the one the simulator gives it.
-	h := newFlow(int32(fl.Flow), cfg.Flows[fl.Flow], false, max(cfg.MSS, DefaultMSS)).hash
+	tcp := cfg.TCP
+	h := newFlow(int32(fl.Flow), cfg.Flows[fl.Flow], false, max(cfg.MSS, DefaultMSS), &tcp).hash
 	return &floodQueue{Queue: q, hash: h, state: cfg.Seed ^ 0x243f6a8885a308d3}, nil
 }
 

@@ -9,7 +9,8 @@ const (
 	evTxDone    evKind = iota // the bottleneck finished sending its current packet
 	evAck                     // the head of a flow's return line reaches its sender
 	evSend                    // a flow may send (flow start, pacing, CBR or ping tick)
-	evRTO                     // a flow's retransmission timer may have expired
+	evRTO                     // a flow's retransmission timer may have expired (arg: its number)
+	evDelAck                  // a flow's delayed-ACK timer may have expired
 	evStop                    // a flow stops sending (its Stop time)
 	evShort                   // the next Poisson short flow arrives
 	evRate                    // the bottleneck rate changes (arg: index into RateChanges)

@@ -51,8 +51,11 @@ const (
 	// DefaultShaperBurst is tc's default burst with high-resolution
 	// timers: rate/HZ + mtu with HZ = 10^9, that is the 1600-byte MTU.
 	DefaultShaperBurst = 1600
-	// DefaultShaperWakeup is a router's typical timer-to-dequeue latency,
-	// the stand-in that makes a small burst under-use a fast link.
+	// DefaultShaperWakeup is the timer-to-dequeue latency that makes a
+	// small burst under-use a fast link. It is a calibration, not a
+	// measurement: chosen so that the speed-test study's under-use without
+	// burst shaping appears at 500-900 Mb/s; the lab router's latency is
+	// unknown, and the dip's depth follows this one number.
 	DefaultShaperWakeup = 30 * time.Microsecond
 	// htbMaxDebt bounds token debt as Linux's mbuffer does (60 s).
 	htbMaxDebt = float64(60 * time.Second)

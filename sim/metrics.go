@@ -263,16 +263,48 @@ type Result struct {
 	// Series is present if Config.Series was set.
 	Series *Series `json:",omitempty"`
 
-	delay map[string]*Histogram
-	rtt   []*Histogram // per group, as Groups
+	// The distributions behind Delay and Groups' RTT, as compact copies:
+	// a result holds nothing of the run that produced it, so a long list of
+	// results costs only their summaries.
+	delay map[string]*sparseHist
+	rtt   []*sparseHist // per group, as Groups
+}
+
+// sparseHist is a [Histogram]'s non-empty buckets.
+type sparseHist struct {
+	idx    []uint16
+	counts []uint64
+	n      uint64
+	sum    float64
+	max    int64
+}
+
+func compactHist(h *Histogram) *sparseHist {
+	s := &sparseHist{n: h.n, sum: h.sum, max: h.max}
+	for i, c := range h.counts {
+		if c != 0 {
+			s.idx = append(s.idx, uint16(i))
+			s.counts = append(s.counts, c)
+		}
+	}
+	return s
+}
+
+// histogram rebuilds the full histogram.
+func (s *sparseHist) histogram() *Histogram {
+	h := &Histogram{n: s.n, sum: s.sum, max: s.max}
+	for j, i := range s.idx {
+		h.counts[i] = s.counts[j]
+	}
+	return h
 }
 
 // GroupRTTHistogram returns the RTT-sample histogram of a named flow
-// group, or nil.
+// group (a fresh copy), or nil.
 func (r *Result) GroupRTTHistogram(group string) *Histogram {
 	for i, g := range r.Groups {
-		if g.Group == group && i < len(r.rtt) {
-			return r.rtt[i]
+		if g.Group == group && i < len(r.rtt) && r.rtt[i] != nil {
+			return r.rtt[i].histogram()
 		}
 	}
 	return nil
@@ -331,8 +363,13 @@ func (r *Result) GroupGoodputMbps(group string) float64 {
 }
 
 // DelayHistogram returns the queueing-delay histogram of a class ("all",
-// "classic", "l4s", "udp", "short", "ping"), or nil.
-func (r *Result) DelayHistogram(class string) *Histogram { return r.delay[class] }
+// "classic", "l4s", "udp", "short", "ping"), a fresh copy, or nil.
+func (r *Result) DelayHistogram(class string) *Histogram {
+	if h := r.delay[class]; h != nil {
+		return h.histogram()
+	}
+	return nil
+}
 
 func (s *Sim) result(events uint64, wall time.Duration) *Result {
 	m := &s.m
@@ -377,11 +414,11 @@ func (s *Sim) result(events uint64, wall time.Duration) *Result {
 	r.AvgQueuePackets, r.AvgQueueBytes = s.qAreaPkts/ns, s.qAreaBytes/ns
 	r.ThroughputCoV = cov(m.aggSamples)
 
-	r.delay = map[string]*Histogram{"all": &m.delayAll}
+	r.delay = map[string]*sparseHist{"all": compactHist(&m.delayAll)}
 	r.Delay = map[string]DelayStats{"all": delayStats(&m.delayAll)}
 	for c := range numClasses {
 		if m.delay[c].Count() > 0 {
-			r.delay[Class(c).String()] = &m.delay[c]
+			r.delay[Class(c).String()] = compactHist(&m.delay[c])
 			r.Delay[Class(c).String()] = delayStats(&m.delay[c])
 		}
 	}
@@ -445,7 +482,7 @@ func (s *Sim) result(events uint64, wall time.Duration) *Result {
 		gr.BinSDMbps = gr.BinMeanMbps * cov(bins)
 		if h := m.groupRTT[i]; h != nil {
 			gr.RTT = delayStats(h)
-			r.rtt = append(r.rtt, h)
+			r.rtt = append(r.rtt, compactHist(h))
 		} else {
 			r.rtt = append(r.rtt, nil)
 		}

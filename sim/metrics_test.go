@@ -11,14 +11,15 @@ import (
 )
 
 // TestPayloadGoodputExcludesHeaders protects the application-goodput
-// metrics: payload goodput is the wire goodput scaled by (size−headers)/size,
+// metrics: payload goodput is the wire goodput scaled by
+// (size − headers − the timestamp option)/size,
 // both utilizations are against the same capacity, and each group's
 // 100 ms bins add up to its goodput.
 func TestPayloadGoodputExcludesHeaders(t *testing.T) {
 	cfg := Config{RateBps: 2e6, MSS: 576, Duration: 20 * time.Second, Warmup: 5 * time.Second,
 		Flows: []FlowSpec{{Kind: Reno, Count: 3, RTT: 40 * time.Millisecond, Group: "tcp"}}}
 	r := mustRun(t, cfg, fifoQ(50))
-	require.InEpsilon(t, r.GoodputMbps*536/576, r.PayloadGoodputMbps, 1e-9)
+	require.InEpsilon(t, r.GoodputMbps*(576-40-12)/576, r.PayloadGoodputMbps, 1e-9)
 	require.InEpsilon(t, r.PayloadGoodputMbps/2, r.PayloadUtilization, 1e-9)
 	require.Greater(t, r.Utilization, 0.95)
 	require.Less(t, r.PayloadUtilization, r.Utilization)

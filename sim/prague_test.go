@@ -28,8 +28,8 @@ func TestPragueAdditiveIncrease(t *testing.T) {
 		{50 * time.Millisecond, 4, false, 1},
 		{150 * time.Millisecond, 4, false, 1}, // above 100 ms RTT independence is off
 	} {
-		s := &Sim{}
-		f := newFlow(0, FlowSpec{Kind: Prague, PragueNoRTTIndependence: tc.off}, false, DefaultMSS)
+		s := &Sim{cfg: Config{TCP: LinuxTCP()}}
+		f := newFlow(0, FlowSpec{Kind: Prague, PragueNoRTTIndependence: tc.off}, false, DefaultMSS, &s.cfg.TCP)
 		f.srtt, f.caRounds, f.cwnd, f.ssthresh = tc.srtt, tc.rounds, 100, 50
 		s.grow(f, 1)
 		// One ACK of one segment adds ai/cwnd: ai per cwnd's worth of ACKs.
@@ -49,7 +49,9 @@ func TestPragueVirtualRTT(t *testing.T) {
 	on, off := run(false), run(true)
 	t.Logf("reductions over 10 s: RTT-independent %d, per own RTT %d", on.Reductions, off.Reductions)
 	require.LessOrEqual(t, on.Reductions, uint64(10*time.Second/pragueR0)+1)
-	require.Greater(t, on.Reductions, uint64(300), "marks every virtual RTT keep it reducing")
+	// Delayed ACKs carry the CE marks of two segments, so the first echo
+	// after a virtual RTT comes a little later than with an ACK per segment.
+	require.Greater(t, on.Reductions, uint64(250), "marks every virtual RTT keep it reducing")
 	require.Greater(t, off.Reductions, on.Reductions*3/2)
 }
 
@@ -60,7 +62,9 @@ func TestPragueVirtualRTT(t *testing.T) {
 // window over its 5 rounds) and then to congestion avoidance with no loss.
 func TestHyStartPlusPlus(t *testing.T) {
 	run := func(hs bool) *Result {
-		cfg := Config{RateBps: 50e6, Duration: 1500 * time.Millisecond, QueueSampleInterval: time.Millisecond,
+		tcp := LinuxTCP()
+		tcp.Profile, tcp.HyStart = "linux-without-hystart", false
+		cfg := Config{RateBps: 50e6, Duration: 1500 * time.Millisecond, QueueSampleInterval: time.Millisecond, TCP: tcp,
 			Flows: []FlowSpec{{Kind: CUBIC, RTT: 20 * time.Millisecond, HyStart: hs}}}
 		return mustRun(t, cfg, fifoQ(840)) // 10 BDP
 	}
@@ -79,8 +83,8 @@ func TestHyStartPlusPlus(t *testing.T) {
 // enters conservative slow start, a fall below its baseline returns to slow
 // start, and five rounds in it end slow start.
 func TestHyStartStates(t *testing.T) {
-	s := &Sim{}
-	f := newFlow(0, FlowSpec{Kind: CUBIC, HyStart: true}, false, DefaultMSS)
+	s := &Sim{cfg: Config{TCP: LinuxTCP()}}
+	f := newFlow(0, FlowSpec{Kind: CUBIC, HyStart: true}, false, DefaultMSS, &s.cfg.TCP)
 	round := func(rtt time.Duration) {
 		f.highSent += 20
 		f.sndUna = f.hsRoundEnd

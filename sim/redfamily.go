@@ -141,9 +141,10 @@ func (d *deviceQueue) Stats() aqm.Stats {
 // The red-family scenario models the published ns-3 RED study: ns-3 3.41,
 // a dumbbell, ten TCP bulk-send sources, a 2 Mb/s bottleneck, identical
 // thresholds for RED, Gentle RED and ARED, 60 s. What the study does not
-// state is filled in with ns-3's defaults of that era (NewReno with SACK,
-// 536-byte segments, RedQueueDisc QW 0.002, LInterm 50 and Wait on, a 1 s
-// minimum RTO) and two stand-ins: a 40 ms base RTT and a 50-packet
+// state is filled in with ns-3's defaults (the ns3 TCP profile, NS3TCP:
+// NewReno with SACK, delayed ACKs, PRR, timestamps, a 1 s minimum RTO;
+// 536-byte segments; RedQueueDisc QW 0.002, LInterm 50 and Wait on) and two
+// stand-ins: a 40 ms base RTT and a 50-packet
 // queue-disc limit. The layout of ns-3's red-vs-ared example (Mohit P.
 // Tahiliani, NITK Surathkal, 2015) supplies the rest.
 const (
@@ -151,7 +152,7 @@ const (
 	redFamilyRateBps       = 2e6                   // the study's bottleneck
 	redFamilyRTT           = 40 * time.Millisecond // stand-in: not stated
 	redFamilySegmentBytes  = 536                   // ns-3 TcpSocket SegmentSize default
-	redFamilyHeaderBytes   = 40                    // IPv4 + TCP headers without options
+	redFamilyHeaderBytes   = 40                    // IPv4 + TCP headers; the timestamp option comes on top
 	redFamilyMeanPktBytes  = 512                   // RED MeanPktSize as the red-vs-ared example sets it
 	redFamilyMinTh         = 5                     // identical thresholds for the three variants
 	redFamilyMaxTh         = 15                    //
@@ -162,7 +163,6 @@ const (
 	redFamilyMaxP          = 1.0 / 50              // RedQueueDisc LInterm default 50
 	redFamilyAREDMaxP      = 1.0 / 10              // red-vs-ared sets LInterm 10 for ARED
 	redFamilyWait          = true                  // RedQueueDisc Wait default (ns-2 wait_)
-	redFamilyMinRTO        = time.Second           // TcpSocketBase MinRto default (RFC 6298)
 	redFamilyStart         = time.Second           // red-vs-ared: clientApps.Start(1 s)
 	redFamilyDuration      = 60 * time.Second      // the study's run
 	redFamilyWarmup        = 10 * time.Second      // ours: rates, CoV and queue from the steady state
@@ -171,11 +171,11 @@ const (
 )
 
 // ns-3 puts the queue disc on a 100-packet drop-tail device queue
-// (redFamilyNS3DevicePkts) that its flow control fills first. At 2 Mb/s that
-// device queue holds 230 ms of packets, the link never idles, RED manages
-// only the overflow and the three variants tie at 100 % utilization: a
-// comparison of nothing. The scenario therefore leaves the device queue out,
-// so that RED manages the whole queue; REDParams.DevicePackets restores it.
+// (redFamilyNS3DevicePkts) that its flow control fills first, so that RED
+// manages only the overflow. The study's figures (RED and ARED near 90 %
+// utilization, distinct drop counts and queues per variant) describe RED
+// managing the queue, so the scenario leaves the device queue out;
+// REDParams.DevicePackets restores it for the sensitivity variant.
 
 // Published are the RED study's figures, as the table prints them next to
 // ours (zero: not published).
@@ -210,12 +210,16 @@ type redSetup struct {
 	flows   int
 	rate    float64
 	dur     time.Duration
+	tcp     TCPConfig
 }
 
+// runs expands the setup for each queue. A segment carries u.segment bytes
+// of payload, and the wire adds the headers and the profile's timestamp
+// option, as in ns-3, where SegmentSize is the payload.
 func (u redSetup) runs(names []string, o Options) []Run {
 	cfg := Config{
-		RateBps: u.rate, MSS: u.segment + redFamilyHeaderBytes, HeaderBytes: redFamilyHeaderBytes,
-		Duration: u.dur, Seed: o.Seed, MinRTO: redFamilyMinRTO,
+		RateBps: u.rate, MSS: u.segment + redFamilyHeaderBytes + u.tcp.TimestampBytes, HeaderBytes: redFamilyHeaderBytes,
+		Duration: u.dur, Seed: o.Seed, TCP: u.tcp,
 		SampleInterval: redFamilySample, StartJitter: time.Second, Series: o.Series,
 		QueueSampleInterval: redFamilyQueueGrid,
 	}
@@ -257,13 +261,13 @@ var redFamilySensitivity = []func(u *redSetup){
 var redFamilyScenario = Scenario{
 	Name: "red-family",
 	Desc: fmt.Sprintf("the ns-3 RED study's setup: %d long-lived NewReno (SACK) flows, Not-ECT, base RTT %v, "+
-		"%d-byte segments (%d on the wire), a 2 Mb/s bottleneck for 60 s (flows start at 1 s; rates, CoV and queue from 10 s on, "+
+		"%d-byte segments (%d on the wire with the timestamp option), a 2 Mb/s bottleneck for 60 s (flows start at 1 s; rates, CoV and queue from 10 s on, "+
 		"drops over the whole run); non-gentle RED, Gentle RED and ARED with identical thresholds (min 5, max 15 packets), "+
 		"a %d-packet limit, w_q 0.002 and max_p 1/50 (ARED: automatic w_q, initial max_p 1/10), ns-3's Wait between drops, "+
-		"mean packet 512 B, min RTO 1 s; goodput is payload (headers excluded), CoV over 100 ms bins (and 1 s), queue sampled every 10 ms. "+
+		"mean packet 512 B, TCP profile ns3 (ns-3 3.37's defaults: delayed ACKs, per-ACK growth, PRR, timestamps, min RTO 1 s); goodput is payload (headers excluded), CoV over 100 ms bins (and 1 s), queue sampled every 10 ms. "+
 		"Variant 'sensitivity' moves one knob at a time (RTT 20/100/200 ms, limit 25/100/1000, 1448-byte segments, no Wait, "+
 		"ns-3's 100-packet device queue under the disc, alone and with a 100 ms RTT; the queue is then the disc's)",
-		redFamilyFlows, redFamilyRTT, redFamilySegmentBytes, redFamilySegmentBytes+redFamilyHeaderBytes, redFamilyDiscLimit),
+		redFamilyFlows, redFamilyRTT, redFamilySegmentBytes, redFamilySegmentBytes+redFamilyHeaderBytes+12, redFamilyDiscLimit),
 	Published: "ns-3 study: about 90% utilization at 1.80 Mb/s goodput for all three; RED the most drops (1240) and the lowest " +
 		"throughput CoV (18.7%); ARED the fewest drops (1003) and the largest queue oscillations (p99 49 packets); Gentle RED " +
 		"the lowest mean queue (6.40 packets) and the highest CoV (24.7%)",
@@ -274,7 +278,11 @@ var redFamilyScenario = Scenario{
 		if err != nil {
 			return nil, err
 		}
-		base := redSetup{device: redFamilyDevicePackets,
+		tcp, err := pickTCP(o, "ns3")
+		if err != nil {
+			return nil, err
+		}
+		base := redSetup{device: redFamilyDevicePackets, tcp: tcp,
 			label: "base", rtt: redFamilyRTT, limit: redFamilyDiscLimit, segment: redFamilySegmentBytes, wait: redFamilyWait,
 			flows: orInt(o.Flows, redFamilyFlows), rate: orRate(o.RateBps, redFamilyRateBps), dur: orDur(o.Duration, redFamilyDuration),
 		}

@@ -17,7 +17,8 @@ import (
 // TestRedFamilyFollowsStudy pins the red-family scenario to the RED
 // study's stated setup (ten bulk TCP sources, 2 Mb/s, identical thresholds
 // 5 and 15, 60 s), ns-3's defaults of that era (NewReno, 536-byte segments
-// plus 40 bytes of IPv4/TCP headers, min RTO 1 s, RedQueueDisc QW 0.002,
+// plus 40 bytes of IPv4/TCP headers and 12 of timestamps, ns-3's TCP
+// (delayed ACKs every 2 segments or 200 ms, min RTO 1 s), RedQueueDisc QW 0.002,
 // LInterm 50, Wait on; LInterm 10 and MeanPktSize 512 as red-vs-ared sets
 // them) and the stand-ins for what it does not state (40 ms base RTT,
 // 50-packet limit). The numbers are typed from those sources, not the code.
@@ -33,10 +34,14 @@ func TestRedFamilyFollowsStudy(t *testing.T) {
 		require.Equal(t, "base", r.Group)
 		require.Equal(t, 2e6, c.RateBps, r.AQM)
 		require.Equal(t, 60*time.Second, c.Duration, r.AQM)
-		require.Equal(t, 576, c.MSS, r.AQM)
+		require.Equal(t, 588, c.MSS, "%s: 536 bytes of payload, 40 of IPv4/TCP headers, 12 of timestamp option", r.AQM)
 		require.Equal(t, 40, c.HeaderBytes, r.AQM)
 		require.Equal(t, 10*time.Millisecond, c.QueueSampleInterval, r.AQM)
-		require.Equal(t, time.Second, c.MinRTO, r.AQM)
+		require.Equal(t, "ns3", c.TCP.Profile, r.AQM)
+		require.Equal(t, time.Second, c.TCP.MinRTO, r.AQM)
+		require.Equal(t, 2, c.TCP.AckEvery, r.AQM)
+		require.Equal(t, 200*time.Millisecond, c.TCP.DelayedAckTimeout, r.AQM)
+		require.Equal(t, 12, c.TCP.TimestampBytes, r.AQM)
 		require.Empty(t, c.RateChanges, r.AQM)
 		require.Zero(t, c.LossProb, r.AQM)
 		require.Len(t, c.Flows, 10, r.AQM)
@@ -68,7 +73,7 @@ func TestRedFamilyFollowsStudy(t *testing.T) {
 	require.Equal(t, 100*time.Millisecond, groups["device=100 rtt=100ms"].Config.Flows[0].RTT)
 	require.Equal(t, 100*time.Millisecond, groups["rtt=100ms"].Config.Flows[0].RTT)
 	require.Equal(t, 1000, groups["limit=1000"].BufferPackets)
-	require.Equal(t, 1488, groups["seg=1448"].Config.MSS)
+	require.Equal(t, 1500, groups["seg=1448"].Config.MSS)
 	require.False(t, groups["wait=false"].RED.Wait)
 	_, err = sc.Runs(Options{Variant: "nope"})
 	require.ErrorContains(t, err, "nope")
@@ -143,32 +148,6 @@ func TestRedFamilyQueues(t *testing.T) {
 	auto := autoQ.Config()
 	require.Equal(t, 5, auto.MinThreshold)
 	require.Equal(t, 15, auto.MaxThreshold)
-}
-
-// TestMinRTO protects Config.MinRTO: the default floor stays Linux's
-// 200 ms, a set floor (ns-3's 1 s) bounds the RTO from below, and bad
-// values are rejected.
-func TestMinRTO(t *testing.T) {
-	for _, tc := range []struct {
-		min, want time.Duration
-	}{
-		{0, 200 * time.Millisecond}, // srtt 10 ms + 4·rttvar 5 ms = 30 ms, floored
-		{time.Second, time.Second},
-		{10 * time.Millisecond, 30 * time.Millisecond}, // the floor is below srtt+4·rttvar
-	} {
-		cfg := Config{RateBps: 1e6, Duration: time.Second, MinRTO: tc.min, Flows: []FlowSpec{{Kind: Reno}}}
-		s, err := New(cfg, func(d aqm.DropFunc[uint64]) (aqm.Queue[uint64], error) {
-			return fifo.New(fifo.Config{LimitPackets: 10}, d)
-		})
-		require.NoError(t, err)
-		f := s.flows[0]
-		s.rttSample(f, 10*time.Millisecond) // first sample: srtt 10 ms, rttvar 5 ms
-		require.Equal(t, tc.want, f.rto, "MinRTO %v", tc.min)
-	}
-	for _, bad := range []time.Duration{-time.Millisecond, 61 * time.Second} {
-		cfg := Config{RateBps: 1e6, Duration: time.Second, MinRTO: bad}
-		require.ErrorContains(t, cfg.normalize(), "MinRTO")
-	}
 }
 
 // newTestDeviceQueue is a device queue of capacity dev over a FIFO disc of

@@ -31,6 +31,18 @@ type Options struct {
 	Variant string
 	// Quick shrinks the scenario to a CI-sized run where it supports it.
 	Quick bool
+	// TCP names the TCP profile ("ns3" or "linux") instead of the
+	// scenario's own.
+	TCP string
+}
+
+// pickTCP returns the profile o.TCP names, or the scenario's default.
+func pickTCP(o Options, def string) (TCPConfig, error) {
+	name := def
+	if o.TCP != "" {
+		name = o.TCP
+	}
+	return TCPProfile(name)
 }
 
 // Scenario is a named experiment: a set of runs and the published figures
@@ -142,11 +154,15 @@ var compareScenario = Scenario{
 		if err != nil {
 			return nil, err
 		}
+		tcp, err := pickTCP(o, "linux")
+		if err != nil {
+			return nil, err
+		}
 		rtts := orRTTs(o.RTTs, []time.Duration{20 * time.Millisecond, 40 * time.Millisecond, 60 * time.Millisecond, 80 * time.Millisecond})
 		n := orInt(o.Flows, 4)
 		cfg := Config{
 			RateBps: orRate(o.RateBps, 50e6), Duration: orDur(o.Duration, 30*time.Second), Seed: o.Seed,
-			StartJitter: 100 * time.Millisecond, Series: o.Series,
+			StartJitter: 100 * time.Millisecond, Series: o.Series, TCP: tcp,
 			Short: ShortFlows{PerSecond: 6, Kind: CUBIC, MeanPackets: 20, ParetoShape: 1.5, RTT: rtts[0]},
 		}
 		cfg.Warmup = cfg.Duration / 6
@@ -181,6 +197,10 @@ var l4sScenario = Scenario{
 		if err != nil {
 			return nil, err
 		}
+		tcp, err := pickTCP(o, "linux")
+		if err != nil {
+			return nil, err
+		}
 		rtts := orRTTs(o.RTTs, []time.Duration{10 * time.Millisecond, 20 * time.Millisecond, 50 * time.Millisecond, 100 * time.Millisecond})
 		mixes := L4SMixes
 		if o.Flows > 0 {
@@ -194,7 +214,7 @@ var l4sScenario = Scenario{
 					for _, ecnCubic := range []bool{false, true} {
 						cfg := Config{
 							RateBps: orRate(o.RateBps, 40e6), Duration: orDur(o.Duration, 40*time.Second), Seed: o.Seed,
-							StartJitter: 100 * time.Millisecond, Series: o.Series,
+							StartJitter: 100 * time.Millisecond, Series: o.Series, TCP: tcp,
 							Flows: []FlowSpec{
 								{Kind: Prague, Count: mix[0], RTT: rtt, Group: "l4s", PragueNoRTTIndependence: !indep},
 								{Kind: CUBIC, Count: mix[1], RTT: rtt, Group: "classic", HyStart: true, ECN: ecnCubic},

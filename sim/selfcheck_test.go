@@ -146,9 +146,13 @@ func TestCubicWindowCurve(t *testing.T) {
 	}
 	require.Less(t, i, len(trace))
 	wmax := trace[i-1].cwnd
-	// The epoch starts with the first ACK after recovery, when cwnd is
-	// back at β·W_max (RFC 9438 §4.2).
+	// PRR brings cwnd down to β·W_max over the recovery; the epoch starts
+	// with the first ACK after recovery, when cwnd is back at exactly
+	// β·W_max (RFC 9438 §4.2).
 	j := i
+	for j < len(trace) && trace[j].cwnd > cubicBetaTest*wmax+1e-9 {
+		j++
+	}
 	for j < len(trace) && trace[j].cwnd <= cubicBetaTest*wmax+1e-9 {
 		j++
 	}

@@ -39,13 +39,14 @@ const epoch = aqm.Time(time.Second)
 // reused for the ACK (or ping echo) it triggers, and freed when that reaches
 // the sender or the packet is lost. The queue carries only the slot index.
 type pkt struct {
-	sent aqm.Time // when the sender sent the data packet (echoed in the ACK)
-	seq  int64    // data: segment number; ACK: cumulative ACK (next expected)
-	sack int64    // ACK: the out-of-order segment it reports, or -1
-	flow int32
-	size uint32
-	ecn  aqm.ECN // current codepoint (CE once marked)
-	ce   bool    // ACK: the data packet that triggered it arrived with CE
+	sent   aqm.Time // data: when the sender sent it; ACK: the send time it echoes (the timestamp)
+	seq    int64    // data: segment number; ACK: cumulative ACK (next expected)
+	sack   int64    // ACK: the out-of-order segment it reports, or -1
+	flow   int32
+	size   uint32
+	ecn    aqm.ECN // current codepoint (CE once marked)
+	ceN    uint8   // ACK: how many of the segments it covers arrived with CE
+	rexmit bool    // data: a retransmission; ACK: the echoed segment was one
 }
 
 // lineEntry is an ACK (or echo) travelling back to its sender.
@@ -181,10 +182,10 @@ func (s *Sim) expGap(perSecond float64) time.Duration {
 }
 
 func (s *Sim) addFlow(fs FlowSpec, short bool, start aqm.Time) *flow {
-	f := newFlow(int32(len(s.flows)), fs, short, s.cfg.MSS)
+	f := newFlow(int32(len(s.flows)), fs, short, s.cfg.MSS, &s.cfg.TCP)
 	f.group = fs.Group
 	f.groupIdx = s.m.groupIndex(fs.Group)
-	f.payload = uint64(max(f.pktBytes-s.cfg.HeaderBytes, 0))
+	f.payload = uint64(max(f.pktBytes-s.cfg.HeaderBytes-s.cfg.TCP.TimestampBytes, 0))
 	if f.kind == CBR || f.kind == Ping {
 		f.payload = uint64(f.pktBytes)
 	}
@@ -238,7 +239,9 @@ func (s *Sim) Run() *Result {
 		case evSend:
 			s.sendEvent(s.flows[e.flow])
 		case evRTO:
-			s.rtoEvent(s.flows[e.flow])
+			s.rtoEvent(s.flows[e.flow], e.arg)
+		case evDelAck:
+			s.delAckEvent(s.flows[e.flow])
 		case evStop:
 			s.flows[e.flow].stopped = true
 		case evShort:
@@ -377,19 +380,87 @@ func (s *Sim) deliver(slot int32) {
 		s.toLine(f, slot)
 		return
 	}
-	if f.receive(pk.seq) {
-		s.goodput(f, uint64(f.pktBytes), f.payload)
+	s.receiveData(f, slot)
+}
+
+// receiveData is the TCP receiver: it takes data segment slot, delivers
+// what is now in order to the application, and ACKs at once or holds the
+// ACK (TCPConfig.AckEvery, DelayedAckTimeout, QuickAcks). Out-of-order
+// segments, segments that fill all or part of a gap, and duplicates are
+// ACKed at once (RFC 5681 §4.2). The ACK reuses the slot of the segment
+// that triggers it; a held segment's slot is freed.
+func (s *Sim) receiveData(f *flow, slot int32) {
+	pk := &s.pkts[slot]
+	t := &s.cfg.TCP
+	seq := pk.seq
+	hadGap := f.ooo.n > 0
+	inOrder := f.receive(seq)
+	if inOrder > 0 {
+		s.goodput(f, uint64(inOrder)*uint64(f.pktBytes), uint64(inOrder)*f.payload)
 	}
-	// The slot becomes the ACK: cumulative ACK, a SACK of this segment if
-	// it is held out of order, CE echo of this packet, and the timestamp
-	// echo of this packet's send time.
-	pk.ce = pk.ecn == aqm.CE
-	pk.sack = -1
-	if pk.seq > f.rcvNext {
-		pk.sack = pk.seq
+	if pk.ecn == aqm.CE {
+		f.ackCE++
 	}
-	pk.seq = f.rcvNext
+	f.ackEcho, f.ackRexmit = pk.sent, pk.rexmit
+	if t.QuickAcks > 0 && f.lastRcv != 0 && s.now.Sub(f.lastRcv) > t.MinRTO {
+		f.quick = t.QuickAcks // data after a silence: ACK quickly again (Linux)
+	}
+	f.lastRcv = s.now
+	if inOrder == 1 && !hadGap && t.AckEvery > 1 && f.quick == 0 {
+		f.ackPending++
+		if f.ackPending < t.AckEvery {
+			if f.ackPending == 1 {
+				// One timer event per flow at most: a pending one, which
+				// is never later than this deadline, re-arms itself.
+				f.dackAt = s.now.Add(t.DelayedAckTimeout)
+				if f.dackEventAt == 0 {
+					f.dackEventAt = f.dackAt
+					s.ag.push(event{at: f.dackAt, kind: evDelAck, flow: f.id})
+				}
+			}
+			s.release(slot)
+			return
+		}
+	}
+	if f.quick > 0 {
+		f.quick = max(f.quick-f.ackPending-1, 0)
+	}
+	sack := int64(-1)
+	if seq > f.rcvNext {
+		sack = seq
+	}
+	s.sendAck(f, slot, sack)
+}
+
+// sendAck turns slot into the ACK of everything received so far: the
+// cumulative ACK, a SACK of the segment that triggered it if that is held
+// out of order, the count of CE marks since the last ACK, and the
+// timestamp echo of the latest segment (as ns-3 echoes it). It cancels a
+// pending delayed ACK.
+func (s *Sim) sendAck(f *flow, slot int32, sack int64) {
+	pk := &s.pkts[slot]
+	pk.seq, pk.sack, pk.sent, pk.rexmit = f.rcvNext, sack, f.ackEcho, f.ackRexmit
+	pk.ceN = uint8(min(f.ackCE, 255))
+	f.ackPending, f.ackCE = 0, 0
+	f.dackAt = 0
 	s.toLine(f, slot)
+}
+
+// delAckEvent is the delayed-ACK timer: if segments are held and their
+// ACK is due, it sends it; if a later hold is pending, it re-arms for it.
+func (s *Sim) delAckEvent(f *flow) {
+	f.dackEventAt = 0
+	if f.dackAt == 0 || f.ackPending == 0 {
+		return
+	}
+	if s.now < f.dackAt {
+		f.dackEventAt = f.dackAt
+		s.ag.push(event{at: f.dackAt, kind: evDelAck, flow: f.id})
+		return
+	}
+	slot := s.alloc()
+	s.pkts[slot] = pkt{flow: f.id}
+	s.sendAck(f, slot, -1)
 }
 
 // goodput counts new data at a receiver: bytes on the wire and payload.
@@ -433,9 +504,9 @@ func (s *Sim) ackArrives(f *flow) {
 		s.release(le.slot)
 		return
 	}
-	ack, sack, ce, echo := pk.seq, pk.sack, pk.ce, pk.sent
+	ack, sack, ceN, echo, rexmit := pk.seq, pk.sack, int(pk.ceN), pk.sent, pk.rexmit
 	s.release(le.slot)
-	s.onAck(f, ack, sack, ce, echo)
+	s.onAck(f, ack, sack, ceN, echo, rexmit)
 }
 
 // ---- senders ----
@@ -445,7 +516,8 @@ func (s *Sim) sendData(f *flow, seq int64) {
 	if f.kind == BBR {
 		s.bbrOnSend(f, seq)
 	}
-	if seq < f.highSent {
+	rexmit := seq < f.highSent
+	if rexmit {
 		if s.measuring() {
 			f.retx++
 		}
@@ -454,15 +526,18 @@ func (s *Sim) sendData(f *flow, seq int64) {
 	} else {
 		f.highSent = seq + 1
 	}
+	if f.inRecovery {
+		f.prrOut++
+	}
 	f.sent++
 	s.armRTO(f)
-	s.emit(f, seq, uint32(f.pktBytes))
+	s.emit(f, seq, uint32(f.pktBytes), rexmit)
 }
 
 // emit puts a packet on the forward path.
-func (s *Sim) emit(f *flow, seq int64, size uint32) {
+func (s *Sim) emit(f *flow, seq int64, size uint32, rexmit bool) {
 	slot := s.alloc()
-	s.pkts[slot] = pkt{sent: s.now, seq: seq, flow: f.id, size: size, ecn: f.ecn}
+	s.pkts[slot] = pkt{sent: s.now, seq: seq, flow: f.id, size: size, ecn: f.ecn, rexmit: rexmit}
 	if s.measuring() {
 		s.m.sentPkts++
 	}
@@ -483,11 +558,11 @@ func (s *Sim) sendEvent(f *flow) {
 	}
 	switch f.kind {
 	case CBR:
-		s.emit(f, f.nextSeq, uint32(f.pktBytes))
+		s.emit(f, f.nextSeq, uint32(f.pktBytes), false)
 		f.nextSeq++
 		s.ag.push(event{at: s.now + aqm.Time(float64(f.pktBytes)*8e9/f.cbrRate+0.5), kind: evSend, flow: f.id})
 	case Ping:
-		s.emit(f, f.nextSeq, uint32(f.pktBytes))
+		s.emit(f, f.nextSeq, uint32(f.pktBytes), false)
 		f.nextSeq++
 		s.ag.push(event{at: s.now.Add(f.interval), kind: evSend, flow: f.id})
 	default:

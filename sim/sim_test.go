@@ -113,8 +113,13 @@ func TestResultSanity(t *testing.T) {
 	r := mustRun(t, mixed(3), codelLike)
 	require.Greater(t, r.Utilization, 0.5)
 	require.LessOrEqual(t, r.Utilization, 1.0)
-	// Capacity after warmup: 3 s at 20 Mb/s and 4 s at 10 Mb/s.
-	require.Less(t, r.GoodputMbps, (3*20.0+4*10)/7)
+	// Capacity after warmup: 3 s at 20 Mb/s and 4 s at 10 Mb/s. Goodput is
+	// what receivers deliver in order, so it also releases data that crossed
+	// the link during the warmup and waited there for a retransmission: it
+	// may exceed the capacity by that reassembly backlog (a few percent at
+	// most here), never by more.
+	require.Less(t, r.GoodputMbps, 1.03*(3*20.0+4*10)/7)
+	require.Less(t, r.GoodputMbps, r.Utilization*(3*20.0+4*10)/7*1.03)
 	for _, c := range []string{"all", "classic", "l4s", "udp", "short", "ping"} {
 		require.NotZero(t, r.Delay[c].Count, c)
 		require.LessOrEqual(t, r.Delay[c].P50Ms, r.Delay[c].P99Ms)

@@ -80,7 +80,7 @@ var speedtestScenario = Scenario{
 		"1 Gb/s line, shaped at 100…1000 Mb/s in steps of 100, without burst shaping (tc defaults: burst = cburst = 1600 B) " +
 		"or with it (ceil 1.6 × rate, burst 15 KB, cburst 30 KB), alone or against an iperf3 CUBIC flow started 5 s earlier; " +
 		"pfifo (1000), CoDel (1000), FQ-CoDel (10240) and SFQ (127) with Linux defaults; base RTT 20 ms, HTB wake-up " +
-		"latency 30 µs; 10 seeds; instantaneous throughput in 100 ms bins and the test flow's RTT samples. " +
+		"latency 30 µs (a calibration: it sets how deep the no-burst dip goes); 10 seeds; instantaneous throughput in 100 ms bins and the test flow's RTT samples. " +
 		"-quick: 200 and 900 Mb/s, 2 s tests. Variant '8flow-cubic': 8 parallel CUBIC flows at 100/200/500/1000 Mb/s (unshaped)",
 	Published: "speed-test lab study: without burst shaping the shaped link is markedly under-used at high rates, with it " +
 		"throughput comes close to the limit; FQ-CoDel at 900 Mb/s: std-dev of instantaneous throughput 138 Mb/s with cross " +
@@ -105,6 +105,10 @@ var speedtestScenario = Scenario{
 		if err != nil {
 			return nil, err
 		}
+		tcp, err := pickTCP(o, "linux")
+		if err != nil {
+			return nil, err
+		}
 		rates := SpeedtestRates(o.Quick)
 		if o.RateBps > 0 {
 			rates = []float64{o.RateBps}
@@ -125,7 +129,7 @@ var speedtestScenario = Scenario{
 					for _, cross := range []bool{false, true} {
 						cfg := Config{
 							RateBps: speedtestLineBps, Shaper: speedtestShaper(rate, burst),
-							Duration: lead + test, Warmup: lead, Seed: o.Seed, StartJitter: speedtestJitter, Series: o.Series,
+							Duration: lead + test, Warmup: lead, Seed: o.Seed, StartJitter: speedtestJitter, Series: o.Series, TCP: tcp,
 							Flows: []FlowSpec{{Kind: tool.Kind, RTT: rtt, Start: lead, Group: "test"}},
 						}
 						if cross {
@@ -158,6 +162,10 @@ func speedtest8Flow(o Options) ([]Run, error) {
 	if err != nil {
 		return nil, err
 	}
+	tcp, err := pickTCP(o, "linux")
+	if err != nil {
+		return nil, err
+	}
 	rates := []float64{100e6, 200e6, 500e6, 1000e6}
 	if o.RateBps > 0 {
 		rates = []float64{o.RateBps}
@@ -171,7 +179,7 @@ func speedtest8Flow(o Options) ([]Run, error) {
 		for _, cross := range []bool{false, true} {
 			cfg := Config{
 				RateBps: rate, Duration: speedtestOldCross + test, Warmup: speedtestOldCross, Seed: o.Seed,
-				StartJitter: speedtestJitter, Series: o.Series,
+				StartJitter: speedtestJitter, Series: o.Series, TCP: tcp,
 				Flows: []FlowSpec{
 					{Kind: CUBIC, Count: n, RTT: rtts[0], Start: speedtestOldCross, Group: "test"},
 					{Kind: Ping, RTT: rtts[0], Interval: speedtestPingEvery},

@@ -9,15 +9,14 @@ import (
 
 // TCP constants.
 const (
-	initCwnd  = 10                     // RFC 6928 initial window, segments
-	minRTO    = 200 * time.Millisecond // default Config.MinRTO: Linux's rto_min (RFC 6298 says 1 s)
-	maxRTO    = 60 * time.Second       // RFC 6298 upper bound
-	initRTO   = time.Second            // RFC 6298 initial RTO
-	renoBeta  = 0.5                    // Reno multiplicative decrease
-	cubicBeta = 0.7                    // RFC 9438 §4.6 beta_cubic
-	cubicC    = 0.4                    // RFC 9438 §5 C
-	pragueG   = 1.0 / 16               // DCTCP/Prague EWMA gain g (RFC 8257 §4.2)
-	pragueR0  = 25 * time.Millisecond  // TCP Prague's reference (virtual) RTT
+	initCwnd  = 10                    // RFC 6928 initial window, segments
+	maxRTO    = 60 * time.Second      // RFC 6298 upper bound
+	initRTO   = time.Second           // RFC 6298 initial RTO
+	renoBeta  = 0.5                   // Reno multiplicative decrease
+	cubicBeta = 0.7                   // RFC 9438 §4.6 beta_cubic
+	cubicC    = 0.4                   // RFC 9438 §5 C
+	pragueG   = 1.0 / 16              // DCTCP/Prague EWMA gain g (RFC 8257 §4.2)
+	pragueR0  = 25 * time.Millisecond // TCP Prague's reference (virtual) RTT
 	// pragueTransition is how many rounds after slow start Prague waits
 	// before RTT independence takes effect (v0.7; v0.6 waited 500), and
 	// pragueMaxIndepRTT the srtt above which it is off.
@@ -29,7 +28,7 @@ const (
 	hsMinSamples   = 8          // N_RTT_SAMPLE
 	hsCSSDivisor   = 4          // CSS_GROWTH_DIVISOR
 	hsCSSRounds    = 5          // CSS_ROUNDS
-	dupThresh      = 3          // RFC 5681 duplicate-ACK threshold
+	dupThresh      = 3          // RFC 5681/6675 DupThresh
 	paceSS         = 2.0        // Linux pacing ratio in slow start
 	paceCA         = 1.2        // Linux pacing ratio in congestion avoidance
 	hashMul        = 0x9e3779b1 // Knuth's multiplicative hash (2^32/phi), spreads flow ids
@@ -70,16 +69,23 @@ type flow struct {
 	cwrEnd           int64 // no new window reduction until the ACK reaches it
 	cwnd, ssthresh   float64
 	inRecovery       bool
+	// PRR (RFC 6937): data delivered and sent since recovery began, and
+	// the data outstanding when it began.
+	prrDelivered, prrOut, recoverFS int64
+	perAck                          bool // grows once per ACK (TCPConfig.Growth)
+	fack                            bool // FACK loss marking (TCPConfig.FACK)
 
 	// SACK scoreboard (RFC 6675) over [sndUna, highSent)
-	sacked, retxd     seqSet // SACKed segments; retransmitted and not yet SACKed/ACKed
-	lostEnd           int64  // segments below it that are not SACKed are presumed lost
-	lostHoles         int64  // how many of those there are
-	highSack          int64  // one past the highest SACKed segment
-	retxNext          int64  // where the search for the next lost segment resumes
+	sacked, retxd     seqSet   // SACKed segments; retransmitted and not yet SACKed/ACKed
+	lostEnd           int64    // segments below it that are not SACKed are presumed lost
+	lostHoles         int64    // how many of those there are
+	highSack          int64    // one past the highest SACKed segment
+	top               [3]int64 // the three highest SACKed segments, highest first (-1: none)
+	retxNext          int64    // where the search for the next lost segment resumes
 	srtt, rttvar, rto time.Duration
 	rtoDeadline       aqm.Time // zero: timer disarmed
-	rtoScheduled      bool
+	rtoEventAt        aqm.Time // when the newest timer event fires (zero: none pending)
+	rtoGen            int64    // the newest timer event's number; older events are stale
 	sendScheduled     bool
 	nextPace          aqm.Time
 
@@ -112,6 +118,19 @@ type flow struct {
 	rcvNext int64
 	ooo     seqSet
 	rcvPkts int64
+	// delayed ACKs: in-order segments not yet ACKed, CE marks among the
+	// segments the next ACK covers, the timestamp it echoes (and whether
+	// that segment was a retransmission), when the held ACK is due (zero:
+	// none held) and when the timer event fires (zero: none pending),
+	// quick-acks left and the last arrival.
+	ackPending  int
+	ackCE       int
+	ackEcho     aqm.Time
+	ackRexmit   bool
+	dackAt      aqm.Time
+	dackEventAt aqm.Time
+	quick       int
+	lastRcv     aqm.Time
 
 	// return path
 	line deque[lineEntry]
@@ -123,13 +142,16 @@ type flow struct {
 	fct                                            time.Duration
 }
 
-func newFlow(id int32, fs FlowSpec, short bool, mss int) *flow {
+func newFlow(id int32, fs FlowSpec, short bool, mss int, tcp *TCPConfig) *flow {
+	hystart := (fs.HyStart && fs.Kind == Reno) || ((fs.HyStart || tcp.HyStart) && fs.Kind == CUBIC)
 	f := &flow{
 		id: id, kind: fs.Kind, short: short, rtt: fs.RTT, pktBytes: fs.PacketBytes,
 		size: fs.SizePackets, cbrRate: fs.RateBps, interval: fs.Interval, paced: fs.Paced,
-		hystart: fs.HyStart && (fs.Kind == Reno || fs.Kind == CUBIC), noRTTIndep: fs.PragueNoRTTIndependence,
+		hystart: hystart, noRTTIndep: fs.PragueNoRTTIndependence,
 		hash: uint32(id+1) * hashMul,
-		cwnd: initCwnd, ssthresh: math.Inf(1), rto: initRTO, recover: -1, alpha: 1,
+		cwnd: float64(tcp.InitialWindow), ssthresh: math.Inf(1), rto: initRTO, recover: -1, alpha: 1,
+		perAck: tcp.Growth == GrowPerAck && fs.Kind != Prague, fack: tcp.FACK,
+		top: [3]int64{-1, -1, -1}, quick: tcp.QuickAcks,
 	}
 	if f.rtt == 0 {
 		f.rtt = DefaultRTT
@@ -220,22 +242,23 @@ func (b *seqSet) del(seq int64) {
 }
 
 // receive takes data segment seq, advances rcvNext over any segments that
-// were waiting, and reports whether seq was new data (not a duplicate).
-func (f *flow) receive(seq int64) bool {
+// were waiting, and returns how many segments that delivers in order to the
+// application (0 for out-of-order data and duplicates).
+func (f *flow) receive(seq int64) (inOrder int64) {
 	f.rcvPkts++
 	switch {
 	case seq == f.rcvNext:
+		from := f.rcvNext
 		f.rcvNext++
 		for f.ooo.n > 0 && f.ooo.has(f.rcvNext, f.rcvNext) {
 			f.ooo.del(f.rcvNext)
 			f.rcvNext++
 		}
-		return true
+		return f.rcvNext - from
 	case seq > f.rcvNext && !f.ooo.has(seq, f.rcvNext):
 		f.ooo.add(seq, f.rcvNext)
-		return true
 	}
-	return false
+	return 0
 }
 
 // pipe is RFC 6675's estimate of the segments in the network: outstanding,
@@ -260,12 +283,16 @@ func (f *flow) raiseLost(to int64) {
 }
 
 // advanceUna moves the cumulative ACK point to ack, forgetting the
-// scoreboard below it.
-func (f *flow) advanceUna(ack int64) {
+// scoreboard below it, and returns how many of those segments were not
+// SACKed before (the data this ACK newly delivers).
+func (f *flow) advanceUna(ack int64) (fresh int64) {
 	for seq := f.sndUna; seq < ack; seq++ {
 		if f.sacked.has(seq, f.sndUna) {
 			f.sacked.del(seq)
-		} else if seq < f.lostEnd {
+			continue
+		}
+		fresh++
+		if seq < f.lostEnd {
 			f.lostHoles--
 		}
 		if f.retxd.has(seq, f.sndUna) {
@@ -275,14 +302,18 @@ func (f *flow) advanceUna(ack int64) {
 	f.sndUna = ack
 	f.lostEnd = max(f.lostEnd, ack)
 	f.retxNext = max(f.retxNext, ack)
+	return fresh
 }
 
-// onSack records that the receiver holds segment seq out of order, and
-// presumes lost every hole at least dupThresh segments below the highest
-// SACKed one (the FACK rule, a close relative of RFC 6675's IsLost).
-func (f *flow) onSack(seq int64) {
+// onSack records that the receiver holds segment seq out of order, reports
+// whether that is news, and presumes holes lost: by RFC 6675's IsLost, every
+// un-SACKed segment with at least DupThresh SACKed segments above it, which
+// (all segments being one MSS) are those below the third-highest SACKed
+// segment; with FACK, every hole more than DupThresh sequence numbers below
+// the highest SACKed segment.
+func (f *flow) onSack(seq int64) bool {
 	if seq < f.sndUna || seq >= f.highSent || f.sacked.has(seq, f.sndUna) {
-		return
+		return false
 	}
 	f.sacked.add(seq, f.sndUna)
 	if seq < f.lostEnd {
@@ -292,7 +323,28 @@ func (f *flow) onSack(seq int64) {
 		f.retxd.del(seq)
 	}
 	f.highSack = max(f.highSack, seq+1)
-	f.raiseLost(f.highSack - dupThresh)
+	if f.fack {
+		f.raiseLost(f.highSack - dupThresh)
+		return true
+	}
+	t := &f.top
+	for i := range t {
+		if t[i] < f.sndUna {
+			t[i] = -1 // acknowledged since: no longer SACKed
+		}
+	}
+	switch {
+	case seq > t[0]:
+		t[0], t[1], t[2] = seq, t[0], t[1]
+	case seq > t[1]:
+		t[1], t[2] = seq, t[1]
+	case seq > t[2]:
+		t[2] = seq
+	}
+	if t[2] >= 0 {
+		f.raiseLost(t[2])
+	}
+	return true
 }
 
 // nextLost returns the lowest lost segment not yet retransmitted, or -1
@@ -310,8 +362,9 @@ func (f *flow) nextLost() int64 {
 // trySend sends as many segments as the window, the pacing rate and the
 // flow's size allow: lost segments first, then new data (RFC 6675 §5).
 func (s *Sim) trySend(f *flow) {
+	partial := s.cfg.TCP.PartialSegments
 	for !f.stopped && !f.done {
-		if float64(f.pipe()) >= f.cwnd {
+		if p := float64(f.pipe()); (partial && p >= f.cwnd) || (!partial && p+1 > f.cwnd+1e-9) {
 			return
 		}
 		seq := f.nextLost()
@@ -359,38 +412,46 @@ func (f *flow) paceGap() time.Duration {
 	return time.Duration(float64(rtt) / (ratio * f.cwnd))
 }
 
+// armRTO starts the retransmission timer if it is not running.
 func (s *Sim) armRTO(f *flow) {
 	if f.rtoDeadline == 0 {
-		f.rtoDeadline = s.now.Add(f.rto)
-		s.scheduleRTO(f)
+		s.setRTO(f, s.now.Add(f.rto))
 	}
 }
 
+// restartRTO re-arms the timer one RTO from now (RFC 6298 §5.3), or stops
+// it when nothing is outstanding.
 func (s *Sim) restartRTO(f *flow) {
 	if f.sndUna >= f.highSent {
 		f.rtoDeadline = 0
 		return
 	}
-	f.rtoDeadline = s.now.Add(f.rto)
-	s.scheduleRTO(f)
+	s.setRTO(f, s.now.Add(f.rto))
 }
 
-// scheduleRTO keeps at most one timer event per flow: an early event finds
-// the deadline moved and re-arms itself for the new one.
-func (s *Sim) scheduleRTO(f *flow) {
-	if !f.rtoScheduled {
-		f.rtoScheduled = true
-		s.ag.push(event{at: f.rtoDeadline, kind: evRTO, flow: f.id})
+// setRTO moves the deadline. A later deadline keeps the pending event,
+// which finds the deadline moved and re-arms itself for it; an earlier one
+// schedules a fresh event and makes the pending one stale (rtoGen), so the
+// timer fires at the new deadline, not at an old backed-off one.
+func (s *Sim) setRTO(f *flow, at aqm.Time) {
+	f.rtoDeadline = at
+	if f.rtoEventAt == 0 || at < f.rtoEventAt {
+		f.rtoGen++
+		f.rtoEventAt = at
+		s.ag.push(event{at: at, kind: evRTO, flow: f.id, arg: f.rtoGen})
 	}
 }
 
-func (s *Sim) rtoEvent(f *flow) {
-	f.rtoScheduled = false
+func (s *Sim) rtoEvent(f *flow, gen int64) {
+	if gen != f.rtoGen {
+		return // superseded by an earlier deadline
+	}
+	f.rtoEventAt = 0
 	if f.rtoDeadline == 0 || f.done {
 		return
 	}
 	if s.now < f.rtoDeadline {
-		s.scheduleRTO(f)
+		s.setRTO(f, f.rtoDeadline)
 		return
 	}
 	// Timeout (RFC 5681 §3.1, RFC 6298 §5, RFC 6675 §5.1): every
@@ -400,7 +461,7 @@ func (s *Sim) rtoEvent(f *flow) {
 		f.timeouts++
 	}
 	prior := f.cwnd
-	f.congestionEvent(s.now, float64(f.pipe()), true)
+	f.congestionEvent(s.now, s.lossBase(f))
 	f.cwnd = 1
 	f.inRecovery = false
 	f.recover = f.highSent - 1
@@ -427,9 +488,20 @@ func (s *Sim) rtoEvent(f *flow) {
 	}
 }
 
-// congestionEvent sets ssthresh (and CUBIC's state) for a loss or, with
-// loss false, for an ECN echo. flight is the data outstanding.
-func (f *flow) congestionEvent(now aqm.Time, flight float64, loss bool) {
+// lossBase is what a Reno loss response halves (TCPConfig.Ssthresh).
+func (s *Sim) lossBase(f *flow) float64 {
+	switch s.cfg.TCP.Ssthresh {
+	case SsthreshCwnd:
+		return f.cwnd
+	case SsthreshFlight:
+		return float64(f.highSent - f.sndUna)
+	}
+	return float64(f.pipe())
+}
+
+// congestionEvent sets ssthresh (and CUBIC's state) for a loss or an ECN
+// echo: Reno halves base (see lossBase; the window for an ECN echo).
+func (f *flow) congestionEvent(now aqm.Time, base float64) {
 	f.reductions++
 	f.hsCSS = false
 	switch f.kind {
@@ -443,71 +515,69 @@ func (f *flow) congestionEvent(now aqm.Time, flight float64, loss bool) {
 		f.ssthresh = max(f.cwnd*cubicBeta, minCwnd)
 		f.epochStart = 0
 	default:
-		// Reno (RFC 5681 eq. 4 uses FlightSize for loss); Prague's loss
-		// fallback is the same halving.
-		base := f.cwnd
-		if loss {
-			base = flight
-		}
+		// Reno; Prague's loss fallback is the same halving.
 		f.ssthresh = max(base*renoBeta, minCwnd)
 	}
 }
 
 // onAck processes one ACK: the cumulative ACK, the SACK of the segment
-// that triggered it (sack < 0: none), the CE echo of that segment, and the
-// timestamp echo of its send time.
-func (s *Sim) onAck(f *flow, ack, sack int64, ce bool, echo aqm.Time) {
+// that triggered it (sack < 0: none), how many of the segments it covers
+// arrived CE-marked, the timestamp echo, and whether the echoed segment was
+// a retransmission.
+func (s *Sim) onAck(f *flow, ack, sack int64, ceN int, echo aqm.Time, rexmit bool) {
 	if f.done {
 		return
 	}
 	if f.kind == BBR {
-		s.bbrOnAck(f, ack, sack, echo)
+		s.bbrOnAck(f, ack, sack, echo, rexmit)
 		return
 	}
-	if f.kind == Prague {
-		f.ackedWin++
-		if ce {
-			f.markedWin++
+	// delivered is RFC 6937's DeliveredData: segments newly acknowledged,
+	// cumulatively or by SACK, not counting those SACKed before.
+	ce := ceN > 0
+	delivered := int64(0)
+	advanced := ack > f.sndUna
+	if advanced {
+		if !rexmit || !s.cfg.TCP.Karn {
+			s.rttSample(f, s.now.Sub(echo))
 		}
+		delivered = f.advanceUna(ack)
 	}
-	newly := int64(0)
-	if ack > f.sndUna {
-		newly = ack - f.sndUna
-		s.rttSample(f, s.now.Sub(echo))
-		f.advanceUna(ack)
+	if sack >= 0 && f.onSack(sack) {
+		delivered++
 	}
-	if sack >= 0 {
-		f.onSack(sack)
+	newly := delivered
+	if f.kind == Prague {
+		f.ackedWin += max(delivered, int64(ceN))
+		f.markedWin += int64(ceN)
 	}
 	switch {
 	case f.inRecovery && ack > f.recover:
-		// Full ACK: leave fast recovery (RFC 6675 §5 step C).
+		// Full ACK: leave fast recovery (RFC 6675 §5 step C, RFC 6937).
 		f.inRecovery = false
 		f.cwnd = f.ssthresh
 	case !f.inRecovery && f.lostHoles > 0 && ack > f.recover:
-		// Loss detected: enter fast recovery (RFC 6675 §5 step 4),
-		// retransmitting the first lost segment at once.
-		f.congestionEvent(s.now, float64(f.highSent-f.sndUna), true)
-		f.recover = f.highSent - 1
-		f.cwrEnd = f.highSent
-		f.inRecovery = true
-		f.cwnd = f.ssthresh
-		if seq := f.nextLost(); seq >= 0 {
-			s.sendData(f, seq)
+		s.enterRecovery(f, delivered)
+	case f.inRecovery:
+		if s.cfg.TCP.PRR {
+			f.prrAck(delivered)
 		}
-	case !f.inRecovery && newly > 0:
+	case advanced:
 		s.ecnResponse(f, ack, ce)
-		if f.kind == Prague && ce && f.cwnd >= f.ssthresh {
-			newly-- // Prague grows on the bytes delivered unmarked
+		switch {
+		case f.perAck:
+			newly = 1 // once per ACK of new data, whatever it covers (RFC 5681, ns-3)
+		case f.kind == Prague && f.cwnd >= f.ssthresh:
+			newly = max(newly-int64(ceN), 0) // Prague grows on the data delivered unmarked
 		}
 		s.grow(f, newly)
-	case !f.inRecovery:
+	default:
 		s.ecnResponse(f, ack, ce)
 	}
 	if f.kind == Prague && ack >= f.winEnd {
 		s.pragueWindowEnd(f)
 	}
-	if newly > 0 {
+	if advanced {
 		if f.size > 0 && f.sndUna >= f.size {
 			s.finish(f)
 			return
@@ -518,6 +588,47 @@ func (s *Sim) onAck(f *flow, ack, sack int64, ce bool, echo aqm.Time) {
 		s.cfg.Trace(s.now.Sub(epoch), int(f.id), f.cwnd)
 	}
 	s.trySend(f)
+}
+
+// enterRecovery starts fast recovery on the ACK that revealed a loss
+// (RFC 6675 §5 step 4): ssthresh from the loss response, the recovery point
+// at the highest segment sent, the window set by PRR (RFC 6937) or to
+// ssthresh, and the first lost segment retransmitted at once.
+func (s *Sim) enterRecovery(f *flow, delivered int64) {
+	f.congestionEvent(s.now, s.lossBase(f))
+	f.recover = f.highSent - 1
+	f.cwrEnd = f.highSent
+	f.inRecovery = true
+	if s.cfg.TCP.PRR {
+		f.prrDelivered, f.prrOut = 0, 0
+		f.recoverFS = f.highSent - f.sndUna
+		f.prrAck(delivered)
+	} else {
+		f.cwnd = f.ssthresh
+	}
+	if seq := f.nextLost(); seq >= 0 {
+		s.sendData(f, seq)
+	}
+}
+
+// prrAck is RFC 6937's per-ACK step with the slow-start reduction bound:
+// while the pipe is above ssthresh, send in proportion ssthresh/RecoverFS
+// of the data delivered; below it, grow back towards ssthresh by at most
+// one segment more than was delivered. The window becomes pipe + sndcnt.
+// Counts are in segments and sndcnt keeps its fraction, as ns-3's byte
+// counts do; the whole-segment rule then sends its integer part (Linux
+// rounds the proportional part up per packet).
+func (f *flow) prrAck(delivered int64) {
+	f.prrDelivered += delivered
+	pipe := float64(f.pipe())
+	var sndcnt float64
+	if pipe > f.ssthresh {
+		sndcnt = float64(f.prrDelivered)*f.ssthresh/float64(max(f.recoverFS, 1)) - float64(f.prrOut)
+	} else {
+		limit := float64(max(f.prrDelivered-f.prrOut, delivered) + 1)
+		sndcnt = min(f.ssthresh-pipe, limit)
+	}
+	f.cwnd = pipe + max(sndcnt, 0)
 }
 
 // ecnResponse reacts to a CE echo at most once per window of data: a
@@ -537,7 +648,7 @@ func (s *Sim) ecnResponse(f *flow, ack int64, ce bool) {
 		f.cwnd = max(f.cwnd*(1-f.alpha/2), minCwnd)
 		f.ssthresh = f.cwnd
 	case f.ecn != aqm.NotECT:
-		f.congestionEvent(s.now, 0, false)
+		f.congestionEvent(s.now, f.cwnd)
 		f.cwnd = f.ssthresh
 	default:
 		return
@@ -583,19 +694,27 @@ func (f *flow) pragueAI() float64 {
 	return x * x
 }
 
-// grow opens the window for newly acknowledged segments.
+// grow opens the window for an ACK that newly delivers `newly` segments
+// (not counting segments SACKed before, as Linux counts them: a cumulative
+// ACK that jumps over SACKed data must not open the window by all of it).
 func (s *Sim) grow(f *flow, newly int64) {
 	if newly <= 0 {
 		return
 	}
 	n := float64(newly)
-	if f.cwnd < f.ssthresh && f.hystart {
-		s.hystartGrow(f, n)
-		return
+	if f.perAck {
+		n = 1
 	}
 	if f.cwnd < f.ssthresh {
-		// Slow start with appropriate byte counting, L = 2 (RFC 3465).
-		f.cwnd += min(n, 2)
+		// Slow start: n segments, at most ABCLimit (RFC 3465's L) per ACK.
+		if l := s.cfg.TCP.ABCLimit; l > 0 {
+			n = min(n, float64(l))
+		}
+		if f.hystart {
+			s.hystartGrow(f, n)
+			return
+		}
+		f.cwnd += n
 		if f.cwnd > f.ssthresh && !math.IsInf(f.ssthresh, 1) {
 			f.cwnd = f.ssthresh
 		}
@@ -613,7 +732,8 @@ func (s *Sim) grow(f *flow, newly int64) {
 	f.cwnd = min(f.cwnd, maxCwnd)
 }
 
-// hystartGrow is slow start under HyStart++ (RFC 9406 §4.2-4.3): rounds
+// hystartGrow is slow start under HyStart++ (RFC 9406 §4.2-4.3) for an ACK
+// worth n segments of slow-start growth: rounds
 // end when the ACK passes the data outstanding at the round's start; a
 // round whose minimum RTT (after 8 samples) exceeds the previous round's by
 // clamp(min/8, 4 ms, 16 ms) starts conservative slow start (growth / 4),
@@ -634,7 +754,7 @@ func (s *Sim) hystartGrow(f *flow, n float64) {
 	if f.hsCSS {
 		f.cwnd += n / hsCSSDivisor
 	} else {
-		f.cwnd += min(n, 2)
+		f.cwnd += n
 	}
 	f.cwnd = min(f.cwnd, maxCwnd)
 }
@@ -715,7 +835,19 @@ func (s *Sim) rttSample(f *flow, r time.Duration) {
 		f.rttvar = (3*f.rttvar + d) / 4
 		f.srtt = (7*f.srtt + r) / 8
 	}
-	f.rto = min(max(f.srtt+4*f.rttvar, s.cfg.MinRTO), maxRTO)
+	s.setRTOValue(f)
+}
+
+// setRTOValue computes the RTO from srtt and rttvar: RFC 6298's
+// max(srtt + 4·rttvar, MinRTO), or Linux's srtt + max(4·rttvar, MinRTO)
+// (TCPConfig.LinuxRTO); at most 60 s.
+func (s *Sim) setRTOValue(f *flow) {
+	t := &s.cfg.TCP
+	if t.LinuxRTO {
+		f.rto = min(f.srtt+max(4*f.rttvar, t.MinRTO), maxRTO)
+		return
+	}
+	f.rto = min(max(f.srtt+4*f.rttvar, t.MinRTO), maxRTO)
 }
 
 // finish completes a short flow.

@@ -124,10 +124,14 @@ func TestCapacityRun(t *testing.T) {
 	})
 	require.NoError(t, err)
 	r := s.Run()
-	require.LessOrEqual(t, r.Utilization, 1.0)
+	// Goodput is in-order delivery: data held out of order when the
+	// warm-up ends is delivered inside the window, so it may exceed what
+	// the link sent in the window by that backlog (up to 3%, as
+	// TestResultSanity allows).
+	require.LessOrEqual(t, r.Utilization, 1.03)
 	require.Greater(t, r.Utilization, 0.9)
 	sent := r.GoodputMbps * r.MeasuredSeconds * 1e6
-	require.LessOrEqual(t, sent, tr.BitsBetween(cfg.Warmup, cfg.Duration)*1.001)
+	require.LessOrEqual(t, sent, tr.BitsBetween(cfg.Warmup, cfg.Duration)*1.03)
 
 	cfg.RateChanges = []RateChange{{At: time.Second, RateBps: 1e6}}
 	_, err = New(cfg, func(onDrop aqm.DropFunc[uint64]) (aqm.Queue[uint64], error) { return fifo.New(fifo.Config{}, onDrop) })

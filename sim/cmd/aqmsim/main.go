@@ -15,6 +15,12 @@
 //	go run ./sim/cmd/aqmsim -scenario speedtest -quick
 //	go run ./sim/cmd/aqmsim -scenario speedtest -out results/speedtest
 //
+// Each scenario runs its TCP flows on a TCP profile, ns-3 3.37's (red-family)
+// or Linux 6.x's (the others); -tcp ns3 or -tcp linux overrides it, and the
+// tables, CSV and JSON name it:
+//
+//	go run ./sim/cmd/aqmsim -scenario red-family -tcp linux
+//
 // Runs are deterministic for a given seed; repetitions use seeds seed,
 // seed+1, … and run in parallel on all cores.
 package main
@@ -78,6 +84,7 @@ func parseFlags(args []string, stderr io.Writer) (options, error) {
 	fs.BoolVar(&o.list, "list", false, "list the scenarios and AQMs and exit")
 	fs.StringVar(&o.sim.Variant, "variant", "", "a named variant of the scenario (see -list)")
 	fs.BoolVar(&o.sim.Quick, "quick", false, "a CI-sized version of the scenario (speedtest)")
+	fs.StringVar(&o.sim.TCP, "tcp", "", "TCP profile instead of the scenario's: ns3 (ns-3 3.37's defaults) or linux (Linux 6.x)")
 	fs.StringVar(&o.from, "from", "", "print the tables (and, with -out, plots) from a JSON file an earlier -out wrote, without simulating")
 	fs.Usage = func() {
 		fmt.Fprintf(stderr, "usage: aqmsim [flags]\n\nRuns the deterministic bottleneck simulator and prints a table per scenario.\n\nflags:\n")
@@ -96,6 +103,11 @@ func parseFlags(args []string, stderr io.Writer) (options, error) {
 	}
 	if o.sim.Variant != "" && !slices.Contains(sc.Variants, o.sim.Variant) {
 		return o, usageError{fmt.Sprintf("-variant: scenario %s has no variant %q (variants: %s)", sc.Name, o.sim.Variant, strings.Join(sc.Variants, ", "))}
+	}
+	if o.sim.TCP != "" {
+		if _, err := sim.TCPProfile(o.sim.TCP); err != nil {
+			return o, usageError{"-tcp: " + strings.TrimPrefix(err.Error(), "sim: ")}
+		}
 	}
 	if aqms != "" {
 		for _, n := range strings.Split(aqms, ",") {

@@ -2,11 +2,16 @@ package main
 
 import (
 	"bytes"
+	"encoding/csv"
 	"encoding/json"
+	"github.com/aqmkit/aqmkit/sim"
+	"math"
 	"os"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/stretchr/testify/require"
 )
@@ -21,6 +26,7 @@ func TestBadFlags(t *testing.T) {
 		"rtts":     {"-rtts", "10ms,banana"},
 		"format":   {"-format", "gif"},
 		"variant":  {"-scenario", "red-family", "-variant", "nope"},
+		"tcp":      {"-tcp", "bsd"},
 		"argument": {"stray"},
 	}
 	for name, args := range cases {
@@ -47,6 +53,7 @@ func TestShortRunWritesOutputs(t *testing.T) {
 	table := out.String()
 	require.Contains(t, table, "fifo")
 	require.Contains(t, table, "codel")
+	require.Contains(t, table, "TCP profile: linux", "the profile is printed with the results")
 	entries, err := os.ReadDir(dir)
 	require.NoError(t, err)
 	var names []string
@@ -98,4 +105,61 @@ func TestReplayFromJSON(t *testing.T) {
 	errb.Reset()
 	require.Equal(t, 1, run([]string{"-scenario", "l4s", "-from", filepath.Join(dir, "speedtest.json")}, &again, &errb))
 	require.Contains(t, errb.String(), "not one of scenario l4s")
+}
+
+// TestCSVCarriesTableFigures protects the CSV output: every figure a
+// scenario's table prints is in the CSV under the column the table names,
+// with the same value (up to the table's percent scaling).
+func TestCSVCarriesTableFigures(t *testing.T) {
+	for _, sc := range sim.Scenarios() {
+		runs, err := sc.Runs(sim.Options{Seed: 1, Duration: 3 * time.Second, Quick: true})
+		require.NoError(t, err)
+		pick := []sim.Run{runs[0]}
+		for _, r := range runs {
+			if r.Params["cross"] == "on" {
+				pick = append(pick, r)
+				break
+			}
+		}
+		outs := sim.ExecuteAll(pick, 1, 0, nil)
+		path := filepath.Join(t.TempDir(), sc.Name+".csv")
+		require.NoError(t, writeCSV(path, outs))
+		f, err := os.Open(path)
+		require.NoError(t, err)
+		rows, err := csv.NewReader(f).ReadAll()
+		f.Close()
+		require.NoError(t, err)
+		require.Len(t, rows, 1+len(outs))
+		col := map[string]int{}
+		for i, h := range rows[0] {
+			col[h] = i
+		}
+		require.Equal(t, outs[0].Run.Config.TCP.Profile, rows[1][col["tcp_profile"]], sc.Name)
+		for _, c := range columnsFor(sc.Name) {
+			i, ok := col[c.csv]
+			require.True(t, ok, "%s: table column %q has no CSV column %q", sc.Name, c.name, c.csv)
+			for k, oc := range outs {
+				v := 0.0
+				if cell := rows[1+k][i]; cell != "" {
+					v, err = strconv.ParseFloat(cell, 64)
+					require.NoError(t, err)
+				}
+				require.InDelta(t, c.get(oc.Result), v*c.scale, 1e-6*max(1, math.Abs(c.get(oc.Result))), "%s: %q vs %s", sc.Name, c.name, c.csv)
+			}
+		}
+	}
+}
+
+// TestTCPFlagOverridesProfile protects -tcp: red-family runs ns-3's TCP by
+// default and Linux's with -tcp linux, and the table says which.
+func TestTCPFlagOverridesProfile(t *testing.T) {
+	for _, tc := range []struct{ flag, want string }{{"", "ns3"}, {"linux", "linux"}} {
+		args := []string{"-scenario", "red-family", "-aqms", "red", "-duration", "3s", "-reps", "1", "-q"}
+		if tc.flag != "" {
+			args = append(args, "-tcp", tc.flag)
+		}
+		var out, errb bytes.Buffer
+		require.Equal(t, 0, run(args, &out, &errb), "stderr: %s", errb.String())
+		require.Contains(t, out.String(), "TCP profile: "+tc.want+"\n")
+	}
 }

@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"io"
 	"math"
+	"slices"
 	"strings"
 	"text/tabwriter"
 	"time"
@@ -12,11 +13,14 @@ import (
 )
 
 // column is one metric of a table: a name, how to read it from a result,
-// and its number format.
+// its number format, and the CSV column that carries it (the value there
+// times scale; an empty CSV cell reads as 0).
 type column struct {
-	name string
-	get  func(r *sim.Result) float64
-	fmt  string
+	name  string
+	get   func(r *sim.Result) float64
+	fmt   string
+	csv   string
+	scale float64
 }
 
 func delay(class string, q func(sim.DelayStats) float64) func(r *sim.Result) float64 {
@@ -28,13 +32,13 @@ func p99(d sim.DelayStats) float64  { return d.P99Ms }
 func mean(d sim.DelayStats) float64 { return d.MeanMs }
 
 var (
-	colUtil    = column{"util%", func(r *sim.Result) float64 { return 100 * r.Utilization }, "%.1f"}
-	colGood    = column{"goodput Mb/s", func(r *sim.Result) float64 { return r.GoodputMbps }, "%.3g"}
-	colJain    = column{"Jain", func(r *sim.Result) float64 { return r.Jain }, "%.3f"}
-	colDropPct = column{"drop%", func(r *sim.Result) float64 { return 100 * r.DropFraction }, "%.2f"}
-	colMarkPct = column{"mark%", func(r *sim.Result) float64 { return 100 * r.MarkFraction }, "%.2f"}
-	colPing50  = column{"ping p50 ms", func(r *sim.Result) float64 { return r.Ping.P50Ms }, "%.1f"}
-	colPing99  = column{"ping p99 ms", func(r *sim.Result) float64 { return r.Ping.P99Ms }, "%.1f"}
+	colUtil    = column{"util%", func(r *sim.Result) float64 { return 100 * r.Utilization }, "%.1f", "utilization", 100}
+	colGood    = column{"goodput Mb/s", func(r *sim.Result) float64 { return r.GoodputMbps }, "%.3g", "goodput_mbps", 1}
+	colJain    = column{"Jain", func(r *sim.Result) float64 { return r.Jain }, "%.3f", "jain", 1}
+	colDropPct = column{"drop%", func(r *sim.Result) float64 { return 100 * r.DropFraction }, "%.2f", "drop_fraction", 100}
+	colMarkPct = column{"mark%", func(r *sim.Result) float64 { return 100 * r.MarkFraction }, "%.2f", "mark_fraction", 100}
+	colPing50  = column{"ping p50 ms", func(r *sim.Result) float64 { return r.Ping.P50Ms }, "%.1f", "ping_p50_ms", 1}
+	colPing99  = column{"ping p99 ms", func(r *sim.Result) float64 { return r.Ping.P99Ms }, "%.1f", "ping_p99_ms", 1}
 )
 
 // columnsFor returns a scenario's table columns.
@@ -42,40 +46,40 @@ func columnsFor(name string) []column {
 	switch name {
 	case "red-family":
 		return []column{
-			{"payload Mb/s", func(r *sim.Result) float64 { return r.PayloadGoodputMbps }, "%.3f"},
-			{"util% wire", func(r *sim.Result) float64 { return 100 * r.Utilization }, "%.1f"},
-			{"util% payload", func(r *sim.Result) float64 { return 100 * r.PayloadUtilization }, "%.1f"},
-			{"CoV% 100ms", func(r *sim.Result) float64 { return 100 * r.GoodputCoV100ms }, "%.1f"},
-			{"CoV% 1s", func(r *sim.Result) float64 { return 100 * r.GoodputCoV1s }, "%.1f"},
-			{"flow CoV% 100ms", func(r *sim.Result) float64 { return 100 * r.FlowCoV100ms }, "%.1f"},
-			{"flow CoV% 1s", func(r *sim.Result) float64 { return 100 * r.FlowCoV1s }, "%.1f"},
-			{"drops (run)", func(r *sim.Result) float64 { return float64(r.DropsWholeRun) }, "%.0f"},
-			{"queue mean pkts", func(r *sim.Result) float64 { return r.QueueGrid.MeanPackets }, "%.2f"},
-			{"queue p99 pkts", func(r *sim.Result) float64 { return r.QueueGrid.P99Packets }, "%.0f"},
-			{"mean delay ms", delay("all", mean), "%.1f"}, colJain}
+			{"payload Mb/s", func(r *sim.Result) float64 { return r.PayloadGoodputMbps }, "%.3f", "payload_goodput_mbps", 1},
+			{"util% wire", func(r *sim.Result) float64 { return 100 * r.Utilization }, "%.1f", "utilization", 100},
+			{"util% payload", func(r *sim.Result) float64 { return 100 * r.PayloadUtilization }, "%.1f", "utilization_payload", 100},
+			{"CoV% 100ms", func(r *sim.Result) float64 { return 100 * r.GoodputCoV100ms }, "%.1f", "goodput_cov_100ms", 100},
+			{"CoV% 1s", func(r *sim.Result) float64 { return 100 * r.GoodputCoV1s }, "%.1f", "goodput_cov_1s", 100},
+			{"flow CoV% 100ms", func(r *sim.Result) float64 { return 100 * r.FlowCoV100ms }, "%.1f", "flow_cov_100ms", 100},
+			{"flow CoV% 1s", func(r *sim.Result) float64 { return 100 * r.FlowCoV1s }, "%.1f", "flow_cov_1s", 100},
+			{"drops (run)", func(r *sim.Result) float64 { return float64(r.DropsWholeRun) }, "%.0f", "drops_run", 1},
+			{"queue mean pkts", func(r *sim.Result) float64 { return r.QueueGrid.MeanPackets }, "%.2f", "queue_grid_mean_pkts", 1},
+			{"queue p99 pkts", func(r *sim.Result) float64 { return r.QueueGrid.P99Packets }, "%.0f", "queue_grid_p99_pkts", 1},
+			{"mean delay ms", delay("all", mean), "%.1f", "delay_all_mean_ms", 1}, colJain}
 	case "l4s":
 		return []column{
-			{"L4S p50 ms", delay("l4s", p50), "%.3f"}, {"L4S p99 ms", delay("l4s", p99), "%.2f"},
-			{"Classic p50 ms", delay("classic", p50), "%.2f"}, {"Classic p99 ms", delay("classic", p99), "%.1f"},
-			{"L4S:Classic", func(r *sim.Result) float64 { return r.L4SClassicRatio }, "%.2f"},
+			{"L4S p50 ms", delay("l4s", p50), "%.3f", "delay_l4s_p50_ms", 1}, {"L4S p99 ms", delay("l4s", p99), "%.2f", "delay_l4s_p99_ms", 1},
+			{"Classic p50 ms", delay("classic", p50), "%.2f", "delay_classic_p50_ms", 1}, {"Classic p99 ms", delay("classic", p99), "%.1f", "delay_classic_p99_ms", 1},
+			{"L4S:Classic", func(r *sim.Result) float64 { return r.L4SClassicRatio }, "%.2f", "l4s_classic_ratio", 1},
 			colUtil, colMarkPct, colDropPct}
 	case "speedtest":
 		test := func(r *sim.Result) sim.GroupResult { return r.Group("test") }
 		return []column{
-			{"test Mb/s", func(r *sim.Result) float64 { return test(r).GoodputMbps }, "%.1f"},
-			{"% of rate", func(r *sim.Result) float64 { return 100 * test(r).GoodputMbps / r.BottleneckMbps }, "%.1f"},
-			{"inst sd Mb/s", func(r *sim.Result) float64 { return test(r).BinSDMbps }, "%.2f"},
-			{"inst sd >1s", func(r *sim.Result) float64 { return steadySD(test(r)) }, "%.2f"},
-			{"RTT p50 ms", func(r *sim.Result) float64 { return test(r).RTT.P50Ms }, "%.1f"},
-			{"RTT p99 ms", func(r *sim.Result) float64 { return test(r).RTT.P99Ms }, "%.1f"},
-			{"cross Mb/s", func(r *sim.Result) float64 { return r.Group("cross").GoodputMbps }, "%.1f"},
+			{"test Mb/s", func(r *sim.Result) float64 { return test(r).GoodputMbps }, "%.1f", "group_test_goodput_mbps", 1},
+			{"% of rate", func(r *sim.Result) float64 { return 100 * test(r).GoodputMbps / r.BottleneckMbps }, "%.1f", "group_test_share_of_rate", 100},
+			{"inst sd Mb/s", func(r *sim.Result) float64 { return test(r).BinSDMbps }, "%.2f", "group_test_bin_sd_mbps", 1},
+			{"inst sd >1s", func(r *sim.Result) float64 { return steadySD(test(r)) }, "%.2f", "group_test_bin_sd_after_1s_mbps", 1},
+			{"RTT p50 ms", func(r *sim.Result) float64 { return test(r).RTT.P50Ms }, "%.1f", "group_test_rtt_p50_ms", 1},
+			{"RTT p99 ms", func(r *sim.Result) float64 { return test(r).RTT.P99Ms }, "%.1f", "group_test_rtt_p99_ms", 1},
+			{"cross Mb/s", func(r *sim.Result) float64 { return r.Group("cross").GoodputMbps }, "%.1f", "group_cross_goodput_mbps", 1},
 			colUtil, colDropPct}
 	}
 	return []column{colUtil, colGood, colJain,
-		{"delay p50 ms", delay("all", p50), "%.1f"}, {"delay p99 ms", delay("all", p99), "%.1f"},
+		{"delay p50 ms", delay("all", p50), "%.1f", "delay_all_p50_ms", 1}, {"delay p99 ms", delay("all", p99), "%.1f", "delay_all_p99_ms", 1},
 		colPing50, colPing99,
-		{"FCT p50 ms", func(r *sim.Result) float64 { return r.FCT.P50Ms }, "%.0f"},
-		{"FCT p99 ms", func(r *sim.Result) float64 { return r.FCT.P99Ms }, "%.0f"},
+		{"FCT p50 ms", func(r *sim.Result) float64 { return r.FCT.P50Ms }, "%.0f", "fct_p50_ms", 1},
+		{"FCT p99 ms", func(r *sim.Result) float64 { return r.FCT.P99Ms }, "%.0f", "fct_p99_ms", 1},
 		colDropPct, colMarkPct}
 }
 
@@ -123,6 +127,15 @@ func printReport(w io.Writer, sc sim.Scenario, o options, outs []sim.Outcome, re
 	}
 	if miss := sim.MissingAQMs(sim.ScenarioAQMs(sc.Name)); len(miss) > 0 && len(o.sim.AQMs) == 0 {
 		fmt.Fprintf(w, "not built yet, skipped: %s\n", strings.Join(miss, ", "))
+	}
+	var profiles []string
+	for _, oc := range outs {
+		if p := oc.Run.Config.TCP.Profile; p != "" && !slices.Contains(profiles, p) {
+			profiles = append(profiles, p)
+		}
+	}
+	if len(profiles) > 0 {
+		fmt.Fprintf(w, "TCP profile: %s\n", strings.Join(profiles, ", "))
 	}
 	if reps > 1 {
 		fmt.Fprintf(w, "values are mean ± sample standard deviation over %d seeds (%d…%d)\n", reps, o.sim.Seed, o.sim.Seed+uint64(reps)-1)
