@@ -3,7 +3,7 @@
 // as one JSON object:
 //
 //	f, _ := front.New(q, nil, front.Config{Rate: 95 * aqm.Mbit})
-//	aqmexpvar.Publish("wan", f) // {"enqueued_packets": 12, ..., "rate_bits_per_second": 95000000}
+//	aqmexpvar.Publish("wan", f) // {"enqueued_packets": 12, ..., "front_rate_bits_per_second": 95000000}
 //
 // Any [aqm.MetricSource] can be published: a *front.Front or
 // *front.Sharded, whose Metrics method takes a snapshot under the front's

@@ -135,11 +135,11 @@ func (d Detail) Metrics() iter.Seq[aqm.Metric] {
 	return func(yield func(aqm.Metric) bool) {
 		g := func(n string, v float64) bool { return yield(aqm.Metric{Name: n, Kind: aqm.Gauge, Value: v}) }
 		c := func(n string, v uint64) bool { return yield(aqm.Metric{Name: n, Kind: aqm.Counter, Value: float64(v)}) }
-		if !g("memory_preallocated_bytes", float64(d.MemoryBytes)) || !g("memory_used_bytes", float64(d.MemoryUsed)) ||
+		if !g("memory_bytes", float64(d.MemoryBytes)) || !g("max_memory_used_bytes", float64(d.MemoryUsed)) ||
 			!g("memory_limit_bytes", float64(d.MemoryLimit)) || !g("capacity_estimate_bits_per_second", float64(d.Rate)) ||
 			!g("min_network_len_bytes", float64(d.MinNetworkLen)) || !g("max_network_len_bytes", float64(d.MaxNetworkLen)) ||
 			!g("min_adjusted_len_bytes", float64(d.MinAdjustedLen)) || !g("max_adjusted_len_bytes", float64(d.MaxAdjustedLen)) ||
-			!c("overlimit_drops_packets", d.OverlimitDrops) || !c("ack_drops_packets", d.ACKDrops) {
+			!c("evicted_overlimit_packets", d.OverlimitDrops) || !c("filtered_ack_packets", d.ACKDrops) {
 			return
 		}
 		for k := range d.NumTins {
@@ -147,15 +147,15 @@ func (d Detail) Metrics() iter.Seq[aqm.Metric] {
 			p := "tin" + strconv.Itoa(k) + "_"
 			if !g(p+"thresh_bits_per_second", float64(t.Threshold)) || !g(p+"target_seconds", t.Target.Seconds()) ||
 				!g(p+"interval_seconds", t.Interval.Seconds()) || !g(p+"peak_delay_seconds", t.PeakDelay.Seconds()) ||
-				!g(p+"avg_delay_seconds", t.AvgDelay.Seconds()) || !g(p+"sparse_delay_seconds", t.SparseDelay.Seconds()) ||
-				!c(p+"packets", t.Packets) || !c(p+"bytes", t.Bytes) ||
+				!g(p+"average_delay_seconds", t.AvgDelay.Seconds()) || !g(p+"sparse_delay_seconds", t.SparseDelay.Seconds()) ||
+				!c(p+"arrived_packets", t.Packets) || !c(p+"arrived_bytes", t.Bytes) ||
 				!g(p+"backlog_packets", float64(t.BacklogPackets)) || !g(p+"backlog_bytes", float64(t.BacklogBytes)) ||
 				!c(p+"way_direct_hits", t.WayDirect) || !c(p+"way_indirect_hits", t.WayIndirect) ||
 				!c(p+"way_misses", t.WayMiss) || !c(p+"way_collisions", t.WayCollision) ||
-				!c(p+"drops_packets", t.Drops) || !c(p+"marks_packets", t.Marks) || !c(p+"ack_drops_packets", t.ACKDrops) ||
+				!c(p+"dropped_packets", t.Drops) || !c(p+"marked_packets", t.Marks) || !c(p+"filtered_ack_packets", t.ACKDrops) ||
 				!g(p+"sparse_flows", float64(t.SparseFlows)) || !g(p+"bulk_flows", float64(t.BulkFlows)) ||
 				!g(p+"decaying_flows", float64(t.DecayingFlows)) || !g(p+"unresponsive_flows", float64(t.UnresponsiveFlows)) ||
-				!g(p+"max_len_bytes", float64(t.MaxAdjustedLen)) || !g(p+"quantum_bytes", float64(t.Quantum)) {
+				!g(p+"max_adjusted_len_bytes", float64(t.MaxAdjustedLen)) || !g(p+"quantum_bytes", float64(t.Quantum)) {
 				return
 			}
 		}

@@ -2,6 +2,7 @@ package cobalt
 
 import (
 	"iter"
+	"time"
 
 	"github.com/aqmkit/aqmkit/aqm"
 	"github.com/aqmkit/aqmkit/internal/ring"
@@ -258,12 +259,11 @@ func (d Detail) Metrics() iter.Seq[aqm.Metric] {
 		ms := [...]aqm.Metric{
 			{Name: "count", Kind: aqm.Gauge, Value: float64(d.Count)},
 			{Name: "dropping", Kind: aqm.Gauge, Value: b2f(d.Dropping)},
+			{Name: "next_signal_time_seconds", Kind: aqm.Gauge, Value: time.Duration(d.Next).Seconds()},
 			{Name: "blue_probability", Kind: aqm.Gauge, Value: d.BlueProbability},
-			{Name: "ecn_mark_packets", Kind: aqm.Counter, Value: float64(d.Marks)},
-			{Name: "codel_drop_packets", Kind: aqm.Counter, Value: float64(d.CoDelDrops)},
-			{Name: "blue_drop_packets", Kind: aqm.Counter, Value: float64(d.BlueDrops)},
-			{Name: "overflow_packets", Kind: aqm.Counter, Value: float64(d.Overflows)},
-			{Name: "drop_cap_hits", Kind: aqm.Counter, Value: float64(d.DropCapHits)},
+			{Name: "dropped_codel_packets", Kind: aqm.Counter, Value: float64(d.CoDelDrops)},
+			{Name: "dropped_blue_packets", Kind: aqm.Counter, Value: float64(d.BlueDrops)},
+			{Name: "capped_dequeues", Kind: aqm.Counter, Value: float64(d.DropCapHits)},
 			{Name: "memory_bytes", Kind: aqm.Gauge, Value: float64(d.MemoryBytes)},
 		}
 		for _, m := range ms {

@@ -4,6 +4,7 @@ import (
 	"iter"
 	"math"
 	"math/bits"
+	"time"
 	"unsafe"
 
 	"github.com/aqmkit/aqmkit/aqm"
@@ -375,9 +376,10 @@ func (q *Queue[T]) Detail() Detail {
 
 // Metrics lists the values of d as [aqm.Metric]s named in the words of
 // Linux tc's codel statistics, units in the name: count, lastcount,
-// dropping (0 or 1), ldelay_ns (the last sojourn time), drop_next_ns and
-// first_above_ns (instants in the caller's nanoseconds, 0 when unset),
-// ecn_mark_packets, ce_mark_packets, drop_cap_hits and memory_bytes.
+// dropping (0 or 1), ldelay_seconds (the last sojourn time),
+// next_drop_time_seconds and first_above_time_seconds (instants in the
+// caller's clock, 0 when unset), marked_codel_packets,
+// marked_ce_threshold_packets, capped_dequeues and memory_bytes.
 func (d Detail) Metrics() iter.Seq[aqm.Metric] {
 	return func(yield func(aqm.Metric) bool) {
 		dropping := 0.0
@@ -388,12 +390,12 @@ func (d Detail) Metrics() iter.Seq[aqm.Metric] {
 			{Name: "count", Kind: aqm.Gauge, Value: float64(d.Count)},
 			{Name: "lastcount", Kind: aqm.Gauge, Value: float64(d.LastCount)},
 			{Name: "dropping", Kind: aqm.Gauge, Value: dropping},
-			{Name: "ldelay_ns", Kind: aqm.Gauge, Value: float64(d.LastSojourn)},
-			{Name: "drop_next_ns", Kind: aqm.Gauge, Value: float64(d.DropNext)},
-			{Name: "first_above_ns", Kind: aqm.Gauge, Value: float64(d.FirstAbove)},
-			{Name: "ecn_mark_packets", Kind: aqm.Counter, Value: float64(d.ECNMarks)},
-			{Name: "ce_mark_packets", Kind: aqm.Counter, Value: float64(d.CEMarks)},
-			{Name: "drop_cap_hits", Kind: aqm.Counter, Value: float64(d.DropCapHits)},
+			{Name: "ldelay_seconds", Kind: aqm.Gauge, Value: d.LastSojourn.Seconds()},
+			{Name: "next_drop_time_seconds", Kind: aqm.Gauge, Value: time.Duration(d.DropNext).Seconds()},
+			{Name: "first_above_time_seconds", Kind: aqm.Gauge, Value: time.Duration(d.FirstAbove).Seconds()},
+			{Name: "marked_codel_packets", Kind: aqm.Counter, Value: float64(d.ECNMarks)},
+			{Name: "marked_ce_threshold_packets", Kind: aqm.Counter, Value: float64(d.CEMarks)},
+			{Name: "capped_dequeues", Kind: aqm.Counter, Value: float64(d.DropCapHits)},
 			{Name: "memory_bytes", Kind: aqm.Gauge, Value: float64(d.MemoryBytes)},
 		} {
 			if !yield(m) {

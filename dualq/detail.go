@@ -56,42 +56,38 @@ type Detail struct {
 }
 
 // Metrics lists d's values for exporters, with units in the names:
-// probabilities (prob, prob_classic, prob_l4s_coupled), the overload flag
-// (overloaded, 0 or 1), head delays (delay_classic_ns, delay_l4s_ns),
-// queue lengths (classic_packets, l4s_packets, classic_bytes, l4s_bytes,
-// max_packets), counters (ecn_marks_packets, step_marks_packets,
-// dropped_early_packets, dropped_overload_packets,
-// dropped_overlimit_packets, pi_updates), the WRR credit (wrr_credit),
-// memory (memory_used_bytes, max_memory_used_bytes, memory_limit_bytes,
-// memory_bytes) and next_update_ns.
+// probabilities (base_probability, classic_probability,
+// l4s_coupled_probability), the overload flag (overloaded, 0 or 1), head
+// delays (classic_delay_seconds, l4s_delay_seconds), queue lengths
+// (classic_backlog_packets, l4s_backlog_packets, classic_backlog_bytes,
+// l4s_backlog_bytes, max_backlog_packets), counters (marked_step_packets,
+// updates), the WRR credit (wrr_credit), memory (max_memory_used_bytes,
+// memory_limit_bytes, memory_bytes) and next_update_time_seconds. The
+// values that repeat [aqm.Stats] (ECNMarks, the drops, MemoryUsed) are not
+// listed again.
 func (d Detail) Metrics() iter.Seq[aqm.Metric] {
 	b := 0.0
 	if d.Overloaded {
 		b = 1
 	}
 	ms := [...]aqm.Metric{
-		{Name: "prob", Kind: aqm.Gauge, Value: d.Prob},
-		{Name: "prob_classic", Kind: aqm.Gauge, Value: d.ProbClassic},
-		{Name: "prob_l4s_coupled", Kind: aqm.Gauge, Value: d.ProbL4SCoupled},
+		{Name: "base_probability", Kind: aqm.Gauge, Value: d.Prob},
+		{Name: "classic_probability", Kind: aqm.Gauge, Value: d.ProbClassic},
+		{Name: "l4s_coupled_probability", Kind: aqm.Gauge, Value: d.ProbL4SCoupled},
 		{Name: "overloaded", Kind: aqm.Gauge, Value: b},
-		{Name: "delay_classic_ns", Kind: aqm.Gauge, Value: float64(d.DelayClassic)},
-		{Name: "delay_l4s_ns", Kind: aqm.Gauge, Value: float64(d.DelayL4S)},
-		{Name: "classic_packets", Kind: aqm.Gauge, Value: float64(d.PacketsClassic)},
-		{Name: "l4s_packets", Kind: aqm.Gauge, Value: float64(d.PacketsL4S)},
-		{Name: "classic_bytes", Kind: aqm.Gauge, Value: float64(d.BytesClassic)},
-		{Name: "l4s_bytes", Kind: aqm.Gauge, Value: float64(d.BytesL4S)},
-		{Name: "max_packets", Kind: aqm.Gauge, Value: float64(d.MaxPackets)},
-		{Name: "ecn_marks_packets", Kind: aqm.Counter, Value: float64(d.ECNMarks)},
-		{Name: "step_marks_packets", Kind: aqm.Counter, Value: float64(d.StepMarks)},
-		{Name: "dropped_early_packets", Kind: aqm.Counter, Value: float64(d.DroppedEarly)},
-		{Name: "dropped_overload_packets", Kind: aqm.Counter, Value: float64(d.DroppedOverload)},
-		{Name: "dropped_overlimit_packets", Kind: aqm.Counter, Value: float64(d.DroppedOverlimit)},
+		{Name: "classic_delay_seconds", Kind: aqm.Gauge, Value: d.DelayClassic.Seconds()},
+		{Name: "l4s_delay_seconds", Kind: aqm.Gauge, Value: d.DelayL4S.Seconds()},
+		{Name: "classic_backlog_packets", Kind: aqm.Gauge, Value: float64(d.PacketsClassic)},
+		{Name: "l4s_backlog_packets", Kind: aqm.Gauge, Value: float64(d.PacketsL4S)},
+		{Name: "classic_backlog_bytes", Kind: aqm.Gauge, Value: float64(d.BytesClassic)},
+		{Name: "l4s_backlog_bytes", Kind: aqm.Gauge, Value: float64(d.BytesL4S)},
+		{Name: "max_backlog_packets", Kind: aqm.Gauge, Value: float64(d.MaxPackets)},
+		{Name: "marked_step_packets", Kind: aqm.Counter, Value: float64(d.StepMarks)},
 		{Name: "wrr_credit", Kind: aqm.Gauge, Value: float64(d.Credit)},
-		{Name: "memory_used_bytes", Kind: aqm.Gauge, Value: float64(d.MemoryUsed)},
 		{Name: "max_memory_used_bytes", Kind: aqm.Gauge, Value: float64(d.MaxMemoryUsed)},
 		{Name: "memory_limit_bytes", Kind: aqm.Gauge, Value: float64(d.MemoryLimit)},
-		{Name: "pi_updates", Kind: aqm.Counter, Value: float64(d.Updates)},
-		{Name: "next_update_ns", Kind: aqm.Gauge, Value: float64(d.NextUpdate)},
+		{Name: "updates", Kind: aqm.Counter, Value: float64(d.Updates)},
+		{Name: "next_update_time_seconds", Kind: aqm.Gauge, Value: time.Duration(d.NextUpdate).Seconds()},
 		{Name: "memory_bytes", Kind: aqm.Gauge, Value: float64(d.MemoryBytes)},
 	}
 	return func(yield func(aqm.Metric) bool) {

@@ -531,26 +531,24 @@ func (q *CoDel[T]) Detail() CoDelDetail {
 	return d
 }
 
-// Metrics lists the values of d as [aqm.Metric]s, named after Linux tc's
-// fq_codel statistics with their units: drop_overlimit_packets,
-// drop_overmemory_packets, new_flow_count, ecn_mark_packets,
-// ce_mark_packets, drop_cap_hits (counters), new_flows_len, old_flows_len,
-// max_flow_backlog_bytes, memory_used_bytes and memory_allocated_bytes
-// (gauges).
+// Metrics lists the values of d as [aqm.Metric]s, after Linux tc's
+// fq_codel statistics with their units: evicted_overlimit_packets,
+// evicted_overmemory_packets, activated_flows, marked_codel_packets,
+// marked_ce_threshold_packets, capped_dequeues (counters), new_flows,
+// old_flows, max_flow_backlog_bytes and memory_bytes (gauges).
 func (d CoDelDetail) Metrics() iter.Seq[aqm.Metric] {
 	return func(yield func(aqm.Metric) bool) {
 		ms := [...]aqm.Metric{
-			{Name: "drop_overlimit_packets", Kind: aqm.Counter, Value: float64(d.DropOverlimit)},
-			{Name: "drop_overmemory_packets", Kind: aqm.Counter, Value: float64(d.DropOvermemory)},
-			{Name: "new_flow_count", Kind: aqm.Counter, Value: float64(d.NewFlowCount)},
-			{Name: "ecn_mark_packets", Kind: aqm.Counter, Value: float64(d.ECNMarks)},
-			{Name: "ce_mark_packets", Kind: aqm.Counter, Value: float64(d.CEMarks)},
-			{Name: "drop_cap_hits", Kind: aqm.Counter, Value: float64(d.DropCapHits)},
-			{Name: "new_flows_len", Kind: aqm.Gauge, Value: float64(d.NewFlowsLen)},
-			{Name: "old_flows_len", Kind: aqm.Gauge, Value: float64(d.OldFlowsLen)},
+			{Name: "evicted_overlimit_packets", Kind: aqm.Counter, Value: float64(d.DropOverlimit)},
+			{Name: "evicted_overmemory_packets", Kind: aqm.Counter, Value: float64(d.DropOvermemory)},
+			{Name: "activated_flows", Kind: aqm.Counter, Value: float64(d.NewFlowCount)},
+			{Name: "marked_codel_packets", Kind: aqm.Counter, Value: float64(d.ECNMarks)},
+			{Name: "marked_ce_threshold_packets", Kind: aqm.Counter, Value: float64(d.CEMarks)},
+			{Name: "capped_dequeues", Kind: aqm.Counter, Value: float64(d.DropCapHits)},
+			{Name: "new_flows", Kind: aqm.Gauge, Value: float64(d.NewFlowsLen)},
+			{Name: "old_flows", Kind: aqm.Gauge, Value: float64(d.OldFlowsLen)},
 			{Name: "max_flow_backlog_bytes", Kind: aqm.Gauge, Value: float64(d.MaxFlowBacklog)},
-			{Name: "memory_used_bytes", Kind: aqm.Gauge, Value: float64(d.MemoryUsage)},
-			{Name: "memory_allocated_bytes", Kind: aqm.Gauge, Value: float64(d.MemoryBytes)},
+			{Name: "memory_bytes", Kind: aqm.Gauge, Value: float64(d.MemoryBytes)},
 		}
 		for _, m := range ms {
 			if !yield(m) {

@@ -100,11 +100,11 @@ type Detail struct {
 	Staged int
 }
 
-// Metrics lists the Detail's values: rate_bits_per_second, burst_bytes,
-// credit_bytes (gauges), wakeups (counter), wake_slack_seconds (gauge),
-// closed (gauge, 0 or 1), and
-// refused_closed and flushed in packets and bytes (counters), and
-// staged_packets (gauge).
+// Metrics lists the Detail's values, each name prefixed "front_" so that
+// it stays apart from the queue's in [Front.Metrics]: rate_bits_per_second,
+// burst_bytes, credit_bytes (gauges), wakeups (counter), wake_slack_seconds
+// (gauge), closed (gauge, 0 or 1), refused_closed and flushed in packets
+// and bytes (counters), and staged_packets (gauge).
 func (d Detail) Metrics() iter.Seq[aqm.Metric] {
 	return func(yield func(aqm.Metric) bool) {
 		closed := 0.0
@@ -112,17 +112,17 @@ func (d Detail) Metrics() iter.Seq[aqm.Metric] {
 			closed = 1
 		}
 		ms := [...]aqm.Metric{
-			{Name: "rate_bits_per_second", Kind: aqm.Gauge, Value: float64(d.Rate)},
-			{Name: "burst_bytes", Kind: aqm.Gauge, Value: float64(d.BurstBytes)},
-			{Name: "credit_bytes", Kind: aqm.Gauge, Value: float64(d.CreditBytes)},
-			{Name: "wakeups", Kind: aqm.Counter, Value: float64(d.Wakeups)},
-			{Name: "wake_slack_seconds", Kind: aqm.Gauge, Value: d.WakeSlack.Seconds()},
-			{Name: "closed", Kind: aqm.Gauge, Value: closed},
-			{Name: "refused_closed_packets", Kind: aqm.Counter, Value: float64(d.RefusedClosed.Packets)},
-			{Name: "refused_closed_bytes", Kind: aqm.Counter, Value: float64(d.RefusedClosed.Bytes)},
-			{Name: "flushed_packets", Kind: aqm.Counter, Value: float64(d.Flushed.Packets)},
-			{Name: "flushed_bytes", Kind: aqm.Counter, Value: float64(d.Flushed.Bytes)},
-			{Name: "staged_packets", Kind: aqm.Gauge, Value: float64(d.Staged)},
+			{Name: "front_rate_bits_per_second", Kind: aqm.Gauge, Value: float64(d.Rate)},
+			{Name: "front_burst_bytes", Kind: aqm.Gauge, Value: float64(d.BurstBytes)},
+			{Name: "front_credit_bytes", Kind: aqm.Gauge, Value: float64(d.CreditBytes)},
+			{Name: "front_wakeups", Kind: aqm.Counter, Value: float64(d.Wakeups)},
+			{Name: "front_wake_slack_seconds", Kind: aqm.Gauge, Value: d.WakeSlack.Seconds()},
+			{Name: "front_closed", Kind: aqm.Gauge, Value: closed},
+			{Name: "front_refused_closed_packets", Kind: aqm.Counter, Value: float64(d.RefusedClosed.Packets)},
+			{Name: "front_refused_closed_bytes", Kind: aqm.Counter, Value: float64(d.RefusedClosed.Bytes)},
+			{Name: "front_flushed_packets", Kind: aqm.Counter, Value: float64(d.Flushed.Packets)},
+			{Name: "front_flushed_bytes", Kind: aqm.Counter, Value: float64(d.Flushed.Bytes)},
+			{Name: "front_staged_packets", Kind: aqm.Gauge, Value: float64(d.Staged)},
 		}
 		for _, m := range ms {
 			if !yield(m) {

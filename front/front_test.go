@@ -533,13 +533,13 @@ func TestMetrics(t *testing.T) {
 	require.Equal(t, 2.0, got["enqueued_packets"].Value)
 	require.Equal(t, 1.0, got["dropped_overlimit_packets"].Value)
 	require.Equal(t, 200.0, got["backlog_bytes"].Value)
-	require.Equal(t, 8e6, got["rate_bits_per_second"].Value)
-	require.Equal(t, aqm.Gauge, got["rate_bits_per_second"].Kind)
-	require.Equal(t, 1.0, got["closed"].Value)
-	require.Equal(t, 1.0, got["refused_closed_packets"].Value)
-	require.Equal(t, 7.0, got["refused_closed_bytes"].Value)
-	require.Equal(t, aqm.Counter, got["refused_closed_bytes"].Kind)
-	require.Equal(t, float64(front.DefaultMinBurstBytes), got["burst_bytes"].Value)
+	require.Equal(t, 8e6, got["front_rate_bits_per_second"].Value)
+	require.Equal(t, aqm.Gauge, got["front_rate_bits_per_second"].Kind)
+	require.Equal(t, 1.0, got["front_closed"].Value)
+	require.Equal(t, 1.0, got["front_refused_closed_packets"].Value)
+	require.Equal(t, 7.0, got["front_refused_closed_bytes"].Value)
+	require.Equal(t, aqm.Counter, got["front_refused_closed_bytes"].Kind)
+	require.Equal(t, float64(front.DefaultMinBurstBytes), got["front_burst_bytes"].Value)
 	n := 0
 	for range f.Detail().Metrics() {
 		n++

@@ -505,10 +505,11 @@ type IPDetail struct {
 	Pool PoolStats
 }
 
-// Metrics lists the Detail's values: the [Front]'s Detail metrics, then
-// not_ip, refused, rewritten_ce and dropped_unmarkable in packets and
-// bytes (counters), and the pool's buffer_bytes and free_buffers (gauges),
-// allocated_buffers, discarded_buffers and pool_dropped_packets and
+// Metrics lists the Detail's values, each name prefixed "front_" as the
+// [Front]'s are: the Front's Detail metrics, then unparsed, refused,
+// rewritten_ce and dropped_unmarkable in packets and bytes (counters), and
+// the pool's pool_buffer_bytes and pool_free_buffers (gauges),
+// pool_allocated_buffers, pool_discarded_buffers, pool_dropped_packets and
 // pool_dropped_bytes (counters).
 func (d IPDetail) Metrics() iter.Seq[aqm.Metric] {
 	return func(yield func(aqm.Metric) bool) {
@@ -518,20 +519,20 @@ func (d IPDetail) Metrics() iter.Seq[aqm.Metric] {
 			}
 		}
 		ms := [...]aqm.Metric{
-			{Name: "not_ip_packets", Kind: aqm.Counter, Value: float64(d.NotIP.Packets)},
-			{Name: "not_ip_bytes", Kind: aqm.Counter, Value: float64(d.NotIP.Bytes)},
-			{Name: "refused_packets", Kind: aqm.Counter, Value: float64(d.Refused.Packets)},
-			{Name: "refused_bytes", Kind: aqm.Counter, Value: float64(d.Refused.Bytes)},
-			{Name: "rewritten_ce_packets", Kind: aqm.Counter, Value: float64(d.RewrittenCE.Packets)},
-			{Name: "rewritten_ce_bytes", Kind: aqm.Counter, Value: float64(d.RewrittenCE.Bytes)},
-			{Name: "dropped_unmarkable_packets", Kind: aqm.Counter, Value: float64(d.DroppedUnmarkable.Packets)},
-			{Name: "dropped_unmarkable_bytes", Kind: aqm.Counter, Value: float64(d.DroppedUnmarkable.Bytes)},
-			{Name: "buffer_bytes", Kind: aqm.Gauge, Value: float64(d.Pool.BufferBytes)},
-			{Name: "free_buffers", Kind: aqm.Gauge, Value: float64(d.Pool.Free)},
-			{Name: "allocated_buffers", Kind: aqm.Counter, Value: float64(d.Pool.Allocated)},
-			{Name: "discarded_buffers", Kind: aqm.Counter, Value: float64(d.Pool.Discarded)},
-			{Name: "pool_dropped_packets", Kind: aqm.Counter, Value: float64(d.Pool.Dropped.Packets)},
-			{Name: "pool_dropped_bytes", Kind: aqm.Counter, Value: float64(d.Pool.Dropped.Bytes)},
+			{Name: "front_unparsed_packets", Kind: aqm.Counter, Value: float64(d.NotIP.Packets)},
+			{Name: "front_unparsed_bytes", Kind: aqm.Counter, Value: float64(d.NotIP.Bytes)},
+			{Name: "front_refused_packets", Kind: aqm.Counter, Value: float64(d.Refused.Packets)},
+			{Name: "front_refused_bytes", Kind: aqm.Counter, Value: float64(d.Refused.Bytes)},
+			{Name: "front_rewritten_ce_packets", Kind: aqm.Counter, Value: float64(d.RewrittenCE.Packets)},
+			{Name: "front_rewritten_ce_bytes", Kind: aqm.Counter, Value: float64(d.RewrittenCE.Bytes)},
+			{Name: "front_dropped_unmarkable_packets", Kind: aqm.Counter, Value: float64(d.DroppedUnmarkable.Packets)},
+			{Name: "front_dropped_unmarkable_bytes", Kind: aqm.Counter, Value: float64(d.DroppedUnmarkable.Bytes)},
+			{Name: "front_pool_buffer_bytes", Kind: aqm.Gauge, Value: float64(d.Pool.BufferBytes)},
+			{Name: "front_pool_free_buffers", Kind: aqm.Gauge, Value: float64(d.Pool.Free)},
+			{Name: "front_pool_allocated_buffers", Kind: aqm.Counter, Value: float64(d.Pool.Allocated)},
+			{Name: "front_pool_discarded_buffers", Kind: aqm.Counter, Value: float64(d.Pool.Discarded)},
+			{Name: "front_pool_dropped_packets", Kind: aqm.Counter, Value: float64(d.Pool.Dropped.Packets)},
+			{Name: "front_pool_dropped_bytes", Kind: aqm.Counter, Value: float64(d.Pool.Dropped.Bytes)},
 		}
 		for _, m := range ms {
 			if !yield(m) {

@@ -383,10 +383,12 @@ type Detail struct {
 }
 
 // Metrics lists the values of d as [aqm.Metric]s in the words of Linux
-// tc's pie statistics, units in the name: prob (the drop probability, in
-// [0, 1]), delay_ns, burst_allowance_ns, accu_prob, avg_dq_time_ns,
-// dq_rate_bytes_per_second, measuring (0 or 1), updates, next_update_ns
-// (an instant in the caller's nanoseconds, 0 when unset) and memory_bytes.
+// tc's pie statistics, units in the name: probability (the drop
+// probability, in [0, 1]), delay_seconds, burst_allowance_seconds,
+// accumulated_probability, average_dequeue_time_seconds,
+// dequeue_rate_bytes_per_second, measuring (0 or 1), updates,
+// next_update_time_seconds (an instant in the caller's clock, 0 when
+// unset) and memory_bytes.
 func (d Detail) Metrics() iter.Seq[aqm.Metric] {
 	return func(yield func(aqm.Metric) bool) {
 		measuring := 0.0
@@ -394,15 +396,15 @@ func (d Detail) Metrics() iter.Seq[aqm.Metric] {
 			measuring = 1
 		}
 		for _, m := range [...]aqm.Metric{
-			{Name: "prob", Kind: aqm.Gauge, Value: d.Prob},
-			{Name: "delay_ns", Kind: aqm.Gauge, Value: float64(d.QueueDelay)},
-			{Name: "burst_allowance_ns", Kind: aqm.Gauge, Value: float64(d.BurstAllowance)},
-			{Name: "accu_prob", Kind: aqm.Gauge, Value: d.AccuProb},
-			{Name: "avg_dq_time_ns", Kind: aqm.Gauge, Value: float64(d.AvgDequeueTime)},
-			{Name: "dq_rate_bytes_per_second", Kind: aqm.Gauge, Value: d.DequeueRate},
+			{Name: "probability", Kind: aqm.Gauge, Value: d.Prob},
+			{Name: "delay_seconds", Kind: aqm.Gauge, Value: d.QueueDelay.Seconds()},
+			{Name: "burst_allowance_seconds", Kind: aqm.Gauge, Value: d.BurstAllowance.Seconds()},
+			{Name: "accumulated_probability", Kind: aqm.Gauge, Value: d.AccuProb},
+			{Name: "average_dequeue_time_seconds", Kind: aqm.Gauge, Value: d.AvgDequeueTime.Seconds()},
+			{Name: "dequeue_rate_bytes_per_second", Kind: aqm.Gauge, Value: d.DequeueRate},
 			{Name: "measuring", Kind: aqm.Gauge, Value: measuring},
 			{Name: "updates", Kind: aqm.Counter, Value: float64(d.Updates)},
-			{Name: "next_update_ns", Kind: aqm.Gauge, Value: float64(d.NextUpdate)},
+			{Name: "next_update_time_seconds", Kind: aqm.Gauge, Value: time.Duration(d.NextUpdate).Seconds()},
 			{Name: "memory_bytes", Kind: aqm.Gauge, Value: float64(d.MemoryBytes)},
 		} {
 			if !yield(m) {

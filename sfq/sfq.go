@@ -1021,16 +1021,17 @@ type Detail struct {
 
 // Metrics lists d's values for exporters: active_flows,
 // longest_flow_packets and memory_bytes (gauges), perturbations,
-// depth_drops_packets and overflow_drops_packets (counters), and
-// next_perturb_ns (a gauge: the instant of the next re-key, 0 if none).
+// dropped_depth_packets and dropped_overflow_packets (counters), and
+// next_perturbation_time_seconds (a gauge: the instant of the next re-key,
+// 0 if none).
 func (d Detail) Metrics() iter.Seq[aqm.Metric] {
 	return func(yield func(aqm.Metric) bool) {
 		_ = yield(aqm.Metric{Name: "active_flows", Kind: aqm.Gauge, Value: float64(d.ActiveFlows)}) &&
 			yield(aqm.Metric{Name: "longest_flow_packets", Kind: aqm.Gauge, Value: float64(d.LongestFlowPackets)}) &&
 			yield(aqm.Metric{Name: "perturbations", Kind: aqm.Counter, Value: float64(d.Perturbations)}) &&
-			yield(aqm.Metric{Name: "next_perturb_ns", Kind: aqm.Gauge, Value: float64(d.NextPerturb)}) &&
-			yield(aqm.Metric{Name: "depth_drops_packets", Kind: aqm.Counter, Value: float64(d.DepthDrops)}) &&
-			yield(aqm.Metric{Name: "overflow_drops_packets", Kind: aqm.Counter, Value: float64(d.OverflowDrops)}) &&
+			yield(aqm.Metric{Name: "next_perturbation_time_seconds", Kind: aqm.Gauge, Value: time.Duration(d.NextPerturb).Seconds()}) &&
+			yield(aqm.Metric{Name: "dropped_depth_packets", Kind: aqm.Counter, Value: float64(d.DepthDrops)}) &&
+			yield(aqm.Metric{Name: "dropped_overflow_packets", Kind: aqm.Counter, Value: float64(d.OverflowDrops)}) &&
 			yield(aqm.Metric{Name: "memory_bytes", Kind: aqm.Gauge, Value: float64(d.MemoryBytes)})
 	}
 }
