@@ -2,9 +2,9 @@ package cobalt
 
 import (
 	"iter"
-	"time"
 
 	"github.com/aqmkit/aqmkit/aqm"
+	"github.com/aqmkit/aqmkit/internal/metrics"
 	"github.com/aqmkit/aqmkit/internal/ring"
 	"github.com/aqmkit/aqmkit/internal/rng"
 )
@@ -228,19 +228,21 @@ type Detail struct {
 	// State is the controller's state.
 	State
 	// Marks counts packets the CoDel half marked CE that were delivered
-	// (a marked packet BLUE then drops counts in BlueDrops only).
-	Marks uint64
+	// (a marked packet BLUE then drops counts in BlueDrops only): the
+	// queue's Stats.Marked.Packets, so not a metric of its own.
+	Marks uint64 `metric:"-"`
 	// CoDelDrops and BlueDrops count drops by each half.
-	CoDelDrops uint64
-	BlueDrops  uint64
-	// Overflows counts arrivals refused by a limit.
-	Overflows uint64
+	CoDelDrops uint64 `metric:"dropped_codel_packets,counter"`
+	BlueDrops  uint64 `metric:"dropped_blue_packets,counter"`
+	// Overflows counts arrivals refused by a limit: the queue's
+	// Stats.DroppedOverlimit.Packets, so not a metric of its own.
+	Overflows uint64 `metric:"-"`
 	// DropCapHits counts Dequeue calls that reached [MaxDropsPerDequeue].
-	DropCapHits uint64
+	DropCapHits uint64 `metric:"capped_dequeues,counter"`
 	// MemoryBytes is the memory the queue preallocated for its packet
 	// storage: LimitPackets slots (rounded up to a power of two) of one
 	// packet each.
-	MemoryBytes int
+	MemoryBytes int `metric:"memory_bytes,gauge"`
 }
 
 // Detail returns a snapshot of the controller and counters.
@@ -254,29 +256,6 @@ func (q *Queue[T]) Detail() Detail {
 }
 
 // Metrics lists the Detail's values with tc-like names.
-func (d Detail) Metrics() iter.Seq[aqm.Metric] {
-	return func(yield func(aqm.Metric) bool) {
-		ms := [...]aqm.Metric{
-			{Name: "count", Kind: aqm.Gauge, Value: float64(d.Count)},
-			{Name: "dropping", Kind: aqm.Gauge, Value: b2f(d.Dropping)},
-			{Name: "next_signal_time_seconds", Kind: aqm.Gauge, Value: time.Duration(d.Next).Seconds()},
-			{Name: "blue_probability", Kind: aqm.Gauge, Value: d.BlueProbability},
-			{Name: "dropped_codel_packets", Kind: aqm.Counter, Value: float64(d.CoDelDrops)},
-			{Name: "dropped_blue_packets", Kind: aqm.Counter, Value: float64(d.BlueDrops)},
-			{Name: "capped_dequeues", Kind: aqm.Counter, Value: float64(d.DropCapHits)},
-			{Name: "memory_bytes", Kind: aqm.Gauge, Value: float64(d.MemoryBytes)},
-		}
-		for _, m := range ms {
-			if !yield(m) {
-				return
-			}
-		}
-	}
-}
+func (d Detail) Metrics() iter.Seq[aqm.Metric] { return detailMetrics.Of(d) }
 
-func b2f(b bool) float64 {
-	if b {
-		return 1
-	}
-	return 0
-}
+var detailMetrics = metrics.Declare[Detail]("")

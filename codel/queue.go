@@ -4,10 +4,10 @@ import (
 	"iter"
 	"math"
 	"math/bits"
-	"time"
 	"unsafe"
 
 	"github.com/aqmkit/aqmkit/aqm"
+	"github.com/aqmkit/aqmkit/internal/metrics"
 	"github.com/aqmkit/aqmkit/internal/ring"
 )
 
@@ -350,15 +350,15 @@ type Detail struct {
 	// State is the controller's state.
 	State
 	// ECNMarks counts packets CoDel marked CE instead of dropping.
-	ECNMarks uint64
+	ECNMarks uint64 `metric:"marked_codel_packets,counter"`
 	// CEMarks counts packets marked CE by the CE threshold.
-	CEMarks uint64
+	CEMarks uint64 `metric:"marked_ce_threshold_packets,counter"`
 	// DropCapHits counts Dequeue calls that reached [MaxDropsPerDequeue].
-	DropCapHits uint64
+	DropCapHits uint64 `metric:"capped_dequeues,counter"`
 	// MemoryBytes is the memory the queue preallocated for packets: room
 	// for LimitPackets packets, rounded up to a power of two, times the
 	// size of an [aqm.Packet] of the queue's payload type.
-	MemoryBytes int
+	MemoryBytes int `metric:"memory_bytes,gauge"`
 }
 
 // Detail returns a snapshot of the CoDel state and counters.
@@ -380,27 +380,6 @@ func (q *Queue[T]) Detail() Detail {
 // next_drop_time_seconds and first_above_time_seconds (instants in the
 // caller's clock, 0 when unset), marked_codel_packets,
 // marked_ce_threshold_packets, capped_dequeues and memory_bytes.
-func (d Detail) Metrics() iter.Seq[aqm.Metric] {
-	return func(yield func(aqm.Metric) bool) {
-		dropping := 0.0
-		if d.Dropping {
-			dropping = 1
-		}
-		for _, m := range [...]aqm.Metric{
-			{Name: "count", Kind: aqm.Gauge, Value: float64(d.Count)},
-			{Name: "lastcount", Kind: aqm.Gauge, Value: float64(d.LastCount)},
-			{Name: "dropping", Kind: aqm.Gauge, Value: dropping},
-			{Name: "ldelay_seconds", Kind: aqm.Gauge, Value: d.LastSojourn.Seconds()},
-			{Name: "next_drop_time_seconds", Kind: aqm.Gauge, Value: time.Duration(d.DropNext).Seconds()},
-			{Name: "first_above_time_seconds", Kind: aqm.Gauge, Value: time.Duration(d.FirstAbove).Seconds()},
-			{Name: "marked_codel_packets", Kind: aqm.Counter, Value: float64(d.ECNMarks)},
-			{Name: "marked_ce_threshold_packets", Kind: aqm.Counter, Value: float64(d.CEMarks)},
-			{Name: "capped_dequeues", Kind: aqm.Counter, Value: float64(d.DropCapHits)},
-			{Name: "memory_bytes", Kind: aqm.Gauge, Value: float64(d.MemoryBytes)},
-		} {
-			if !yield(m) {
-				return
-			}
-		}
-	}
-}
+func (d Detail) Metrics() iter.Seq[aqm.Metric] { return detailMetrics.Of(d) }
+
+var detailMetrics = metrics.Declare[Detail]("")
