@@ -206,6 +206,8 @@ type (
 	}
 )
 
+var _ = privateTagged{}.a // read, so that the field exists for Declare to refuse
+
 // TestDeclareRefuses protects the checks Declare makes, each a panic that
 // names the type and the field, so that a bad tag fails every test of the
 // package that declares it.
