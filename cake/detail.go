@@ -156,6 +156,10 @@ func (d Detail) Metrics() iter.Seq[aqm.Metric] { return detailMetrics.Of(d) }
 
 var detailMetrics = metrics.Declare[Detail]("")
 
+// Metrics lists the queue's [aqm.Stats] metrics, then its [Detail]'s, from
+// one snapshot taken when it is called; a *Queue is an [aqm.MetricSource].
+func (q *Queue[T]) Metrics() iter.Seq[aqm.Metric] { return detailMetrics.Queue(q.Stats(), q.Detail()) }
+
 // FlowStats is the state of one flow queue, the analogue of a class of
 // "tc -s class show" for cake.
 type FlowStats struct {

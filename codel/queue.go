@@ -383,3 +383,7 @@ func (q *Queue[T]) Detail() Detail {
 func (d Detail) Metrics() iter.Seq[aqm.Metric] { return detailMetrics.Of(d) }
 
 var detailMetrics = metrics.Declare[Detail]("")
+
+// Metrics lists the queue's [aqm.Stats] metrics, then its [Detail]'s, from
+// one snapshot taken when it is called; a *Queue is an [aqm.MetricSource].
+func (q *Queue[T]) Metrics() iter.Seq[aqm.Metric] { return detailMetrics.Queue(q.Stats(), q.Detail()) }

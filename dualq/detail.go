@@ -81,6 +81,10 @@ func (d Detail) Metrics() iter.Seq[aqm.Metric] { return detailMetrics.Of(d) }
 
 var detailMetrics = metrics.Declare[Detail]("")
 
+// Metrics lists the queue's [aqm.Stats] metrics, then its [Detail]'s, from
+// one snapshot taken when it is called; a *Queue is an [aqm.MetricSource].
+func (q *Queue[T]) Metrics() iter.Seq[aqm.Metric] { return detailMetrics.Queue(q.Stats(), q.Detail()) }
+
 // Detail returns the algorithm state as of the latest call to Enqueue or
 // Dequeue (or their burst forms). It runs no pending PI update.
 func (q *Queue[T]) Detail() Detail {

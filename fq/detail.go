@@ -117,6 +117,10 @@ func (d CoDelDetail) Metrics() iter.Seq[aqm.Metric] { return coDelMetrics.Of(d) 
 
 var coDelMetrics = metrics.Declare[CoDelDetail]("")
 
+// Metrics lists the queue's [aqm.Stats] metrics, then its [CoDelDetail]'s, from
+// one snapshot taken when it is called; a *CoDel is an [aqm.MetricSource].
+func (q *CoDel[T]) Metrics() iter.Seq[aqm.Metric] { return coDelMetrics.Queue(q.Stats(), q.Detail()) }
+
 // CoDelFlow is the state of one flow queue of a [CoDel] queue.
 type CoDelFlow struct {
 	FlowQueue
@@ -161,6 +165,10 @@ func (d CobaltDetail) Metrics() iter.Seq[aqm.Metric] { return cobaltMetrics.Of(d
 
 var cobaltMetrics = metrics.Declare[CobaltDetail]("")
 
+// Metrics lists the queue's [aqm.Stats] metrics, then its [CobaltDetail]'s, from
+// one snapshot taken when it is called; a *Cobalt is an [aqm.MetricSource].
+func (q *Cobalt[T]) Metrics() iter.Seq[aqm.Metric] { return cobaltMetrics.Queue(q.Stats(), q.Detail()) }
+
 // CobaltFlow is the state of one flow queue of a [Cobalt] queue.
 type CobaltFlow struct {
 	FlowQueue
@@ -202,6 +210,10 @@ func (q *PIE[T]) Detail() PIEDetail {
 func (d PIEDetail) Metrics() iter.Seq[aqm.Metric] { return pieMetrics.Of(d) }
 
 var pieMetrics = metrics.Declare[PIEDetail]("")
+
+// Metrics lists the queue's [aqm.Stats] metrics, then its [PIEDetail]'s, from
+// one snapshot taken when it is called; a *PIE is an [aqm.MetricSource].
+func (q *PIE[T]) Metrics() iter.Seq[aqm.Metric] { return pieMetrics.Queue(q.Stats(), q.Detail()) }
 
 // PIEFlow is the state of one flow queue of a [PIE] queue.
 type PIEFlow struct {
