@@ -31,15 +31,19 @@ type Metric struct {
 	Value float64
 }
 
-// MetricSource is implemented by [Stats] and by every queue's Detail type:
-// anything that lists its values as [Metric]s.
+// MetricSource is anything that lists its values as [Metric]s: [Stats],
+// every queue of this module (its Stats, then its Detail's, from one
+// snapshot taken when Metrics is called), every queue's Detail type, and
+// the fronts. A name means one thing wherever it appears.
 type MetricSource interface {
 	Metrics() iter.Seq[Metric]
 }
 
 // Metrics lists every counter and gauge of s, in a fixed order:
-// enqueued, sent, marked and the drops by reason (each in packets and
-// bytes), the total drops, the backlog and the largest packet seen.
+// enqueued, sent, marked, the total drops (dropped_packets, dropped_bytes)
+// and the drops by reason (each in packets and bytes), the backlog and the
+// largest packet seen. The names are those in the tags beside the fields
+// (a Count's name followed by _packets and _bytes).
 func (s Stats) Metrics() iter.Seq[Metric] {
 	return func(yield func(Metric) bool) {
 		counts := [...]struct {
