@@ -379,3 +379,27 @@ func TestNameRulesCatch(t *testing.T) {
 		}
 	}
 }
+
+var allocSink float64
+
+// TestMetricsAllocs protects the snapshot's budget on the cold path: no
+// metric name is built per call, so listing a Detail allocates a handful
+// of times whatever its size (CAKE's 200 metrics included), a queue's
+// Metrics (Stats and Detail) a few more, and a front's a few more again.
+func TestMetricsAllocs(t *testing.T) {
+	count := func(seq func() iter.Seq[aqm.Metric]) float64 {
+		return testing.AllocsPerRun(50, func() {
+			for m := range seq() {
+				allocSink += m.Value
+			}
+		})
+	}
+	for _, q := range registryQueues(t) {
+		d := detailOf(t, q).(aqm.MetricSource)
+		assert.LessOrEqual(t, count(d.Metrics), 4.0, "%T's Detail", q)
+		assert.LessOrEqual(t, count(q.(aqm.MetricSource).Metrics), 12.0, "%T", q)
+		f, err := front.New(q, clock.NewManual(0), front.Config{})
+		require.NoError(t, err)
+		assert.LessOrEqual(t, count(f.Metrics), 20.0, "%T behind a front", q)
+	}
+}
