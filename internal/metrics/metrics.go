@@ -374,6 +374,7 @@ func (b *builder) leaf(owner reflect.Type, sf reflect.StructField, base uintptr,
 	b.add(owner, sf, path, prefix, name, "", kind, c, base+sf.Offset, 0, g)
 }
 
+// add records one value field, read at off, and its descriptions.
 func (b *builder) add(owner reflect.Type, sf reflect.StructField, path, prefix, name, alt string, kind aqm.MetricKind, c conv, off, swOff uintptr, g *guard) {
 	f := field{name: prefix + name, kind: kind, conv: c, off: off}
 	if alt != "" {
@@ -382,25 +383,19 @@ func (b *builder) add(owner reflect.Type, sf reflect.StructField, path, prefix, 
 	if g != nil {
 		f.guarded, f.guardOff, f.index = true, g.off, g.index
 	}
-	for _, n := range []string{f.name, f.alt} {
-		if n == "" {
-			continue
-		}
-		if other, dup := b.seen[n]; dup {
-			b.fail(path, "metric %q is also %s", n, other)
-		}
-		b.seen[n] = path
-	}
 	b.fields = append(b.fields, f)
-	leaves := []string{name}
+	b.describe(owner, sf, path, prefix, name, kind)
 	if alt != "" {
-		leaves = append(leaves, alt)
+		b.describe(owner, sf, path, prefix, alt, kind)
 	}
-	for i, l := range leaves {
-		full := f.name
-		if i == 1 {
-			full = f.alt
-		}
-		b.descs = append(b.descs, Desc{Name: full, Leaf: l, Kind: kind, Field: sf.Name, Path: path, Type: sf.Type, Owner: owner})
+}
+
+// describe records the metric prefix+leaf, refusing a name already taken.
+func (b *builder) describe(owner reflect.Type, sf reflect.StructField, path, prefix, leaf string, kind aqm.MetricKind) {
+	n := prefix + leaf
+	if other, dup := b.seen[n]; dup {
+		b.fail(path, "metric %q is also %s", n, other)
 	}
+	b.seen[n] = path
+	b.descs = append(b.descs, Desc{Name: n, Leaf: leaf, Kind: kind, Field: sf.Name, Path: path, Type: sf.Type, Owner: owner})
 }
