@@ -88,7 +88,6 @@ func (q *sched[T, A]) flowQueue(hash uint32) (FlowQueue, *A) {
 // CoDelDetail is the FQ-CoDel-specific state of a [CoDel] queue, the
 // analogue of Linux's tc_fq_codel_qd_stats.
 type CoDelDetail struct {
-	SchedulerDetail
 	// ECNMarks counts packets CoDel marked instead of dropping (Linux
 	// ecn_mark); CEMarks those marked by the CE threshold (Linux ce_mark).
 	// Together they are the queue's Stats.Marked.Packets.
@@ -97,6 +96,10 @@ type CoDelDetail struct {
 	// DropCapHits counts Dequeue calls that reached
 	// [codel.MaxDropsPerDequeue].
 	DropCapHits uint64 `metric:"capped_dequeues,counter"`
+	// SchedulerDetail comes last, its counters first, so that every counter
+	// the hot path bumps lies in the first bytes of the struct, ahead of
+	// the gauges that Detail fills in.
+	SchedulerDetail
 }
 
 // Detail returns a snapshot of the FQ-CoDel counters and gauges. It scans
@@ -108,11 +111,11 @@ func (q *CoDel[T]) Detail() CoDelDetail {
 }
 
 // Metrics lists the values of d as [aqm.Metric]s, after Linux tc's
-// fq_codel statistics with their units: evicted_overlimit_packets,
-// evicted_overmemory_packets, activated_flows (counters), new_flows,
-// old_flows, max_flow_backlog_bytes, memory_bytes (gauges),
-// marked_codel_packets, marked_ce_threshold_packets and capped_dequeues
-// (counters).
+// fq_codel statistics with their units: marked_codel_packets,
+// marked_ce_threshold_packets and capped_dequeues (counters), then the
+// scheduler's evicted_overlimit_packets, evicted_overmemory_packets,
+// activated_flows (counters), new_flows, old_flows, max_flow_backlog_bytes
+// and memory_bytes (gauges).
 func (d CoDelDetail) Metrics() iter.Seq[aqm.Metric] { return coDelMetrics.Of(d) }
 
 var coDelMetrics = metrics.Declare[CoDelDetail]("")
@@ -137,7 +140,6 @@ func (q *CoDel[T]) Flow(hash uint32) CoDelFlow {
 
 // CobaltDetail is the FQ-COBALT-specific state of a [Cobalt] queue.
 type CobaltDetail struct {
-	SchedulerDetail
 	// ECNMarks counts packets COBALT's CoDel half marked CE: the queue's
 	// Stats.Marked.Packets, so not a metric of its own.
 	ECNMarks uint64 `metric:"-"`
@@ -147,6 +149,10 @@ type CobaltDetail struct {
 	// DropCapHits counts Dequeue calls that reached
 	// [cobalt.MaxDropsPerDequeue].
 	DropCapHits uint64 `metric:"capped_dequeues,counter"`
+	// SchedulerDetail comes last, its counters first, so that every counter
+	// the hot path bumps lies in the first bytes of the struct, ahead of
+	// the gauges that Detail fills in.
+	SchedulerDetail
 }
 
 // Detail returns a snapshot of the FQ-COBALT counters and gauges. It scans
@@ -158,9 +164,9 @@ func (q *Cobalt[T]) Detail() CobaltDetail {
 }
 
 // Metrics lists the values of d as [aqm.Metric]s with tc-like names and
-// their units: the scheduler's (as [CoDelDetail.Metrics]), then
-// dropped_codel_packets, dropped_blue_packets and capped_dequeues
-// (counters).
+// their units: dropped_codel_packets, dropped_blue_packets and
+// capped_dequeues (counters), then the scheduler's (as
+// [CoDelDetail.Metrics]).
 func (d CobaltDetail) Metrics() iter.Seq[aqm.Metric] { return cobaltMetrics.Of(d) }
 
 var cobaltMetrics = metrics.Declare[CobaltDetail]("")
@@ -186,7 +192,6 @@ func (q *Cobalt[T]) Flow(hash uint32) CobaltFlow {
 // PIEDetail is the FQ-PIE-specific state of a [PIE] queue, the analogue of
 // Linux's tc_fq_pie_xstats.
 type PIEDetail struct {
-	SchedulerDetail
 	// EarlyDrops counts arrivals PIE refused (Linux dropped): the queue's
 	// Stats.DroppedEarly and DroppedOverload packets, so not a metric of
 	// its own.
@@ -194,6 +199,10 @@ type PIEDetail struct {
 	// ECNMarks counts arrivals PIE marked CE instead (Linux ecn_mark): the
 	// queue's Stats.Marked.Packets, so not a metric of its own.
 	ECNMarks uint64 `metric:"-"`
+	// SchedulerDetail comes last, its counters first, so that every counter
+	// the hot path bumps lies in the first bytes of the struct, ahead of
+	// the gauges that Detail fills in.
+	SchedulerDetail
 }
 
 // Detail returns a snapshot of the FQ-PIE counters and gauges. It scans the
