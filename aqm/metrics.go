@@ -31,33 +31,26 @@ type Metric struct {
 	Value float64
 }
 
-// MetricSource is implemented by [Stats] and by every queue's Detail type:
-// anything that lists its values as [Metric]s.
+// MetricSource is anything that lists its values as [Metric]s: [Stats],
+// every queue of this module (its Stats, then its Detail's, from one
+// snapshot taken when Metrics is called), every queue's Detail type, and
+// the fronts. A name means one thing wherever it appears.
 type MetricSource interface {
 	Metrics() iter.Seq[Metric]
 }
 
 // Metrics lists every counter and gauge of s, in a fixed order:
-// enqueued, sent, marked and the drops by reason (each in packets and
-// bytes), the total drops, the backlog and the largest packet seen.
+// enqueued, sent, marked, the total drops (dropped_packets, dropped_bytes)
+// and the drops by reason (each in packets and bytes), the backlog and the
+// largest packet seen. The names are those in the tags beside the fields
+// (a Count's name followed by _packets and _bytes).
 func (s Stats) Metrics() iter.Seq[Metric] {
 	return func(yield func(Metric) bool) {
-		counts := [...]struct {
-			name string
-			c    Count
-		}{
-			{"enqueued", s.Enqueued},
-			{"sent", s.Dequeued},
-			{"marked", s.Marked},
-			{"dropped", s.Dropped()},
-			{"dropped_overlimit", s.DroppedOverlimit},
-			{"dropped_early", s.DroppedEarly},
-			{"dropped_overload", s.DroppedOverload},
-			{"dropped_queued", s.DroppedQueued},
-		}
-		for _, c := range counts {
-			if !yield(Metric{c.name + "_packets", Counter, float64(c.c.Packets)}) ||
-				!yield(Metric{c.name + "_bytes", Counter, float64(c.c.Bytes)}) {
+		counts := [...]Count{s.Enqueued, s.Dequeued, s.Marked, s.Dropped(), s.DroppedOverlimit,
+			s.DroppedEarly, s.DroppedOverload, s.DroppedQueued}
+		for i, c := range counts {
+			if !yield(Metric{countNames[i][0], Counter, float64(c.Packets)}) ||
+				!yield(Metric{countNames[i][1], Counter, float64(c.Bytes)}) {
 				return
 			}
 		}
@@ -65,4 +58,17 @@ func (s Stats) Metrics() iter.Seq[Metric] {
 			yield(Metric{"backlog_bytes", Gauge, float64(s.Backlog)}) &&
 			yield(Metric{"max_packet_bytes", Gauge, float64(s.MaxSize)})
 	}
+}
+
+// countNames are the names of the counts Stats.Metrics lists, in packets
+// and in bytes, written out so that listing them builds no string.
+var countNames = [...][2]string{
+	{"enqueued_packets", "enqueued_bytes"},
+	{"sent_packets", "sent_bytes"},
+	{"marked_packets", "marked_bytes"},
+	{"dropped_packets", "dropped_bytes"},
+	{"dropped_overlimit_packets", "dropped_overlimit_bytes"},
+	{"dropped_early_packets", "dropped_early_bytes"},
+	{"dropped_overload_packets", "dropped_overload_bytes"},
+	{"dropped_queued_packets", "dropped_queued_bytes"},
 }

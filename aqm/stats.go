@@ -26,31 +26,31 @@ func (c Count) Plus(d Count) Count {
 // where the refused drops are the drop counters minus DroppedQueued.
 type Stats struct {
 	// Enqueued counts accepted packets (verdict Enqueued or Marked).
-	Enqueued Count
+	Enqueued Count `metric:"enqueued,counter"`
 	// Dequeued counts packets returned by Dequeue.
-	Dequeued Count
+	Dequeued Count `metric:"sent,counter"`
 	// Marked counts packets set to CE, at enqueue or at dequeue. A packet
 	// that arrived with CE and was "marked" again is counted too.
-	Marked Count
+	Marked Count `metric:"marked,counter"`
 
 	// DroppedOverlimit counts drops by a hard limit: refused arrivals and
 	// evicted queued packets.
-	DroppedOverlimit Count
+	DroppedOverlimit Count `metric:"dropped_overlimit,counter"`
 	// DroppedEarly counts the AQM's congestion drops, at enqueue or dequeue.
-	DroppedEarly Count
+	DroppedEarly Count `metric:"dropped_early,counter"`
 	// DroppedOverload counts ECN-capable packets dropped instead of marked by
 	// overload protection.
-	DroppedOverload Count
+	DroppedOverload Count `metric:"dropped_overload,counter"`
 	// DroppedQueued counts the subset of the drops above that hit packets
 	// already accepted (handed to the DropFunc): dequeue-time drops and
 	// evictions.
-	DroppedQueued Count
+	DroppedQueued Count `metric:"dropped_queued,counter"`
 
 	// Len and Backlog are the current queue length in packets and bytes.
-	Len     int
-	Backlog int
+	Len     int `metric:"backlog_packets,gauge"`
+	Backlog int `metric:"backlog_bytes,gauge"`
 	// MaxSize is the largest packet size offered so far, in bytes.
-	MaxSize uint32
+	MaxSize uint32 `metric:"max_packet_bytes,gauge"`
 }
 
 // Dropped returns the total of all drops, refused or queued.

@@ -3,7 +3,7 @@
 // as one JSON object:
 //
 //	f, _ := front.New(q, nil, front.Config{Rate: 95 * aqm.Mbit})
-//	aqmexpvar.Publish("wan", f) // {"enqueued_packets": 12, ..., "rate_bits_per_second": 95000000}
+//	aqmexpvar.Publish("wan", f) // {"enqueued_packets": 12, ..., "front_rate_bits_per_second": 95000000}
 //
 // Any [aqm.MetricSource] can be published: a *front.Front or
 // *front.Sharded, whose Metrics method takes a snapshot under the front's
@@ -14,9 +14,9 @@
 //
 // expvar reads a variable from its HTTP handler's goroutine, at any time.
 // A queue is not safe for concurrent use, so never publish a function that
-// reads a bare queue other goroutines use: go through the lock of the front
-// that owns it, for example with front.Front.WithQueue for an algorithm's
-// Detail:
+// reads a bare queue other goroutines use. A front's Metrics already lists
+// its queue's Stats and Detail under its lock; anything else goes through
+// that lock too, with front.Front.WithQueue:
 //
 //	aqmexpvar.Publish("wan_fq", aqmexpvar.Func(func() iter.Seq[aqm.Metric] {
 //		var d fq.CoDelDetail

@@ -53,7 +53,7 @@ func TestPublishFront(t *testing.T) {
 		var m map[string]float64
 		require.NoError(t, json.Unmarshal(all["aqmexpvar_test_front"], &m))
 		require.Contains(t, m, "enqueued_packets")
-		require.Contains(t, m, "rate_bits_per_second")
+		require.Contains(t, m, "front_rate_bits_per_second")
 		require.LessOrEqual(t, m["sent_packets"], m["enqueued_packets"])
 	}
 	cancel()

@@ -1,11 +1,13 @@
 package cake
 
 import (
-	"github.com/aqmkit/aqmkit/cobalt"
 	"iter"
 	"strconv"
 	"time"
 	"unsafe"
+
+	"github.com/aqmkit/aqmkit/cobalt"
+	"github.com/aqmkit/aqmkit/internal/metrics"
 
 	"github.com/aqmkit/aqmkit/aqm"
 )
@@ -16,37 +18,50 @@ type TinStats struct {
 	// Name is the tin's name ("Bulk", "Best Effort", "Video", "Voice", or
 	// "Tin N" in diffserv8 and precedence); Index its priority index in
 	// this package (higher is served first when under its threshold).
-	Name  string
-	Index int
+	Name  string `metric:"-"`
+	Index int    `metric:"-"`
 	// Threshold is the rate up to which the tin has priority (thresh).
-	Threshold aqm.Rate
+	Threshold aqm.Rate `metric:"thresh_bits_per_second,gauge"`
 	// Target and Interval are the tin's COBALT parameters, raised from the
 	// configured ones at low thresholds.
-	Target, Interval time.Duration
+	Target   time.Duration `metric:"target_seconds,gauge"`
+	Interval time.Duration `metric:"interval_seconds,gauge"`
 	// PeakDelay, AvgDelay and SparseDelay are moving averages of the
 	// sojourn times of sent packets: quick to rise, quick to fall and
 	// plain (pk_delay, av_delay, sp_delay).
-	PeakDelay, AvgDelay, SparseDelay time.Duration
+	PeakDelay   time.Duration `metric:"peak_delay_seconds,gauge"`
+	AvgDelay    time.Duration `metric:"average_delay_seconds,gauge"`
+	SparseDelay time.Duration `metric:"sparse_delay_seconds,gauge"`
 	// Packets and Bytes count arrivals to the tin, including those later
 	// dropped (pkts, bytes).
-	Packets, Bytes uint64
+	Packets uint64 `metric:"arrived_packets,counter"`
+	Bytes   uint64 `metric:"arrived_bytes,counter"`
 	// BacklogPackets and BacklogBytes are queued now.
-	BacklogPackets, BacklogBytes int
+	BacklogPackets int `metric:"backlog_packets,gauge"`
+	BacklogBytes   int `metric:"backlog_bytes,gauge"`
 	// WayDirect, WayIndirect, WayMiss and WayCollision count flow lookups
 	// that found the flow's home way, found it in another way, took a free
 	// way, or shared an occupied one (way_inds, way_miss, way_cols).
-	WayDirect, WayIndirect, WayMiss, WayCollision uint64
+	WayDirect    uint64 `metric:"way_direct_hits,counter"`
+	WayIndirect  uint64 `metric:"way_indirect_hits,counter"`
+	WayMiss      uint64 `metric:"way_misses,counter"`
+	WayCollision uint64 `metric:"way_collisions,counter"`
 	// Drops counts COBALT and overload drops, Marks CE marks, ACKDrops the
 	// ACK filter's drops.
-	Drops, Marks, ACKDrops uint64
+	Drops    uint64 `metric:"dropped_packets,counter"`
+	Marks    uint64 `metric:"marked_packets,counter"`
+	ACKDrops uint64 `metric:"filtered_ack_packets,counter"`
 	// SparseFlows, BulkFlows, DecayingFlows and UnresponsiveFlows count the
 	// tin's flow queues by state (sp_flows counts sparse and decaying ones
 	// in tc); unresponsive flows have BLUE's probability above zero.
-	SparseFlows, BulkFlows, DecayingFlows, UnresponsiveFlows int
+	SparseFlows       int `metric:"sparse_flows,gauge"`
+	BulkFlows         int `metric:"bulk_flows,gauge"`
+	DecayingFlows     int `metric:"decaying_flows,gauge"`
+	UnresponsiveFlows int `metric:"unresponsive_flows,gauge"`
 	// MaxAdjustedLen is the largest overhead-adjusted length seen (max_len);
 	// Quantum the tin's flow quantum in bytes.
-	MaxAdjustedLen int
-	Quantum        int
+	MaxAdjustedLen int `metric:"max_adjusted_len_bytes,gauge"`
+	Quantum        int `metric:"quantum_bytes,gauge"`
 }
 
 // Detail is CAKE's state beyond [aqm.Stats], as rich as tc's statistics.
@@ -54,27 +69,35 @@ type Detail struct {
 	// MemoryBytes is what the queue preallocated for its configuration:
 	// packet storage (LimitPackets+1 slots, plus the ACK summaries when the
 	// filter is on), the flow and host tables and the pruner's heap.
-	MemoryBytes int
+	MemoryBytes int `metric:"memory_bytes,gauge"`
 	// MemoryUsed is the peak of the bytes queued (as Linux, a peak), and
 	// MemoryLimit the byte limit.
-	MemoryUsed, MemoryLimit int
+	MemoryUsed  int `metric:"max_memory_used_bytes,gauge"`
+	MemoryLimit int `metric:"memory_limit_bytes,gauge"`
 	// Rate is the shaper's rate (zero: unshaped).
-	Rate aqm.Rate
+	Rate aqm.Rate `metric:"capacity_estimate_bits_per_second,gauge"`
 	// MinNetworkLen and MaxNetworkLen are the smallest and largest Size
 	// seen; MinAdjustedLen and MaxAdjustedLen the same after overhead.
-	MinNetworkLen, MaxNetworkLen, MinAdjustedLen, MaxAdjustedLen int
+	MinNetworkLen  int `metric:"min_network_len_bytes,gauge"`
+	MaxNetworkLen  int `metric:"max_network_len_bytes,gauge"`
+	MinAdjustedLen int `metric:"min_adjusted_len_bytes,gauge"`
+	MaxAdjustedLen int `metric:"max_adjusted_len_bytes,gauge"`
 	// OverlimitDrops counts packets the overload pruner removed, ACKDrops
 	// those the ACK filter removed.
-	OverlimitDrops, ACKDrops uint64
+	OverlimitDrops uint64 `metric:"evicted_overlimit_packets,counter"`
+	ACKDrops       uint64 `metric:"filtered_ack_packets,counter"`
 	// GuardDiverted counts packets the flood guard sent to a tin's shared
 	// queue, GuardDropped those it dropped from a shared queue's head for
 	// waiting longer than the tin's target, GuardPromoted the new flows
 	// that earned a way by recurring (see the package doc).
-	GuardDiverted, GuardDropped, GuardPromoted uint64
+	GuardDiverted uint64 `metric:"diverted_flood_guard_packets,counter"`
+	GuardDropped  uint64 `metric:"dropped_flood_guard_packets,counter"`
+	GuardPromoted uint64 `metric:"promoted_flood_guard_flows,counter"`
 	// NumTins is the number of tins; Tins[:NumTins] are their rows in tc's
-	// display order.
-	NumTins int
-	Tins    [8]TinStats
+	// display order, listed by Metrics with the prefix "tinK_" (K the
+	// display position).
+	NumTins int         `metric:"-"`
+	Tins    [8]TinStats `metric:"tin,each=NumTins"`
 }
 
 var tinNames = map[TinMode][]string{
@@ -138,38 +161,13 @@ func (q *Queue[T]) memoryBytes() int {
 
 // Metrics lists the values of d with tc-like names, units in the name;
 // per-tin values are prefixed "tinK_" with K the display position.
-func (d Detail) Metrics() iter.Seq[aqm.Metric] {
-	return func(yield func(aqm.Metric) bool) {
-		g := func(n string, v float64) bool { return yield(aqm.Metric{Name: n, Kind: aqm.Gauge, Value: v}) }
-		c := func(n string, v uint64) bool { return yield(aqm.Metric{Name: n, Kind: aqm.Counter, Value: float64(v)}) }
-		if !g("memory_preallocated_bytes", float64(d.MemoryBytes)) || !g("memory_used_bytes", float64(d.MemoryUsed)) ||
-			!g("memory_limit_bytes", float64(d.MemoryLimit)) || !g("capacity_estimate_bits_per_second", float64(d.Rate)) ||
-			!g("min_network_len_bytes", float64(d.MinNetworkLen)) || !g("max_network_len_bytes", float64(d.MaxNetworkLen)) ||
-			!g("min_adjusted_len_bytes", float64(d.MinAdjustedLen)) || !g("max_adjusted_len_bytes", float64(d.MaxAdjustedLen)) ||
-			!c("overlimit_drops_packets", d.OverlimitDrops) || !c("ack_drops_packets", d.ACKDrops) ||
-			!c("guard_diverted_packets", d.GuardDiverted) || !c("guard_dropped_packets", d.GuardDropped) ||
-			!c("guard_promoted_flows", d.GuardPromoted) {
-			return
-		}
-		for k := range d.NumTins {
-			t := &d.Tins[k]
-			p := "tin" + strconv.Itoa(k) + "_"
-			if !g(p+"thresh_bits_per_second", float64(t.Threshold)) || !g(p+"target_seconds", t.Target.Seconds()) ||
-				!g(p+"interval_seconds", t.Interval.Seconds()) || !g(p+"peak_delay_seconds", t.PeakDelay.Seconds()) ||
-				!g(p+"avg_delay_seconds", t.AvgDelay.Seconds()) || !g(p+"sparse_delay_seconds", t.SparseDelay.Seconds()) ||
-				!c(p+"packets", t.Packets) || !c(p+"bytes", t.Bytes) ||
-				!g(p+"backlog_packets", float64(t.BacklogPackets)) || !g(p+"backlog_bytes", float64(t.BacklogBytes)) ||
-				!c(p+"way_direct_hits", t.WayDirect) || !c(p+"way_indirect_hits", t.WayIndirect) ||
-				!c(p+"way_misses", t.WayMiss) || !c(p+"way_collisions", t.WayCollision) ||
-				!c(p+"drops_packets", t.Drops) || !c(p+"marks_packets", t.Marks) || !c(p+"ack_drops_packets", t.ACKDrops) ||
-				!g(p+"sparse_flows", float64(t.SparseFlows)) || !g(p+"bulk_flows", float64(t.BulkFlows)) ||
-				!g(p+"decaying_flows", float64(t.DecayingFlows)) || !g(p+"unresponsive_flows", float64(t.UnresponsiveFlows)) ||
-				!g(p+"max_len_bytes", float64(t.MaxAdjustedLen)) || !g(p+"quantum_bytes", float64(t.Quantum)) {
-				return
-			}
-		}
-	}
-}
+func (d Detail) Metrics() iter.Seq[aqm.Metric] { return detailMetrics.Of(d) }
+
+var detailMetrics = metrics.Declare[Detail]("")
+
+// Metrics lists the queue's [aqm.Stats] metrics, then its [Detail]'s, from
+// one snapshot taken when it is called; a *Queue is an [aqm.MetricSource].
+func (q *Queue[T]) Metrics() iter.Seq[aqm.Metric] { return detailMetrics.Queue(q.Stats(), q.Detail()) }
 
 // FlowStats is the state of one flow queue, the analogue of a class of
 // "tc -s class show" for cake.

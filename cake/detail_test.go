@@ -29,9 +29,9 @@ func TestDetailMetrics(t *testing.T) {
 		require.NotContains(t, m.Name, " ")
 		seen[m.Name] = m.Value
 	}
-	require.Equal(t, float64(d.MemoryBytes), seen["memory_preallocated_bytes"])
+	require.Equal(t, float64(d.MemoryBytes), seen["memory_bytes"])
 	require.Equal(t, float64(d.MemoryLimit), seen["memory_limit_bytes"])
-	require.Equal(t, float64(d.Tins[1].Packets), seen["tin1_packets"])
+	require.Equal(t, float64(d.Tins[1].Packets), seen["tin1_arrived_packets"])
 	require.Equal(t, float64(d.Tins[3].BacklogBytes), seen["tin3_backlog_bytes"])
 	require.Equal(t, d.Tins[2].Target.Seconds(), seen["tin2_target_seconds"])
 	require.Equal(t, float64(d.Tins[0].Quantum), seen["tin0_quantum_bytes"])

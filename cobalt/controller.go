@@ -61,14 +61,14 @@ type Controller struct {
 type State struct {
 	// Count is the number of signals in the current episode, decaying by
 	// one per spacing once the sojourn time is back below target.
-	Count uint32
+	Count uint32 `metric:"count,gauge"`
 	// Dropping reports whether the sojourn time was above target at the
 	// last evaluation.
-	Dropping bool
+	Dropping bool `metric:"dropping,gauge"`
 	// Next is the next signal time (an activity timeout while Count is 0).
-	Next aqm.Time
+	Next aqm.Time `metric:"next_signal_time_seconds,gauge"`
 	// BlueProbability is BLUE's drop probability in [0, 1].
-	BlueProbability float64
+	BlueProbability float64 `metric:"blue_probability,gauge"`
 }
 
 // State returns a snapshot of c.

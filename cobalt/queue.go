@@ -4,6 +4,7 @@ import (
 	"iter"
 
 	"github.com/aqmkit/aqmkit/aqm"
+	"github.com/aqmkit/aqmkit/internal/metrics"
 	"github.com/aqmkit/aqmkit/internal/ring"
 	"github.com/aqmkit/aqmkit/internal/rng"
 )
@@ -227,19 +228,21 @@ type Detail struct {
 	// State is the controller's state.
 	State
 	// Marks counts packets the CoDel half marked CE that were delivered
-	// (a marked packet BLUE then drops counts in BlueDrops only).
-	Marks uint64
+	// (a marked packet BLUE then drops counts in BlueDrops only): the
+	// queue's Stats.Marked.Packets, so not a metric of its own.
+	Marks uint64 `metric:"-"`
 	// CoDelDrops and BlueDrops count drops by each half.
-	CoDelDrops uint64
-	BlueDrops  uint64
-	// Overflows counts arrivals refused by a limit.
-	Overflows uint64
+	CoDelDrops uint64 `metric:"dropped_codel_packets,counter"`
+	BlueDrops  uint64 `metric:"dropped_blue_packets,counter"`
+	// Overflows counts arrivals refused by a limit: the queue's
+	// Stats.DroppedOverlimit.Packets, so not a metric of its own.
+	Overflows uint64 `metric:"-"`
 	// DropCapHits counts Dequeue calls that reached [MaxDropsPerDequeue].
-	DropCapHits uint64
+	DropCapHits uint64 `metric:"capped_dequeues,counter"`
 	// MemoryBytes is the memory the queue preallocated for its packet
 	// storage: LimitPackets slots (rounded up to a power of two) of one
 	// packet each.
-	MemoryBytes int
+	MemoryBytes int `metric:"memory_bytes,gauge"`
 }
 
 // Detail returns a snapshot of the controller and counters.
@@ -253,30 +256,10 @@ func (q *Queue[T]) Detail() Detail {
 }
 
 // Metrics lists the Detail's values with tc-like names.
-func (d Detail) Metrics() iter.Seq[aqm.Metric] {
-	return func(yield func(aqm.Metric) bool) {
-		ms := [...]aqm.Metric{
-			{Name: "count", Kind: aqm.Gauge, Value: float64(d.Count)},
-			{Name: "dropping", Kind: aqm.Gauge, Value: b2f(d.Dropping)},
-			{Name: "blue_probability", Kind: aqm.Gauge, Value: d.BlueProbability},
-			{Name: "ecn_mark_packets", Kind: aqm.Counter, Value: float64(d.Marks)},
-			{Name: "codel_drop_packets", Kind: aqm.Counter, Value: float64(d.CoDelDrops)},
-			{Name: "blue_drop_packets", Kind: aqm.Counter, Value: float64(d.BlueDrops)},
-			{Name: "overflow_packets", Kind: aqm.Counter, Value: float64(d.Overflows)},
-			{Name: "drop_cap_hits", Kind: aqm.Counter, Value: float64(d.DropCapHits)},
-			{Name: "memory_bytes", Kind: aqm.Gauge, Value: float64(d.MemoryBytes)},
-		}
-		for _, m := range ms {
-			if !yield(m) {
-				return
-			}
-		}
-	}
-}
+func (d Detail) Metrics() iter.Seq[aqm.Metric] { return detailMetrics.Of(d) }
 
-func b2f(b bool) float64 {
-	if b {
-		return 1
-	}
-	return 0
-}
+var detailMetrics = metrics.Declare[Detail]("")
+
+// Metrics lists the queue's [aqm.Stats] metrics, then its [Detail]'s, from
+// one snapshot taken when it is called; a *Queue is an [aqm.MetricSource].
+func (q *Queue[T]) Metrics() iter.Seq[aqm.Metric] { return detailMetrics.Queue(q.Stats(), q.Detail()) }

@@ -114,9 +114,9 @@ func TestDetailMetrics(t *testing.T) {
 	}
 	require.Equal(t, map[string]float64{
 		"count": float64(d.Count), "lastcount": float64(d.LastCount), "dropping": 1,
-		"ldelay_ns": float64(d.LastSojourn), "drop_next_ns": float64(d.DropNext),
-		"first_above_ns": float64(d.FirstAbove), "ecn_mark_packets": 0, "ce_mark_packets": 0,
-		"drop_cap_hits": 0, "memory_bytes": 1024 * 32,
+		"ldelay_seconds": d.LastSojourn.Seconds(), "next_drop_time_seconds": time.Duration(d.DropNext).Seconds(),
+		"first_above_time_seconds": time.Duration(d.FirstAbove).Seconds(), "marked_codel_packets": 0,
+		"marked_ce_threshold_packets": 0, "capped_dequeues": 0, "memory_bytes": 1024 * 32,
 	}, got)
 	require.NotZero(t, got["count"])
 	n := 0

@@ -56,24 +56,24 @@ type Controller struct {
 // State is a snapshot of a [Controller], for statistics.
 type State struct {
 	// Dropping reports whether the controller is in the dropping state.
-	Dropping bool
+	Dropping bool `metric:"dropping,gauge"`
 	// Count is the number of drops and marks of the current or last
 	// dropping episode, as the control law uses it.
-	Count uint32
+	Count uint32 `metric:"count,gauge"`
 	// LastCount is Count when the dropping state was last entered.
-	LastCount uint32
+	LastCount uint32 `metric:"lastcount,gauge"`
 	// InvSqrt is the cached 1/sqrt(Count) as a Q0.32 fraction (divide by
 	// 2^32).
-	InvSqrt uint32
+	InvSqrt uint32 `metric:"-"`
 	// FirstAbove is the deadline after which the current standing delay
 	// allows a drop, or zero if the delay is below target.
-	FirstAbove aqm.Time
+	FirstAbove aqm.Time `metric:"first_above_time_seconds,gauge"`
 	// DropNext is the time of the next scheduled drop or mark (meaningful
 	// while Dropping; afterwards the re-entry rule uses it).
-	DropNext aqm.Time
+	DropNext aqm.Time `metric:"next_drop_time_seconds,gauge"`
 	// LastSojourn is the sojourn time of the last packet examined (Linux
 	// ldelay), saturated at about 4.29 s.
-	LastSojourn time.Duration
+	LastSojourn time.Duration `metric:"ldelay_seconds,gauge"`
 }
 
 // State returns a snapshot of c.

@@ -7,6 +7,7 @@ import (
 	"unsafe"
 
 	"github.com/aqmkit/aqmkit/aqm"
+	"github.com/aqmkit/aqmkit/internal/metrics"
 	"github.com/aqmkit/aqmkit/internal/ring"
 )
 
@@ -349,15 +350,15 @@ type Detail struct {
 	// State is the controller's state.
 	State
 	// ECNMarks counts packets CoDel marked CE instead of dropping.
-	ECNMarks uint64
+	ECNMarks uint64 `metric:"marked_codel_packets,counter"`
 	// CEMarks counts packets marked CE by the CE threshold.
-	CEMarks uint64
+	CEMarks uint64 `metric:"marked_ce_threshold_packets,counter"`
 	// DropCapHits counts Dequeue calls that reached [MaxDropsPerDequeue].
-	DropCapHits uint64
+	DropCapHits uint64 `metric:"capped_dequeues,counter"`
 	// MemoryBytes is the memory the queue preallocated for packets: room
 	// for LimitPackets packets, rounded up to a power of two, times the
 	// size of an [aqm.Packet] of the queue's payload type.
-	MemoryBytes int
+	MemoryBytes int `metric:"memory_bytes,gauge"`
 }
 
 // Detail returns a snapshot of the CoDel state and counters.
@@ -375,30 +376,14 @@ func (q *Queue[T]) Detail() Detail {
 
 // Metrics lists the values of d as [aqm.Metric]s named in the words of
 // Linux tc's codel statistics, units in the name: count, lastcount,
-// dropping (0 or 1), ldelay_ns (the last sojourn time), drop_next_ns and
-// first_above_ns (instants in the caller's nanoseconds, 0 when unset),
-// ecn_mark_packets, ce_mark_packets, drop_cap_hits and memory_bytes.
-func (d Detail) Metrics() iter.Seq[aqm.Metric] {
-	return func(yield func(aqm.Metric) bool) {
-		dropping := 0.0
-		if d.Dropping {
-			dropping = 1
-		}
-		for _, m := range [...]aqm.Metric{
-			{Name: "count", Kind: aqm.Gauge, Value: float64(d.Count)},
-			{Name: "lastcount", Kind: aqm.Gauge, Value: float64(d.LastCount)},
-			{Name: "dropping", Kind: aqm.Gauge, Value: dropping},
-			{Name: "ldelay_ns", Kind: aqm.Gauge, Value: float64(d.LastSojourn)},
-			{Name: "drop_next_ns", Kind: aqm.Gauge, Value: float64(d.DropNext)},
-			{Name: "first_above_ns", Kind: aqm.Gauge, Value: float64(d.FirstAbove)},
-			{Name: "ecn_mark_packets", Kind: aqm.Counter, Value: float64(d.ECNMarks)},
-			{Name: "ce_mark_packets", Kind: aqm.Counter, Value: float64(d.CEMarks)},
-			{Name: "drop_cap_hits", Kind: aqm.Counter, Value: float64(d.DropCapHits)},
-			{Name: "memory_bytes", Kind: aqm.Gauge, Value: float64(d.MemoryBytes)},
-		} {
-			if !yield(m) {
-				return
-			}
-		}
-	}
-}
+// dropping (0 or 1), ldelay_seconds (the last sojourn time),
+// next_drop_time_seconds and first_above_time_seconds (instants in the
+// caller's clock, 0 when unset), marked_codel_packets,
+// marked_ce_threshold_packets, capped_dequeues and memory_bytes.
+func (d Detail) Metrics() iter.Seq[aqm.Metric] { return detailMetrics.Of(d) }
+
+var detailMetrics = metrics.Declare[Detail]("")
+
+// Metrics lists the queue's [aqm.Stats] metrics, then its [Detail]'s, from
+// one snapshot taken when it is called; a *Queue is an [aqm.MetricSource].
+func (q *Queue[T]) Metrics() iter.Seq[aqm.Metric] { return detailMetrics.Queue(q.Stats(), q.Detail()) }

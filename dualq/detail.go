@@ -5,103 +5,85 @@ import (
 	"time"
 
 	"github.com/aqmkit/aqmkit/aqm"
+	"github.com/aqmkit/aqmkit/internal/metrics"
 )
 
 // Detail is a snapshot of a [Queue]'s algorithm state, the analogue of
 // Linux's tc_dualpi2_xstats.
 type Detail struct {
 	// Prob is the base probability p', in [0, 1].
-	Prob float64
+	Prob float64 `metric:"base_probability,gauge"`
 	// ProbRaw is p' scaled to 2^32 (1<<32 is 100 %), the value the hot path
 	// derives its decisions from.
-	ProbRaw uint64
+	ProbRaw uint64 `metric:"-"`
 	// ProbClassic is the Classic drop/mark probability p_C = p'^2.
-	ProbClassic float64
+	ProbClassic float64 `metric:"classic_probability,gauge"`
 	// ProbL4SCoupled is the coupled L4S mark probability p_CL = min(k·p', 1).
-	ProbL4SCoupled float64
+	ProbL4SCoupled float64 `metric:"l4s_coupled_probability,gauge"`
 	// Overloaded reports whether k·p' ≥ 1 with overload drops on: ECN-capable
 	// packets are then dropped with probability p_C instead of marked.
-	Overloaded bool
+	Overloaded bool `metric:"overloaded,gauge"`
 	// DelayClassic and DelayL4S are the ages of the two head packets at the
 	// latest instant passed to Enqueue or Dequeue (zero for an empty queue).
-	DelayClassic, DelayL4S time.Duration
+	DelayClassic time.Duration `metric:"classic_delay_seconds,gauge"`
+	DelayL4S     time.Duration `metric:"l4s_delay_seconds,gauge"`
 	// PacketsClassic and PacketsL4S are the queue lengths in packets.
-	PacketsClassic, PacketsL4S int
+	PacketsClassic int `metric:"classic_backlog_packets,gauge"`
+	PacketsL4S     int `metric:"l4s_backlog_packets,gauge"`
 	// BytesClassic and BytesL4S are the queue lengths in bytes.
-	BytesClassic, BytesL4S int
+	BytesClassic int `metric:"classic_backlog_bytes,gauge"`
+	BytesL4S     int `metric:"l4s_backlog_bytes,gauge"`
 	// MaxPackets is the largest total length seen (Linux maxq).
-	MaxPackets int
-	// ECNMarks counts every packet set to CE (Linux ecn_mark); StepMarks
-	// counts the subset marked by the native L4S AQM (the step or ramp).
-	ECNMarks, StepMarks uint64
+	MaxPackets int `metric:"max_backlog_packets,gauge"`
+	// ECNMarks counts every packet set to CE (Linux ecn_mark): the queue's
+	// Stats.Marked.Packets, so not a metric of its own. StepMarks counts
+	// the subset marked by the native L4S AQM (the step or ramp).
+	ECNMarks  uint64 `metric:"-"`
+	StepMarks uint64 `metric:"marked_step_packets,counter"`
 	// DroppedEarly, DroppedOverload and DroppedOverlimit count drops in
 	// packets by reason: Not-ECT Classic packets dropped with p_C,
 	// ECN-capable packets dropped in overload, and arrivals refused at the
-	// limit.
-	DroppedEarly, DroppedOverload, DroppedOverlimit uint64
+	// limit. They are the queue's Stats counts, so not metrics of their
+	// own.
+	DroppedEarly     uint64 `metric:"-"`
+	DroppedOverload  uint64 `metric:"-"`
+	DroppedOverlimit uint64 `metric:"-"`
 	// Credit is the WRR credit in byte-percent: > 0 means the Classic queue
 	// is served next when both are backlogged.
-	Credit int64
-	// MemoryUsed is the bytes queued, MaxMemoryUsed its peak and MemoryLimit
-	// the shared byte limit.
-	MemoryUsed, MaxMemoryUsed, MemoryLimit int
+	Credit int64 `metric:"wrr_credit,gauge"`
+	// MemoryUsed is the bytes queued (the queue's Stats.Backlog, so not a
+	// metric of its own), MaxMemoryUsed its peak and MemoryLimit the
+	// shared byte limit.
+	MemoryUsed    int `metric:"-"`
+	MaxMemoryUsed int `metric:"max_memory_used_bytes,gauge"`
+	MemoryLimit   int `metric:"memory_limit_bytes,gauge"`
 	// Updates counts the PI updates run so far.
-	Updates uint64
+	Updates uint64 `metric:"updates,counter"`
 	// NextUpdate is the instant of the next PI update (zero before the
 	// first packet operation).
-	NextUpdate aqm.Time
+	NextUpdate aqm.Time `metric:"next_update_time_seconds,gauge"`
 	// MemoryBytes is the memory the queue preallocated: two rings of
 	// LimitPackets packets each.
-	MemoryBytes int
+	MemoryBytes int `metric:"memory_bytes,gauge"`
 }
 
 // Metrics lists d's values for exporters, with units in the names:
-// probabilities (prob, prob_classic, prob_l4s_coupled), the overload flag
-// (overloaded, 0 or 1), head delays (delay_classic_ns, delay_l4s_ns),
-// queue lengths (classic_packets, l4s_packets, classic_bytes, l4s_bytes,
-// max_packets), counters (ecn_marks_packets, step_marks_packets,
-// dropped_early_packets, dropped_overload_packets,
-// dropped_overlimit_packets, pi_updates), the WRR credit (wrr_credit),
-// memory (memory_used_bytes, max_memory_used_bytes, memory_limit_bytes,
-// memory_bytes) and next_update_ns.
-func (d Detail) Metrics() iter.Seq[aqm.Metric] {
-	b := 0.0
-	if d.Overloaded {
-		b = 1
-	}
-	ms := [...]aqm.Metric{
-		{Name: "prob", Kind: aqm.Gauge, Value: d.Prob},
-		{Name: "prob_classic", Kind: aqm.Gauge, Value: d.ProbClassic},
-		{Name: "prob_l4s_coupled", Kind: aqm.Gauge, Value: d.ProbL4SCoupled},
-		{Name: "overloaded", Kind: aqm.Gauge, Value: b},
-		{Name: "delay_classic_ns", Kind: aqm.Gauge, Value: float64(d.DelayClassic)},
-		{Name: "delay_l4s_ns", Kind: aqm.Gauge, Value: float64(d.DelayL4S)},
-		{Name: "classic_packets", Kind: aqm.Gauge, Value: float64(d.PacketsClassic)},
-		{Name: "l4s_packets", Kind: aqm.Gauge, Value: float64(d.PacketsL4S)},
-		{Name: "classic_bytes", Kind: aqm.Gauge, Value: float64(d.BytesClassic)},
-		{Name: "l4s_bytes", Kind: aqm.Gauge, Value: float64(d.BytesL4S)},
-		{Name: "max_packets", Kind: aqm.Gauge, Value: float64(d.MaxPackets)},
-		{Name: "ecn_marks_packets", Kind: aqm.Counter, Value: float64(d.ECNMarks)},
-		{Name: "step_marks_packets", Kind: aqm.Counter, Value: float64(d.StepMarks)},
-		{Name: "dropped_early_packets", Kind: aqm.Counter, Value: float64(d.DroppedEarly)},
-		{Name: "dropped_overload_packets", Kind: aqm.Counter, Value: float64(d.DroppedOverload)},
-		{Name: "dropped_overlimit_packets", Kind: aqm.Counter, Value: float64(d.DroppedOverlimit)},
-		{Name: "wrr_credit", Kind: aqm.Gauge, Value: float64(d.Credit)},
-		{Name: "memory_used_bytes", Kind: aqm.Gauge, Value: float64(d.MemoryUsed)},
-		{Name: "max_memory_used_bytes", Kind: aqm.Gauge, Value: float64(d.MaxMemoryUsed)},
-		{Name: "memory_limit_bytes", Kind: aqm.Gauge, Value: float64(d.MemoryLimit)},
-		{Name: "pi_updates", Kind: aqm.Counter, Value: float64(d.Updates)},
-		{Name: "next_update_ns", Kind: aqm.Gauge, Value: float64(d.NextUpdate)},
-		{Name: "memory_bytes", Kind: aqm.Gauge, Value: float64(d.MemoryBytes)},
-	}
-	return func(yield func(aqm.Metric) bool) {
-		for _, m := range ms {
-			if !yield(m) {
-				return
-			}
-		}
-	}
-}
+// probabilities (base_probability, classic_probability,
+// l4s_coupled_probability), the overload flag (overloaded, 0 or 1), head
+// delays (classic_delay_seconds, l4s_delay_seconds), queue lengths
+// (classic_backlog_packets, l4s_backlog_packets, classic_backlog_bytes,
+// l4s_backlog_bytes, max_backlog_packets), counters (marked_step_packets,
+// updates), the WRR credit (wrr_credit), memory (max_memory_used_bytes,
+// memory_limit_bytes, memory_bytes) and next_update_time_seconds. The
+// values that repeat [aqm.Stats] (ECNMarks, the drops, MemoryUsed) are not
+// listed again.
+func (d Detail) Metrics() iter.Seq[aqm.Metric] { return detailMetrics.Of(d) }
+
+var detailMetrics = metrics.Declare[Detail]("")
+
+// Metrics lists the queue's [aqm.Stats] metrics, then its [Detail]'s, from
+// one snapshot taken when it is called; a *Queue is an [aqm.MetricSource].
+func (q *Queue[T]) Metrics() iter.Seq[aqm.Metric] { return detailMetrics.Queue(q.Stats(), q.Detail()) }
 
 // Detail returns the algorithm state as of the latest call to Enqueue or
 // Dequeue (or their burst forms). It runs no pending PI update.

@@ -255,16 +255,14 @@ func TestDetailMetrics(t *testing.T) {
 		got[m.Name] = m.Value
 	}
 	want := map[string]float64{
-		"prob": d.Prob, "prob_classic": d.ProbClassic, "prob_l4s_coupled": d.ProbL4SCoupled, "overloaded": 0,
-		"delay_classic_ns": float64(d.DelayClassic), "delay_l4s_ns": float64(d.DelayL4S),
-		"classic_packets": float64(d.PacketsClassic), "l4s_packets": float64(d.PacketsL4S),
-		"classic_bytes": float64(d.BytesClassic), "l4s_bytes": float64(d.BytesL4S), "max_packets": float64(d.MaxPackets),
-		"ecn_marks_packets": float64(d.ECNMarks), "step_marks_packets": float64(d.StepMarks),
-		"dropped_early_packets": float64(d.DroppedEarly), "dropped_overload_packets": float64(d.DroppedOverload),
-		"dropped_overlimit_packets": float64(d.DroppedOverlimit), "wrr_credit": float64(d.Credit),
-		"memory_used_bytes": float64(d.MemoryUsed), "max_memory_used_bytes": float64(d.MaxMemoryUsed),
-		"memory_limit_bytes": float64(d.MemoryLimit), "pi_updates": float64(d.Updates),
-		"next_update_ns": float64(d.NextUpdate), "memory_bytes": float64(d.MemoryBytes),
+		"base_probability": d.Prob, "classic_probability": d.ProbClassic, "l4s_coupled_probability": d.ProbL4SCoupled,
+		"overloaded": 0, "classic_delay_seconds": d.DelayClassic.Seconds(), "l4s_delay_seconds": d.DelayL4S.Seconds(),
+		"classic_backlog_packets": float64(d.PacketsClassic), "l4s_backlog_packets": float64(d.PacketsL4S),
+		"classic_backlog_bytes": float64(d.BytesClassic), "l4s_backlog_bytes": float64(d.BytesL4S),
+		"max_backlog_packets": float64(d.MaxPackets), "marked_step_packets": float64(d.StepMarks),
+		"wrr_credit": float64(d.Credit), "max_memory_used_bytes": float64(d.MaxMemoryUsed),
+		"memory_limit_bytes": float64(d.MemoryLimit), "updates": float64(d.Updates),
+		"next_update_time_seconds": time.Duration(d.NextUpdate).Seconds(), "memory_bytes": float64(d.MemoryBytes),
 	}
 	assert.Equal(t, want, got)
 	assert.Positive(t, d.Prob)

@@ -7,6 +7,7 @@ import (
 	"unsafe"
 
 	"github.com/aqmkit/aqmkit/aqm"
+	"github.com/aqmkit/aqmkit/internal/metrics"
 )
 
 // DefaultLimitPackets is the FIFO's packet limit when Config leaves
@@ -361,7 +362,7 @@ type Detail struct {
 	// MemoryBytes is the memory the FIFO's packet ring takes: its slots
 	// (LimitPackets rounded up to a power of two) times the size of one
 	// packet.
-	MemoryBytes int
+	MemoryBytes int `metric:"memory_bytes,gauge"`
 }
 
 // Detail returns a snapshot of the FIFO-specific state.
@@ -370,8 +371,10 @@ func (q *Queue[T]) Detail() Detail {
 }
 
 // Metrics lists d's values: memory_bytes, a gauge.
-func (d Detail) Metrics() iter.Seq[aqm.Metric] {
-	return func(yield func(aqm.Metric) bool) {
-		yield(aqm.Metric{Name: "memory_bytes", Kind: aqm.Gauge, Value: float64(d.MemoryBytes)})
-	}
-}
+func (d Detail) Metrics() iter.Seq[aqm.Metric] { return detailMetrics.Of(d) }
+
+var detailMetrics = metrics.Declare[Detail]("")
+
+// Metrics lists the queue's [aqm.Stats] metrics, then its [Detail]'s, from
+// one snapshot taken when it is called; a *Queue is an [aqm.MetricSource].
+func (q *Queue[T]) Metrics() iter.Seq[aqm.Metric] { return detailMetrics.Queue(q.Stats(), q.Detail()) }

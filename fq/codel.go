@@ -2,7 +2,6 @@ package fq
 
 import (
 	"errors"
-	"iter"
 	"time"
 
 	"github.com/aqmkit/aqmkit/aqm"
@@ -513,125 +512,6 @@ func (q *CoDel[T]) DequeueBatch(buf []aqm.Packet[T], now aqm.Time) int {
 		buf[i] = p
 	}
 	return len(buf)
-}
-
-// CoDelDetail is the FQ-CoDel-specific state of a [CoDel] queue, the
-// analogue of Linux's tc_fq_codel_qd_stats.
-type CoDelDetail struct {
-	// DropOverlimit counts queued packets the overload dropper removed
-	// (Linux drop_overlimit); DropOvermemory the subset removed because the
-	// memory limit was exceeded (Linux drop_overmemory). An arrival refused
-	// because only it would have been left to drop is not counted here, nor
-	// in its flow's CoDel count (Linux counts it in both): it never entered
-	// the queue, and [aqm.Stats.DroppedOverlimit] counts it as a refusal.
-	DropOverlimit  uint64
-	DropOvermemory uint64
-	// NewFlowCount counts flows that became active (joined the new list).
-	NewFlowCount uint64
-	// ECNMarks counts packets CoDel marked instead of dropping (Linux
-	// ecn_mark); CEMarks those marked by the CE threshold (Linux ce_mark).
-	ECNMarks uint64
-	CEMarks  uint64
-	// DropCapHits counts Dequeue calls that reached
-	// [codel.MaxDropsPerDequeue].
-	DropCapHits uint64
-	// GuardDiverted counts arrivals the flood guard sent to the shared
-	// queue, GuardDropped the shared queue's packets it dropped for waiting
-	// longer than Target ([aqm.DroppedOverlimit]), GuardPromoted the flows
-	// that earned a flow queue by recurring (see the package doc).
-	GuardDiverted uint64
-	GuardDropped  uint64
-	GuardPromoted uint64
-	// NewFlowsLen and OldFlowsLen are the lengths of the two lists.
-	NewFlowsLen int
-	OldFlowsLen int
-	// GuardQueueLen is the packets in the flood guard's shared queue.
-	GuardQueueLen int
-	// MaxFlowBacklog is the byte backlog of the fattest flow (computed by a
-	// scan of the flow table).
-	MaxFlowBacklog int
-	// MemoryUsage is the bytes queued (Linux memory_usage; here the sum of
-	// Size).
-	MemoryUsage int
-	// MemoryBytes is the memory the queue's configuration preallocated: 64
-	// bytes per flow and for the shared queue, 32 bytes per flow of overload
-	// bookkeeping, 28 of flood guard state and one node per packet of
-	// LimitPackets+1 (the packet plus a 4-byte link).
-	MemoryBytes int
-}
-
-// Detail returns a snapshot of the FQ-CoDel counters and gauges. It scans
-// the flow table, O(Flows).
-func (q *CoDel[T]) Detail() CoDelDetail {
-	d := q.d
-	d.NewFlowsLen, d.OldFlowsLen = q.nNew, q.nOld
-	d.GuardDiverted, d.GuardDropped, d.GuardPromoted = q.g.diverted, q.g.dropped, q.g.promoted
-	d.GuardQueueLen = q.sharedLen()
-	d.MaxFlowBacklog = q.maxFlowBytes()
-	d.MemoryUsage = q.backlog
-	d.MemoryBytes = q.memoryBytes()
-	return d
-}
-
-// Metrics lists the values of d as [aqm.Metric]s, named after Linux tc's
-// fq_codel statistics with their units: drop_overlimit_packets,
-// drop_overmemory_packets, new_flow_count, ecn_mark_packets,
-// ce_mark_packets, drop_cap_hits (counters), new_flows_len, old_flows_len,
-// max_flow_backlog_bytes, memory_used_bytes and memory_allocated_bytes
-// (gauges).
-func (d CoDelDetail) Metrics() iter.Seq[aqm.Metric] {
-	return func(yield func(aqm.Metric) bool) {
-		ms := [...]aqm.Metric{
-			{Name: "drop_overlimit_packets", Kind: aqm.Counter, Value: float64(d.DropOverlimit)},
-			{Name: "drop_overmemory_packets", Kind: aqm.Counter, Value: float64(d.DropOvermemory)},
-			{Name: "new_flow_count", Kind: aqm.Counter, Value: float64(d.NewFlowCount)},
-			{Name: "ecn_mark_packets", Kind: aqm.Counter, Value: float64(d.ECNMarks)},
-			{Name: "ce_mark_packets", Kind: aqm.Counter, Value: float64(d.CEMarks)},
-			{Name: "drop_cap_hits", Kind: aqm.Counter, Value: float64(d.DropCapHits)},
-			{Name: "guard_diverted_packets", Kind: aqm.Counter, Value: float64(d.GuardDiverted)},
-			{Name: "guard_dropped_packets", Kind: aqm.Counter, Value: float64(d.GuardDropped)},
-			{Name: "guard_promoted_flows", Kind: aqm.Counter, Value: float64(d.GuardPromoted)},
-			{Name: "guard_queue_len", Kind: aqm.Gauge, Value: float64(d.GuardQueueLen)},
-			{Name: "new_flows_len", Kind: aqm.Gauge, Value: float64(d.NewFlowsLen)},
-			{Name: "old_flows_len", Kind: aqm.Gauge, Value: float64(d.OldFlowsLen)},
-			{Name: "max_flow_backlog_bytes", Kind: aqm.Gauge, Value: float64(d.MaxFlowBacklog)},
-			{Name: "memory_used_bytes", Kind: aqm.Gauge, Value: float64(d.MemoryUsage)},
-			{Name: "memory_allocated_bytes", Kind: aqm.Gauge, Value: float64(d.MemoryBytes)},
-		}
-		for _, m := range ms {
-			if !yield(m) {
-				return
-			}
-		}
-	}
-}
-
-// CoDelFlow is the state of one flow queue of a [CoDel] queue.
-type CoDelFlow struct {
-	// Bucket is the flow queue's index in [0, Flows).
-	Bucket int
-	// Packets and Bytes are its backlog.
-	Packets int
-	Bytes   int
-	// Deficit is its DRR credit in bytes.
-	Deficit int
-	// New and Old report which scheduling list it is on (neither: idle).
-	New bool
-	Old bool
-	// CoDel is its CoDel controller's state.
-	CoDel codel.State
-}
-
-// Flow returns the state of the flow queue that packets with the given
-// hash go to. It walks that flow's packets to count them.
-func (q *CoDel[T]) Flow(hash uint32) CoDelFlow {
-	i := q.bucket(hash)
-	f := &q.flows[i]
-	n, isNew, isOld := q.flowPackets(i)
-	return CoDelFlow{
-		Bucket: int(i), Packets: n, Bytes: int(f.bytes), Deficit: int(f.deficit),
-		New: isNew, Old: isOld, CoDel: f.cv.State(),
-	}
 }
 
 // Reconfigure validates cfg and applies it without losing, duplicating or

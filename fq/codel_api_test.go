@@ -352,21 +352,20 @@ func TestCoDelDetailMetrics(t *testing.T) {
 	q.Dequeue(ct0)
 	d := q.Detail()
 	want := map[string]float64{
-		"drop_overlimit_packets": float64(d.DropOverlimit), "drop_overmemory_packets": float64(d.DropOvermemory),
-		"new_flow_count": float64(d.NewFlowCount), "ecn_mark_packets": float64(d.ECNMarks),
-		"ce_mark_packets": float64(d.CEMarks), "drop_cap_hits": float64(d.DropCapHits),
-		"new_flows_len": float64(d.NewFlowsLen), "old_flows_len": float64(d.OldFlowsLen),
-		"max_flow_backlog_bytes": float64(d.MaxFlowBacklog), "memory_used_bytes": float64(d.MemoryUsage),
-		"memory_allocated_bytes": float64(d.MemoryBytes),
-		"guard_diverted_packets": float64(d.GuardDiverted), "guard_dropped_packets": float64(d.GuardDropped),
-		"guard_promoted_flows": float64(d.GuardPromoted), "guard_queue_len": float64(d.GuardQueueLen),
+		"evicted_overlimit_packets": float64(d.DropOverlimit), "evicted_overmemory_packets": float64(d.DropOvermemory),
+		"diverted_flood_guard_packets": float64(d.GuardDiverted), "dropped_flood_guard_packets": float64(d.GuardDropped),
+		"promoted_flood_guard_flows": float64(d.GuardPromoted), "flood_guard_queue_packets": float64(d.GuardQueueLen),
+		"activated_flows": float64(d.NewFlowCount), "marked_codel_packets": float64(d.ECNMarks),
+		"marked_ce_threshold_packets": float64(d.CEMarks), "capped_dequeues": float64(d.DropCapHits),
+		"new_flows": float64(d.NewFlowsLen), "old_flows": float64(d.OldFlowsLen),
+		"max_flow_backlog_bytes": float64(d.MaxFlowBacklog), "memory_bytes": float64(d.MemoryBytes),
 	}
 	got := map[string]float64{}
 	for m := range d.Metrics() {
 		_, dup := got[m.Name]
 		require.False(t, dup, m.Name)
 		got[m.Name] = m.Value
-		if m.Name[len(m.Name)-4:] == "_len" || m.Name[len(m.Name)-6:] == "_bytes" {
+		if m.Name == "new_flows" || m.Name == "old_flows" || m.Name == "flood_guard_queue_packets" || m.Name[len(m.Name)-6:] == "_bytes" {
 			require.Equal(t, aqm.Gauge, m.Kind, m.Name)
 		} else {
 			require.Equal(t, aqm.Counter, m.Kind, m.Name)

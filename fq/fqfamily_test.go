@@ -236,7 +236,7 @@ func metricsMatch(t *testing.T, ms func(func(aqm.Metric) bool), want map[string]
 		_, dup := got[m.Name]
 		require.False(t, dup, m.Name)
 		got[m.Name] = m.Value
-		if strings.HasSuffix(m.Name, "_len") || strings.HasSuffix(m.Name, "_bytes") {
+		if m.Name == "new_flows" || m.Name == "old_flows" || m.Name == "flood_guard_queue_packets" || strings.HasSuffix(m.Name, "_bytes") {
 			require.Equal(t, aqm.Gauge, m.Kind, m.Name)
 		} else {
 			require.Equal(t, aqm.Counter, m.Kind, m.Name)
@@ -260,26 +260,23 @@ func TestFQFamilyDetailMetrics(t *testing.T) {
 	d := c.Detail()
 	require.NotZero(t, d.DropOverlimit)
 	metricsMatch(t, d.Metrics(), map[string]float64{
-		"drop_overlimit_packets": float64(d.DropOverlimit), "drop_overmemory_packets": float64(d.DropOvermemory),
-		"new_flow_count": float64(d.NewFlowCount), "ecn_mark_packets": float64(d.ECNMarks),
-		"codel_drop_packets": float64(d.CoDelDrops), "blue_drop_packets": float64(d.BlueDrops),
-		"drop_cap_hits": float64(d.DropCapHits), "new_flows_len": float64(d.NewFlowsLen), "old_flows_len": float64(d.OldFlowsLen),
-		"max_flow_backlog_bytes": float64(d.MaxFlowBacklog), "memory_used_bytes": float64(d.MemoryUsage),
-		"memory_allocated_bytes": float64(d.MemoryBytes),
-		"guard_diverted_packets": float64(d.GuardDiverted), "guard_dropped_packets": float64(d.GuardDropped),
-		"guard_promoted_flows": float64(d.GuardPromoted), "guard_queue_len": float64(d.GuardQueueLen),
+		"evicted_overlimit_packets": float64(d.DropOverlimit), "evicted_overmemory_packets": float64(d.DropOvermemory),
+		"diverted_flood_guard_packets": float64(d.GuardDiverted), "dropped_flood_guard_packets": float64(d.GuardDropped),
+		"promoted_flood_guard_flows": float64(d.GuardPromoted), "flood_guard_queue_packets": float64(d.GuardQueueLen),
+		"activated_flows": float64(d.NewFlowCount), "dropped_codel_packets": float64(d.CoDelDrops),
+		"dropped_blue_packets": float64(d.BlueDrops), "capped_dequeues": float64(d.DropCapHits),
+		"new_flows": float64(d.NewFlowsLen), "old_flows": float64(d.OldFlowsLen),
+		"max_flow_backlog_bytes": float64(d.MaxFlowBacklog), "memory_bytes": float64(d.MemoryBytes),
 	})
 	require.GreaterOrEqual(t, d.MemoryBytes, 16*56+9*32)
 	e := p.Detail()
 	require.NotZero(t, e.DropOverlimit)
 	metricsMatch(t, e.Metrics(), map[string]float64{
-		"drop_overlimit_packets": float64(e.DropOverlimit), "drop_overmemory_packets": float64(e.DropOvermemory),
-		"new_flow_count": float64(e.NewFlowCount), "early_drop_packets": float64(e.EarlyDrops),
-		"ecn_mark_packets": float64(e.ECNMarks), "new_flows_len": float64(e.NewFlowsLen), "old_flows_len": float64(e.OldFlowsLen),
-		"max_flow_backlog_bytes": float64(e.MaxFlowBacklog), "memory_used_bytes": float64(e.MemoryUsage),
-		"memory_allocated_bytes": float64(e.MemoryBytes),
-		"guard_diverted_packets": float64(e.GuardDiverted), "guard_dropped_packets": float64(e.GuardDropped),
-		"guard_promoted_flows": float64(e.GuardPromoted), "guard_queue_len": float64(e.GuardQueueLen),
+		"evicted_overlimit_packets": float64(e.DropOverlimit), "evicted_overmemory_packets": float64(e.DropOvermemory),
+		"diverted_flood_guard_packets": float64(e.GuardDiverted), "dropped_flood_guard_packets": float64(e.GuardDropped),
+		"promoted_flood_guard_flows": float64(e.GuardPromoted), "flood_guard_queue_packets": float64(e.GuardQueueLen),
+		"activated_flows": float64(e.NewFlowCount), "new_flows": float64(e.NewFlowsLen), "old_flows": float64(e.OldFlowsLen),
+		"max_flow_backlog_bytes": float64(e.MaxFlowBacklog), "memory_bytes": float64(e.MemoryBytes),
 	})
 	require.GreaterOrEqual(t, e.MemoryBytes, 16*100+9*32)
 }

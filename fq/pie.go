@@ -2,7 +2,6 @@ package fq
 
 import (
 	"errors"
-	"iter"
 	"time"
 
 	"github.com/aqmkit/aqmkit/aqm"
@@ -344,119 +343,6 @@ func (q *PIE[T]) DequeueBatch(buf []aqm.Packet[T], now aqm.Time) int {
 		buf[i] = p
 	}
 	return len(buf)
-}
-
-// PIEDetail is the FQ-PIE-specific state of a [PIE] queue, the analogue of
-// Linux's tc_fq_pie_xstats.
-type PIEDetail struct {
-	// DropOverlimit counts queued packets the overload dropper removed
-	// (Linux overlimit); DropOvermemory the subset removed because the
-	// memory limit was exceeded (Linux overmemory). An arrival refused
-	// because only it would have been left to drop is not counted here.
-	DropOverlimit  uint64
-	DropOvermemory uint64
-	// NewFlowCount counts flows that became active (joined the new list).
-	NewFlowCount uint64
-	// EarlyDrops counts arrivals PIE refused (Linux dropped).
-	EarlyDrops uint64
-	// ECNMarks counts arrivals PIE marked CE instead (Linux ecn_mark).
-	ECNMarks uint64
-	// GuardDiverted counts arrivals the flood guard sent to the shared
-	// queue, GuardDropped the shared queue's packets it dropped for waiting
-	// longer than Target ([aqm.DroppedOverlimit]), GuardPromoted the flows
-	// that earned a flow queue by recurring (see the package doc).
-	GuardDiverted uint64
-	GuardDropped  uint64
-	GuardPromoted uint64
-	// NewFlowsLen and OldFlowsLen are the lengths of the two lists.
-	NewFlowsLen int
-	OldFlowsLen int
-	// GuardQueueLen is the packets in the flood guard's shared queue.
-	GuardQueueLen int
-	// MaxFlowBacklog is the byte backlog of the fattest flow (a scan of the
-	// flow table).
-	MaxFlowBacklog int
-	// MemoryUsage is the bytes queued (Linux memory_usage; here the sum of
-	// Size).
-	MemoryUsage int
-	// MemoryBytes is the memory the queue's configuration preallocated: one
-	// flow state (with its PIE controller) per flow, 32 bytes per flow of
-	// overload bookkeeping and one node per packet of LimitPackets+1.
-	MemoryBytes int
-}
-
-// Detail returns a snapshot of the FQ-PIE counters and gauges. It scans the
-// flow table, O(Flows).
-func (q *PIE[T]) Detail() PIEDetail {
-	d := q.d
-	d.NewFlowsLen, d.OldFlowsLen = q.nNew, q.nOld
-	d.GuardDiverted, d.GuardDropped, d.GuardPromoted = q.g.diverted, q.g.dropped, q.g.promoted
-	d.GuardQueueLen = q.sharedLen()
-	d.MaxFlowBacklog = q.maxFlowBytes()
-	d.MemoryUsage = q.backlog
-	d.MemoryBytes = q.memoryBytes()
-	return d
-}
-
-// Metrics lists the values of d as [aqm.Metric]s named after Linux tc's
-// fq_pie statistics with their units: drop_overlimit_packets,
-// drop_overmemory_packets, new_flow_count, early_drop_packets,
-// ecn_mark_packets (counters), new_flows_len, old_flows_len,
-// max_flow_backlog_bytes, memory_used_bytes and memory_allocated_bytes
-// (gauges).
-func (d PIEDetail) Metrics() iter.Seq[aqm.Metric] {
-	return func(yield func(aqm.Metric) bool) {
-		ms := [...]aqm.Metric{
-			{Name: "drop_overlimit_packets", Kind: aqm.Counter, Value: float64(d.DropOverlimit)},
-			{Name: "drop_overmemory_packets", Kind: aqm.Counter, Value: float64(d.DropOvermemory)},
-			{Name: "new_flow_count", Kind: aqm.Counter, Value: float64(d.NewFlowCount)},
-			{Name: "early_drop_packets", Kind: aqm.Counter, Value: float64(d.EarlyDrops)},
-			{Name: "ecn_mark_packets", Kind: aqm.Counter, Value: float64(d.ECNMarks)},
-			{Name: "guard_diverted_packets", Kind: aqm.Counter, Value: float64(d.GuardDiverted)},
-			{Name: "guard_dropped_packets", Kind: aqm.Counter, Value: float64(d.GuardDropped)},
-			{Name: "guard_promoted_flows", Kind: aqm.Counter, Value: float64(d.GuardPromoted)},
-			{Name: "guard_queue_len", Kind: aqm.Gauge, Value: float64(d.GuardQueueLen)},
-			{Name: "new_flows_len", Kind: aqm.Gauge, Value: float64(d.NewFlowsLen)},
-			{Name: "old_flows_len", Kind: aqm.Gauge, Value: float64(d.OldFlowsLen)},
-			{Name: "max_flow_backlog_bytes", Kind: aqm.Gauge, Value: float64(d.MaxFlowBacklog)},
-			{Name: "memory_used_bytes", Kind: aqm.Gauge, Value: float64(d.MemoryUsage)},
-			{Name: "memory_allocated_bytes", Kind: aqm.Gauge, Value: float64(d.MemoryBytes)},
-		}
-		for _, m := range ms {
-			if !yield(m) {
-				return
-			}
-		}
-	}
-}
-
-// PIEFlow is the state of one flow queue of a [PIE] queue.
-type PIEFlow struct {
-	// Bucket is the flow queue's index in [0, Flows).
-	Bucket int
-	// Packets and Bytes are its backlog.
-	Packets int
-	Bytes   int
-	// Deficit is its DRR credit in bytes.
-	Deficit int
-	// New and Old report which scheduling list it is on (neither: idle).
-	New bool
-	Old bool
-	// PIE is its PIE controller's state, as of its last update (updates
-	// due since then run at the flow's next packet).
-	PIE pie.FlowState
-}
-
-// Flow returns the state of the flow queue that packets with the given
-// hash go to. It walks that flow's packets to count them.
-func (q *PIE[T]) Flow(hash uint32) PIEFlow {
-	i := q.bucket(hash)
-	f := &q.flows[i]
-	n, isNew, isOld := q.flowPackets(i)
-	return PIEFlow{
-		Bucket: int(i), Packets: n, Bytes: int(f.bytes), Deficit: int(f.deficit),
-		New: isNew, Old: isOld, PIE: f.cv.State(),
-	}
 }
 
 // Reconfigure validates cfg and applies it without losing, duplicating or

@@ -179,9 +179,10 @@
 //
 // [Front.Stats] is the queue's [aqm.Stats]; [Front.Detail] is the front's
 // own state (rate, credit, wake-ups, refusals after Close). [Front.Metrics]
-// lists both as [aqm.Metric]s from one snapshot taken under the lock, so a
-// *Front is an [aqm.MetricSource] that an exporter (package aqmexpvar) may
-// read from any goroutine.
+// lists the queue's metrics (its Stats, then its Detail's) and the front's,
+// whose names all begin "front_", as [aqm.Metric]s from one snapshot taken
+// under the lock, so a *Front is an [aqm.MetricSource] that an exporter
+// (package aqmexpvar) may read from any goroutine.
 //
 // # Differences from Linux tbf, CAKE, gVisor and a channel
 //

@@ -9,6 +9,7 @@ import (
 
 	"github.com/aqmkit/aqmkit/aqm"
 	"github.com/aqmkit/aqmkit/clock"
+	"github.com/aqmkit/aqmkit/internal/metrics"
 )
 
 // ErrClosed is returned by Enqueue and EnqueueBatch after [Front.Close]
@@ -74,63 +75,40 @@ type sharedRate struct {
 // [aqm.Stats].
 type Detail struct {
 	// Rate is the current rate; zero means unlimited.
-	Rate aqm.Rate
+	Rate aqm.Rate `metric:"rate_bits_per_second,gauge"`
 	// BurstBytes is the effective bucket depth in bytes.
-	BurstBytes int
+	BurstBytes int `metric:"burst_bytes,gauge"`
 	// CreditBytes is the credit in the bucket at the last refill, in whole
 	// bytes (rounded down); negative while a sent packet's debt is being
 	// repaid.
-	CreditBytes int64
+	CreditBytes int64 `metric:"credit_bytes,gauge"`
 	// Wakeups counts the consumer's looks at the queue: one lock and one
 	// clock reading each, whatever the number of packets taken.
-	Wakeups uint64
+	Wakeups uint64 `metric:"wakeups,counter"`
 	// WakeSlack is the wake slack in effect at the current rate (see
 	// [Config.WakeSlack]).
-	WakeSlack time.Duration
+	WakeSlack time.Duration `metric:"wake_slack_seconds,gauge"`
 	// Closed reports whether Close was called.
-	Closed bool
+	Closed bool `metric:"closed,gauge"`
 	// RefusedClosed counts the packets Enqueue and EnqueueBatch refused
 	// because the front was closed; the queue never saw them.
-	RefusedClosed aqm.Count
+	RefusedClosed aqm.Count `metric:"refused_closed,counter"`
 	// Flushed counts the packets [Front.Flush] took out of the queue (the
 	// queue's Stats count them as dequeued).
-	Flushed aqm.Count
+	Flushed aqm.Count `metric:"flushed,counter"`
 	// Staged is the number of packets a staged front ([Config.Staged])
 	// holds handed over and not yet moved into its queue.
-	Staged int
+	Staged int `metric:"staged_packets,gauge"`
 }
 
-// Metrics lists the Detail's values: rate_bits_per_second, burst_bytes,
-// credit_bytes (gauges), wakeups (counter), wake_slack_seconds (gauge),
-// closed (gauge, 0 or 1), and
-// refused_closed and flushed in packets and bytes (counters), and
-// staged_packets (gauge).
-func (d Detail) Metrics() iter.Seq[aqm.Metric] {
-	return func(yield func(aqm.Metric) bool) {
-		closed := 0.0
-		if d.Closed {
-			closed = 1
-		}
-		ms := [...]aqm.Metric{
-			{Name: "rate_bits_per_second", Kind: aqm.Gauge, Value: float64(d.Rate)},
-			{Name: "burst_bytes", Kind: aqm.Gauge, Value: float64(d.BurstBytes)},
-			{Name: "credit_bytes", Kind: aqm.Gauge, Value: float64(d.CreditBytes)},
-			{Name: "wakeups", Kind: aqm.Counter, Value: float64(d.Wakeups)},
-			{Name: "wake_slack_seconds", Kind: aqm.Gauge, Value: d.WakeSlack.Seconds()},
-			{Name: "closed", Kind: aqm.Gauge, Value: closed},
-			{Name: "refused_closed_packets", Kind: aqm.Counter, Value: float64(d.RefusedClosed.Packets)},
-			{Name: "refused_closed_bytes", Kind: aqm.Counter, Value: float64(d.RefusedClosed.Bytes)},
-			{Name: "flushed_packets", Kind: aqm.Counter, Value: float64(d.Flushed.Packets)},
-			{Name: "flushed_bytes", Kind: aqm.Counter, Value: float64(d.Flushed.Bytes)},
-			{Name: "staged_packets", Kind: aqm.Gauge, Value: float64(d.Staged)},
-		}
-		for _, m := range ms {
-			if !yield(m) {
-				return
-			}
-		}
-	}
-}
+// Metrics lists the Detail's values, each name prefixed "front_" so that
+// it stays apart from the queue's in [Front.Metrics]: rate_bits_per_second,
+// burst_bytes, credit_bytes (gauges), wakeups (counter), wake_slack_seconds
+// (gauge), closed (gauge, 0 or 1), refused_closed and flushed in packets
+// and bytes (counters), and staged_packets (gauge).
+func (d Detail) Metrics() iter.Seq[aqm.Metric] { return detailMetrics.Of(d) }
+
+var detailMetrics = metrics.Declare[Detail]("front_")
 
 // New returns a front over q that reads time from c and releases packets at
 // cfg's rate (none if cfg.Rate is zero); its bucket starts full. A nil c
@@ -330,16 +308,29 @@ func (f *Front[T]) detailLocked() Detail {
 	return d
 }
 
-// Metrics lists the queue's [aqm.Stats] metrics followed by the front's
-// [Detail] metrics, from one snapshot taken under the front's lock, so it
-// is safe to call from any goroutine (an exporter's HTTP handler, say)
-// while producers and the consumer run. It makes a *Front an
-// [aqm.MetricSource].
+// Metrics lists the queue's metrics (its [aqm.Stats], then its Detail's,
+// when it is an [aqm.MetricSource], as every queue of this module is; its
+// Stats' otherwise) followed by the front's [Detail] metrics, whose names
+// all begin "front_" so that they never meet the queue's. It takes one
+// snapshot under the front's lock, so it is safe to call from any
+// goroutine (an exporter's HTTP handler, say) while producers and the
+// consumer run; the queue's Metrics is called under that lock and must
+// take its snapshot when called. It makes a *Front an [aqm.MetricSource].
 func (f *Front[T]) Metrics() iter.Seq[aqm.Metric] {
 	f.mu.Lock()
-	st, d := f.q.Stats(), f.detailLocked()
+	qm, d := queueMetrics(f.q), f.detailLocked()
 	f.mu.Unlock()
-	return concat(st.Metrics(), d.Metrics())
+	return concat(qm, d.Metrics())
+}
+
+// queueMetrics returns q's metrics: all of them when q is an
+// [aqm.MetricSource], its Stats' otherwise. The caller holds the lock that
+// guards q.
+func queueMetrics[T any](q aqm.Queue[T]) iter.Seq[aqm.Metric] {
+	if ms, ok := q.(aqm.MetricSource); ok {
+		return ms.Metrics()
+	}
+	return q.Stats().Metrics()
 }
 
 func concat(seqs ...iter.Seq[aqm.Metric]) iter.Seq[aqm.Metric] {

@@ -515,7 +515,8 @@ func TestEnqueueBatchIsLoop(t *testing.T) {
 }
 
 // TestMetrics protects the front's metrics: unique lower_snake names, the
-// queue's Stats first, values equal to Stats and Detail.
+// queue's Stats and Detail first, then the front's own, values equal to
+// Stats and both Details.
 func TestMetrics(t *testing.T) {
 	f := newFront(t, newFIFO(t, fifo.Config{LimitPackets: 2}, nil), nil, front.Config{Rate: 8 * aqm.Mbit})
 	for i := range 3 {
@@ -533,20 +534,23 @@ func TestMetrics(t *testing.T) {
 	require.Equal(t, 2.0, got["enqueued_packets"].Value)
 	require.Equal(t, 1.0, got["dropped_overlimit_packets"].Value)
 	require.Equal(t, 200.0, got["backlog_bytes"].Value)
-	require.Equal(t, 8e6, got["rate_bits_per_second"].Value)
-	require.Equal(t, aqm.Gauge, got["rate_bits_per_second"].Kind)
-	require.Equal(t, 1.0, got["closed"].Value)
-	require.Equal(t, 1.0, got["refused_closed_packets"].Value)
-	require.Equal(t, 7.0, got["refused_closed_bytes"].Value)
-	require.Equal(t, aqm.Counter, got["refused_closed_bytes"].Kind)
-	require.Equal(t, float64(front.DefaultMinBurstBytes), got["burst_bytes"].Value)
+	require.Equal(t, 8e6, got["front_rate_bits_per_second"].Value)
+	require.Equal(t, aqm.Gauge, got["front_rate_bits_per_second"].Kind)
+	require.Equal(t, 1.0, got["front_closed"].Value)
+	require.Equal(t, 1.0, got["front_refused_closed_packets"].Value)
+	require.Equal(t, 7.0, got["front_refused_closed_bytes"].Value)
+	require.Equal(t, aqm.Counter, got["front_refused_closed_bytes"].Kind)
+	require.Equal(t, float64(front.DefaultMinBurstBytes), got["front_burst_bytes"].Value)
+	require.Equal(t, 64.0, got["memory_bytes"].Value, "the FIFO's Detail, 2 slots of 32 bytes")
 	n := 0
 	for range f.Detail().Metrics() {
 		n++
 	}
 	m := 0
-	for range f.Stats().Metrics() {
-		m++
-	}
-	require.Len(t, got, n+m)
+	f.WithQueue(func(q aqm.Queue[uint64]) {
+		for range q.(aqm.MetricSource).Metrics() {
+			m++
+		}
+	})
+	require.Len(t, got, n+m, "the queue's metrics (Stats and Detail), then the front's")
 }

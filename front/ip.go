@@ -10,6 +10,7 @@ import (
 
 	"github.com/aqmkit/aqmkit/aqm"
 	"github.com/aqmkit/aqmkit/clock"
+	"github.com/aqmkit/aqmkit/internal/metrics"
 	"github.com/aqmkit/aqmkit/iphdr"
 )
 
@@ -58,6 +59,10 @@ func (q *hashedIP) ClassifyIP(pkt []byte) (aqm.Meta, NoInfo, error) {
 	m, err := q.h.Meta(pkt)
 	return m, NoInfo{}, err
 }
+
+// Metrics lists the wrapped queue's metrics, so that the IP front lists
+// them as it would the queue's own.
+func (q *hashedIP) Metrics() iter.Seq[aqm.Metric] { return queueMetrics(q.Queue) }
 
 func (q *hashedIP) EnqueueInfo(p aqm.Packet[*Buf], _ NoInfo, now aqm.Time) aqm.Verdict {
 	return q.Queue.Enqueue(p, now)
@@ -488,58 +493,33 @@ type IPDetail struct {
 	// NotIP counts the packets the classifier could not read (not IPv4 or
 	// IPv6, or truncated): they were queued with the fallback Meta it gave
 	// (their Size, one hash for all of them, Not-ECT).
-	NotIP aqm.Count
+	NotIP aqm.Count `metric:"unparsed,counter"`
 	// Refused counts the packets the queue refused (full, or dropped at
 	// arrival); their buffers went back to the pool. Those refused after
 	// Close are [Detail.RefusedClosed].
-	Refused aqm.Count
+	Refused aqm.Count `metric:"refused,counter"`
 	// RewrittenCE counts the packets that left with CE that the front
 	// wrote into their IP header because the queue marked them (those that
 	// arrived with CE are left as they are and not counted).
-	RewrittenCE aqm.Count
+	RewrittenCE aqm.Count `metric:"rewritten_ce,counter"`
 	// DroppedUnmarkable counts the packets the queue marked whose header
 	// could not carry CE (Not-ECT or not IP): they were dropped instead,
 	// and their buffers went back to the pool.
-	DroppedUnmarkable aqm.Count
-	// Pool is the pool's counters.
-	Pool PoolStats
+	DroppedUnmarkable aqm.Count `metric:"dropped_unmarkable,counter"`
+	// Pool is the pool's counters, listed by Metrics with the prefix
+	// "front_pool_".
+	Pool PoolStats `metric:"pool"`
 }
 
-// Metrics lists the Detail's values: the [Front]'s Detail metrics, then
-// not_ip, refused, rewritten_ce and dropped_unmarkable in packets and
-// bytes (counters), and the pool's buffer_bytes and free_buffers (gauges),
-// allocated_buffers, discarded_buffers and pool_dropped_packets and
+// Metrics lists the Detail's values, each name prefixed "front_" as the
+// [Front]'s are: the Front's Detail metrics, then unparsed, refused,
+// rewritten_ce and dropped_unmarkable in packets and bytes (counters), and
+// the pool's pool_buffer_bytes and pool_free_buffers (gauges),
+// pool_allocated_buffers, pool_discarded_buffers, pool_dropped_packets and
 // pool_dropped_bytes (counters).
-func (d IPDetail) Metrics() iter.Seq[aqm.Metric] {
-	return func(yield func(aqm.Metric) bool) {
-		for m := range d.Detail.Metrics() {
-			if !yield(m) {
-				return
-			}
-		}
-		ms := [...]aqm.Metric{
-			{Name: "not_ip_packets", Kind: aqm.Counter, Value: float64(d.NotIP.Packets)},
-			{Name: "not_ip_bytes", Kind: aqm.Counter, Value: float64(d.NotIP.Bytes)},
-			{Name: "refused_packets", Kind: aqm.Counter, Value: float64(d.Refused.Packets)},
-			{Name: "refused_bytes", Kind: aqm.Counter, Value: float64(d.Refused.Bytes)},
-			{Name: "rewritten_ce_packets", Kind: aqm.Counter, Value: float64(d.RewrittenCE.Packets)},
-			{Name: "rewritten_ce_bytes", Kind: aqm.Counter, Value: float64(d.RewrittenCE.Bytes)},
-			{Name: "dropped_unmarkable_packets", Kind: aqm.Counter, Value: float64(d.DroppedUnmarkable.Packets)},
-			{Name: "dropped_unmarkable_bytes", Kind: aqm.Counter, Value: float64(d.DroppedUnmarkable.Bytes)},
-			{Name: "buffer_bytes", Kind: aqm.Gauge, Value: float64(d.Pool.BufferBytes)},
-			{Name: "free_buffers", Kind: aqm.Gauge, Value: float64(d.Pool.Free)},
-			{Name: "allocated_buffers", Kind: aqm.Counter, Value: float64(d.Pool.Allocated)},
-			{Name: "discarded_buffers", Kind: aqm.Counter, Value: float64(d.Pool.Discarded)},
-			{Name: "pool_dropped_packets", Kind: aqm.Counter, Value: float64(d.Pool.Dropped.Packets)},
-			{Name: "pool_dropped_bytes", Kind: aqm.Counter, Value: float64(d.Pool.Dropped.Bytes)},
-		}
-		for _, m := range ms {
-			if !yield(m) {
-				return
-			}
-		}
-	}
-}
+func (d IPDetail) Metrics() iter.Seq[aqm.Metric] { return ipDetailMetrics.Of(d) }
+
+var ipDetailMetrics = metrics.Declare[IPDetail]("front_")
 
 // Detail returns a snapshot of the front's own state.
 func (x *IP[C]) Detail() IPDetail {
@@ -560,12 +540,13 @@ func (x *IP[C]) detailLocked() IPDetail {
 	}
 }
 
-// Metrics lists the queue's [aqm.Stats] metrics followed by the
-// [IPDetail] metrics, from one snapshot under the front's lock; a *IP is
-// an [aqm.MetricSource].
+// Metrics lists the queue's metrics followed by the [IPDetail] metrics,
+// from one snapshot under the front's lock, as [Front.Metrics] does (for a
+// queue wrapped by [HashIP], the queue's own); a *IP is an
+// [aqm.MetricSource].
 func (x *IP[C]) Metrics() iter.Seq[aqm.Metric] {
 	x.f.mu.Lock()
-	st, d := x.f.q.Stats(), x.detailLocked()
+	qm, d := queueMetrics(x.f.q), x.detailLocked()
 	x.f.mu.Unlock()
-	return concat(st.Metrics(), d.Metrics())
+	return concat(qm, d.Metrics())
 }

@@ -652,10 +652,11 @@ func TestIPMetrics(t *testing.T) {
 		require.False(t, dup, m.Name)
 		got[m.Name] = m.Value
 	}
-	for _, name := range []string{"enqueued_packets", "wakeups", "wake_slack_seconds", "not_ip_packets", "refused_packets",
-		"rewritten_ce_packets", "dropped_unmarkable_packets", "free_buffers", "allocated_buffers", "pool_dropped_packets"} {
+	for _, name := range []string{"enqueued_packets", "front_wakeups", "front_wake_slack_seconds", "front_unparsed_packets",
+		"front_refused_packets", "front_rewritten_ce_packets", "front_dropped_unmarkable_packets",
+		"front_pool_free_buffers", "front_pool_allocated_buffers", "front_pool_dropped_packets"} {
 		require.Contains(t, got, name)
 	}
-	require.Equal(t, 1.0, got["not_ip_packets"])
+	require.Equal(t, 1.0, got["front_unparsed_packets"])
 	require.Equal(t, 1.0, got["enqueued_packets"])
 }

@@ -84,16 +84,16 @@ type Pool struct {
 // PoolStats are a [Pool]'s counters.
 type PoolStats struct {
 	// BufferBytes is the size of each buffer.
-	BufferBytes int
+	BufferBytes int `metric:"buffer_bytes,gauge"`
 	// Free is the number of buffers on the free list now.
-	Free int
+	Free int `metric:"free_buffers,gauge"`
 	// Allocated counts the buffers Get had to allocate.
-	Allocated uint64
+	Allocated uint64 `metric:"allocated_buffers,counter"`
 	// Discarded counts the buffers Put left to the garbage collector: the
 	// free list was full, or the buffer was smaller than the pool's.
-	Discarded uint64
+	Discarded uint64 `metric:"discarded_buffers,counter"`
 	// Dropped counts the packets [Pool.Drop] took back from a queue.
-	Dropped aqm.Count
+	Dropped aqm.Count `metric:"dropped,counter"`
 }
 
 // NewPool returns an empty pool, or cfg's validation error.

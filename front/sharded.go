@@ -484,8 +484,10 @@ func (s *Sharded[T]) Detail() Detail {
 	return t
 }
 
-// Metrics lists the aggregated Stats and Detail metrics (see
-// [Front.Metrics]); safe to call from any goroutine.
+// Metrics lists the shards' Stats metrics summed, then the Detail metrics
+// (see [Sharded.Detail]); safe to call from any goroutine. The queues' own
+// Detail metrics are per shard and do not add up (a probability, a
+// controller's state): [Sharded.Shard](i).Metrics lists shard i's.
 func (s *Sharded[T]) Metrics() iter.Seq[aqm.Metric] {
 	st, d := s.Stats(), s.Detail()
 	return concat(st.Metrics(), d.Metrics())

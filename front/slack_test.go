@@ -47,7 +47,7 @@ func TestWakeSlackConfig(t *testing.T) {
 			require.Equal(t, c.want, f.Detail().WakeSlack)
 			found := false
 			for m := range f.Metrics() {
-				if m.Name == "wake_slack_seconds" {
+				if m.Name == "front_wake_slack_seconds" {
 					found = true
 					require.Equal(t, aqm.Gauge, m.Kind)
 					require.InDelta(t, c.want.Seconds(), m.Value, 1e-12)

@@ -182,10 +182,11 @@ func TestDetailMetrics(t *testing.T) {
 		measuring = 1
 	}
 	require.Equal(t, map[string]float64{
-		"prob": d.Prob, "delay_ns": float64(d.QueueDelay), "burst_allowance_ns": float64(d.BurstAllowance),
-		"accu_prob": d.AccuProb, "avg_dq_time_ns": float64(d.AvgDequeueTime),
-		"dq_rate_bytes_per_second": d.DequeueRate, "measuring": measuring, "updates": float64(d.Updates),
-		"next_update_ns": float64(d.NextUpdate), "memory_bytes": 1024 * 32,
+		"probability": d.Prob, "delay_seconds": d.QueueDelay.Seconds(),
+		"burst_allowance_seconds": d.BurstAllowance.Seconds(), "accumulated_probability": d.AccuProb,
+		"average_dequeue_time_seconds":  d.AvgDequeueTime.Seconds(),
+		"dequeue_rate_bytes_per_second": d.DequeueRate, "measuring": measuring, "updates": float64(d.Updates),
+		"next_update_time_seconds": time.Duration(d.NextUpdate).Seconds(), "memory_bytes": 1024 * 32,
 	}, got)
 	n := 0
 	for range d.Metrics() {

@@ -7,6 +7,7 @@ import (
 	"unsafe"
 
 	"github.com/aqmkit/aqmkit/aqm"
+	"github.com/aqmkit/aqmkit/internal/metrics"
 	"github.com/aqmkit/aqmkit/internal/ring"
 	"github.com/aqmkit/aqmkit/internal/rng"
 )
@@ -356,61 +357,46 @@ func (q *Queue[T]) Stats() aqm.Stats {
 // the last Enqueue or Dequeue run at the next one.
 type Detail struct {
 	// Prob is drop_prob_, the drop probability in [0, 1].
-	Prob float64
+	Prob float64 `metric:"probability,gauge"`
 	// QueueDelay is the delay estimate of the last update (qdelay_old_).
-	QueueDelay time.Duration
+	QueueDelay time.Duration `metric:"delay_seconds,gauge"`
 	// BurstAllowance is the burst allowance left (burst_allowance_).
-	BurstAllowance time.Duration
+	BurstAllowance time.Duration `metric:"burst_allowance_seconds,gauge"`
 	// AccuProb is the derandomization accumulator (accu_prob_).
-	AccuProb float64
+	AccuProb float64 `metric:"accumulated_probability,gauge"`
 	// AvgDequeueTime is the rate estimator's average time to dequeue
 	// DequeueThresholdBytes (avg_dq_time_); zero without an estimate.
-	AvgDequeueTime time.Duration
+	AvgDequeueTime time.Duration `metric:"average_dequeue_time_seconds,gauge"`
 	// DequeueRate is the estimated departure rate in bytes per second,
 	// DequeueThresholdBytes/AvgDequeueTime; zero without an estimate.
-	DequeueRate float64
+	DequeueRate float64 `metric:"dequeue_rate_bytes_per_second,gauge"`
 	// Measuring reports whether a departure-rate cycle is in progress.
-	Measuring bool
+	Measuring bool `metric:"measuring,gauge"`
 	// Updates counts the periodic updates applied since New.
-	Updates uint64
+	Updates uint64 `metric:"updates,counter"`
 	// NextUpdate is the instant of the next periodic update; zero before
 	// the first packet operation.
-	NextUpdate aqm.Time
+	NextUpdate aqm.Time `metric:"next_update_time_seconds,gauge"`
 	// MemoryBytes is the memory the queue preallocated for packets: room
 	// for LimitPackets packets, rounded up to a power of two, times the
 	// size of an [aqm.Packet] of the queue's payload type.
-	MemoryBytes int
+	MemoryBytes int `metric:"memory_bytes,gauge"`
 }
 
 // Metrics lists the values of d as [aqm.Metric]s in the words of Linux
-// tc's pie statistics, units in the name: prob (the drop probability, in
-// [0, 1]), delay_ns, burst_allowance_ns, accu_prob, avg_dq_time_ns,
-// dq_rate_bytes_per_second, measuring (0 or 1), updates, next_update_ns
-// (an instant in the caller's nanoseconds, 0 when unset) and memory_bytes.
-func (d Detail) Metrics() iter.Seq[aqm.Metric] {
-	return func(yield func(aqm.Metric) bool) {
-		measuring := 0.0
-		if d.Measuring {
-			measuring = 1
-		}
-		for _, m := range [...]aqm.Metric{
-			{Name: "prob", Kind: aqm.Gauge, Value: d.Prob},
-			{Name: "delay_ns", Kind: aqm.Gauge, Value: float64(d.QueueDelay)},
-			{Name: "burst_allowance_ns", Kind: aqm.Gauge, Value: float64(d.BurstAllowance)},
-			{Name: "accu_prob", Kind: aqm.Gauge, Value: d.AccuProb},
-			{Name: "avg_dq_time_ns", Kind: aqm.Gauge, Value: float64(d.AvgDequeueTime)},
-			{Name: "dq_rate_bytes_per_second", Kind: aqm.Gauge, Value: d.DequeueRate},
-			{Name: "measuring", Kind: aqm.Gauge, Value: measuring},
-			{Name: "updates", Kind: aqm.Counter, Value: float64(d.Updates)},
-			{Name: "next_update_ns", Kind: aqm.Gauge, Value: float64(d.NextUpdate)},
-			{Name: "memory_bytes", Kind: aqm.Gauge, Value: float64(d.MemoryBytes)},
-		} {
-			if !yield(m) {
-				return
-			}
-		}
-	}
-}
+// tc's pie statistics, units in the name: probability (the drop
+// probability, in [0, 1]), delay_seconds, burst_allowance_seconds,
+// accumulated_probability, average_dequeue_time_seconds,
+// dequeue_rate_bytes_per_second, measuring (0 or 1), updates,
+// next_update_time_seconds (an instant in the caller's clock, 0 when
+// unset) and memory_bytes.
+func (d Detail) Metrics() iter.Seq[aqm.Metric] { return detailMetrics.Of(d) }
+
+var detailMetrics = metrics.Declare[Detail]("")
+
+// Metrics lists the queue's [aqm.Stats] metrics, then its [Detail]'s, from
+// one snapshot taken when it is called; a *Queue is an [aqm.MetricSource].
+func (q *Queue[T]) Metrics() iter.Seq[aqm.Metric] { return detailMetrics.Queue(q.Stats(), q.Detail()) }
 
 // Detail returns PIE's internal state.
 func (q *Queue[T]) Detail() Detail {

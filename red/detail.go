@@ -5,30 +5,33 @@ import (
 	"unsafe"
 
 	"github.com/aqmkit/aqmkit/aqm"
+	"github.com/aqmkit/aqmkit/internal/metrics"
 )
 
 // Detail is a snapshot of RED's state, the analogue of Linux's RED xstats.
 type Detail struct {
 	// Avg is the average queue as of the last arrival (or the last
 	// adaptation), in packets, or bytes in ByteMode.
-	Avg float64
+	Avg float64 `metric:"average_queue,gauge,unit=ByteMode"`
 	// MaxP is the current max_p; Adaptive RED moves it.
-	MaxP float64
+	MaxP float64 `metric:"max_probability,gauge"`
 	// Prob is p_b, the early drop probability before the count
 	// uniformization and the byte-mode scaling, at the last arrival whose
 	// average was at or above MinThreshold; 1 in the forced region.
-	Prob float64
+	Prob float64 `metric:"probability,gauge"`
 	// Count is the number of arrivals since the last early signal while the
 	// average stayed in the probabilistic band, or −1 when the last
 	// arrival's average was outside it.
-	Count int64
+	Count int64 `metric:"count_packets,gauge"`
 	// MinThreshold, MaxThreshold and Weight are the thresholds and w_q in
 	// use (after defaults).
-	MinThreshold, MaxThreshold float64
-	Weight                     float64
+	MinThreshold float64 `metric:"min_threshold,gauge,unit=ByteMode"`
+	MaxThreshold float64 `metric:"max_threshold,gauge,unit=ByteMode"`
+	Weight       float64 `metric:"weight,gauge"`
 	// TargetLow and TargetHigh are Adaptive RED's target band for the
 	// average: 0.4 and 0.6 of the way from MinThreshold to MaxThreshold.
-	TargetLow, TargetHigh float64
+	TargetLow  float64 `metric:"target_low,gauge,unit=ByteMode"`
+	TargetHigh float64 `metric:"target_high,gauge,unit=ByteMode"`
 	// ProbDrops and ProbMarks count probabilistic early signals, dropped or
 	// marked. ForcedDrops and ForcedMarks count signals where the average
 	// was at or above MaxThreshold (2·MaxThreshold with Gentle); ForcedDrops
@@ -36,51 +39,32 @@ type Detail struct {
 	// signal is counted when decided: a marked packet then refused by a
 	// full hard limit is in ProbMarks or ForcedMarks and in
 	// Stats.DroppedOverlimit, not in Stats.Marked.
-	ProbDrops, ProbMarks, ForcedDrops, ForcedMarks uint64
+	ProbDrops   uint64 `metric:"dropped_probabilistic_packets,counter"`
+	ProbMarks   uint64 `metric:"marked_probabilistic_packets,counter"`
+	ForcedDrops uint64 `metric:"dropped_forced_packets,counter"`
+	ForcedMarks uint64 `metric:"marked_forced_packets,counter"`
 	// Adaptations counts the changes Adaptive RED made to max_p.
-	Adaptations uint64
+	Adaptations uint64 `metric:"adaptations,counter"`
 	// ByteMode reports whether Avg, the thresholds and the targets are in
-	// bytes (true) or packets.
-	ByteMode bool
+	// bytes (true) or packets; their metric names end in _bytes or
+	// _packets accordingly.
+	ByteMode bool `metric:"-"`
 	// MemoryBytes is the memory the queue preallocated for its
 	// configuration: the packet ring (LimitPackets rounded up to a power of
 	// two, times the size of an [aqm.Packet] of T) and the queue itself.
-	MemoryBytes int
+	MemoryBytes int `metric:"memory_bytes,gauge"`
 }
 
 // Metrics lists the values of d as [aqm.Metric]s with lower_snake names
 // that carry their units ("_packets" or "_bytes" after the average and the
 // thresholds, as ByteMode says).
-func (d Detail) Metrics() iter.Seq[aqm.Metric] {
-	unit := "_packets"
-	if d.ByteMode {
-		unit = "_bytes"
-	}
-	ms := [...]aqm.Metric{
-		{Name: "average_queue" + unit, Kind: aqm.Gauge, Value: d.Avg},
-		{Name: "max_probability", Kind: aqm.Gauge, Value: d.MaxP},
-		{Name: "probability", Kind: aqm.Gauge, Value: d.Prob},
-		{Name: "count_packets", Kind: aqm.Gauge, Value: float64(d.Count)},
-		{Name: "min_threshold" + unit, Kind: aqm.Gauge, Value: d.MinThreshold},
-		{Name: "max_threshold" + unit, Kind: aqm.Gauge, Value: d.MaxThreshold},
-		{Name: "weight", Kind: aqm.Gauge, Value: d.Weight},
-		{Name: "target_low" + unit, Kind: aqm.Gauge, Value: d.TargetLow},
-		{Name: "target_high" + unit, Kind: aqm.Gauge, Value: d.TargetHigh},
-		{Name: "early_dropped_packets", Kind: aqm.Counter, Value: float64(d.ProbDrops)},
-		{Name: "early_marked_packets", Kind: aqm.Counter, Value: float64(d.ProbMarks)},
-		{Name: "forced_dropped_packets", Kind: aqm.Counter, Value: float64(d.ForcedDrops)},
-		{Name: "forced_marked_packets", Kind: aqm.Counter, Value: float64(d.ForcedMarks)},
-		{Name: "adaptations", Kind: aqm.Counter, Value: float64(d.Adaptations)},
-		{Name: "memory_bytes", Kind: aqm.Gauge, Value: float64(d.MemoryBytes)},
-	}
-	return func(yield func(aqm.Metric) bool) {
-		for _, m := range ms {
-			if !yield(m) {
-				return
-			}
-		}
-	}
-}
+func (d Detail) Metrics() iter.Seq[aqm.Metric] { return detailMetrics.Of(d) }
+
+var detailMetrics = metrics.Declare[Detail]("")
+
+// Metrics lists the queue's [aqm.Stats] metrics, then its [Detail]'s, from
+// one snapshot taken when it is called; a *Queue is an [aqm.MetricSource].
+func (q *Queue[T]) Metrics() iter.Seq[aqm.Metric] { return detailMetrics.Queue(q.Stats(), q.Detail()) }
 
 // memoryBytes is what the queue preallocates: the ring's slots (its
 // capacity rounded up to a power of two, as the ring allocates them) and

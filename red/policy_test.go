@@ -275,8 +275,8 @@ func TestDetailMetrics(t *testing.T) {
 			"count_packets": float64(d.Count), "min_threshold" + unit: d.MinThreshold,
 			"max_threshold" + unit: d.MaxThreshold, "weight": d.Weight,
 			"target_low" + unit: d.TargetLow, "target_high" + unit: d.TargetHigh,
-			"early_dropped_packets": float64(d.ProbDrops), "early_marked_packets": float64(d.ProbMarks),
-			"forced_dropped_packets": float64(d.ForcedDrops), "forced_marked_packets": float64(d.ForcedMarks),
+			"dropped_probabilistic_packets": float64(d.ProbDrops), "marked_probabilistic_packets": float64(d.ProbMarks),
+			"dropped_forced_packets": float64(d.ForcedDrops), "marked_forced_packets": float64(d.ForcedMarks),
 			"adaptations": float64(d.Adaptations), "memory_bytes": float64(d.MemoryBytes),
 		}
 		require.Equal(t, want, got)

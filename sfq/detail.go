@@ -4,49 +4,47 @@ import (
 	"iter"
 
 	"github.com/aqmkit/aqmkit/aqm"
+	"github.com/aqmkit/aqmkit/internal/metrics"
 )
 
 // Detail is the SFQ-specific state returned by [Queue.Detail].
 type Detail struct {
 	// ActiveFlows is the number of flows (buckets) holding packets.
-	ActiveFlows int
+	ActiveFlows int `metric:"active_flows,gauge"`
 	// LongestFlowPackets is the packet count of a longest flow.
-	LongestFlowPackets int
+	LongestFlowPackets int `metric:"longest_flow_packets,gauge"`
 	// Perturbations counts hash-key replacements.
-	Perturbations uint64
+	Perturbations uint64 `metric:"perturbations,counter"`
 	// NextPerturb is when the key is next replaced (checked on Enqueue);
 	// zero if perturbation is off or not yet armed by a first Enqueue.
-	NextPerturb aqm.Time
+	NextPerturb aqm.Time `metric:"next_perturbation_time_seconds,gauge"`
 	// DepthDrops counts arrivals to a flow at DepthPackets: refused, or with
 	// HeadDrop, replacing the flow's oldest packet.
-	DepthDrops uint64
+	DepthDrops uint64 `metric:"dropped_depth_packets,counter"`
 	// OverflowDrops counts packets dropped from a longest flow because the
 	// queue was over LimitPackets or LimitBytes, arrivals included.
-	OverflowDrops uint64
+	OverflowDrops uint64 `metric:"dropped_overflow_packets,counter"`
 	// MemoryBytes is the memory the queue preallocated for its
 	// configuration: (LimitPackets+1)·(size of a Packet[T] + 8) for the
 	// packet slab plus 8·(LimitPackets+2) for the depth lists' heads,
 	// 4·Divisor for the bucket table, and 48 bytes per flow slot,
 	// min(Divisor, LimitPackets+1) of them. It does not change with the
 	// traffic.
-	MemoryBytes int
+	MemoryBytes int `metric:"memory_bytes,gauge"`
 }
 
 // Metrics lists d's values for exporters: active_flows,
 // longest_flow_packets and memory_bytes (gauges), perturbations,
-// depth_drops_packets and overflow_drops_packets (counters), and
-// next_perturb_ns (a gauge: the instant of the next re-key, 0 if none).
-func (d Detail) Metrics() iter.Seq[aqm.Metric] {
-	return func(yield func(aqm.Metric) bool) {
-		_ = yield(aqm.Metric{Name: "active_flows", Kind: aqm.Gauge, Value: float64(d.ActiveFlows)}) &&
-			yield(aqm.Metric{Name: "longest_flow_packets", Kind: aqm.Gauge, Value: float64(d.LongestFlowPackets)}) &&
-			yield(aqm.Metric{Name: "perturbations", Kind: aqm.Counter, Value: float64(d.Perturbations)}) &&
-			yield(aqm.Metric{Name: "next_perturb_ns", Kind: aqm.Gauge, Value: float64(d.NextPerturb)}) &&
-			yield(aqm.Metric{Name: "depth_drops_packets", Kind: aqm.Counter, Value: float64(d.DepthDrops)}) &&
-			yield(aqm.Metric{Name: "overflow_drops_packets", Kind: aqm.Counter, Value: float64(d.OverflowDrops)}) &&
-			yield(aqm.Metric{Name: "memory_bytes", Kind: aqm.Gauge, Value: float64(d.MemoryBytes)})
-	}
-}
+// dropped_depth_packets and dropped_overflow_packets (counters), and
+// next_perturbation_time_seconds (a gauge: the instant of the next re-key,
+// 0 if none).
+func (d Detail) Metrics() iter.Seq[aqm.Metric] { return detailMetrics.Of(d) }
+
+var detailMetrics = metrics.Declare[Detail]("")
+
+// Metrics lists the queue's [aqm.Stats] metrics, then its [Detail]'s, from
+// one snapshot taken when it is called; a *Queue is an [aqm.MetricSource].
+func (q *Queue[T]) Metrics() iter.Seq[aqm.Metric] { return detailMetrics.Queue(q.Stats(), q.Detail()) }
 
 // Detail returns a snapshot of the SFQ-specific state.
 func (q *Queue[T]) Detail() Detail {

@@ -162,8 +162,8 @@ func TestSFQDetailMetrics(t *testing.T) {
 	}
 	want := map[string]float64{
 		"active_flows": float64(d.ActiveFlows), "longest_flow_packets": float64(d.LongestFlowPackets),
-		"perturbations": float64(d.Perturbations), "next_perturb_ns": float64(d.NextPerturb),
-		"depth_drops_packets": float64(d.DepthDrops), "overflow_drops_packets": float64(d.OverflowDrops),
+		"perturbations": float64(d.Perturbations), "next_perturbation_time_seconds": time.Duration(d.NextPerturb).Seconds(),
+		"dropped_depth_packets": float64(d.DepthDrops), "dropped_overflow_packets": float64(d.OverflowDrops),
 		"memory_bytes": float64(d.MemoryBytes),
 	}
 	assert.Equal(t, want, got)

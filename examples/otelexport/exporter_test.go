@@ -93,9 +93,9 @@ func TestRegisterFront(t *testing.T) {
 	require.Equal(t, 2.0, got["aqm.dropped_overlimit_packets"].value)
 	require.Equal(t, 300.0, got["aqm.backlog_bytes"].value)
 	require.Equal(t, "By", got["aqm.backlog_bytes"].unit)
-	require.Equal(t, "bit/s", got["aqm.rate_bits_per_second"].unit)
-	require.Equal(t, 8e6, got["aqm.rate_bits_per_second"].value)
-	require.Equal(t, "", got["aqm.wakeups"].unit)
+	require.Equal(t, "bit/s", got["aqm.front_rate_bits_per_second"].unit)
+	require.Equal(t, 8e6, got["aqm.front_rate_bits_per_second"].value)
+	require.Equal(t, "", got["aqm.front_wakeups"].unit)
 
 	// The values follow the source from one collection to the next.
 	buf := make([]aqm.Packet[int], 2)

@@ -45,13 +45,13 @@ aqm_dropped_overlimit_packets_total{link="wan"} 2
 # HELP aqm_backlog_bytes aqmkit gauge backlog_bytes.
 # TYPE aqm_backlog_bytes gauge
 aqm_backlog_bytes{link="wan"} 200
-# HELP aqm_rate_bits_per_second aqmkit gauge rate_bits_per_second.
-# TYPE aqm_rate_bits_per_second gauge
-aqm_rate_bits_per_second{link="wan"} 8e+06
+# HELP aqm_front_rate_bits_per_second aqmkit gauge front_rate_bits_per_second.
+# TYPE aqm_front_rate_bits_per_second gauge
+aqm_front_rate_bits_per_second{link="wan"} 8e+06
 `
 	require.NoError(t, testutil.CollectAndCompare(c, strings.NewReader(want),
 		"aqm_enqueued_packets_total", "aqm_sent_bytes_total", "aqm_dropped_overlimit_packets_total",
-		"aqm_backlog_bytes", "aqm_rate_bits_per_second"))
+		"aqm_backlog_bytes", "aqm_front_rate_bits_per_second"))
 
 	// Every metric of the source is exposed, and a pedantic registry (which
 	// checks descriptors against samples) accepts the collector.
