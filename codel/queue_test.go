@@ -81,7 +81,7 @@ func TestQueueECNMarks(t *testing.T) {
 // arrivals without touching CoDel state, and a packet bigger than the byte
 // limit is refused.
 func TestQueueLimits(t *testing.T) {
-	q, err := New[uint64](Config{LimitPackets: 3, LimitBytes: 2500}, nil)
+	q, err := New[uint64](Config{LimitPackets: 3, LimitBytes: 2500, MTUBytes: 800}, nil)
 	require.NoError(t, err)
 	require.Equal(t, aqm.DroppedOverlimit, q.Enqueue(pkt(1, 2501, 0), t0))
 	require.Equal(t, aqm.Enqueued, q.Enqueue(pkt(2, 1000, 0), t0))
@@ -270,7 +270,7 @@ func TestConformance(t *testing.T) {
 		"no-ecn":      {DisableECN: true},
 		"linux":       {StrictDeadline: true, LinuxCount: true},
 		"ce":          {CEThreshold: time.Millisecond, CEThresholdECT1Only: true},
-		"small":       {LimitPackets: 4, LimitBytes: 3000, Target: time.Microsecond, Interval: 10 * time.Microsecond},
+		"small":       {LimitPackets: 4, LimitBytes: 3000, MTUBytes: 1000, Target: time.Microsecond, Interval: 10 * time.Microsecond},
 		"tiny-interv": {Target: 1, Interval: 2, MTUBytes: 1},
 	} {
 		t.Run(name, func(t *testing.T) { aqmtest.Run(t, factory(cfg)) })

@@ -107,6 +107,7 @@ func (c PIEConfig) pie() pie.Config {
 func (c PIEConfig) Validate() error {
 	errs := validateSched(c.Flows, c.LimitPackets, c.MemoryLimitBytes, c.QuantumBytes, c.DropBatchPackets)
 	errs = append(errs, refield(c.pie().Validate())...)
+	errs = append(errs, c.signalRules()...)
 	return errors.Join(errs...)
 }
 
