@@ -370,6 +370,14 @@ func (c Config) Validate() error {
 	if c.MemoryLimitBytes < 0 || c.MemoryLimitBytes > MaxMemoryLimitBytes {
 		bad("MemoryLimitBytes", c.MemoryLimitBytes, "must be in [0, "+strconv.Itoa(MaxMemoryLimitBytes)+"]")
 	}
+	// CAKE never drops the last packet of a flow queue (COBALT marks it at
+	// most), so limits below two packets leave only the pruner's drops.
+	if c.LimitPackets == 1 {
+		bad("LimitPackets", c.LimitPackets, "must be 0 or at least 2: CAKE never drops a flow's last packet, so with one packet queued only the limit drops")
+	}
+	if c.MemoryLimitBytes > 0 && c.MemoryLimitBytes < 2*MTU {
+		bad("MemoryLimitBytes", c.MemoryLimitBytes, "must be 0 or at least 2×MTU ("+strconv.Itoa(2*MTU)+"): CAKE never drops a flow's last packet, and with less room full-size packets are refused or pruned before COBALT can signal")
+	}
 	return errors.Join(errs...)
 }
 

@@ -186,6 +186,10 @@
 //     AH is walked through, fragments (the first one too) are keyed on
 //     addresses and protocol alone and get no ACK summary, and no tunnel
 //     is entered but IPv6 in IPv4. Linux uses the kernel's flow dissector.
+//   - Validate refuses a LimitPackets of 1 and a MemoryLimitBytes below
+//     2×MTU: CAKE never drops a flow's last packet, so such a queue drops
+//     only in its pruner, as a FIFO. Linux's packet limit is fixed (10240)
+//     and its memlimit has no floor.
 //
 // # Time
 //

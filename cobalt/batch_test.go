@@ -24,9 +24,9 @@ func TestBurstMatchesLoop(t *testing.T) {
 	}
 	r := rand.New(rand.NewPCG(14, 32))
 	for run := range runs {
-		c := Config{Seed: uint64(run + 1), LimitPackets: 1 + r.IntN(400)}
+		c := Config{Seed: uint64(run + 1), LimitPackets: 2 + r.IntN(400)}
 		if r.IntN(2) == 0 {
-			c.LimitBytes = 1 + r.IntN(200000)
+			c.LimitBytes = 2*aqm.FullPacketBytes + r.IntN(200000)
 		}
 		c.DisableECN = r.IntN(3) == 0
 		var dropsA, dropsB []aqm.Packet[uint64]

@@ -39,6 +39,14 @@ const (
 	// MaxDropsPerDequeue bounds the packets one Dequeue call drops, as
 	// codel.MaxDropsPerDequeue does.
 	MaxDropsPerDequeue = 256
+	// minLimitPackets is the smallest non-zero LimitPackets accepted, 2:
+	// COBALT signals on a packet that leaves while another waits.
+	minLimitPackets = 2
+	// minLimitBytes is the smallest non-zero LimitBytes accepted: two
+	// full-size packets of [aqm.FullPacketBytes].
+	minLimitBytes = 2 * aqm.FullPacketBytes
+	// minBlueStep is the smallest BLUE step the 2^32 scale represents.
+	minBlueStep = 1.0 / (1 << 32)
 	// maxDecaySteps bounds the count decrements one evaluation makes while
 	// CoDel is not dropping (see Controller.Signal).
 	maxDecaySteps = 64
@@ -139,6 +147,20 @@ func (c Config) validate(pkg string) []error {
 	}
 	if c.LimitBytes < 0 {
 		bad("LimitBytes", c.LimitBytes, "must not be negative")
+	}
+	// BLUE's steps live on a 2^32 scale: a smaller increment rounds to
+	// zero and BLUE would never rise on an overflow.
+	if c.BlueIncrement > 0 && c.BlueIncrement < minBlueStep {
+		bad("BlueIncrement", c.BlueIncrement, "must be 0 or at least 2^-32: a smaller step rounds to zero and BLUE never rises")
+	}
+	// COBALT signals at dequeue, on a packet that leaves while others wait:
+	// limits that hold less than two full-size packets leave only the
+	// limit's tail drop.
+	if c.LimitPackets > 0 && c.LimitPackets < minLimitPackets {
+		bad("LimitPackets", c.LimitPackets, "must be 0 or at least 2: with one packet queued, COBALT has nothing to signal on before the limit refuses the next")
+	}
+	if c.LimitBytes > 0 && c.LimitBytes < minLimitBytes {
+		bad("LimitBytes", c.LimitBytes, "must be 0 or at least 2 full-size packets ("+strconv.Itoa(minLimitBytes)+" bytes): with less, full-size packets are refused at the limit before COBALT can signal")
 	}
 	d := c.withDefaults()
 	if c.Target >= 0 && c.Target < MaxInterval && c.Interval >= 0 && c.Interval <= MaxInterval && d.Target >= d.Interval {

@@ -136,7 +136,7 @@ func FuzzBatch(f *testing.F) {
 	f.Add(uint8(3), []byte("\x01\xff\x0f\x03\x7f\x3e\x02\x00\x0f\x03\x80\x3e\x02\x00\x0f"))
 	f.Fuzz(func(t *testing.T, knob uint8, ops []byte) {
 		cfg := Config{
-			LimitPackets: 1 + int(knob%64), LimitBytes: int(knob/64) * 20000,
+			LimitPackets: 3 + int(knob%62), LimitBytes: int(knob/64) * 20000,
 			Target: time.Microsecond, Interval: 20 * time.Microsecond,
 			DisableECN: knob&1 == 1, CEThreshold: time.Duration(knob&2) * time.Microsecond,
 		}

@@ -2,6 +2,7 @@ package codel
 
 import (
 	"errors"
+	"strconv"
 	"time"
 
 	"github.com/aqmkit/aqmkit/aqm"
@@ -143,8 +144,21 @@ func (c Config) ValidateAs(pkg string) []error {
 	if c.CEThreshold < 0 {
 		bad("CEThreshold", c.CEThreshold, "must not be negative")
 	}
+	// CoDel signals only while more than MTUBytes stay queued behind the
+	// packet leaving. Limits that never hold that much, in packets of up
+	// to MTUBytes, leave only the limit's tail drop.
+	if c.LimitPackets > 0 && c.LimitPackets < minLimitPackets {
+		bad("LimitPackets", c.LimitPackets, "must be 0 or at least 3: CoDel signals only while more than MTUBytes stay queued behind the packet leaving, which takes two more packets of up to MTUBytes")
+	}
+	if mtu := c.withDefaults().MTUBytes; c.LimitBytes > 0 && c.MTUBytes >= 0 && c.MTUBytes <= MaxMTUBytes && c.LimitBytes < 3*mtu {
+		bad("LimitBytes", c.LimitBytes, "must be 0 or at least 3×MTUBytes ("+strconv.Itoa(3*mtu)+"): CoDel signals only while more than MTUBytes stay queued behind the packet leaving, and a full queue of packets of up to MTUBytes may hold less")
+	}
 	return errs
 }
+
+// minLimitPackets is the smallest LimitPackets with which CoDel can signal:
+// the packet leaving and two more, whose bytes can exceed MTUBytes.
+const minLimitPackets = 3
 
 // withDefaults returns c with every zero field that has a default set to
 // it.

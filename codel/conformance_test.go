@@ -51,7 +51,7 @@ var configs = []struct {
 	{"linux", Config{StrictDeadline: true, LinuxCount: true}},
 	{"ce", Config{CEThreshold: time.Millisecond, CEThresholdECT1Only: true}},
 	{"ce-linux", Config{CEThreshold: 500 * time.Microsecond, LinuxCount: true, StrictDeadline: true}},
-	{"small", Config{LimitPackets: 4, LimitBytes: 3000, Target: time.Microsecond, Interval: 10 * time.Microsecond}},
+	{"small", Config{LimitPackets: 4, LimitBytes: 3000, MTUBytes: 1000, Target: time.Microsecond, Interval: 10 * time.Microsecond}},
 	{"limits", Config{LimitPackets: 50, LimitBytes: 30000, Target: time.Millisecond, Interval: 10 * time.Millisecond}},
 	{"tiny-interv", Config{Target: 1, Interval: 2, MTUBytes: 1}},
 	{"tiny-interv-long", Config{Target: 1, Interval: 2, MTUBytes: 1, LimitPackets: 4000}},

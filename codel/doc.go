@@ -99,6 +99,14 @@
 //     by a clock reading far in the future) is taken again from now; the
 //     RFC and Linux keep it and stay silent until time reaches it.
 //   - DPDK has no CoDel; there is nothing to differ from.
+//   - Validate refuses limits with which CoDel could never signal: a
+//     LimitPackets of 1 or 2, or a LimitBytes below 3×MTUBytes. CoDel acts
+//     only while more than MTUBytes stay queued behind the packet leaving,
+//     and a full queue of packets of up to MTUBytes may hold less, so such a
+//     queue drops only at its limit, as a FIFO (TestPropNoDropTail in
+//     internal/configcheck checks every accepted configuration under an
+//     unresponsive overload). Linux sch_codel has no byte limit and accepts
+//     any packet limit; its MTU is the device's (psched_mtu).
 //
 // # Time
 //

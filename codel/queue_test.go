@@ -80,7 +80,7 @@ func TestQueueECNMarks(t *testing.T) {
 // arrivals without touching CoDel state, and a packet bigger than the byte
 // limit is refused.
 func TestQueueLimits(t *testing.T) {
-	q, err := New[uint64](Config{LimitPackets: 3, LimitBytes: 2500}, nil)
+	q, err := New[uint64](Config{LimitPackets: 3, LimitBytes: 2500, MTUBytes: 800}, nil)
 	require.NoError(t, err)
 	require.Equal(t, aqm.DroppedOverlimit, q.Enqueue(pkt(1, 2501, 0), t0))
 	require.Equal(t, aqm.Enqueued, q.Enqueue(pkt(2, 1000, 0), t0))

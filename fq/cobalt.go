@@ -104,6 +104,7 @@ func (c CobaltConfig) cobalt() cobalt.Config {
 func (c CobaltConfig) Validate() error {
 	errs := validateSched(c.Flows, c.LimitPackets, c.MemoryLimitBytes, c.QuantumBytes, c.DropBatchPackets)
 	errs = append(errs, refield(c.cobalt().Validate())...)
+	errs = append(errs, c.signalRules()...)
 	return errors.Join(errs...)
 }
 

@@ -171,6 +171,7 @@ func (c CoDelConfig) Validate() error {
 	if !named && c.Target >= codel.MaxInterval {
 		bad("Target", c.Target, "must be less than Interval, which is at most "+codel.MaxInterval.String())
 	}
+	errs = append(errs, c.signalRules()...)
 	return errors.Join(errs...)
 }
 

@@ -6,6 +6,7 @@ import (
 	"time"
 
 	"github.com/aqmkit/aqmkit/aqm"
+	"github.com/aqmkit/aqmkit/codel"
 )
 
 // FuzzCoDelConfig fuzzes FQ-CoDel over random configurations (within the
@@ -19,8 +20,8 @@ func FuzzCoDelConfig(f *testing.F) {
 	f.Fuzz(func(t *testing.T, c uint64, ops []byte) {
 		cfg := CoDelConfig{
 			Flows:              int(1 + c%97),
-			LimitPackets:       int(1 + c>>8%50),
-			MemoryLimitBytes:   int(1 + c>>16%20000),
+			LimitPackets:       int(3 + c>>8%48),
+			MemoryLimitBytes:   int(3 + c>>16%19998),
 			QuantumBytes:       int(256 + c>>24%2000),
 			DropBatchPackets:   int(1 + c>>32%70),
 			Interval:           time.Duration(2 + c>>40%100_000),
@@ -30,6 +31,7 @@ func FuzzCoDelConfig(f *testing.F) {
 			Seed:               c | 1,
 		}
 		cfg.Target = time.Duration(1 + c>>48%uint64(cfg.Interval-1))
+		cfg.MTUBytes = min(cfg.MemoryLimitBytes/3, codel.DefaultMTUBytes) // small memory limits stay valid
 		live := map[uint64]bool{}
 		q, err := NewCoDel(cfg, func(p aqm.Packet[uint64], why aqm.Verdict) {
 			if !live[p.Payload] {

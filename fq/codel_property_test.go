@@ -161,7 +161,7 @@ func TestCoDelPropertySparseFlow(t *testing.T) {
 func TestCoDelPropertyOverload(t *testing.T) {
 	props := coDelProps(t)
 	props.Property("fattest flow, bounded memory", prop.ForAll(func(limit int, mem int, batch int, ops []uint32) bool {
-		cfg := CoDelConfig{Seed: 1, Flows: 16, LimitPackets: limit, MemoryLimitBytes: mem, DropBatchPackets: batch, DisableFloodGuard: true}
+		cfg := CoDelConfig{Seed: 1, Flows: 16, LimitPackets: limit, MemoryLimitBytes: mem, DropBatchPackets: batch, MTUBytes: 1000, DisableFloodGuard: true}
 		ok := true
 		var q *CoDel[uint64]
 		first := false
@@ -200,7 +200,7 @@ func TestCoDelPropertyOverload(t *testing.T) {
 			}
 		}
 		return ok
-	}, gen.IntRange(1, 64), gen.IntRange(4000, 60000), gen.IntRange(1, 70), gen.SliceOfN(500, gen.UInt32())))
+	}, gen.IntRange(3, 64), gen.IntRange(4000, 60000), gen.IntRange(1, 70), gen.SliceOfN(500, gen.UInt32())))
 	props.TestingRun(t)
 }
 

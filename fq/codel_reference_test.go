@@ -884,8 +884,8 @@ func runFQCRefTrace(t *testing.T, c fqcRefCase, seed uint64, ops int) fqcRefCove
 			}
 		case r < stalls+14 && c.reconf: // new limits, possibly below the occupancy
 			nc := cfg
-			nc.LimitPackets = 1 + int(src.Uint64()%uint64(2*vcfg.LimitPackets))
-			nc.MemoryLimitBytes = 2000 + int(src.Uint64()%uint64(2*vcfg.MemoryLimitBytes))
+			nc.LimitPackets = 3 + int(src.Uint64()%uint64(2*vcfg.LimitPackets))
+			nc.MemoryLimitBytes = 3*vcfg.MTUBytes + int(src.Uint64()%uint64(2*vcfg.MemoryLimitBytes))
 			nc.QuantumBytes = 256 + int(src.Uint64()%2000)
 			nc.DropBatchPackets = 1 + int(src.Uint64()%64)
 			nc.DisableECN = src.Uint64()%2 == 0

@@ -176,17 +176,20 @@ func TestCoDelBatchDrop(t *testing.T) {
 	})
 	t.Run("within a ninth of the largest", func(t *testing.T) {
 		var dropped []uint64
-		q, _ := NewCoDel(CoDelConfig{Flows: 16, LimitPackets: 2, Seed: 1}, func(p aqm.Packet[uint64], why aqm.Verdict) { dropped = append(dropped, p.Payload) })
-		h := hashesFor(q, 2)
+		q, _ := NewCoDel(CoDelConfig{Flows: 16, LimitPackets: 3, Seed: 1}, func(p aqm.Packet[uint64], why aqm.Verdict) { dropped = append(dropped, p.Payload) })
+		h := hashesFor(q, 3)
 		// 1150 and 1100 bytes share the class [1024, 1152): the flow that
-		// entered it last is chosen although it holds less.
+		// entered it last is chosen although it holds less. (A 1-byte
+		// packet in a third flow fills the third slot.)
+		q.Enqueue(cpkt(9, 1, h[2]), ct0)
 		q.Enqueue(cpkt(1, 1150, h[0]), ct0)
 		q.Enqueue(cpkt(2, 1100, h[1]), ct0)
 		require.Equal(t, aqm.Enqueued, q.Enqueue(cpkt(3, 10, h[1]), ct0), "1110 B stays in the class; the drop takes the head")
 		require.Equal(t, []uint64{2}, dropped)
 		// A backlog in a higher class always wins.
 		dropped = nil
-		q2, _ := NewCoDel(CoDelConfig{Flows: 16, LimitPackets: 2, Seed: 1}, func(p aqm.Packet[uint64], why aqm.Verdict) { dropped = append(dropped, p.Payload) })
+		q2, _ := NewCoDel(CoDelConfig{Flows: 16, LimitPackets: 3, Seed: 1}, func(p aqm.Packet[uint64], why aqm.Verdict) { dropped = append(dropped, p.Payload) })
+		q2.Enqueue(cpkt(9, 1, h[2]), ct0)
 		q2.Enqueue(cpkt(1, 1160, h[0]), ct0)
 		q2.Enqueue(cpkt(2, 1100, h[1]), ct0)
 		q2.Enqueue(cpkt(3, 10, h[1]), ct0)
@@ -194,7 +197,7 @@ func TestCoDelBatchDrop(t *testing.T) {
 	})
 	t.Run("memory trigger and refused arrival", func(t *testing.T) {
 		var dropped []uint64
-		q, _ := NewCoDel(CoDelConfig{Seed: 1, Flows: 16, MemoryLimitBytes: 3000}, func(p aqm.Packet[uint64], why aqm.Verdict) { dropped = append(dropped, p.Payload) })
+		q, _ := NewCoDel(CoDelConfig{Seed: 1, Flows: 16, MemoryLimitBytes: 3000, MTUBytes: 1000}, func(p aqm.Packet[uint64], why aqm.Verdict) { dropped = append(dropped, p.Payload) })
 		h := hashesFor(q, 2)
 		require.Equal(t, aqm.DroppedOverlimit, q.Enqueue(cpkt(0, 3001, h[0]), ct0))
 		q.Enqueue(cpkt(1, 1000, h[0]), ct0)
@@ -203,7 +206,7 @@ func TestCoDelBatchDrop(t *testing.T) {
 		require.Equal(t, []uint64{1}, dropped)
 		require.Equal(t, uint64(1), q.Detail().DropOvermemory)
 		// An arrival that is itself the fattest flow's only packet is refused.
-		q2, _ := NewCoDel(CoDelConfig{Seed: 1, Flows: 16, MemoryLimitBytes: 3000}, func(p aqm.Packet[uint64], why aqm.Verdict) { t.Fatal("no queued drop expected") })
+		q2, _ := NewCoDel(CoDelConfig{Seed: 1, Flows: 16, MemoryLimitBytes: 3000, MTUBytes: 1000}, func(p aqm.Packet[uint64], why aqm.Verdict) { t.Fatal("no queued drop expected") })
 		q2.Enqueue(cpkt(1, 1000, h[0]), ct0)
 		require.Equal(t, aqm.DroppedOverlimit, q2.Enqueue(cpkt(2, 2500, h[1]), ct0))
 		require.Equal(t, 1, q2.Len())

@@ -54,7 +54,7 @@ func conformanceCoDel(t *testing.T) {
 		"default": {},
 		"linux":   {GlobalBacklogGuard: true, StrictDeadline: true, LinuxCount: true, KeepCountOnOverload: true, DisableECN: true},
 		"small":   {Flows: 4, LimitPackets: 8, MemoryLimitBytes: 6000, QuantumBytes: 256, DropBatchPackets: 3, Target: time.Microsecond, Interval: 20 * time.Microsecond},
-		"one":     {Flows: 1, LimitPackets: 2, MemoryLimitBytes: 3000, CEThreshold: time.Microsecond, CEThresholdECT1Only: true},
+		"one":     {Flows: 1, LimitPackets: 3, MemoryLimitBytes: 3000, MTUBytes: 1000, CEThreshold: time.Microsecond, CEThresholdECT1Only: true},
 	} {
 		t.Run(name, func(t *testing.T) { aqmtest.Run(t, coDelFactory(cfg)) })
 	}
@@ -138,7 +138,7 @@ func conformanceCobalt(t *testing.T) {
 		"linux":   {DisableBlueThreshold: true, DisableECN: true, MTUTime: time.Microsecond},
 		"small": {Flows: 4, LimitPackets: 8, MemoryLimitBytes: 6000, QuantumBytes: 256, DropBatchPackets: 3,
 			Target: time.Microsecond, Interval: 20 * time.Microsecond, BlueThreshold: 50 * time.Microsecond, BlueIncrement: 0.25},
-		"one": {Flows: 1, LimitPackets: 2, MemoryLimitBytes: 3000, BlueIncrement: 1},
+		"one": {Flows: 1, LimitPackets: 2, MemoryLimitBytes: 2 * aqm.FullPacketBytes, BlueIncrement: 1},
 	} {
 		if testing.Short() && name != "default" && name != "small" {
 			continue // -short: the defaults and the aggressive settings
@@ -155,8 +155,8 @@ func conformancePIE(t *testing.T) {
 		"default": {},
 		"linux":   {DisableECN: true, Derandomize: true, HighDelayBoost: true},
 		"small": {Flows: 4, LimitPackets: 8, MemoryLimitBytes: 6000, QuantumBytes: 256, DropBatchPackets: 3,
-			Target: 10 * time.Microsecond, TUpdate: 20 * time.Microsecond, DisableBurstAllowance: true, MeanPacketBytes: 1, Alpha: 16, Beta: 16},
-		"rate": {Flows: 2, LimitPackets: 16, MemoryLimitBytes: 12000, RateEstimator: true, DequeueThresholdBytes: 1000,
+			Target: 10 * time.Microsecond, TUpdate: 20 * time.Microsecond, DisableBurstAllowance: true, MeanPacketBytes: 1, DequeueThresholdBytes: 4, Alpha: 16, Beta: 16},
+		"rate": {Flows: 2, LimitPackets: 16, MemoryLimitBytes: 12000, RateEstimator: true, DequeueThresholdBytes: 2000,
 			Target: 10 * time.Microsecond, TUpdate: 20 * time.Microsecond, MaxBurst: 40 * time.Microsecond, ByteMode: true},
 	} {
 		if testing.Short() && name != "default" && name != "small" {

@@ -200,6 +200,15 @@
 //     With the guard off the queue is RFC 8290's scheduler exactly (the
 //     reference model's tests run it so).
 //   - DPDK has no FQ-CoDel; its rte_sched offers WRR with RED or PIE.
+//   - One flow may fill the whole queue, so CoDel's limits apply to the
+//     shared ones: Validate refuses a LimitPackets of 1 or 2 and a
+//     MemoryLimitBytes below 3×MTUBytes, with which CoDel could never
+//     signal (see package codel). Linux fq_codel checks neither; its quantum
+//     is raised to at least 256 bytes and refused above 2^20 (since 2021),
+//     where we refuse both ends. With the batch overload drop (which removes
+//     up to half the fattest flow's bytes), a memory limit of a few MTUs
+//     still leaves CoDel rarely able to act on full-size packets: size the
+//     limits with CoDelConfigForLink.
 //
 // # FQ-COBALT
 //
@@ -273,6 +282,14 @@
 //   - The differences of the per-flow controllers themselves (exact
 //     control law, full 64-bit BLUE stamps, fixed-point PIE, its time
 //     policy) are those of packages cobalt and pie.
+//   - The per-flow AQM's limit rules apply to the shared limits, which one
+//     flow may fill: FQ-COBALT refuses a LimitPackets of 1 and a
+//     MemoryLimitBytes below two full-size packets, FQ-PIE a LimitPackets
+//     below 4, a MemoryLimitBytes below 4×MeanPacketBytes and, with
+//     RateEstimator, a DequeueThresholdBytes that the buffer (the memory
+//     limit, or the packet limit in mean-size packets) cannot hold with
+//     2×MeanPacketBytes to spare (see packages cobalt and pie). Linux fq_pie
+//     and ns-3 check none of them.
 //
 // # Time
 //

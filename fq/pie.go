@@ -113,7 +113,8 @@ func (c PIEConfig) pie() pie.Config {
 // c: zero fields are valid and mean their defaults.
 func (c PIEConfig) Validate() error {
 	errs := validateSched(c.Flows, c.LimitPackets, c.MemoryLimitBytes, c.QuantumBytes, c.DropBatchPackets)
-	errs = append(errs, refield(c.pie().Validate())...)
+	errs = append(errs, refield(c.pieFlow().Validate())...)
+	errs = append(errs, c.signalRules()...)
 	return errors.Join(errs...)
 }
 

@@ -3,6 +3,7 @@ package pie
 import (
 	"errors"
 	"math"
+	"strconv"
 	"time"
 
 	"github.com/aqmkit/aqmkit/aqm"
@@ -188,7 +189,59 @@ func (c Config) Validate() error {
 	if d.DequeueThresholdBytes < 0 || d.DequeueThresholdBytes > 1<<30 {
 		bad("DequeueThresholdBytes", d.DequeueThresholdBytes, "must be in [1, 1073741824]")
 	}
+	errs = append(errs, c.signalRules("pie", "LimitBytes", c.LimitPackets, c.LimitBytes)...)
 	return errors.Join(errs...)
+}
+
+// minLimitPackets is the smallest non-zero LimitPackets accepted: PIE
+// drops nothing while at most two mean-size packets are queued, so the
+// queue must hold a third behind them and the arrival.
+const minLimitPackets = 4
+
+// signalRules reports the limits with which PIE could never signal, one
+// [*aqm.ConfigError] each with Pkg set to pkg, for a queue that holds at
+// most limitPackets packets and limitBytes bytes (0: no byte limit), the
+// byte limit being called bytesField; c's MeanPacketBytes, RateEstimator
+// and DequeueThresholdBytes are read with their defaults. Package fq's
+// FQ-PIE applies the same rules to its own limits, which one flow may
+// fill. Out-of-range fields are left to Validate.
+func (c Config) signalRules(pkg, bytesField string, limitPackets, limitBytes int) []error {
+	var errs []error
+	bad := func(field string, v any, rule string) {
+		errs = append(errs, &aqm.ConfigError{Pkg: pkg, Field: field, Value: v, Rule: rule})
+	}
+	d := c.withDefaults()
+	mean := d.MeanPacketBytes
+	if mean < 1 || mean > maxMeanPacketBytes || limitPackets < 0 || limitBytes < 0 {
+		return nil // reported on their own
+	}
+	if limitPackets > 0 && limitPackets < minLimitPackets {
+		bad("LimitPackets", limitPackets, "must be 0 or at least 4: PIE drops nothing while at most 2×MeanPacketBytes are queued, which takes three mean-size packets to exceed")
+	}
+	if limitBytes > 0 && limitBytes < 4*mean {
+		bad(bytesField, limitBytes, "must be 0 or at least 4×MeanPacketBytes ("+strconv.Itoa(4*mean)+"): PIE drops nothing while at most 2×MeanPacketBytes are queued, and a full queue of packets of up to twice the mean may hold less")
+	}
+	if !d.RateEstimator || d.DequeueThresholdBytes < 1 || d.DequeueThresholdBytes > 1<<30 {
+		return errs
+	}
+	// The departure rate is measured from a dequeue that leaves at least
+	// DequeueThresholdBytes queued; a buffer that never holds that many
+	// bytes leaves the delay estimate at zero, and PIE silent.
+	lp := limitPackets
+	if lp == 0 {
+		lp = DefaultLimitPackets
+	}
+	buf := lp * mean
+	if limitBytes > 0 {
+		buf = min(buf, limitBytes)
+	}
+	if d.DequeueThresholdBytes <= mean {
+		bad("DequeueThresholdBytes", d.DequeueThresholdBytes, "must be more than MeanPacketBytes ("+strconv.Itoa(mean)+") with RateEstimator: a measurement cycle that one packet completes takes no time, the departure rate looks infinite and PIE never signals")
+	}
+	if need := d.DequeueThresholdBytes + 2*mean; buf < need {
+		bad("DequeueThresholdBytes", d.DequeueThresholdBytes, "must be at most the buffer ("+strconv.Itoa(buf)+" bytes: the byte limit, or the packet limit in mean-size packets) less 2×MeanPacketBytes with RateEstimator: a buffer that never holds DequeueThresholdBytes never measures the departure rate, and PIE never signals")
+	}
+	return errs
 }
 
 // withDefaults returns c with every zero field that has a default set to

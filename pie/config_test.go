@@ -87,7 +87,7 @@ func TestReconfigureKeepsPackets(t *testing.T) {
 	require.Error(t, q.Reconfigure(Config{Target: -1}))
 	require.Equal(t, 10, q.ring.Cap())
 
-	require.NoError(t, q.Reconfigure(Config{LimitPackets: 5, MaxBurst: 50 * time.Millisecond, RateEstimator: true}))
+	require.NoError(t, q.Reconfigure(Config{LimitPackets: 5, MaxBurst: 50 * time.Millisecond, RateEstimator: true, DequeueThresholdBytes: 4000}))
 	require.Equal(t, 8, q.Len())
 	require.Equal(t, probCeil(0.3), q.ctl.p)
 	require.Equal(t, int64(50*time.Millisecond), q.ctl.burst)

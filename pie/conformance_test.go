@@ -35,7 +35,7 @@ func variants() []struct {
 		struct {
 			name string
 			cfg  pie.Config
-		}{"small-limits", pie.Config{LimitPackets: 3, LimitBytes: 4000, MaxBurst: 1, TUpdate: 1000, Target: 1000, HighDelayBoost: true}},
+		}{"small-limits", pie.Config{LimitPackets: 12, LimitBytes: 8000, MeanPacketBytes: 1000, DequeueThresholdBytes: 2000, MaxBurst: 1, TUpdate: 1000, Target: 1000, HighDelayBoost: true}},
 		struct {
 			name string
 			cfg  pie.Config

@@ -131,6 +131,14 @@
 //     have no such case.
 //   - The random stream is seeded from crypto/rand unless Config.Seed is
 //     set; Linux uses the kernel's random numbers, the RFC leaves it open.
+//   - Validate refuses limits with which PIE could never signal: a
+//     LimitPackets below 4 or a LimitBytes below 4×MeanPacketBytes (the
+//     safeguard drops nothing while at most 2×MeanPacketBytes are queued),
+//     and with RateEstimator a DequeueThresholdBytes no larger than
+//     MeanPacketBytes (a cycle one packet completes takes no time, so the
+//     rate looks infinite and the delay zero) or larger than the buffer less
+//     2×MeanPacketBytes (the rate is never measured). Linux sch_pie, ns-3
+//     and DPDK accept them.
 //
 // # Time
 //

@@ -294,6 +294,7 @@ func (c Config) withDefaults(badField map[string]bool) (Config, []error) {
 		errs = append(errs, bad("MaxThreshold", c.MaxThreshold, "must be greater than MinThreshold ("+itoa(c.MinThreshold)+")"))
 	}
 	// Limits.
+	given := c.LimitBytes != 0
 	if c.ByteMode {
 		switch {
 		case badField["LimitBytes"]:
@@ -305,6 +306,15 @@ func (c Config) withDefaults(badField map[string]bool) (Config, []error) {
 		}
 		if c.LimitPackets == 0 {
 			c.LimitPackets = min(MaxDerivedLimitPackets, max(DefaultLimitPackets, (c.LimitBytes+minFrameBytes-1)/minFrameBytes))
+		}
+		// A byte limit below two mean-size packets refuses most packets
+		// before RED sees a queue: only the limit would drop.
+		if need := 2 * c.MeanPacketBytes; c.LimitBytes < need && !badField["LimitBytes"] && !maxBad {
+			if given {
+				errs = append(errs, bad("LimitBytes", c.LimitBytes, "must be at least 2×MeanPacketBytes ("+itoa(need)+") in ByteMode: a smaller byte limit refuses most packets before RED sees a queue"))
+			} else {
+				errs = append(errs, bad("MaxThreshold", c.MaxThreshold, "must be at least MeanPacketBytes ("+itoa(c.MeanPacketBytes)+") in ByteMode when LimitBytes is zero: the default byte limit, 2·MaxThreshold, would refuse most packets before RED sees a queue"))
+			}
 		}
 	} else if !badField["LimitPackets"] {
 		switch {

@@ -26,7 +26,7 @@ var variants = []struct {
 	{"ared/bytes", Config{Gentle: true, Adaptive: true, ByteMode: true, LimitPackets: 64}},
 	{"red/small", Config{MinThreshold: 1, MaxThreshold: 2, LimitPackets: 2, Weight: 1, MaxP: 1}},
 	{"gentle/small-bytes", Config{Gentle: true, ByteMode: true, MinThreshold: 100, MaxThreshold: 1500,
-		LimitPackets: 3, LimitBytes: 1500, Weight: 0.5}},
+		LimitPackets: 3, LimitBytes: 1500, MeanPacketBytes: 500, Weight: 0.5}},
 	{"ared/small", Config{Gentle: true, Adaptive: true, MinThreshold: 1, MaxThreshold: 3, LimitPackets: 3,
 		Weight: 0.5, DisableECN: true}},
 	{"red/wait", Config{Wait: true, MinThreshold: 5, MaxThreshold: 15, LimitPackets: 50}},

@@ -218,6 +218,15 @@
 //     power-of-two weight, and Linux's Q0.32 max_P cannot represent 1.
 //   - Reconfigure keeps the average, count and adapted max_p; Linux's
 //     red_change resets the average and reloads max_p.
+//   - In ByteMode, Validate refuses a byte limit below two mean-size
+//     packets, given or derived as 2·MaxThreshold: it refuses most packets
+//     before RED sees a queue. A limit in the other unit than the thresholds
+//     (LimitBytes in packet mode, LimitPackets in ByteMode) is a memory
+//     bound that RED cannot relate to its thresholds without knowing the
+//     packet sizes, so it is not checked against them; one that holds fewer
+//     than MaxThreshold mean-size packets keeps RED near or below its
+//     thresholds, where it signals rarely or never. Linux tc and ns-3 check
+//     neither.
 //
 // # Time
 //

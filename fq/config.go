@@ -1,0 +1,93 @@
+package fq
+
+import (
+	"strconv"
+
+	"github.com/aqmkit/aqmkit/aqm"
+	"github.com/aqmkit/aqmkit/codel"
+	"github.com/aqmkit/aqmkit/pie"
+)
+
+// The limits with which a flow's AQM could never signal. One flow may hold
+// the whole buffer, so the per-flow AQM's own rules apply to the queue's
+// shared limits: the same rules as codel.Config's, cobalt.Config's and
+// pie.Config's LimitPackets and LimitBytes, here for LimitPackets and
+// MemoryLimitBytes. Fields out of range on their own are left to
+// validateSched and the controller's Validate.
+
+// signalRules: CoDel signals only while more than MTUBytes stay queued
+// behind the packet leaving (the flow's bytes, or all bytes with
+// GlobalBacklogGuard).
+func (c CoDelConfig) signalRules() []error {
+	var errs []error
+	bad := func(field string, v any, rule string) {
+		errs = append(errs, &aqm.ConfigError{Pkg: "fq", Field: field, Value: v, Rule: rule})
+	}
+	if c.LimitPackets > 0 && c.LimitPackets < 3 {
+		bad("LimitPackets", c.LimitPackets, "must be 0 or at least 3: CoDel signals only while more than MTUBytes stay queued behind the packet leaving, which takes two more packets of up to MTUBytes")
+	}
+	mtu := c.MTUBytes
+	if mtu == 0 {
+		mtu = codel.DefaultMTUBytes
+	}
+	if c.MemoryLimitBytes > 0 && c.MemoryLimitBytes <= maxCoDelMemoryLimit && mtu > 0 && mtu <= codel.MaxMTUBytes && c.MemoryLimitBytes < 3*mtu {
+		bad("MemoryLimitBytes", c.MemoryLimitBytes, "must be 0 or at least 3×MTUBytes ("+strconv.Itoa(3*mtu)+"): CoDel signals only while more than MTUBytes stay queued behind the packet leaving, and a full queue of packets of up to MTUBytes may hold less")
+	}
+	return errs
+}
+
+// signalRules: COBALT signals on a packet that leaves while another of its
+// flow waits; BLUE's step must not round to zero (cobalt.Config checks
+// that one).
+func (c CobaltConfig) signalRules() []error {
+	var errs []error
+	bad := func(field string, v any, rule string) {
+		errs = append(errs, &aqm.ConfigError{Pkg: "fq", Field: field, Value: v, Rule: rule})
+	}
+	if c.LimitPackets > 0 && c.LimitPackets < 2 {
+		bad("LimitPackets", c.LimitPackets, "must be 0 or at least 2: with one packet queued, COBALT has nothing to signal on before the limit refuses the next")
+	}
+	if need := 2 * aqm.FullPacketBytes; c.MemoryLimitBytes > 0 && c.MemoryLimitBytes < need {
+		bad("MemoryLimitBytes", c.MemoryLimitBytes, "must be 0 or at least 2 full-size packets ("+strconv.Itoa(need)+" bytes): with less, full-size packets are refused at the limit before COBALT can signal")
+	}
+	return errs
+}
+
+// signalRules: PIE drops nothing while at most 2×MeanPacketBytes are
+// queued in the flow, and with RateEstimator measures the departure rate
+// only once DequeueThresholdBytes are queued.
+func (c PIEConfig) signalRules() []error {
+	var errs []error
+	bad := func(field string, v any, rule string) {
+		errs = append(errs, &aqm.ConfigError{Pkg: "fq", Field: field, Value: v, Rule: rule})
+	}
+	d := c.withDefaults()
+	mean := d.MeanPacketBytes
+	if mean < 1 || mean > 1<<16-1 || d.LimitPackets < 0 || d.MemoryLimitBytes < 0 {
+		return nil // reported on their own
+	}
+	if c.LimitPackets > 0 && c.LimitPackets < 4 {
+		bad("LimitPackets", c.LimitPackets, "must be 0 or at least 4: PIE drops nothing while at most 2×MeanPacketBytes are queued, which takes three mean-size packets to exceed")
+	}
+	if c.MemoryLimitBytes > 0 && c.MemoryLimitBytes < 4*mean {
+		bad("MemoryLimitBytes", c.MemoryLimitBytes, "must be 0 or at least 4×MeanPacketBytes ("+strconv.Itoa(4*mean)+"): PIE drops nothing while at most 2×MeanPacketBytes are queued, and a full queue of packets of up to twice the mean may hold less")
+	}
+	if !d.RateEstimator || d.DequeueThresholdBytes < 1 || d.DequeueThresholdBytes > 1<<30 {
+		return errs
+	}
+	buf := min(d.LimitPackets*mean, d.MemoryLimitBytes)
+	if buf < d.DequeueThresholdBytes+2*mean {
+		bad("DequeueThresholdBytes", d.DequeueThresholdBytes, "must be at most the buffer ("+strconv.Itoa(buf)+" bytes: MemoryLimitBytes, or LimitPackets in mean-size packets) less 2×MeanPacketBytes with RateEstimator: a flow that never holds DequeueThresholdBytes never measures its departure rate, and its PIE never signals")
+	}
+	return errs
+}
+
+// pieFlow is the per-flow PIE configuration for package pie's Validate:
+// the per-flow fields, with a packet limit that no rule of pie's refuses,
+// since the limits are the queue's, judged by signalRules (package pie's
+// DequeueThresholdBytes > MeanPacketBytes rule is reported from there).
+func (c PIEConfig) pieFlow() pie.Config {
+	p := c.pie()
+	p.LimitPackets = maxCoDelLimit
+	return p
+}
