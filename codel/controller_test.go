@@ -15,7 +15,7 @@ const t0 = aqm.Time(time.Second)
 
 func ms(f float64) aqm.Time { return t0 + aqm.Time(math.Round(f*1e6)) }
 
-// step is one Examine call at a fixed instant.
+// step is one Decide call at a fixed instant.
 type step struct {
 	at       aqm.Time
 	sojourn  time.Duration
@@ -32,7 +32,7 @@ func runSteps(t *testing.T, cfg Config, steps []step) *Controller {
 	p := cfg.ControllerParams()
 	var c Controller
 	for i, s := range steps {
-		got := c.Examine(&p, s.at, s.sojourn, s.backlog, s.ecn)
+		got := c.Decide(&p, s.at, s.sojourn, s.backlog, s.ecn)
 		require.Equalf(t, s.want, got, "step %d at %v", i, time.Duration(s.at-t0))
 		st := c.State()
 		if s.count != 0 {
@@ -210,9 +210,9 @@ func TestControllerTimeExtremes(t *testing.T) {
 	p := Config{DisableECN: true}.ControllerParams()
 	var c Controller
 	end := aqm.Time(1<<63 - 1)
-	require.Equal(t, Deliver, c.Examine(&p, end-10, time.Hour, 1<<20, 0))
+	require.Equal(t, Deliver, c.Decide(&p, end-10, time.Hour, 1<<20, 0))
 	require.Equal(t, end, c.State().FirstAbove)
-	require.Equal(t, Drop, c.Examine(&p, end, time.Hour, 1<<20, 0))
+	require.Equal(t, Drop, c.Decide(&p, end, time.Hour, 1<<20, 0))
 	require.Equal(t, end, c.State().DropNext)
 	require.Equal(t, int64(1<<63-1), subSat(end, -5))
 	require.Equal(t, int64(-1<<63), subSat(-5, end))
@@ -221,7 +221,7 @@ func TestControllerTimeExtremes(t *testing.T) {
 
 // TestDeliverIfBelowTarget protects the exported fast path that FQ-CoDel
 // inlines: on random controller histories (drops, marks, CE threshold on
-// and off), whenever it reports true, Examine on a copy of the same
+// and off), whenever it reports true, Decide on a copy of the same
 // controller returns Deliver and leaves the same state, and whenever it
 // reports false it has changed nothing.
 func TestDeliverIfBelowTarget(t *testing.T) {
@@ -236,11 +236,11 @@ func TestDeliverIfBelowTarget(t *testing.T) {
 			sj := time.Duration(r.Int64N(int64(12*time.Millisecond))) - time.Millisecond // some negative
 			ecn := aqm.ECN(r.IntN(4))
 			backlog := r.IntN(20000)
-			before, viaExamine := c, c
+			before, viaDecide := c, c
 			if c.DeliverIfBelowTarget(&p, sj) {
 				hits++
-				if a := viaExamine.Examine(&p, now, sj, backlog, ecn); a != Deliver || viaExamine != c {
-					t.Fatalf("fast path delivered; Examine says %v, state %+v vs %+v", a, viaExamine, c)
+				if a := viaDecide.Decide(&p, now, sj, backlog, ecn); a != Deliver || viaDecide != c {
+					t.Fatalf("fast path delivered; Decide says %v, state %+v vs %+v", a, viaDecide, c)
 				}
 				continue
 			}
@@ -248,7 +248,7 @@ func TestDeliverIfBelowTarget(t *testing.T) {
 			if c != before {
 				t.Fatalf("fast path declined but changed the state: %+v -> %+v", before, c)
 			}
-			c.Examine(&p, now, sj, backlog, ecn)
+			c.Decide(&p, now, sj, backlog, ecn)
 		}
 	}
 	if hits == 0 || misses == 0 {

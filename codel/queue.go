@@ -114,7 +114,7 @@ func (q *Queue[T]) dequeueFrom(p aqm.Packet[T], now aqm.Time) (aqm.Packet[T], bo
 			q.c.Resync(&q.p, now)
 			q.capHits++
 		} else if sojourn := p.Enqueued.Since(now); !q.c.DeliverIfBelowTarget(&q.p, sojourn) {
-			act = q.c.Examine(&q.p, now, sojourn, q.backlog, p.ECN)
+			act = q.c.Decide(&q.p, now, sojourn, q.backlog, p.ECN)
 		}
 		switch act {
 		case Drop:
@@ -248,7 +248,7 @@ func (q *Queue[T]) DequeueBatch(buf []aqm.Packet[T], now aqm.Time) int {
 
 // runBelowTarget delivers packets into buf[i:] while their sojourn time is
 // below target, for a controller that is not dropping (and no CE
-// threshold), and returns the index after the last one. Examine would
+// threshold), and returns the index after the last one. Decide would
 // deliver each, record its sojourn time and forget the above-target
 // deadline; the run records the last sojourn time once.
 func (q *Queue[T]) runBelowTarget(buf []aqm.Packet[T], i int, now aqm.Time) int {
@@ -290,7 +290,7 @@ func (q *Queue[T]) runBelowTarget(buf []aqm.Packet[T], i int, now aqm.Time) int 
 // the above-target deadline passed, now before a sane drop_next, no CE
 // threshold) while each packet is at or above target with more than an MTU
 // left behind it, and returns the index after the last one. For each,
-// Examine would find it still OK to drop, not yet at drop_next, and
+// Decide would find it still OK to drop, not yet at drop_next, and
 // deliver it unchanged, recording its sojourn time; the run records the
 // last sojourn time once.
 func (q *Queue[T]) runNotDue(buf []aqm.Packet[T], i int, now aqm.Time) int {

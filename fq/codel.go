@@ -429,7 +429,7 @@ func (q *CoDel[T]) Dequeue(now aqm.Time) (p aqm.Packet[T], ok bool) {
 			act := codel.Deliver
 			if sj := p.Enqueued.Since(now); drops < codel.MaxDropsPerDequeue {
 				if !f.cv.DeliverIfBelowTarget(&q.cp, sj) {
-					act = f.cv.Examine(&q.cp, now, sj, guard, p.ECN)
+					act = f.cv.Decide(&q.cp, now, sj, guard, p.ECN)
 				}
 			} else {
 				f.cv.Resync(&q.cp, now)
