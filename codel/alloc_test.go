@@ -37,7 +37,7 @@ func TestAllocs(t *testing.T) {
 		})
 	}
 	t.Run("Controller.Decide", func(t *testing.T) {
-		p := Config{}.ControllerParams()
+		p := Config{}.Params()
 		var c Controller
 		now := t0
 		require.Zero(t, testing.AllocsPerRun(1000, func() {

@@ -182,7 +182,7 @@ func ConfigForLink(rate aqm.Rate, rtt time.Duration) Config {
 }
 
 // Params are the derived constants a [Controller] runs on, shared by every
-// Controller of a queue. Build them with [Config.ControllerParams].
+// Controller of a queue. Build them with [Config.Params].
 type Params struct {
 	target      int64 // ns
 	interval    int64 // ns
@@ -194,13 +194,13 @@ type Params struct {
 	linuxCount  bool
 }
 
-// ControllerParams applies the defaults and returns the [Params] for the
+// Params applies the defaults and returns the [Params] for the
 // controller fields of c (Target, Interval, MTUBytes, DisableECN,
 // CEThreshold, CEThresholdECT1Only, StrictDeadline, LinuxCount); the limits
 // are ignored. It is meant for queues that embed a [Controller], such as
 // package fq's FQ-CoDel. Call [Config.Validate] or [Config.ValidateAs]
 // first: out-of-range values are clamped here, not reported.
-func (c Config) ControllerParams() Params {
+func (c Config) Params() Params {
 	c = c.withDefaults()
 	iv := min(max(c.Interval, 2), MaxInterval)
 	tg := min(max(c.Target, 1), iv-1)

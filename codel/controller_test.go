@@ -29,7 +29,7 @@ type step struct {
 func runSteps(t *testing.T, cfg Config, steps []step) *Controller {
 	t.Helper()
 	require.NoError(t, cfg.Validate())
-	p := cfg.ControllerParams()
+	p := cfg.Params()
 	var c Controller
 	for i, s := range steps {
 		got := c.Decide(&p, s.at, s.sojourn, s.backlog, s.ecn)
@@ -196,7 +196,7 @@ func TestControllerCEThreshold(t *testing.T) {
 // TestControllerTinyInterval protects against a zero control-law step: with
 // a 2 ns interval the step is clamped to 1 ns, so the schedule advances.
 func TestControllerTinyInterval(t *testing.T) {
-	p := Config{Target: 1, Interval: 2, DisableECN: true}.ControllerParams()
+	p := Config{Target: 1, Interval: 2, DisableECN: true}.Params()
 	var c Controller
 	c.setCount(1_000_000)
 	require.Equal(t, int64(1), lawStep(p.interval, c.count, c.invSqrt))
@@ -207,7 +207,7 @@ func TestControllerTinyInterval(t *testing.T) {
 // deadline or schedule near the end of the int64 range does not wrap to the
 // past, and backward time does not move state back.
 func TestControllerTimeExtremes(t *testing.T) {
-	p := Config{DisableECN: true}.ControllerParams()
+	p := Config{DisableECN: true}.Params()
 	var c Controller
 	end := aqm.Time(1<<63 - 1)
 	require.Equal(t, Deliver, c.Decide(&p, end-10, time.Hour, 1<<20, 0))
@@ -228,7 +228,7 @@ func TestDeliverIfBelowTarget(t *testing.T) {
 	r := rand.New(rand.NewPCG(3, 4))
 	hits, misses := 0, 0
 	for _, cfg := range []Config{{}, {CEThreshold: 2 * time.Millisecond}, {DisableECN: true}} {
-		p := cfg.ControllerParams()
+		p := cfg.Params()
 		var c Controller
 		now := aqm.Time(time.Second)
 		for range 200000 {

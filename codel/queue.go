@@ -49,7 +49,7 @@ func New[T any](cfg Config, onDrop aqm.DropFunc[T]) (*Queue[T], error) {
 // apply installs cfg, which has its defaults filled in.
 func (q *Queue[T]) apply(cfg Config) {
 	q.cfg = cfg
-	q.p = cfg.ControllerParams()
+	q.p = cfg.Params()
 	q.limitPackets = cfg.LimitPackets
 	q.limitBytes = cfg.LimitBytes
 }

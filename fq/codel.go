@@ -232,7 +232,7 @@ func (q *CoDel[T]) apply(cfg CoDelConfig) {
 	q.cfg = cfg
 	q.setLimits(cfg.LimitPackets, cfg.MemoryLimitBytes, cfg.QuantumBytes, cfg.DropBatchPackets)
 	q.global, q.keep = cfg.GlobalBacklogGuard, cfg.KeepCountOnOverload
-	q.cp = cfg.codel().ControllerParams()
+	q.cp = cfg.codel().Params()
 }
 
 // Config returns the configuration in effect, every default filled in and
