@@ -271,9 +271,11 @@ func (c *Controller) shallow(p *Params, sj int64, ecn aqm.ECN) Action {
 	return Deliver
 }
 
-// Empty tells c that its queue is empty: it leaves the dropping state and
-// forgets the above-target deadline (RFC 8289 dodequeue on an empty queue).
-func (c *Controller) Empty() {
+// Empty tells c that its queue was found empty at now: it leaves the
+// dropping state and forgets the above-target deadline (RFC 8289 dodequeue
+// on an empty queue). CoDel's rule needs neither p nor now; they are taken
+// so that every per-flow controller is told the same way.
+func (c *Controller) Empty(p *Params, now aqm.Time) {
 	c.flags &^= flagDropping | flagAbove | flagPending | flagEntered
 }
 

@@ -98,7 +98,7 @@ func (q *Queue[T]) Enqueue(p aqm.Packet[T], now aqm.Time) aqm.Verdict {
 // marked by CoDel or by the CE threshold (or arrived CE).
 func (q *Queue[T]) Dequeue(now aqm.Time) (p aqm.Packet[T], ok bool) {
 	if p, ok = q.ring.PopFront(); !ok {
-		q.c.Empty()
+		q.c.Empty(&q.p, now)
 		return p, false
 	}
 	return q.dequeueFrom(p, now)
@@ -125,7 +125,7 @@ func (q *Queue[T]) dequeueFrom(p aqm.Packet[T], now aqm.Time) (aqm.Packet[T], bo
 			}
 			var ok bool
 			if p, ok = q.ring.PopFront(); !ok {
-				q.c.Empty()
+				q.c.Empty(&q.p, now)
 				return p, false
 			}
 			continue

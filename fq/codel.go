@@ -456,7 +456,7 @@ func (q *CoDel[T]) Dequeue(now aqm.Time) (p aqm.Packet[T], ok bool) {
 			q.stats.Dequeued.Add(p.Size)
 			return p, true
 		}
-		f.cv.Empty()
+		f.cv.Empty(&q.cp, now)
 		// The flow is empty: a new flow goes to the old list (RFC 8290, so
 		// it cannot come back as new at once), an old flow is deactivated.
 		q.popHead(l)
