@@ -22,6 +22,21 @@ const (
 	MarkCE
 )
 
+// String names the action.
+func (a Action) String() string {
+	switch a {
+	case Deliver:
+		return "deliver"
+	case Drop:
+		return "drop"
+	case Mark:
+		return "mark"
+	case MarkCE:
+		return "mark-ce"
+	}
+	return "action(?)"
+}
+
 // Controller flag bits.
 const (
 	flagDropping  = 1 << iota // in the dropping state

@@ -255,3 +255,12 @@ func TestDeliverIfBelowTarget(t *testing.T) {
 		t.Fatalf("trace did not exercise both paths: %d hits, %d misses", hits, misses)
 	}
 }
+
+// TestActionString protects the names that logs and test failures print:
+// each action has its own, and an unknown value says so.
+func TestActionString(t *testing.T) {
+	want := map[Action]string{Deliver: "deliver", Drop: "drop", Mark: "mark", MarkCE: "mark-ce", MarkCE + 1: "action(?)"}
+	for a, s := range want {
+		require.Equal(t, s, a.String())
+	}
+}
