@@ -1014,7 +1014,7 @@ func ewma(avg, v uint64, shift uint) uint64 { return avg - avg>>shift + v>>shift
 // stillDecaying tells f's COBALT that its queue was found empty at now
 // and reports whether it is not yet at rest.
 func (q *Queue[T]) stillDecaying(b *tin, f *flow, now aqm.Time) bool {
-	f.cv.QueueEmpty(&b.cp, now)
+	f.cv.Empty(&b.cp, now)
 	st := f.cv.State()
 	return f.cv.Active() || st.Count > 0 || now < st.Next
 }
@@ -1063,7 +1063,7 @@ func (q *Queue[T]) prune(now aqm.Time, arrival uint32) bool {
 	fi := uint32(q.heap[0])
 	f := &q.flows[fi]
 	b := &q.tins[fi/queuesPerTin]
-	f.cv.QueueFull(&b.cp, now)
+	f.cv.Overflow(&b.cp, now)
 	p, ni := q.popFlow(fi, b)
 	if q.ingress {
 		q.charge(b, q.adjLen(p.Size), now, true)

@@ -255,9 +255,10 @@ func (c *Controller) blueUp(p *Params, now aqm.Time) {
 	}
 }
 
-// QueueFull records an overflow at now: BLUE's probability rises (at most
-// once per target) and the CoDel half is forced to signal at once.
-func (c *Controller) QueueFull(p *Params, now aqm.Time) {
+// Overflow records that one of the queue's packets hit a limit at now:
+// BLUE's probability rises (at most once per target) and the CoDel half is
+// forced to signal at once.
+func (c *Controller) Overflow(p *Params, now aqm.Time) {
 	c.reanchor(p, now)
 	c.blueUp(p, now)
 	c.dropping = true
@@ -267,10 +268,10 @@ func (c *Controller) QueueFull(p *Params, now aqm.Time) {
 	}
 }
 
-// QueueEmpty records that the queue was found empty at now: BLUE's
+// Empty records that the queue was found empty at now: BLUE's
 // probability falls (at most once per target), the CoDel half stops
 // dropping, and count decays by one if its next time has passed.
-func (c *Controller) QueueEmpty(p *Params, now aqm.Time) {
+func (c *Controller) Empty(p *Params, now aqm.Time) {
 	c.reanchor(p, now)
 	if c.p != 0 && subSat(now, c.blueStamp) > p.target {
 		c.p -= min(c.p, p.pDec)

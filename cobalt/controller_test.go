@@ -38,7 +38,7 @@ func TestBlueDropsMarkedPackets(t *testing.T) {
 	var c Controller
 	var src rng.Source
 	src.Seed(1)
-	c.QueueFull(&prm, at(10))
+	c.Overflow(&prm, at(10))
 	require.Equal(t, DropBlue, c.Signal(&prm, &src, at(20), 10*time.Millisecond, aqm.ECT1))
 	require.True(t, c.Marked())
 	require.Equal(t, DropBlue, c.Signal(&prm, &src, at(21), 11*time.Millisecond, aqm.ECT1))

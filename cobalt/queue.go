@@ -85,7 +85,7 @@ func (q *Queue[T]) Enqueue(p aqm.Packet[T], now aqm.Time) aqm.Verdict {
 	if q.ring.Len() >= q.cfg.LimitPackets ||
 		(q.cfg.LimitBytes > 0 && int64(q.backlog)+int64(p.Size) > int64(q.cfg.LimitBytes)) {
 		q.full++
-		q.c.QueueFull(&q.p, now)
+		q.c.Overflow(&q.p, now)
 		q.stats.CountDrop(aqm.DroppedOverlimit, p.Size, false)
 		return aqm.DroppedOverlimit
 	}
@@ -105,7 +105,7 @@ func (q *Queue[T]) Dequeue(now aqm.Time) (p aqm.Packet[T], ok bool) {
 	drops := 0
 	for {
 		if p, ok = q.ring.PopFront(); !ok {
-			q.c.QueueEmpty(&q.p, now)
+			q.c.Empty(&q.p, now)
 			return p, false
 		}
 		q.backlog -= int(p.Size)

@@ -193,7 +193,7 @@ func (q *Cobalt[T]) Enqueue(p aqm.Packet[T], now aqm.Time) aqm.Verdict {
 			if memory {
 				q.d.DropOvermemory += uint64(dropped)
 			}
-			q.flows[fat].cv.QueueFull(&q.cp, now)
+			q.flows[fat].cv.Overflow(&q.cp, now)
 			if gone {
 				q.stats.CountDrop(aqm.DroppedOverlimit, p.Size, false)
 				return aqm.DroppedOverlimit
@@ -239,7 +239,7 @@ func (q *Cobalt[T]) Dequeue(now aqm.Time) (p aqm.Packet[T], ok bool) {
 				// The flow's last packet is leaving: its queue is empty
 				// now (BLUE decays), whether or not the scheduler looks
 				// at it again before the next arrival.
-				f.cv.QueueEmpty(&q.cp, now)
+				f.cv.Empty(&q.cp, now)
 			}
 			switch act {
 			case cobalt.Mark:
