@@ -953,7 +953,7 @@ begin:
 				if q.ingress && int64(soj) <= 2*int64(b.mtu)*int64(b.bulk) {
 					soj = 0 // the ingress guard: not above target
 				}
-				act := f.cv.Signal(&b.cp, &q.src, now, soj, p.ECN)
+				act := f.cv.Decide(&b.cp, &q.src, now, soj, p.ECN)
 				if act == cobalt.Deliver || act == cobalt.Mark || f.head == nilIdx {
 					if f.cv.Marked() { // a mark, or a marked packet BLUE would drop kept as the last
 						p.ECN = aqm.CE
@@ -1384,7 +1384,7 @@ func (q *Queue[T]) DequeueBatch(buf []aqm.Packet[T], now aqm.Time) int {
 			continue
 		}
 		p, _ := q.popFlow(fi, b)
-		act := f.cv.Signal(&b.cp, &q.src, now, p.Enqueued.Since(now), p.ECN)
+		act := f.cv.Decide(&b.cp, &q.src, now, p.Enqueued.Since(now), p.ECN)
 		if act == cobalt.Deliver || act == cobalt.Mark || f.head == nilIdx {
 			if f.cv.Marked() { // as in dequeue
 				p.ECN = aqm.CE

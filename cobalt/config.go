@@ -40,7 +40,7 @@ const (
 	// codel.MaxDropsPerDequeue does.
 	MaxDropsPerDequeue = 256
 	// maxDecaySteps bounds the count decrements one evaluation makes while
-	// CoDel is not dropping (see Controller.Signal).
+	// CoDel is not dropping (see Controller.Decide).
 	maxDecaySteps = 64
 )
 

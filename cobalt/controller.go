@@ -54,7 +54,7 @@ type Controller struct {
 	count     uint32   // signals in the current episode (decays after it)
 	p         uint32   // BLUE's drop probability, 2^32 = 1
 	dropping  bool
-	marked    bool // the last Signal's CoDel half marked its packet
+	marked    bool // the last Decide's CoDel half marked its packet
 }
 
 // State is a snapshot of a [Controller].
@@ -77,7 +77,7 @@ func (c *Controller) State() State {
 }
 
 // Marked reports whether the CoDel half marked the packet of the last
-// [Controller.Signal] call: true when it returned [Mark], and also when it
+// [Controller.Decide] call: true when it returned [Mark], and also when it
 // returned [DropBlue] for a packet the CoDel half had marked first (Linux
 // CAKE's ecn_marked). A caller that delivers a packet despite DropBlue, as
 // CAKE delivers the last packet of a flow queue, sets CE on it when Marked
@@ -139,7 +139,7 @@ func (c *Controller) reanchor(p *Params, now aqm.Time) {
 	}
 }
 
-// Signal decides the fate of a packet leaving the head of the queue at now
+// Decide decides the fate of a packet leaving the head of the queue at now
 // after sojourn, with ECN codepoint ecn. It runs the CoDel half (with the
 // decay of count that replaces RFC 8289's re-entry rule) and then, unless
 // the CoDel half dropped the packet, BLUE's random drop, drawing from src
@@ -155,7 +155,7 @@ func (c *Controller) reanchor(p *Params, now aqm.Time) {
 // certainly decays count to zero (a gap of at least
 // Interval·min(count, 2·sqrt(count)), which covers every remaining
 // spacing) resets count at once.
-func (c *Controller) Signal(p *Params, src *rng.Source, now aqm.Time, sojourn time.Duration, ecn aqm.ECN) Action {
+func (c *Controller) Decide(p *Params, src *rng.Source, now aqm.Time, sojourn time.Duration, ecn aqm.ECN) Action {
 	c.reanchor(p, now)
 	soj := int64(sojourn)
 	if soj > p.blueCeil {

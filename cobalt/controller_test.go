@@ -39,9 +39,9 @@ func TestBlueDropsMarkedPackets(t *testing.T) {
 	var src rng.Source
 	src.Seed(1)
 	c.Overflow(&prm, at(10))
-	require.Equal(t, DropBlue, c.Signal(&prm, &src, at(20), 10*time.Millisecond, aqm.ECT1))
+	require.Equal(t, DropBlue, c.Decide(&prm, &src, at(20), 10*time.Millisecond, aqm.ECT1))
 	require.True(t, c.Marked())
-	require.Equal(t, DropBlue, c.Signal(&prm, &src, at(21), 11*time.Millisecond, aqm.ECT1))
+	require.Equal(t, DropBlue, c.Decide(&prm, &src, at(21), 11*time.Millisecond, aqm.ECT1))
 	require.False(t, c.Marked(), "not due: the CoDel half did not mark")
 }
 
@@ -83,7 +83,7 @@ func TestDecayAfterIdle(t *testing.T) {
 		now := t0
 		for c.count < tc.count { // above target until count reaches tc.count
 			now += aqm.Time(200 * time.Microsecond)
-			c.Signal(&prm, &src, now, 10*time.Millisecond, aqm.NotECT)
+			c.Decide(&prm, &src, now, 10*time.Millisecond, aqm.NotECT)
 		}
 		require.Equal(t, tc.count, c.count)
 		st := c.State()
@@ -91,7 +91,7 @@ func TestDecayAfterIdle(t *testing.T) {
 		want := slowDecay(prm.interval, st.Count, st.Next, now)
 		prev := st.Count
 		for call := range 200 {
-			c.Signal(&prm, &src, now, time.Millisecond, aqm.NotECT)
+			c.Decide(&prm, &src, now, time.Millisecond, aqm.NotECT)
 			got := c.State().Count
 			require.LessOrEqual(t, got, prev, "call %d", call)
 			if want > 0 {

@@ -111,7 +111,7 @@ func (q *Queue[T]) Dequeue(now aqm.Time) (p aqm.Packet[T], ok bool) {
 		q.backlog -= int(p.Size)
 		act := Deliver
 		if drops < MaxDropsPerDequeue {
-			act = q.c.Signal(&q.p, &q.src, now, p.Enqueued.Since(now), p.ECN)
+			act = q.c.Decide(&q.p, &q.src, now, p.Enqueued.Since(now), p.ECN)
 		} else {
 			q.capHits++
 		}

@@ -100,27 +100,27 @@ func TestControllerSchedule(t *testing.T) {
 	var src = new(rngSource)
 	ms := func(k int) aqm.Time { return t0 + aqm.Time(k)*aqm.Time(time.Millisecond) }
 	// First evaluation ever: count 0, so the activity timeout starts.
-	require.Equal(t, Deliver, c.Signal(&p, &src.s, ms(0), time.Millisecond, aqm.NotECT))
+	require.Equal(t, Deliver, c.Decide(&p, &src.s, ms(0), time.Millisecond, aqm.NotECT))
 	require.Equal(t, ms(100), c.State().Next)
 	// Above target from 10 ms: dropping starts, first signal due 100 ms on.
-	require.Equal(t, Deliver, c.Signal(&p, &src.s, ms(10), 10*time.Millisecond, aqm.NotECT))
+	require.Equal(t, Deliver, c.Decide(&p, &src.s, ms(10), 10*time.Millisecond, aqm.NotECT))
 	require.True(t, c.State().Dropping)
 	require.Equal(t, ms(110), c.State().Next)
-	require.Equal(t, Deliver, c.Signal(&p, &src.s, ms(109), 10*time.Millisecond, aqm.NotECT))
-	require.Equal(t, DropCoDel, c.Signal(&p, &src.s, ms(110), 10*time.Millisecond, aqm.NotECT))
+	require.Equal(t, Deliver, c.Decide(&p, &src.s, ms(109), 10*time.Millisecond, aqm.NotECT))
+	require.Equal(t, DropCoDel, c.Decide(&p, &src.s, ms(110), 10*time.Millisecond, aqm.NotECT))
 	require.Equal(t, uint32(2), c.State().Count)
 	// Next at 110 + 100/sqrt(2) = 180.710678 ms; an ECT packet is marked.
 	require.Equal(t, ms(110)+70710678, c.State().Next)
-	require.Equal(t, Deliver, c.Signal(&p, &src.s, ms(180), 10*time.Millisecond, aqm.ECT0))
-	require.Equal(t, Mark, c.Signal(&p, &src.s, ms(181), 10*time.Millisecond, aqm.ECT0))
+	require.Equal(t, Deliver, c.Decide(&p, &src.s, ms(180), 10*time.Millisecond, aqm.ECT0))
+	require.Equal(t, Mark, c.Decide(&p, &src.s, ms(181), 10*time.Millisecond, aqm.ECT0))
 	require.Equal(t, uint32(3), c.State().Count)
 	// Below target: dropping stops; count decays one per spacing.
-	require.Equal(t, Deliver, c.Signal(&p, &src.s, ms(182), time.Millisecond, aqm.NotECT))
+	require.Equal(t, Deliver, c.Decide(&p, &src.s, ms(182), time.Millisecond, aqm.NotECT))
 	require.False(t, c.State().Dropping)
-	require.Equal(t, Deliver, c.Signal(&p, &src.s, ms(300), time.Millisecond, aqm.NotECT))
+	require.Equal(t, Deliver, c.Decide(&p, &src.s, ms(300), time.Millisecond, aqm.NotECT))
 	require.Less(t, c.State().Count, uint32(3))
 	// A long quiet gap resets count at once.
-	require.Equal(t, Deliver, c.Signal(&p, &src.s, ms(100000), time.Millisecond, aqm.NotECT))
+	require.Equal(t, Deliver, c.Decide(&p, &src.s, ms(100000), time.Millisecond, aqm.NotECT))
 	require.Zero(t, c.State().Count)
 }
 

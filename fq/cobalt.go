@@ -231,7 +231,7 @@ func (q *Cobalt[T]) Dequeue(now aqm.Time) (p aqm.Packet[T], ok bool) {
 			}
 			act := cobalt.Deliver
 			if drops < cobalt.MaxDropsPerDequeue {
-				act = f.cv.Signal(&q.cp, &q.src, now, p.Enqueued.Since(now), p.ECN)
+				act = f.cv.Decide(&q.cp, &q.src, now, p.Enqueued.Since(now), p.ECN)
 			} else {
 				q.d.DropCapHits++
 			}
