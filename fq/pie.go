@@ -150,7 +150,7 @@ func pieFlowSeed(seed uint64, i int) uint64 { return seed + uint64(i+1)*0x9e3779
 // [aqm.BatchQueue]. It is not safe for concurrent use.
 type PIE[T any] struct {
 	sched[T, pie.Flow]
-	fp  pie.FlowParams
+	fp  pie.Params
 	cfg PIEConfig
 	d   PIEDetail
 }
@@ -189,7 +189,7 @@ func (q *PIE[T]) build(cfg PIEConfig, capacity int) {
 func (q *PIE[T]) apply(cfg PIEConfig) {
 	q.cfg = cfg
 	q.setLimits(cfg.LimitPackets, cfg.MemoryLimitBytes, cfg.QuantumBytes, cfg.DropBatchPackets)
-	q.fp = cfg.pie().FlowParams()
+	q.fp = cfg.pie().Params()
 }
 
 // Config returns the configuration in effect, every default filled in and

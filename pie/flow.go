@@ -6,14 +6,14 @@ import (
 	"github.com/aqmkit/aqmkit/aqm"
 )
 
-// FlowParams are the constants a [Flow] runs on, derived from a [Config]
+// Params are the constants a [Flow] runs on, derived from a [Config]
 // and shared by every Flow of a queue. The limits, Seed and the other
 // fields that concern a whole queue are ignored.
-type FlowParams struct{ pp params }
+type Params struct{ pp params }
 
-// FlowParams returns the [FlowParams] for c with defaults applied. Call
+// Params returns the [Params] for c with defaults applied. Call
 // [Config.Validate] first: the values are used as they are.
-func (c Config) FlowParams() FlowParams { return FlowParams{pp: c.withDefaults().derive()} }
+func (c Config) Params() Params { return Params{pp: c.withDefaults().derive()} }
 
 // Flow is the PIE state of one queue, as a plain value a flow-queueing
 // scheduler embeds per flow (Linux fq_pie and ns-3's FqPie keep one PIE per
@@ -25,7 +25,7 @@ func (c Config) FlowParams() FlowParams { return FlowParams{pp: c.withDefaults()
 type Flow struct{ c controller }
 
 // Init resets f to a fresh controller whose random draws start from seed.
-func (f *Flow) Init(p *FlowParams, seed uint64) { f.c.init(&p.pp, seed) }
+func (f *Flow) Init(p *Params, seed uint64) { f.c.init(&p.pp, seed) }
 
 // Update runs the periodic probability updates due at now for a queue
 // whose contents have not changed since f's last call: empty, or with its
@@ -34,7 +34,7 @@ func (f *Flow) Init(p *FlowParams, seed uint64) { f.c.init(&p.pp, seed) }
 // future by a reading far ahead of now restarts from now. Call it before
 // [Flow.Decide] and [Flow.Dequeued]. The common case, no update due, is a
 // single compare.
-func (f *Flow) Update(p *FlowParams, now aqm.Time, empty bool, head aqm.Time, backlog int) {
+func (f *Flow) Update(p *Params, now aqm.Time, empty bool, head aqm.Time, backlog int) {
 	if f.Due(p, now) {
 		f.c.catchUp(&p.pp, now, empty, head, backlog)
 	}
@@ -44,7 +44,7 @@ func (f *Flow) Update(p *FlowParams, now aqm.Time, empty bool, head aqm.Time, ba
 // the schedule lies further ahead than one TUpdate (a reading far in the
 // future left it there). A caller can test it before gathering Update's
 // arguments.
-func (f *Flow) Due(p *FlowParams, now aqm.Time) bool {
+func (f *Flow) Due(p *Params, now aqm.Time) bool {
 	return uint64(f.c.next-now-1) >= uint64(p.pp.tupdate)
 }
 
@@ -52,7 +52,7 @@ func (f *Flow) Due(p *FlowParams, now aqm.Time) bool {
 // [Queue.Reconfigure] does: the burst allowance is cut to the new
 // MaxBurst, and the departure-rate estimate restarts if the estimator or
 // its threshold changed.
-func (f *Flow) Reconfigured(old, new *FlowParams) {
+func (f *Flow) Reconfigured(old, new *Params) {
 	if new.pp.rate != old.pp.rate || new.pp.dqThresh != old.pp.dqThresh {
 		f.c.measuring, f.c.dqCount, f.c.avgDq, f.c.dqEnd = false, 0, 0, minTime
 	}
@@ -65,7 +65,7 @@ func (f *Flow) Reconfigured(old, new *FlowParams) {
 // [aqm.DroppedEarly] or, for an ECN-capable packet dropped because the
 // probability is at or above ECNThreshold, [aqm.DroppedOverload]. No
 // signal is given while the burst allowance lasts.
-func (f *Flow) Decide(p *FlowParams, size uint32, ecn aqm.ECN, backlog int) aqm.Verdict {
+func (f *Flow) Decide(p *Params, size uint32, ecn aqm.ECN, backlog int) aqm.Verdict {
 	c, pp := &f.c, &p.pp
 	if c.burst != 0 || !c.dropEarly(pp, size, backlog) {
 		return aqm.Enqueued
@@ -88,7 +88,7 @@ func (f *Flow) Overflowed() { f.c.accu = 0 }
 // Dequeued feeds the departure-rate estimator (used only with
 // RateEstimator) with a packet of size bytes leaving at now a backlog of
 // backlog bytes, this packet included.
-func (f *Flow) Dequeued(p *FlowParams, now aqm.Time, size uint32, backlog int) {
+func (f *Flow) Dequeued(p *Params, now aqm.Time, size uint32, backlog int) {
 	if p.pp.rate {
 		f.c.onDequeue(&p.pp, now, size, backlog)
 	}

@@ -23,7 +23,7 @@ func TestFlowMatchesQueue(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		fp := cfg.FlowParams()
+		fp := cfg.Params()
 		var f Flow
 		f.Init(&fp, cfg.Seed)
 		var fifo []aqm.Packet[uint64]
