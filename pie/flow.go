@@ -94,8 +94,8 @@ func (f *Flow) Dequeued(p *Params, now aqm.Time, size uint32, backlog int) {
 	}
 }
 
-// FlowState is a snapshot of a [Flow].
-type FlowState struct {
+// State is a snapshot of a [Flow].
+type State struct {
 	// Prob is the drop probability in [0, 1].
 	Prob float64
 	// QueueDelay is the delay estimate of the last update.
@@ -110,9 +110,9 @@ type FlowState struct {
 }
 
 // State returns a snapshot of f.
-func (f *Flow) State() FlowState {
+func (f *Flow) State() State {
 	c := &f.c
-	s := FlowState{
+	s := State{
 		Prob:           float64(c.p) / float64(probOne),
 		QueueDelay:     time.Duration(c.old),
 		BurstAllowance: time.Duration(c.burst),
