@@ -6,7 +6,7 @@
 // CoDel, Cobalt and PIE share one scheduler: the keyed flow table, DRR++
 // and the overload dropper below are the same code for all three; only the
 // per-flow AQM differs (a codel.Controller, a cobalt.Controller or a
-// pie.Flow), and each runs inline in its queue's Enqueue or Dequeue.
+// pie.Controller), and each runs inline in its queue's Enqueue or Dequeue.
 //
 // # Algorithm
 //

@@ -149,7 +149,7 @@ func pieFlowSeed(seed uint64, i int) uint64 { return seed + uint64(i+1)*0x9e3779
 // and ns-3's FqPieQueueDisc. It implements [aqm.Queue] and
 // [aqm.BatchQueue]. It is not safe for concurrent use.
 type PIE[T any] struct {
-	sched[T, pie.Flow]
+	sched[T, pie.Controller]
 	fp  pie.Params
 	cfg PIEConfig
 	d   PIEDetail
@@ -198,7 +198,7 @@ func (q *PIE[T]) Config() PIEConfig { return q.cfg }
 
 // update runs the PIE updates of flow f due at now (the caller checked
 // that there is work).
-func (q *PIE[T]) update(f *flowOf[pie.Flow], now aqm.Time) {
+func (q *PIE[T]) update(f *flowOf[pie.Controller], now aqm.Time) {
 	var head aqm.Time
 	if f.head != cqNone {
 		head = q.nodes[f.head].enqueued

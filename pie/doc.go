@@ -166,8 +166,8 @@
 //
 // # Per-flow use
 //
-// [Flow] is PIE's per-queue state as a value, driven by a scheduler that
-// owns the packets (package fq's FQ-PIE embeds one per flow); a FIFO driven
+// [Controller] is PIE's per-queue state as a value, driven by a scheduler
+// that owns the packets (package fq's FQ-PIE embeds one per flow); a FIFO driven
 // through it decides exactly as [Queue] does.
 //
 // # Concurrency

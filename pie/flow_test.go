@@ -8,12 +8,12 @@ import (
 	"github.com/aqmkit/aqmkit/aqm"
 )
 
-// TestFlowMatchesQueue protects Flow's promise to run exactly the
-// algorithm of Queue: a FIFO driven through Flow.Update, Decide and
+// TestControllerMatchesQueue protects Controller's promise to run exactly the
+// algorithm of Queue: a FIFO driven through Controller.Update, Decide and
 // Dequeued (the way a flow-queueing scheduler embeds it) gives the same
 // verdicts, probability and burst allowance as a Queue with the same seed,
 // with and without the rate estimator, derandomization and byte mode.
-func TestFlowMatchesQueue(t *testing.T) {
+func TestControllerMatchesQueue(t *testing.T) {
 	for tr := range 12 {
 		g := rand.New(rand.NewPCG(uint64(tr), 16))
 		cfg := Config{Target: 5 * time.Millisecond, TUpdate: 4 * time.Millisecond, MaxBurst: time.Duration(g.IntN(30)) * time.Millisecond,
@@ -24,7 +24,7 @@ func TestFlowMatchesQueue(t *testing.T) {
 			t.Fatal(err)
 		}
 		fp := cfg.Params()
-		var f Flow
+		var f Controller
 		f.Init(&fp, cfg.Seed)
 		var fifo []aqm.Packet[uint64]
 		backlog := 0
@@ -48,7 +48,7 @@ func TestFlowMatchesQueue(t *testing.T) {
 				update(now)
 				got := f.Decide(&fp, p.Size, p.ECN, backlog)
 				if got != want {
-					t.Fatalf("trace %d step %d: Flow %v, Queue %v", tr, step, got, want)
+					t.Fatalf("trace %d step %d: Controller %v, Queue %v", tr, step, got, want)
 				}
 				if got.Accepted() {
 					p.Enqueued = now
@@ -72,7 +72,7 @@ func TestFlowMatchesQueue(t *testing.T) {
 			}
 			d, s := q.Detail(), f.State()
 			if d.Prob != s.Prob || d.BurstAllowance != s.BurstAllowance || d.Updates != s.Updates {
-				t.Fatalf("trace %d step %d: Flow %+v, Queue %+v", tr, step, s, d)
+				t.Fatalf("trace %d step %d: Controller %+v, Queue %+v", tr, step, s, d)
 			}
 		}
 		if signals == 0 {
