@@ -246,7 +246,7 @@ func (q *PIE[T]) Enqueue(p aqm.Packet[T], now aqm.Time) aqm.Verdict {
 			if memory {
 				q.d.DropOvermemory += uint64(dropped)
 			}
-			q.flows[fat].cv.Overflowed()
+			q.flows[fat].cv.Overflow(&q.fp, now)
 			if gone {
 				q.stats.CountDrop(aqm.DroppedOverlimit, p.Size, false)
 				return aqm.DroppedOverlimit

@@ -81,9 +81,11 @@ func (f *Controller) Decide(p *Params, size uint32, ecn aqm.ECN, backlog int) aq
 	return aqm.DroppedEarly
 }
 
-// Overflowed records that a packet of f's queue was lost to a limit:
-// the derandomization restarts, as on a refusal by [Queue].
-func (f *Controller) Overflowed() { f.c.accu = 0 }
+// Overflow records that one of f's packets hit a limit at now: the
+// derandomization restarts, as on a refusal by [Queue]. PIE's rule needs
+// neither p nor now; they are taken so that every per-flow controller is
+// told the same way.
+func (f *Controller) Overflow(p *Params, now aqm.Time) { f.c.accu = 0 }
 
 // Dequeued feeds the departure-rate estimator (used only with
 // RateEstimator) with a packet of size bytes leaving at now a backlog of
