@@ -226,7 +226,7 @@ func (q *PIE[T]) Enqueue(p aqm.Packet[T], now aqm.Time) aqm.Verdict {
 	if f.cv.Due(&q.fp, now) {
 		q.update(f, now)
 	}
-	v := f.cv.Decide(&q.fp, p.Size, p.ECN, int(f.bytes))
+	v := f.cv.Decide(&q.fp, now, p.Size, p.ECN, int(f.bytes))
 	switch v {
 	case aqm.Marked:
 		p.ECN = aqm.CE

@@ -59,13 +59,15 @@ func (f *Controller) Reconfigured(old, new *Params) {
 	f.c.burst = min(f.c.burst, new.pp.maxBurst)
 }
 
-// Decide is PIE's decision for an arriving packet of size bytes and
-// ECN codepoint ecn, its queue holding backlog bytes before it:
+// Decide is PIE's decision for a packet of size bytes and ECN codepoint
+// ecn arriving at now, its queue holding backlog bytes before it:
 // [aqm.Enqueued] (no signal), [aqm.Marked] (queue it with CE set),
 // [aqm.DroppedEarly] or, for an ECN-capable packet dropped because the
 // probability is at or above ECNThreshold, [aqm.DroppedOverload]. No
-// signal is given while the burst allowance lasts.
-func (f *Controller) Decide(p *Params, size uint32, ecn aqm.ECN, backlog int) aqm.Verdict {
+// signal is given while the burst allowance lasts. The decision rests on
+// the probability of the last [Controller.Update], so now is not read; it
+// is taken so that the three per-flow controllers decide alike.
+func (f *Controller) Decide(p *Params, now aqm.Time, size uint32, ecn aqm.ECN, backlog int) aqm.Verdict {
 	c, pp := &f.c, &p.pp
 	if c.burst != 0 || !c.dropEarly(pp, size, backlog) {
 		return aqm.Enqueued
