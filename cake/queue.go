@@ -154,7 +154,7 @@ type Queue[T any] struct {
 	overTTL int
 
 	key0, key1 uint64
-	src        rng.Source
+	src        rng.Source // the dithered quantum
 	cfg        Config
 	memAuto    bool
 	dscpTin    [64]uint8
@@ -239,6 +239,9 @@ func (q *Queue[T]) build(cfg Config) {
 			b.hosts = make([]host, hostsPerTin)
 		}
 	}
+	for i := range q.flows {
+		q.flows[i].cv.Init(&q.tins[i/queuesPerTin].cp, flowSeed(cfg.Seed, i))
+	}
 	q.dscpTin = l.dscp
 	q.nodes = make([]node[T], cfg.LimitPackets+1) // the arrival is added before pruning
 	for i := range q.nodes {
@@ -290,6 +293,10 @@ func (q *Queue[T]) apply(cfg Config) {
 	}
 	q.updateSpans()
 }
+
+// flowSeed is the seed of flow i's BLUE stream in a queue seeded with
+// seed: distinct per flow, and apart from the queue's own stream and key.
+func flowSeed(seed uint64, i int) uint64 { return seed ^ uint64(i+1)*0xbb67ae8584caa73b }
 
 // updateSpans recomputes how far ahead of now the shaper clocks may be
 // before the time policy pulls them back: one second plus the time of the
@@ -953,7 +960,7 @@ begin:
 				if q.ingress && int64(soj) <= 2*int64(b.mtu)*int64(b.bulk) {
 					soj = 0 // the ingress guard: not above target
 				}
-				act := f.cv.Decide(&b.cp, &q.src, now, soj, p.ECN)
+				act := f.cv.Decide(&b.cp, now, soj, p.ECN)
 				if act == cobalt.Deliver || act == cobalt.Mark || f.head == nilIdx {
 					if f.cv.Marked() { // a mark, or a marked packet BLUE would drop kept as the last
 						p.ECN = aqm.CE
@@ -1384,7 +1391,7 @@ func (q *Queue[T]) DequeueBatch(buf []aqm.Packet[T], now aqm.Time) int {
 			continue
 		}
 		p, _ := q.popFlow(fi, b)
-		act := f.cv.Decide(&b.cp, &q.src, now, p.Enqueued.Since(now), p.ECN)
+		act := f.cv.Decide(&b.cp, now, p.Enqueued.Since(now), p.ECN)
 		if act == cobalt.Deliver || act == cobalt.Mark || f.head == nilIdx {
 			if f.cv.Marked() { // as in dequeue
 				p.ECN = aqm.CE

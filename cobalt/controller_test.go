@@ -7,7 +7,6 @@ import (
 	"unsafe"
 
 	"github.com/aqmkit/aqmkit/aqm"
-	"github.com/aqmkit/aqmkit/internal/rng"
 	"github.com/stretchr/testify/require"
 )
 
@@ -36,12 +35,11 @@ func TestBlueDropsMarkedPackets(t *testing.T) {
 	// The controller says the CoDel half marked the packet BLUE dropped.
 	prm := Config{BlueIncrement: 1}.Params()
 	var c Controller
-	var src rng.Source
-	src.Seed(1)
+	c.Init(&prm, 1)
 	c.Overflow(&prm, at(10))
-	require.Equal(t, DropBlue, c.Decide(&prm, &src, at(20), 10*time.Millisecond, aqm.ECT1))
+	require.Equal(t, DropBlue, c.Decide(&prm, at(20), 10*time.Millisecond, aqm.ECT1))
 	require.True(t, c.Marked())
-	require.Equal(t, DropBlue, c.Decide(&prm, &src, at(21), 11*time.Millisecond, aqm.ECT1))
+	require.Equal(t, DropBlue, c.Decide(&prm, at(21), 11*time.Millisecond, aqm.ECT1))
 	require.False(t, c.Marked(), "not due: the CoDel half did not mark")
 }
 
@@ -79,11 +77,10 @@ func TestDecayAfterIdle(t *testing.T) {
 	} {
 		prm := Config{DisableBlueThreshold: true}.Params()
 		var c Controller
-		var src rng.Source
 		now := t0
 		for c.count < tc.count { // above target until count reaches tc.count
 			now += aqm.Time(200 * time.Microsecond)
-			c.Decide(&prm, &src, now, 10*time.Millisecond, aqm.NotECT)
+			c.Decide(&prm, now, 10*time.Millisecond, aqm.NotECT)
 		}
 		require.Equal(t, tc.count, c.count)
 		st := c.State()
@@ -91,7 +88,7 @@ func TestDecayAfterIdle(t *testing.T) {
 		want := slowDecay(prm.interval, st.Count, st.Next, now)
 		prev := st.Count
 		for call := range 200 {
-			c.Decide(&prm, &src, now, time.Millisecond, aqm.NotECT)
+			c.Decide(&prm, now, time.Millisecond, aqm.NotECT)
 			got := c.State().Count
 			require.LessOrEqual(t, got, prev, "call %d", call)
 			if want > 0 {

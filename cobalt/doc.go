@@ -77,6 +77,10 @@
 //     that stalls twice in a row with packets standing) sees a higher
 //     count than Linux would, and so signals sooner.
 //   - One Dequeue drops at most [MaxDropsPerDequeue] packets.
+//   - Each [Controller] draws from its own stream, seeded by
+//     [Controller.Init] (a [Queue] seeds it from Seed): a 32-bit PCG, so
+//     that the controller stays 32 bytes. Linux draws from the kernel's
+//     shared generator, ns-3 from one stream per queue disc.
 //
 // # Time
 //

@@ -5,7 +5,6 @@ import (
 
 	"github.com/aqmkit/aqmkit/aqm"
 	"github.com/aqmkit/aqmkit/internal/ring"
-	"github.com/aqmkit/aqmkit/internal/rng"
 )
 
 // Queue is a COBALT queue: a FIFO with a packet limit (and an optional byte
@@ -17,7 +16,6 @@ type Queue[T any] struct {
 	backlog int
 	p       Params
 	c       Controller
-	src     rng.Source
 	cfg     Config // effective: defaults filled in, Seed the one in use
 	onDrop  aqm.DropFunc[T]
 	stats   aqm.Stats
@@ -40,8 +38,8 @@ func New[T any](cfg Config, onDrop aqm.DropFunc[T]) (*Queue[T], error) {
 	q := &Queue[T]{onDrop: onDrop}
 	cfg = cfg.withDefaults()
 	cfg.Seed = seedOf(cfg)
-	q.src.Seed(cfg.Seed)
 	q.apply(cfg)
+	q.c.Init(&q.p, cfg.Seed)
 	q.ring.Init(cfg.LimitPackets)
 	return q, nil
 }
@@ -68,7 +66,7 @@ func (q *Queue[T]) Reconfigure(cfg Config) error {
 	if cfg.Seed == 0 {
 		cfg.Seed = q.cfg.Seed
 	} else if cfg.Seed != q.cfg.Seed {
-		q.src.Seed(cfg.Seed)
+		q.c.src.Seed(cfg.Seed)
 	}
 	q.ring.Resize(cfg.LimitPackets)
 	q.apply(cfg)
@@ -111,7 +109,7 @@ func (q *Queue[T]) Dequeue(now aqm.Time) (p aqm.Packet[T], ok bool) {
 		q.backlog -= int(p.Size)
 		act := Deliver
 		if drops < MaxDropsPerDequeue {
-			act = q.c.Decide(&q.p, &q.src, now, p.Enqueued.Since(now), p.ECN)
+			act = q.c.Decide(&q.p, now, p.Enqueued.Since(now), p.ECN)
 		} else {
 			q.capHits++
 		}

@@ -9,7 +9,6 @@ import (
 
 	"github.com/aqmkit/aqmkit/aqm"
 	"github.com/aqmkit/aqmkit/codel"
-	"github.com/aqmkit/aqmkit/internal/rng"
 	"github.com/stretchr/testify/require"
 )
 
@@ -97,34 +96,31 @@ func b2i(b bool) int {
 func TestControllerSchedule(t *testing.T) {
 	p := Config{DisableBlueThreshold: true}.Params()
 	var c Controller
-	var src = new(rngSource)
 	ms := func(k int) aqm.Time { return t0 + aqm.Time(k)*aqm.Time(time.Millisecond) }
 	// First evaluation ever: count 0, so the activity timeout starts.
-	require.Equal(t, Deliver, c.Decide(&p, &src.s, ms(0), time.Millisecond, aqm.NotECT))
+	require.Equal(t, Deliver, c.Decide(&p, ms(0), time.Millisecond, aqm.NotECT))
 	require.Equal(t, ms(100), c.State().Next)
 	// Above target from 10 ms: dropping starts, first signal due 100 ms on.
-	require.Equal(t, Deliver, c.Decide(&p, &src.s, ms(10), 10*time.Millisecond, aqm.NotECT))
+	require.Equal(t, Deliver, c.Decide(&p, ms(10), 10*time.Millisecond, aqm.NotECT))
 	require.True(t, c.State().Dropping)
 	require.Equal(t, ms(110), c.State().Next)
-	require.Equal(t, Deliver, c.Decide(&p, &src.s, ms(109), 10*time.Millisecond, aqm.NotECT))
-	require.Equal(t, DropCoDel, c.Decide(&p, &src.s, ms(110), 10*time.Millisecond, aqm.NotECT))
+	require.Equal(t, Deliver, c.Decide(&p, ms(109), 10*time.Millisecond, aqm.NotECT))
+	require.Equal(t, DropCoDel, c.Decide(&p, ms(110), 10*time.Millisecond, aqm.NotECT))
 	require.Equal(t, uint32(2), c.State().Count)
 	// Next at 110 + 100/sqrt(2) = 180.710678 ms; an ECT packet is marked.
 	require.Equal(t, ms(110)+70710678, c.State().Next)
-	require.Equal(t, Deliver, c.Decide(&p, &src.s, ms(180), 10*time.Millisecond, aqm.ECT0))
-	require.Equal(t, Mark, c.Decide(&p, &src.s, ms(181), 10*time.Millisecond, aqm.ECT0))
+	require.Equal(t, Deliver, c.Decide(&p, ms(180), 10*time.Millisecond, aqm.ECT0))
+	require.Equal(t, Mark, c.Decide(&p, ms(181), 10*time.Millisecond, aqm.ECT0))
 	require.Equal(t, uint32(3), c.State().Count)
 	// Below target: dropping stops; count decays one per spacing.
-	require.Equal(t, Deliver, c.Decide(&p, &src.s, ms(182), time.Millisecond, aqm.NotECT))
+	require.Equal(t, Deliver, c.Decide(&p, ms(182), time.Millisecond, aqm.NotECT))
 	require.False(t, c.State().Dropping)
-	require.Equal(t, Deliver, c.Decide(&p, &src.s, ms(300), time.Millisecond, aqm.NotECT))
+	require.Equal(t, Deliver, c.Decide(&p, ms(300), time.Millisecond, aqm.NotECT))
 	require.Less(t, c.State().Count, uint32(3))
 	// A long quiet gap resets count at once.
-	require.Equal(t, Deliver, c.Decide(&p, &src.s, ms(100000), time.Millisecond, aqm.NotECT))
+	require.Equal(t, Deliver, c.Decide(&p, ms(100000), time.Millisecond, aqm.NotECT))
 	require.Zero(t, c.State().Count)
 }
-
-type rngSource struct{ s rng.Source }
 
 // TestTimeGlitchRecovers protects the time policy: after one reading far
 // in the future (and after alternating extreme readings), normal time

@@ -56,7 +56,7 @@ type cobaltModel struct {
 	dropping  bool
 	p         uint64 // BLUE, 2^32 = 1
 	blueTimer int64
-	src       rng.Source
+	src       rng.Small
 
 	dropped []aqm.Packet[uint64]
 	reasons []aqm.Verdict

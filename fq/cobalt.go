@@ -129,7 +129,6 @@ func (c CobaltConfig) withDefaults() CobaltConfig {
 type Cobalt[T any] struct {
 	sched[T, cobalt.Controller]
 	cp  cobalt.Params
-	src rng.Source
 	cfg CobaltConfig
 	d   CobaltDetail
 }
@@ -153,11 +152,24 @@ func NewCobalt[T any](cfg CobaltConfig, onDrop aqm.DropFunc[T]) (*Cobalt[T], err
 	cfg.Seed = rng.SeedOrRandom(cfg.Seed)
 	q := &Cobalt[T]{}
 	q.onDrop = onDrop
-	q.init(cfg.Flows, cfg.LimitPackets, cfg.Seed)
-	q.src.Seed(cfg.Seed ^ 0x5851f42d4c957f2d)
-	q.apply(cfg)
+	q.build(cfg, cfg.LimitPackets)
 	return q, nil
 }
+
+// build makes a fresh table for cfg with capacity packets and fresh COBALT
+// states, each drawing from its own stream.
+func (q *Cobalt[T]) build(cfg CobaltConfig, capacity int) {
+	q.init(cfg.Flows, capacity, cfg.Seed)
+	q.apply(cfg)
+	for i := range q.flows {
+		q.flows[i].cv.Init(&q.cp, cobaltFlowSeed(cfg.Seed, i))
+	}
+}
+
+// cobaltFlowSeed is the seed of flow i's BLUE stream in a queue seeded
+// with seed: distinct per flow, and apart from the hash key and from
+// FQ-PIE's streams.
+func cobaltFlowSeed(seed uint64, i int) uint64 { return pieFlowSeed(seed^0x5851f42d4c957f2d, i) }
 
 func (q *Cobalt[T]) apply(cfg CobaltConfig) {
 	q.cfg = cfg
@@ -231,7 +243,7 @@ func (q *Cobalt[T]) Dequeue(now aqm.Time) (p aqm.Packet[T], ok bool) {
 			}
 			act := cobalt.Deliver
 			if drops < cobalt.MaxDropsPerDequeue {
-				act = f.cv.Decide(&q.cp, &q.src, now, p.Enqueued.Since(now), p.ECN)
+				act = f.cv.Decide(&q.cp, now, p.Enqueued.Since(now), p.ECN)
 			} else {
 				q.d.DropCapHits++
 			}
@@ -407,7 +419,7 @@ func (q *Cobalt[T]) Flow(hash uint32) CobaltFlow {
 
 // Reconfigure validates cfg and applies it without losing, duplicating or
 // reordering queued packets. A zero Seed keeps the current key and random
-// stream. If Flows and the key are unchanged, every flow keeps its place,
+// streams. If Flows and the key are unchanged, every flow keeps its place,
 // credit and COBALT state. Otherwise the packets are re-hashed into a new
 // flow table flow by flow, keeping their order, and the COBALT states start
 // afresh. Limits below the current occupancy keep the queued packets and
@@ -430,11 +442,7 @@ func (q *Cobalt[T]) Reconfigure(cfg CobaltConfig) error {
 		return nil
 	}
 	old := q.sched
-	q.init(cfg.Flows, need, cfg.Seed)
-	if cfg.Seed != q.cfg.Seed {
-		q.src.Seed(cfg.Seed ^ 0x5851f42d4c957f2d)
-	}
-	q.apply(cfg)
+	q.build(cfg, need)
 	q.stats = old.stats
 	q.rehash(&old)
 	return nil

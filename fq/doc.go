@@ -207,9 +207,8 @@
 //   - FQ-COBALT's BLUE decays when a flow's last packet leaves; ns-3 and
 //     CAKE decay it when a dequeue finds the flow empty, which under light
 //     traffic served one packet at a time may never happen.
-//   - FQ-COBALT draws BLUE's random numbers from one stream for the whole
-//     queue; FQ-PIE gives each flow its own stream (as ns-3's children
-//     have), derived from Seed.
+//   - FQ-COBALT and FQ-PIE give each flow its own random stream (as
+//     ns-3's children have), derived from Seed.
 //   - Per-flow state is kept for the life of the queue (ns-3 creates
 //     children lazily and keeps them; Linux preallocates): a flow that goes
 //     idle keeps its probability, which decays (PIE's idle decay of 2% per
