@@ -233,7 +233,7 @@ func unresponsiveControl(t testing.TB) (cobaltAt, codelAt time.Duration) {
 	cq, err := New[int](Config{Seed: 1, DisableECN: true}, nil)
 	require.NoError(t, err)
 	cobaltAt = measure(cq, func() uint64 { s := cq.Stats(); return s.DroppedEarly.Packets + s.DroppedOverload.Packets })
-	dq, err := codel.New[int](codel.Config{DisableECN: true}, nil)
+	dq, err := codel.New[int](codel.Config{Control: codel.Control{DisableECN: true}}, nil)
 	require.NoError(t, err)
 	codelAt = measure(dq, func() uint64 { return dq.Stats().DroppedEarly.Packets })
 	return cobaltAt, codelAt

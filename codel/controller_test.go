@@ -56,7 +56,7 @@ func runSteps(t *testing.T, cfg Config, steps []step) *Controller {
 // and re-entry at count = delta within 16 intervals.
 func TestControllerSchedule(t *testing.T) {
 	const big = 100000
-	c := runSteps(t, Config{DisableECN: true}, []step{
+	c := runSteps(t, Config{Control: Control{DisableECN: true}}, []step{
 		{at: ms(0), sojourn: 5 * time.Millisecond, backlog: big, want: Deliver}, // at target: deadline t0+100ms
 		{at: ms(99.999999), sojourn: 10 * time.Millisecond, backlog: big, want: Deliver},
 		{at: ms(100), sojourn: 10 * time.Millisecond, backlog: big, want: Drop, count: 1, dropping: 2},
@@ -91,7 +91,7 @@ func TestControllerSchedule(t *testing.T) {
 // starts again at count 1.
 func TestControllerReentryTooLate(t *testing.T) {
 	const big = 100000
-	runSteps(t, Config{DisableECN: true}, []step{
+	runSteps(t, Config{Control: Control{DisableECN: true}}, []step{
 		{at: ms(0), sojourn: 6 * time.Millisecond, backlog: big, want: Deliver},
 		{at: ms(100), sojourn: 6 * time.Millisecond, backlog: big, want: Drop, count: 1},
 		{at: ms(100), sojourn: 6 * time.Millisecond, backlog: big, want: Deliver},
@@ -110,7 +110,7 @@ func TestControllerReentryTooLate(t *testing.T) {
 // StrictDeadline the first drop needs now strictly after the deadline.
 func TestControllerStrictDeadline(t *testing.T) {
 	const big = 100000
-	runSteps(t, Config{DisableECN: true, StrictDeadline: true}, []step{
+	runSteps(t, Config{Control: Control{DisableECN: true, StrictDeadline: true}}, []step{
 		{at: ms(0), sojourn: 5 * time.Millisecond, backlog: big, want: Deliver},
 		{at: ms(100), sojourn: 10 * time.Millisecond, backlog: big, want: Deliver},
 		{at: ms(100.000001), sojourn: 10 * time.Millisecond, backlog: big, want: Drop, count: 1},
@@ -125,7 +125,7 @@ func TestControllerLinuxCount(t *testing.T) {
 	for _, linux := range []bool{false, true} {
 		t.Run(fmt.Sprint("linux=", linux), func(t *testing.T) {
 			want := map[bool]uint32{false: 1, true: 2}[linux]
-			runSteps(t, Config{DisableECN: true, LinuxCount: linux}, []step{
+			runSteps(t, Config{Control: Control{DisableECN: true, LinuxCount: linux}}, []step{
 				{at: ms(0), sojourn: 6 * time.Millisecond, backlog: big, want: Deliver},
 				{at: ms(100), sojourn: 6 * time.Millisecond, backlog: big, want: Drop, count: 1},
 				{at: ms(100), sojourn: 6 * time.Millisecond, backlog: big, want: Deliver},
@@ -140,14 +140,14 @@ func TestControllerLinuxCount(t *testing.T) {
 // at most MTUBytes left behind the head packet CoDel never drops, however
 // long the sojourn; one byte more and it does.
 func TestControllerMTUGuard(t *testing.T) {
-	runSteps(t, Config{DisableECN: true}, []step{
+	runSteps(t, Config{Control: Control{DisableECN: true}}, []step{
 		{at: ms(0), sojourn: time.Second, backlog: 1514, want: Deliver},
 		{at: ms(500), sojourn: time.Second, backlog: 1514, want: Deliver},
 		{at: ms(1000), sojourn: time.Second, backlog: 0, want: Deliver, dropping: 1},
 		{at: ms(1001), sojourn: time.Second, backlog: 1515, want: Deliver}, // deadline set now
 		{at: ms(1101), sojourn: time.Second, backlog: 1515, want: Drop, dropping: 2},
 	})
-	runSteps(t, Config{DisableECN: true, MTUBytes: 9000}, []step{
+	runSteps(t, Config{Control: Control{DisableECN: true, MTUBytes: 9000}}, []step{
 		{at: ms(0), sojourn: time.Second, backlog: 9000, want: Deliver},
 		{at: ms(200), sojourn: time.Second, backlog: 9000, want: Deliver, dropping: 1},
 	})
@@ -168,7 +168,7 @@ func TestControllerECN(t *testing.T) {
 		{at: ms(270.710678), sojourn: 6 * time.Millisecond, backlog: big, ecn: aqm.NotECT, want: Drop},
 		{at: ms(270.710678), sojourn: 6 * time.Millisecond, backlog: big, ecn: aqm.ECT0, want: Deliver, count: 3},
 	})
-	runSteps(t, Config{DisableECN: true}, []step{
+	runSteps(t, Config{Control: Control{DisableECN: true}}, []step{
 		{at: ms(0), sojourn: 6 * time.Millisecond, backlog: big, ecn: aqm.ECT0, want: Deliver},
 		{at: ms(100), sojourn: 6 * time.Millisecond, backlog: big, ecn: aqm.ECT0, want: Drop},
 	})
@@ -179,13 +179,13 @@ func TestControllerECN(t *testing.T) {
 // independent of DisableECN.
 func TestControllerCEThreshold(t *testing.T) {
 	const th = time.Millisecond
-	runSteps(t, Config{CEThreshold: th, DisableECN: true}, []step{
+	runSteps(t, Config{Control: Control{CEThreshold: th, DisableECN: true}}, []step{
 		{at: ms(0), sojourn: th, ecn: aqm.ECT0, want: Deliver},
 		{at: ms(1), sojourn: th + 1, ecn: aqm.ECT0, want: MarkCE},
 		{at: ms(2), sojourn: th + 1, ecn: aqm.NotECT, want: Deliver},
 		{at: ms(3), sojourn: th + 1, ecn: aqm.ECT1, want: MarkCE},
 	})
-	runSteps(t, Config{CEThreshold: th, CEThresholdECT1Only: true}, []step{
+	runSteps(t, Config{Control: Control{CEThreshold: th, CEThresholdECT1Only: true}}, []step{
 		{at: ms(0), sojourn: th + 1, ecn: aqm.ECT0, want: Deliver},
 		{at: ms(1), sojourn: th + 1, ecn: aqm.ECT1, want: MarkCE},
 		{at: ms(2), sojourn: th + 1, ecn: aqm.CE, want: MarkCE},
@@ -196,7 +196,7 @@ func TestControllerCEThreshold(t *testing.T) {
 // TestControllerTinyInterval protects against a zero control-law step: with
 // a 2 ns interval the step is clamped to 1 ns, so the schedule advances.
 func TestControllerTinyInterval(t *testing.T) {
-	p := Config{Target: 1, Interval: 2, DisableECN: true}.Params()
+	p := Config{Control: Control{Target: 1, Interval: 2, DisableECN: true}}.Params()
 	var c Controller
 	c.setCount(1_000_000)
 	require.Equal(t, int64(1), lawStep(p.interval, c.count, c.invSqrt))
@@ -207,7 +207,7 @@ func TestControllerTinyInterval(t *testing.T) {
 // deadline or schedule near the end of the int64 range does not wrap to the
 // past, and backward time does not move state back.
 func TestControllerTimeExtremes(t *testing.T) {
-	p := Config{DisableECN: true}.Params()
+	p := Config{Control: Control{DisableECN: true}}.Params()
 	var c Controller
 	end := aqm.Time(1<<63 - 1)
 	require.Equal(t, Deliver, c.Decide(&p, end-10, time.Hour, 1<<20, 0))
@@ -227,7 +227,7 @@ func TestControllerTimeExtremes(t *testing.T) {
 func TestDeliverIfBelowTarget(t *testing.T) {
 	r := rand.New(rand.NewPCG(3, 4))
 	hits, misses := 0, 0
-	for _, cfg := range []Config{{}, {CEThreshold: 2 * time.Millisecond}, {DisableECN: true}} {
+	for _, cfg := range []Config{{}, {Control: Control{CEThreshold: 2 * time.Millisecond}}, {Control: Control{DisableECN: true}}} {
 		p := cfg.Params()
 		var c Controller
 		now := aqm.Time(time.Second)

@@ -78,17 +78,10 @@ type CoDelConfig struct {
 	// gone). 1 gives RFC 8290's single-packet drop. Zero means
 	// [DefaultCoDelDropBatchPackets]; at most 65536.
 	DropBatchPackets int
-	// Target, Interval, MTUBytes, DisableECN, CEThreshold,
-	// CEThresholdECT1Only, StrictDeadline and LinuxCount configure each
-	// flow's CoDel as in [codel.Config], with the same defaults.
-	Target              time.Duration
-	Interval            time.Duration
-	MTUBytes            int
-	DisableECN          bool
-	CEThreshold         time.Duration
-	CEThresholdECT1Only bool
-	StrictDeadline      bool
-	LinuxCount          bool
+	// Control configures each flow's CoDel: Target, Interval, MTUBytes,
+	// DisableECN, CEThreshold, CEThresholdECT1Only, StrictDeadline and
+	// LinuxCount, with the defaults and ranges of [codel.Control].
+	codel.Control
 	// GlobalBacklogGuard makes CoDel's "less than one MTU queued" guard look
 	// at the bytes queued in all flows, as Linux does (so that thin flows can
 	// still be signalled). By default it looks at the flow's own bytes, as
@@ -126,44 +119,12 @@ func CoDelConfigForLink(rate aqm.Rate, rtt time.Duration) CoDelConfig {
 	}
 }
 
-func (c CoDelConfig) codel() codel.Config {
-	return codel.Config{
-		Target: c.Target, Interval: c.Interval, MTUBytes: c.MTUBytes, DisableECN: c.DisableECN,
-		CEThreshold: c.CEThreshold, CEThresholdECT1Only: c.CEThresholdECT1Only,
-		StrictDeadline: c.StrictDeadline, LinuxCount: c.LinuxCount,
-	}
-}
-
 // Validate reports every field that is out of range, one [aqm.ConfigError]
 // each, joined; the error wraps [aqm.ErrInvalidConfig]. It does not change
 // c: zero fields are valid and mean their defaults.
 func (c CoDelConfig) Validate() error {
 	errs := validateSched(c.Flows, c.LimitPackets, c.MemoryLimitBytes, c.QuantumBytes, c.DropBatchPackets)
-	bad := func(field string, v any, rule string) {
-		errs = append(errs, &aqm.ConfigError{Pkg: "fq", Field: field, Value: v, Rule: rule})
-	}
-	cc := c.codel() // a copy: package codel's check may fill in its defaults
-	named := false  // whether package codel named Target
-	if err := cc.Validate(); err != nil {
-		var list []error
-		if u, ok := err.(interface{ Unwrap() []error }); ok {
-			list = u.Unwrap()
-		} else {
-			list = []error{err}
-		}
-		for _, err := range list {
-			var ce *aqm.ConfigError
-			if errors.As(err, &ce) {
-				bad(ce.Field, ce.Value, ce.Rule)
-				named = named || ce.Field == "Target"
-			}
-		}
-	}
-	// A Target no Interval can exceed is bad on its own, whatever Interval
-	// is (package codel may report it only through Interval).
-	if !named && c.Target >= codel.MaxInterval {
-		bad("Target", c.Target, "must be less than Interval, which is at most "+codel.MaxInterval.String())
-	}
+	errs = append(errs, refield(c.Control.Validate())...)
 	return errors.Join(errs...)
 }
 
@@ -171,15 +132,7 @@ func (c CoDelConfig) Validate() error {
 // (the seed is left alone: NewCoDel draws it).
 func (c CoDelConfig) withDefaults() CoDelConfig {
 	schedDefaults(&c.Flows, &c.LimitPackets, &c.MemoryLimitBytes, &c.QuantumBytes, &c.DropBatchPackets)
-	if c.Target == 0 {
-		c.Target = codel.DefaultTarget
-	}
-	if c.Interval == 0 {
-		c.Interval = codel.DefaultInterval
-	}
-	if c.MTUBytes == 0 {
-		c.MTUBytes = codel.DefaultMTUBytes
-	}
+	c.Control = c.Control.WithDefaults()
 	return c
 }
 
@@ -232,7 +185,7 @@ func (q *CoDel[T]) apply(cfg CoDelConfig) {
 	q.cfg = cfg
 	q.setLimits(cfg.LimitPackets, cfg.MemoryLimitBytes, cfg.QuantumBytes, cfg.DropBatchPackets)
 	q.global, q.keep = cfg.GlobalBacklogGuard, cfg.KeepCountOnOverload
-	q.cp = cfg.codel().Params()
+	q.cp = cfg.Params()
 }
 
 // Config returns the configuration in effect, every default filled in and

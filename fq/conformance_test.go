@@ -6,6 +6,7 @@ import (
 
 	"github.com/aqmkit/aqmkit/aqm"
 	"github.com/aqmkit/aqmkit/aqm/aqmtest"
+	"github.com/aqmkit/aqmkit/codel"
 )
 
 // TestConformance protects the aqm.Queue contract of FQ-CoDel, FQ-COBALT and
@@ -52,9 +53,9 @@ func coDelFactory(cfg CoDelConfig) aqmtest.Factory {
 func conformanceCoDel(t *testing.T) {
 	for name, cfg := range map[string]CoDelConfig{
 		"default": {},
-		"linux":   {GlobalBacklogGuard: true, StrictDeadline: true, LinuxCount: true, KeepCountOnOverload: true, DisableECN: true},
-		"small":   {Flows: 4, LimitPackets: 8, MemoryLimitBytes: 6000, QuantumBytes: 256, DropBatchPackets: 3, Target: time.Microsecond, Interval: 20 * time.Microsecond},
-		"one":     {Flows: 1, LimitPackets: 2, MemoryLimitBytes: 3000, CEThreshold: time.Microsecond, CEThresholdECT1Only: true},
+		"linux":   {GlobalBacklogGuard: true, Control: codel.Control{StrictDeadline: true, LinuxCount: true, DisableECN: true}, KeepCountOnOverload: true},
+		"small":   {Flows: 4, LimitPackets: 8, MemoryLimitBytes: 6000, QuantumBytes: 256, DropBatchPackets: 3, Control: codel.Control{Target: time.Microsecond, Interval: 20 * time.Microsecond}},
+		"one":     {Flows: 1, LimitPackets: 2, MemoryLimitBytes: 3000, Control: codel.Control{CEThreshold: time.Microsecond, CEThresholdECT1Only: true}},
 	} {
 		t.Run(name, func(t *testing.T) { aqmtest.Run(t, coDelFactory(cfg)) })
 	}
@@ -63,7 +64,7 @@ func conformanceCoDel(t *testing.T) {
 // FuzzCoDelQueue runs the shared contract fuzzer on a small, aggressive
 // FQ-CoDel.
 func FuzzCoDelQueue(f *testing.F) {
-	aqmtest.Fuzz(f, coDelFactory(CoDelConfig{Flows: 8, LimitPackets: 32, MemoryLimitBytes: 20000, QuantumBytes: 300, Target: time.Microsecond, Interval: 30 * time.Microsecond}))
+	aqmtest.Fuzz(f, coDelFactory(CoDelConfig{Flows: 8, LimitPackets: 32, MemoryLimitBytes: 20000, QuantumBytes: 300, Control: codel.Control{Target: time.Microsecond, Interval: 30 * time.Microsecond}}))
 }
 
 func cobaltFactory(cfg CobaltConfig) aqmtest.Factory {
