@@ -286,7 +286,7 @@ func (q *Queue[T]) apply(cfg Config) {
 		b.interval = max(cfg.Interval+b.target-cfg.Target, 2*b.target)
 		b.target = min(b.target, MaxInterval-1)
 		b.interval = min(b.interval, MaxInterval)
-		b.cp = cobalt.Config{
+		b.cp = cobalt.Control{
 			Target: b.target, Interval: b.interval, MTUTime: mtuTime,
 			DisableBlueThreshold: true,
 		}.Params()

@@ -15,7 +15,7 @@ import (
 // BLUE's probability at 1 an ECN-capable packet is dropped, not marked,
 // and the drop counts as an overload drop of an ECN-capable packet.
 func TestBlueDropsMarkedPackets(t *testing.T) {
-	q, err := New[int](Config{LimitPackets: 2, BlueIncrement: 1, Seed: 1}, nil)
+	q, err := New[int](Config{LimitPackets: 2, Control: Control{BlueIncrement: 1}, Seed: 1}, nil)
 	require.NoError(t, err)
 	at := func(ms int) aqm.Time { return aqm.Time(ms) * aqm.Time(time.Millisecond) }
 	for i := range 3 { // the third overflows: BLUE to 1, CoDel forced to signal
@@ -33,7 +33,7 @@ func TestBlueDropsMarkedPackets(t *testing.T) {
 	require.Equal(t, uint32(2), d.Count)
 
 	// The controller says the CoDel half marked the packet BLUE dropped.
-	prm := Config{BlueIncrement: 1}.Params()
+	prm := Config{Control: Control{BlueIncrement: 1}}.Params()
 	var c Controller
 	c.Init(&prm, 1)
 	c.Overflow(&prm, at(10))
@@ -75,7 +75,7 @@ func TestDecayAfterIdle(t *testing.T) {
 		{5000, 3 * time.Second}, // about 2400 steps
 		{30, 200 * time.Millisecond},
 	} {
-		prm := Config{DisableBlueThreshold: true}.Params()
+		prm := Config{Control: Control{DisableBlueThreshold: true}}.Params()
 		var c Controller
 		now := t0
 		for c.count < tc.count { // above target until count reaches tc.count

@@ -18,9 +18,7 @@ const t0 = aqm.Time(time.Second)
 // field bad at once, each is named, and Validate leaves its receiver alone.
 func TestValidateNamesEveryField(t *testing.T) {
 	c := Config{
-		Target: 2 * time.Hour, Interval: 2 * time.Hour, MTUTime: -1,
-		BlueIncrement: 2, BlueDecrement: math.NaN(), BlueThreshold: -time.Second,
-		LimitPackets: -1, LimitBytes: -5,
+		Control: Control{Target: 2 * time.Hour, Interval: 2 * time.Hour, MTUTime: -1, BlueIncrement: 2, BlueDecrement: math.NaN(), BlueThreshold: -time.Second}, LimitPackets: -1, LimitBytes: -5,
 	}
 	before := c
 	err := c.Validate()
@@ -31,7 +29,7 @@ func TestValidateNamesEveryField(t *testing.T) {
 	require.Equal(t, before.Target, c.Target)
 	require.True(t, math.IsNaN(c.BlueDecrement))
 
-	err = Config{Target: 200 * time.Millisecond}.Validate()
+	err = Config{Control: Control{Target: 200 * time.Millisecond}}.Validate()
 	require.ErrorIs(t, err, aqm.ErrInvalidConfig)
 	require.Equal(t, "cobalt: Target (200ms) must be less than Interval (100ms)", err.Error())
 	_, err = New[int](Config{LimitPackets: MaxLimitPackets + 1}, nil)
@@ -94,7 +92,7 @@ func b2i(b bool) int {
 // interval, then signals spaced interval/sqrt(count), marks for ECT and
 // drops for Not-ECT, and the count decaying after the episode.
 func TestControllerSchedule(t *testing.T) {
-	p := Config{DisableBlueThreshold: true}.Params()
+	p := Config{Control: Control{DisableBlueThreshold: true}}.Params()
 	var c Controller
 	ms := func(k int) aqm.Time { return t0 + aqm.Time(k)*aqm.Time(time.Millisecond) }
 	// First evaluation ever: count 0, so the activity timeout starts.
@@ -230,7 +228,7 @@ func unresponsiveControl(t testing.TB) (cobaltAt, codelAt time.Duration) {
 		}
 		return run
 	}
-	cq, err := New[int](Config{Seed: 1, DisableECN: true}, nil)
+	cq, err := New[int](Config{Seed: 1, Control: Control{DisableECN: true}}, nil)
 	require.NoError(t, err)
 	cobaltAt = measure(cq, func() uint64 { s := cq.Stats(); return s.DroppedEarly.Packets + s.DroppedOverload.Packets })
 	dq, err := codel.New[int](codel.Config{Control: codel.Control{DisableECN: true}}, nil)

@@ -46,17 +46,10 @@ type CobaltConfig struct {
 	// the fattest flow (it stops earlier once half that flow's bytes are
 	// gone). Zero means [DefaultCoDelDropBatchPackets] (64); at most 65536.
 	DropBatchPackets int
-	// Target, Interval, MTUTime, BlueIncrement, BlueDecrement,
-	// BlueThreshold, DisableBlueThreshold and DisableECN configure each
-	// flow's COBALT as in [cobalt.Config], with the same defaults.
-	Target               time.Duration
-	Interval             time.Duration
-	MTUTime              time.Duration
-	BlueIncrement        float64
-	BlueDecrement        float64
-	BlueThreshold        time.Duration
-	DisableBlueThreshold bool
-	DisableECN           bool
+	// Control configures each flow's COBALT: Target, Interval, MTUTime,
+	// BlueIncrement, BlueDecrement, BlueThreshold, DisableBlueThreshold and
+	// DisableECN, with the defaults and ranges of [cobalt.Control].
+	cobalt.Control
 	// Seed keys the flow hash and seeds BLUE's random draws. Zero, the
 	// default and the right choice in production, draws a secret from
 	// crypto/rand; a fixed seed makes the queue reproducible, for tests and
@@ -78,16 +71,7 @@ func CobaltConfigForLink(rate aqm.Rate, rtt time.Duration) CobaltConfig {
 	return CobaltConfig{
 		LimitPackets:     rate.BufferPackets(rtt),
 		MemoryLimitBytes: rate.BufferBytes(rtt),
-		MTUTime:          rate.TxTime(aqm.FullPacketBytes),
-	}
-}
-
-func (c CobaltConfig) cobalt() cobalt.Config {
-	return cobalt.Config{
-		Target: c.Target, Interval: c.Interval, MTUTime: c.MTUTime,
-		BlueIncrement: c.BlueIncrement, BlueDecrement: c.BlueDecrement,
-		BlueThreshold: c.BlueThreshold, DisableBlueThreshold: c.DisableBlueThreshold,
-		DisableECN: c.DisableECN,
+		Control:          cobalt.Control{MTUTime: rate.TxTime(aqm.FullPacketBytes)},
 	}
 }
 
@@ -96,7 +80,7 @@ func (c CobaltConfig) cobalt() cobalt.Config {
 // c: zero fields are valid and mean their defaults.
 func (c CobaltConfig) Validate() error {
 	errs := validateSched(c.Flows, c.LimitPackets, c.MemoryLimitBytes, c.QuantumBytes, c.DropBatchPackets)
-	errs = append(errs, refield(c.cobalt().Validate())...)
+	errs = append(errs, refield(c.Control.Validate())...)
 	return errors.Join(errs...)
 }
 
@@ -104,21 +88,7 @@ func (c CobaltConfig) Validate() error {
 // (the seed is left alone: NewCobalt draws it).
 func (c CobaltConfig) withDefaults() CobaltConfig {
 	schedDefaults(&c.Flows, &c.LimitPackets, &c.MemoryLimitBytes, &c.QuantumBytes, &c.DropBatchPackets)
-	if c.Target == 0 {
-		c.Target = cobalt.DefaultTarget
-	}
-	if c.Interval == 0 {
-		c.Interval = cobalt.DefaultInterval
-	}
-	if c.BlueIncrement == 0 {
-		c.BlueIncrement = cobalt.DefaultBlueIncrement
-	}
-	if c.BlueDecrement == 0 {
-		c.BlueDecrement = cobalt.DefaultBlueDecrement
-	}
-	if c.BlueThreshold == 0 {
-		c.BlueThreshold = cobalt.DefaultBlueThreshold
-	}
+	c.Control = c.Control.WithDefaults()
 	return c
 }
 
@@ -174,7 +144,7 @@ func cobaltFlowSeed(seed uint64, i int) uint64 { return pieFlowSeed(seed^0x5851f
 func (q *Cobalt[T]) apply(cfg CobaltConfig) {
 	q.cfg = cfg
 	q.setLimits(cfg.LimitPackets, cfg.MemoryLimitBytes, cfg.QuantumBytes, cfg.DropBatchPackets)
-	q.cp = cfg.cobalt().Params()
+	q.cp = cfg.Params()
 }
 
 // Config returns the configuration in effect, every default filled in and

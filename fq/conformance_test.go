@@ -6,6 +6,7 @@ import (
 
 	"github.com/aqmkit/aqmkit/aqm"
 	"github.com/aqmkit/aqmkit/aqm/aqmtest"
+	"github.com/aqmkit/aqmkit/cobalt"
 	"github.com/aqmkit/aqmkit/codel"
 )
 
@@ -136,10 +137,10 @@ func pieFactory(cfg PIEConfig) aqmtest.Factory {
 func conformanceCobalt(t *testing.T) {
 	for name, cfg := range map[string]CobaltConfig{
 		"default": {},
-		"linux":   {DisableBlueThreshold: true, DisableECN: true, MTUTime: time.Microsecond},
+		"linux":   {Control: cobalt.Control{DisableBlueThreshold: true, DisableECN: true, MTUTime: time.Microsecond}},
 		"small": {Flows: 4, LimitPackets: 8, MemoryLimitBytes: 6000, QuantumBytes: 256, DropBatchPackets: 3,
-			Target: time.Microsecond, Interval: 20 * time.Microsecond, BlueThreshold: 50 * time.Microsecond, BlueIncrement: 0.25},
-		"one": {Flows: 1, LimitPackets: 2, MemoryLimitBytes: 3000, BlueIncrement: 1},
+			Control: cobalt.Control{Target: time.Microsecond, Interval: 20 * time.Microsecond, BlueThreshold: 50 * time.Microsecond, BlueIncrement: 0.25}},
+		"one": {Flows: 1, LimitPackets: 2, MemoryLimitBytes: 3000, Control: cobalt.Control{BlueIncrement: 1}},
 	} {
 		if testing.Short() && name != "default" && name != "small" {
 			continue // -short: the defaults and the aggressive settings
@@ -171,7 +172,7 @@ func conformancePIE(t *testing.T) {
 // FQ-COBALT.
 func FuzzCobaltQueue(f *testing.F) {
 	aqmtest.Fuzz(f, cobaltFactory(CobaltConfig{Flows: 8, LimitPackets: 32, MemoryLimitBytes: 20000, QuantumBytes: 300,
-		Target: time.Microsecond, Interval: 30 * time.Microsecond, BlueThreshold: 100 * time.Microsecond}))
+		Control: cobalt.Control{Target: time.Microsecond, Interval: 30 * time.Microsecond, BlueThreshold: 100 * time.Microsecond}}))
 }
 
 // FuzzPIEQueue runs the shared contract fuzzer on a small, aggressive

@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/aqmkit/aqmkit/aqm"
+	"github.com/aqmkit/aqmkit/cobalt"
 	"github.com/aqmkit/aqmkit/internal/rng"
 	"github.com/stretchr/testify/require"
 )
@@ -456,9 +457,7 @@ func TestCobaltMatchesReference(t *testing.T) {
 		g := rand.New(rand.NewPCG(uint64(tr), 7))
 		cfg := CobaltConfig{
 			Flows: 1 + g.IntN(16), QuantumBytes: 256 + g.IntN(2000), LimitPackets: 1 << 20, MemoryLimitBytes: 1 << 31,
-			Target: time.Duration(1+g.IntN(8)) * time.Millisecond, Interval: time.Duration(20+g.IntN(150)) * time.Millisecond,
-			BlueThreshold: time.Duration(10+g.IntN(200)) * time.Millisecond, DisableECN: g.IntN(4) == 0,
-			BlueIncrement: 1.0 / float64(int(1)<<(4+g.IntN(5))), Seed: uint64(tr + 1),
+			Control: cobalt.Control{Target: time.Duration(1+g.IntN(8)) * time.Millisecond, Interval: time.Duration(20+g.IntN(150)) * time.Millisecond, BlueThreshold: time.Duration(10+g.IntN(200)) * time.Millisecond, DisableECN: g.IntN(4) == 0, BlueIncrement: 1.0 / float64(int(1)<<(4+g.IntN(5)))}, Seed: uint64(tr + 1),
 		}
 		var qd []aqm.Packet[uint64]
 		var qw []aqm.Verdict
