@@ -8,6 +8,7 @@ import (
 	"github.com/aqmkit/aqmkit/aqm/aqmtest"
 	"github.com/aqmkit/aqmkit/cobalt"
 	"github.com/aqmkit/aqmkit/codel"
+	"github.com/aqmkit/aqmkit/pie"
 )
 
 // TestConformance protects the aqm.Queue contract of FQ-CoDel, FQ-COBALT and
@@ -155,11 +156,10 @@ func conformanceCobalt(t *testing.T) {
 func conformancePIE(t *testing.T) {
 	for name, cfg := range map[string]PIEConfig{
 		"default": {},
-		"linux":   {DisableECN: true, Derandomize: true, HighDelayBoost: true},
+		"linux":   {Control: pie.Control{DisableECN: true, Derandomize: true, HighDelayBoost: true}},
 		"small": {Flows: 4, LimitPackets: 8, MemoryLimitBytes: 6000, QuantumBytes: 256, DropBatchPackets: 3,
-			Target: 10 * time.Microsecond, TUpdate: 20 * time.Microsecond, DisableBurstAllowance: true, MeanPacketBytes: 1, Alpha: 16, Beta: 16},
-		"rate": {Flows: 2, LimitPackets: 16, MemoryLimitBytes: 12000, RateEstimator: true, DequeueThresholdBytes: 1000,
-			Target: 10 * time.Microsecond, TUpdate: 20 * time.Microsecond, MaxBurst: 40 * time.Microsecond, ByteMode: true},
+			Control: pie.Control{Target: 10 * time.Microsecond, TUpdate: 20 * time.Microsecond, DisableBurstAllowance: true, MeanPacketBytes: 1, Alpha: 16, Beta: 16}},
+		"rate": {Flows: 2, LimitPackets: 16, MemoryLimitBytes: 12000, Control: pie.Control{RateEstimator: true, DequeueThresholdBytes: 1000, Target: 10 * time.Microsecond, TUpdate: 20 * time.Microsecond, MaxBurst: 40 * time.Microsecond, ByteMode: true}},
 	} {
 		if testing.Short() && name != "default" && name != "small" {
 			continue // -short: the defaults and the aggressive settings
@@ -179,5 +179,5 @@ func FuzzCobaltQueue(f *testing.F) {
 // FQ-PIE.
 func FuzzPIEQueue(f *testing.F) {
 	aqmtest.Fuzz(f, pieFactory(PIEConfig{Flows: 8, LimitPackets: 32, MemoryLimitBytes: 20000, QuantumBytes: 300,
-		Target: 10 * time.Microsecond, TUpdate: 20 * time.Microsecond, MaxBurst: 30 * time.Microsecond, MeanPacketBytes: 100}))
+		Control: pie.Control{Target: 10 * time.Microsecond, TUpdate: 20 * time.Microsecond, MaxBurst: 30 * time.Microsecond, MeanPacketBytes: 100}}))
 }

@@ -10,6 +10,7 @@ import (
 	"github.com/aqmkit/aqmkit/aqm"
 	"github.com/aqmkit/aqmkit/cobalt"
 	"github.com/aqmkit/aqmkit/internal/rng"
+	"github.com/aqmkit/aqmkit/pie"
 	"github.com/stretchr/testify/require"
 )
 
@@ -491,10 +492,7 @@ func TestPIEMatchesReference(t *testing.T) {
 		g := rand.New(rand.NewPCG(uint64(tr), 8))
 		cfg := PIEConfig{
 			Flows: 1 + g.IntN(16), QuantumBytes: 256 + g.IntN(2000), LimitPackets: 1 << 20, MemoryLimitBytes: 1 << 31,
-			Target: time.Duration(1+g.IntN(15)) * time.Millisecond, TUpdate: time.Duration(2+g.IntN(20)) * time.Millisecond,
-			MaxBurst: time.Duration(g.IntN(100)) * time.Millisecond, DisableECN: g.IntN(4) == 0,
-			Alpha: []float64{0.125, 0.5, 2}[g.IntN(3)], Beta: []float64{1.25, 2.5, 8}[g.IntN(3)],
-			MeanPacketBytes: 500 + g.IntN(1000), Seed: uint64(tr + 1),
+			Control: pie.Control{Target: time.Duration(1+g.IntN(15)) * time.Millisecond, TUpdate: time.Duration(2+g.IntN(20)) * time.Millisecond, MaxBurst: time.Duration(g.IntN(100)) * time.Millisecond, DisableECN: g.IntN(4) == 0, Alpha: []float64{0.125, 0.5, 2}[g.IntN(3)], Beta: []float64{1.25, 2.5, 8}[g.IntN(3)], MeanPacketBytes: 500 + g.IntN(1000)}, Seed: uint64(tr + 1),
 		}
 		var qd []aqm.Packet[uint64]
 		var qw []aqm.Verdict

@@ -47,26 +47,14 @@ type PIEConfig struct {
 	// the fattest flow (it stops earlier once half that flow's bytes are
 	// gone). Zero means [DefaultCoDelDropBatchPackets] (64); at most 65536.
 	DropBatchPackets int
-	// Target, TUpdate, Alpha, Beta, MaxBurst, DisableBurstAllowance,
-	// MeanPacketBytes, DisableECN, ECNThreshold, Derandomize, ByteMode,
-	// RateEstimator, DequeueThresholdBytes and HighDelayBoost configure each
-	// flow's PIE as in [pie.Config], with the same defaults. The safeguard
-	// "no early drop while at most two mean packets are queued" looks at
-	// the flow's own backlog, as in Linux fq_pie.
-	Target                time.Duration
-	TUpdate               time.Duration
-	Alpha                 float64
-	Beta                  float64
-	MaxBurst              time.Duration
-	DisableBurstAllowance bool
-	MeanPacketBytes       int
-	DisableECN            bool
-	ECNThreshold          float64
-	Derandomize           bool
-	ByteMode              bool
-	RateEstimator         bool
-	DequeueThresholdBytes int
-	HighDelayBoost        bool
+	// Control configures each flow's PIE: Target, TUpdate, Alpha, Beta,
+	// MaxBurst, DisableBurstAllowance, MeanPacketBytes, DisableECN,
+	// ECNThreshold, Derandomize, ByteMode, RateEstimator,
+	// DequeueThresholdBytes and HighDelayBoost, with the defaults and ranges
+	// of [pie.Control]. The safeguard "no early drop while at most two mean
+	// packets are queued" looks at the flow's own backlog, as in Linux
+	// fq_pie.
+	pie.Control
 	// Seed keys the flow hash and seeds every flow's random draws. Zero,
 	// the default and the right choice in production, draws a secret from
 	// crypto/rand; a fixed seed makes the queue reproducible, for tests and
@@ -90,23 +78,12 @@ func PIEConfigForLink(rate aqm.Rate, rtt time.Duration) PIEConfig {
 	}
 }
 
-func (c PIEConfig) pie() pie.Config {
-	return pie.Config{
-		Target: c.Target, TUpdate: c.TUpdate, Alpha: c.Alpha, Beta: c.Beta,
-		MaxBurst: c.MaxBurst, DisableBurstAllowance: c.DisableBurstAllowance,
-		MeanPacketBytes: c.MeanPacketBytes, DisableECN: c.DisableECN,
-		ECNThreshold: c.ECNThreshold, Derandomize: c.Derandomize, ByteMode: c.ByteMode,
-		RateEstimator: c.RateEstimator, DequeueThresholdBytes: c.DequeueThresholdBytes,
-		HighDelayBoost: c.HighDelayBoost,
-	}
-}
-
 // Validate reports every field that is out of range, one [aqm.ConfigError]
 // each, joined; the error wraps [aqm.ErrInvalidConfig]. It does not change
 // c: zero fields are valid and mean their defaults.
 func (c PIEConfig) Validate() error {
 	errs := validateSched(c.Flows, c.LimitPackets, c.MemoryLimitBytes, c.QuantumBytes, c.DropBatchPackets)
-	errs = append(errs, refield(c.pie().Validate())...)
+	errs = append(errs, refield(c.Control.Validate())...)
 	return errors.Join(errs...)
 }
 
@@ -114,29 +91,7 @@ func (c PIEConfig) Validate() error {
 // (the seed is left alone: NewPIE draws it).
 func (c PIEConfig) withDefaults() PIEConfig {
 	schedDefaults(&c.Flows, &c.LimitPackets, &c.MemoryLimitBytes, &c.QuantumBytes, &c.DropBatchPackets)
-	def := func(v *time.Duration, d time.Duration) {
-		if *v == 0 {
-			*v = d
-		}
-	}
-	def(&c.Target, pie.DefaultTarget)
-	def(&c.TUpdate, pie.DefaultTUpdate)
-	def(&c.MaxBurst, pie.DefaultMaxBurst)
-	if c.Alpha == 0 {
-		c.Alpha = pie.DefaultAlpha
-	}
-	if c.Beta == 0 {
-		c.Beta = pie.DefaultBeta
-	}
-	if c.MeanPacketBytes == 0 {
-		c.MeanPacketBytes = pie.DefaultMeanPacketBytes
-	}
-	if c.ECNThreshold == 0 {
-		c.ECNThreshold = pie.DefaultECNThreshold
-	}
-	if c.DequeueThresholdBytes == 0 {
-		c.DequeueThresholdBytes = pie.DefaultDequeueThresholdBytes
-	}
+	c.Control = c.Control.WithDefaults()
 	return c
 }
 
@@ -189,7 +144,7 @@ func (q *PIE[T]) build(cfg PIEConfig, capacity int) {
 func (q *PIE[T]) apply(cfg PIEConfig) {
 	q.cfg = cfg
 	q.setLimits(cfg.LimitPackets, cfg.MemoryLimitBytes, cfg.QuantumBytes, cfg.DropBatchPackets)
-	q.fp = cfg.pie().Params()
+	q.fp = cfg.Params()
 }
 
 // Config returns the configuration in effect, every default filled in and

@@ -6,14 +6,14 @@ import (
 	"github.com/aqmkit/aqmkit/aqm"
 )
 
-// Params are the constants a [Controller] runs on, derived from a [Config]
-// and shared by every Controller of a queue. The limits, Seed and the other
-// fields that concern a whole queue are ignored.
+// Params are the constants a [Controller] runs on, derived from a
+// [Control] and shared by every Controller of a queue.
 type Params struct{ pp params }
 
 // Params returns the [Params] for c with defaults applied. Call
-// [Config.Validate] first: the values are used as they are.
-func (c Config) Params() Params { return Params{pp: c.withDefaults().derive()} }
+// [Control.Validate] (or the embedding configuration's Validate) first: the
+// values are used as they are.
+func (c Control) Params() Params { return Params{pp: c.WithDefaults().derive()} }
 
 // Controller is the PIE state of one queue, as a plain value a flow-queueing
 // scheduler embeds per flow (Linux fq_pie and ns-3's FqPie keep one PIE per

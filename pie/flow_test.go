@@ -16,9 +16,7 @@ import (
 func TestControllerMatchesQueue(t *testing.T) {
 	for tr := range 12 {
 		g := rand.New(rand.NewPCG(uint64(tr), 16))
-		cfg := Config{Target: 5 * time.Millisecond, TUpdate: 4 * time.Millisecond, MaxBurst: time.Duration(g.IntN(30)) * time.Millisecond,
-			Alpha: 2, Beta: 8, LimitPackets: 100000, Seed: uint64(tr + 1), RateEstimator: tr%3 == 1,
-			DequeueThresholdBytes: 3000, Derandomize: tr%4 == 2, ByteMode: tr%5 == 3, DisableECN: tr%2 == 0}
+		cfg := Config{Control: Control{Target: 5 * time.Millisecond, TUpdate: 4 * time.Millisecond, MaxBurst: time.Duration(g.IntN(30)) * time.Millisecond, Alpha: 2, Beta: 8, RateEstimator: tr%3 == 1, DequeueThresholdBytes: 3000, Derandomize: tr%4 == 2, ByteMode: tr%5 == 3, DisableECN: tr%2 == 0}, LimitPackets: 100000, Seed: uint64(tr + 1)}
 		q, err := New[uint64](cfg, nil)
 		if err != nil {
 			t.Fatal(err)

@@ -3,6 +3,7 @@ package sim
 import (
 	"github.com/aqmkit/aqmkit/aqm"
 	"github.com/aqmkit/aqmkit/fq"
+	"github.com/aqmkit/aqmkit/pie"
 )
 
 func init() {
@@ -10,6 +11,6 @@ func init() {
 		return fq.NewCobalt(fq.CobaltConfig{LimitPackets: e.BufferPackets, Seed: e.Seed}, e.OnDrop)
 	}})
 	register(AQM{Name: "fq-pie", Desc: "FQ-PIE (Linux fq_pie): FQ-CoDel's scheduler with PIE per flow, 1024 flows, target 15 ms", New: func(e Env) (aqm.Queue[uint64], error) {
-		return fq.NewPIE(fq.PIEConfig{LimitPackets: e.BufferPackets, MeanPacketBytes: e.MSS, Seed: e.Seed}, e.OnDrop)
+		return fq.NewPIE(fq.PIEConfig{LimitPackets: e.BufferPackets, Control: pie.Control{MeanPacketBytes: e.MSS}, Seed: e.Seed}, e.OnDrop)
 	}})
 }
