@@ -7,6 +7,7 @@ import (
 
 	"github.com/aqmkit/aqmkit/aqm"
 	"github.com/aqmkit/aqmkit/cobalt"
+	"github.com/aqmkit/aqmkit/internal/cfgerr"
 	"github.com/aqmkit/aqmkit/internal/rng"
 )
 
@@ -80,7 +81,7 @@ func CobaltConfigForLink(rate aqm.Rate, rtt time.Duration) CobaltConfig {
 // c: zero fields are valid and mean their defaults.
 func (c CobaltConfig) Validate() error {
 	errs := validateSched(c.Flows, c.LimitPackets, c.MemoryLimitBytes, c.QuantumBytes, c.DropBatchPackets)
-	errs = append(errs, refield(c.Control.Validate())...)
+	errs = append(errs, cfgerr.Relabel("fq", c.Control.Validate())...)
 	return errors.Join(errs...)
 }
 

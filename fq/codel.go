@@ -7,6 +7,7 @@ import (
 
 	"github.com/aqmkit/aqmkit/aqm"
 	"github.com/aqmkit/aqmkit/codel"
+	"github.com/aqmkit/aqmkit/internal/cfgerr"
 	"github.com/aqmkit/aqmkit/internal/rng"
 )
 
@@ -124,7 +125,7 @@ func CoDelConfigForLink(rate aqm.Rate, rtt time.Duration) CoDelConfig {
 // c: zero fields are valid and mean their defaults.
 func (c CoDelConfig) Validate() error {
 	errs := validateSched(c.Flows, c.LimitPackets, c.MemoryLimitBytes, c.QuantumBytes, c.DropBatchPackets)
-	errs = append(errs, refield(c.Control.Validate())...)
+	errs = append(errs, cfgerr.Relabel("fq", c.Control.Validate())...)
 	return errors.Join(errs...)
 }
 

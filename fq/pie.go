@@ -6,6 +6,7 @@ import (
 	"time"
 
 	"github.com/aqmkit/aqmkit/aqm"
+	"github.com/aqmkit/aqmkit/internal/cfgerr"
 	"github.com/aqmkit/aqmkit/internal/rng"
 	"github.com/aqmkit/aqmkit/pie"
 )
@@ -83,7 +84,7 @@ func PIEConfigForLink(rate aqm.Rate, rtt time.Duration) PIEConfig {
 // c: zero fields are valid and mean their defaults.
 func (c PIEConfig) Validate() error {
 	errs := validateSched(c.Flows, c.LimitPackets, c.MemoryLimitBytes, c.QuantumBytes, c.DropBatchPackets)
-	errs = append(errs, refield(c.Control.Validate())...)
+	errs = append(errs, cfgerr.Relabel("fq", c.Control.Validate())...)
 	return errors.Join(errs...)
 }
 
