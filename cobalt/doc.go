@@ -91,6 +91,17 @@
 // when more than Interval ahead, to now plus the current spacing; the
 // BLUE timestamp to now.
 //
+// # Per-flow use
+//
+// [Control] holds one controller's settings, and [Control.Params] derives
+// the [Params] that every controller of a queue shares. A [Controller] is
+// fresh at zero and [Controller.Init] gives it its own random stream; its
+// owner calls [Controller.Decide] for each packet leaving the head,
+// [Controller.Empty] when it finds the queue empty and
+// [Controller.Overflow] when one of the queue's packets hits a limit.
+// Package fq's CobaltConfig embeds Control; package cake derives its tins'
+// Params from its own Target and Interval and the shaper's rate.
+//
 // # Concurrency
 //
 // A Queue and a Controller are not safe for concurrent use.
