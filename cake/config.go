@@ -6,6 +6,8 @@ import (
 	"time"
 
 	"github.com/aqmkit/aqmkit/aqm"
+	"github.com/aqmkit/aqmkit/cobalt"
+	"github.com/aqmkit/aqmkit/internal/cfgerr"
 )
 
 // Defaults and bounds of [Config].
@@ -32,8 +34,9 @@ const (
 	// MTU is the packet size the tins' parameters are derived from: an
 	// Ethernet MTU plus its 14-byte header, as Linux's psched_mtu.
 	MTU = 1514
-	// MaxInterval is the largest Interval accepted, one hour.
-	MaxInterval = time.Hour
+	// MaxInterval is the largest Interval accepted, one hour: COBALT's
+	// bound.
+	MaxInterval = cobalt.MaxInterval
 	// MinOverhead and MaxOverhead bound Overhead (tc's limits).
 	MinOverhead = -64
 	MaxOverhead = 256
@@ -341,17 +344,10 @@ func (c Config) Validate() error {
 	if c.FlowMode > DualDstHost {
 		bad("FlowMode", c.FlowMode, "must be a known isolation mode")
 	}
-	tgOK := c.Target >= 0 && c.Target < MaxInterval
-	ivOK := c.Interval >= 0 && c.Interval <= MaxInterval
-	if !tgOK {
-		bad("Target", c.Target, "must be in [0, "+MaxInterval.String()+")")
-	}
-	if !ivOK {
-		bad("Interval", c.Interval, "must be in [0, "+MaxInterval.String()+"]")
-	}
-	if d := c.withDefaults(); tgOK && ivOK && d.Target >= d.Interval {
-		bad("Target", d.Target, "must be less than Interval ("+d.Interval.String()+")")
-	}
+	// COBALT's rules for its target and interval, under cake's name (with
+	// cake's defaults, which zero fields keep in range).
+	d := c.withDefaults()
+	errs = append(errs, cfgerr.Relabel("cake", cobalt.Control{Target: d.Target, Interval: d.Interval}.Validate())...)
 	if c.Overhead < MinOverhead || c.Overhead > MaxOverhead {
 		bad("Overhead", c.Overhead, "must be in [-64, 256]")
 	}

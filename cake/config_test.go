@@ -136,10 +136,11 @@ func TestStringers(t *testing.T) {
 }
 
 // TestZeroSeedStreamsDiffer protects the random streams: two zero-seed
-// queues draw different dithered quanta (and BLUE draws), two classifiers
-// with seed 0 hash differently, and fixed seeds repeat.
+// queues draw different dithered quanta (each flow's BLUE stream is seeded
+// from the same seed), two classifiers with seed 0 hash differently, and
+// fixed seeds repeat.
 func TestZeroSeedStreamsDiffer(t *testing.T) {
-	draws := func(q *Queue[int]) []uint64 { // the stream BLUE and the quantum dithering draw from
+	draws := func(q *Queue[int]) []uint64 { // the stream the quantum dithering draws from
 		var d []uint64
 		for range 4 {
 			d = append(d, q.src.Uint64())

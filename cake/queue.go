@@ -154,7 +154,7 @@ type Queue[T any] struct {
 	overTTL int
 
 	key0, key1 uint64
-	src        rng.Source
+	src        rng.Source // the dithered quantum
 	cfg        Config
 	memAuto    bool
 	dscpTin    [64]uint8
@@ -245,6 +245,9 @@ func (q *Queue[T]) build(cfg Config) {
 			b.hosts = make([]host, hostsPerTin)
 		}
 	}
+	for i := range q.flows {
+		q.flows[i].cv.Init(&q.tins[q.tinOf(uint32(i))].cp, flowSeed(cfg.Seed, i))
+	}
 	q.dscpTin = l.dscp
 	q.nodes = make([]node[T], cfg.LimitPackets+1) // the arrival is added before pruning
 	for i := range q.nodes {
@@ -289,13 +292,17 @@ func (q *Queue[T]) apply(cfg Config) {
 		b.interval = max(cfg.Interval+b.target-cfg.Target, 2*b.target)
 		b.target = min(b.target, MaxInterval-1)
 		b.interval = min(b.interval, MaxInterval)
-		b.cp = cobalt.Config{
+		b.cp = cobalt.Control{
 			Target: b.target, Interval: b.interval, MTUTime: mtuTime,
 			DisableBlueThreshold: true,
 		}.Params()
 	}
 	q.updateSpans()
 }
+
+// flowSeed is the seed of flow i's BLUE stream in a queue seeded with
+// seed: distinct per flow, and apart from the queue's own stream and key.
+func flowSeed(seed uint64, i int) uint64 { return seed ^ uint64(i+1)*0xbb67ae8584caa73b }
 
 // updateSpans recomputes how far ahead of now the shaper clocks may be
 // before the time policy pulls them back: one second plus the time of the
@@ -981,7 +988,7 @@ begin:
 				if q.ingress && int64(soj) <= 2*int64(b.mtu)*int64(b.bulk) {
 					soj = 0 // the ingress guard: not above target
 				}
-				act := f.cv.Signal(&b.cp, &q.src, now, soj, p.ECN)
+				act := f.cv.Decide(&b.cp, now, soj, p.ECN)
 				if act == cobalt.Deliver || act == cobalt.Mark || f.head == nilIdx {
 					if f.cv.Marked() { // a mark, or a marked packet BLUE would drop kept as the last
 						p.ECN = aqm.CE
@@ -1042,7 +1049,7 @@ func ewma(avg, v uint64, shift uint) uint64 { return avg - avg>>shift + v>>shift
 // stillDecaying tells f's COBALT that its queue was found empty at now
 // and reports whether it is not yet at rest.
 func (q *Queue[T]) stillDecaying(b *tin, f *flow, now aqm.Time) bool {
-	f.cv.QueueEmpty(&b.cp, now)
+	f.cv.Empty(&b.cp, now)
 	st := f.cv.State()
 	return f.cv.Active() || st.Count > 0 || now < st.Next
 }
@@ -1091,7 +1098,7 @@ func (q *Queue[T]) prune(now aqm.Time, arrival uint32) bool {
 	fi := uint32(q.heap[0])
 	f := &q.flows[fi]
 	b := &q.tins[q.tinOf(fi)]
-	f.cv.QueueFull(&b.cp, now)
+	f.cv.Overflow(&b.cp, now)
 	p, ni := q.popFlow(fi, b)
 	if q.ingress {
 		q.charge(b, q.adjLen(p.Size), now, true)
@@ -1412,7 +1419,7 @@ func (q *Queue[T]) DequeueBatch(buf []aqm.Packet[T], now aqm.Time) int {
 			continue
 		}
 		p, _ := q.popFlow(fi, b)
-		act := f.cv.Signal(&b.cp, &q.src, now, p.Enqueued.Since(now), p.ECN)
+		act := f.cv.Decide(&b.cp, now, p.Enqueued.Since(now), p.ECN)
 		if act == cobalt.Deliver || act == cobalt.Mark || f.head == nilIdx {
 			if f.cv.Marked() { // as in dequeue
 				p.ECN = aqm.CE

@@ -48,16 +48,18 @@ const (
 	// minBlueStep is the smallest BLUE step the 2^32 scale represents.
 	minBlueStep = 1.0 / (1 << 32)
 	// maxDecaySteps bounds the count decrements one evaluation makes while
-	// CoDel is not dropping (see Controller.Signal).
+	// CoDel is not dropping (see Controller.Decide).
 	maxDecaySteps = 64
 )
 
-// Config configures a COBALT [Queue], and through [Config.Params] the
-// per-flow [Controller]s of the queues that embed it. The zero value is
-// COBALT with ns-3's defaults and ECN marking: target 5 ms, interval
-// 100 ms, BLUE steps 1/256 and 1/4096, a 400 ms BLUE ceiling, a
-// 1000-packet limit.
-type Config struct {
+// Control holds the settings of one COBALT controller: everything but the
+// limits and the seed. It is embedded in [Config] and in the configurations
+// of the queues that run COBALT per flow (package fq's CobaltConfig), so
+// that its fields are written cfg.Target and its defaults, ranges and
+// rules are stated once, here. The zero value is COBALT with ns-3's
+// defaults and ECN marking: target 5 ms, interval 100 ms, BLUE steps 1/256
+// and 1/4096, a 400 ms BLUE ceiling.
+type Control struct {
 	// Target is the acceptable minimum sojourn time. Zero means
 	// [DefaultTarget]; it must be below Interval.
 	Target time.Duration
@@ -84,6 +86,13 @@ type Config struct {
 	// DisableECN makes the CoDel half drop ECN-capable packets instead of
 	// marking them CE. BLUE always drops, ECN-capable or not.
 	DisableECN bool
+}
+
+// Config configures a COBALT [Queue]: the controller's settings
+// ([Control], embedded), the limits and the seed. The zero value is
+// COBALT with ns-3's defaults and ECN marking and a 1000-packet limit.
+type Config struct {
+	Control
 	// LimitPackets is the most packets a [Queue] holds; an arrival beyond
 	// it is refused and raises BLUE's probability. Zero means
 	// [DefaultLimitPackets]. A limit that holds more than a second of
@@ -111,18 +120,23 @@ func ConfigForLink(rate aqm.Rate, rtt time.Duration) Config {
 	return Config{
 		LimitPackets: rate.BufferPackets(rtt),
 		LimitBytes:   rate.BufferBytes(rtt),
-		MTUTime:      rate.TxTime(aqm.FullPacketBytes),
+		Control:      Control{MTUTime: rate.TxTime(aqm.FullPacketBytes)},
 	}
 }
 
-// Validate reports every field that is out of range, one
-// [aqm.ConfigError] each, joined. It does not change c.
-func (c Config) Validate() error { return errors.Join(c.validate("cobalt")...) }
+// Validate reports every field of c that is out of range, one
+// [*aqm.ConfigError] (package "cobalt") each, joined with [errors.Join];
+// each wraps [aqm.ErrInvalidConfig]. A field out of range on its own is
+// reported even if it also breaks the rule that Target be less than
+// Interval, which is checked only when both are in range. It does not
+// change c.
+func (c Control) Validate() error { return errors.Join(c.validate()...) }
 
-func (c Config) validate(pkg string) []error {
+// validate is [Control.Validate] as a list, in field order.
+func (c Control) validate() []error {
 	var errs []error
 	bad := func(field string, v any, rule string) {
-		errs = append(errs, &aqm.ConfigError{Pkg: pkg, Field: field, Value: v, Rule: rule})
+		errs = append(errs, &aqm.ConfigError{Pkg: "cobalt", Field: field, Value: v, Rule: rule})
 	}
 	if c.Target < 0 || c.Target >= MaxInterval {
 		bad("Target", c.Target, "must be in [0, "+MaxInterval.String()+")")
@@ -142,16 +156,31 @@ func (c Config) validate(pkg string) []error {
 	if c.BlueThreshold < 0 {
 		bad("BlueThreshold", c.BlueThreshold, "must not be negative")
 	}
+	// BLUE's steps live on a 2^32 scale: a smaller increment rounds to
+	// zero and BLUE would never rise on an overflow.
+	if c.BlueIncrement > 0 && c.BlueIncrement < minBlueStep {
+		bad("BlueIncrement", c.BlueIncrement, "must be 0 or at least 2^-32: a smaller step rounds to zero and BLUE never rises")
+	}
+	d := c.WithDefaults()
+	if c.Target >= 0 && c.Target < MaxInterval && c.Interval >= 0 && c.Interval <= MaxInterval && d.Target >= d.Interval {
+		bad("Target", d.Target, "must be less than Interval ("+d.Interval.String()+")")
+	}
+	return errs
+}
+
+// Validate reports every field of c that is out of range, one
+// [*aqm.ConfigError] each, joined: the controller's fields as
+// [Control.Validate] checks them, then the limits. It does not change c.
+func (c Config) Validate() error {
+	errs := c.Control.validate()
+	bad := func(field string, v any, rule string) {
+		errs = append(errs, &aqm.ConfigError{Pkg: "cobalt", Field: field, Value: v, Rule: rule})
+	}
 	if c.LimitPackets < 0 || c.LimitPackets > MaxLimitPackets {
 		bad("LimitPackets", c.LimitPackets, "must be in [0, "+strconv.Itoa(MaxLimitPackets)+"]")
 	}
 	if c.LimitBytes < 0 {
 		bad("LimitBytes", c.LimitBytes, "must not be negative")
-	}
-	// BLUE's steps live on a 2^32 scale: a smaller increment rounds to
-	// zero and BLUE would never rise on an overflow.
-	if c.BlueIncrement > 0 && c.BlueIncrement < minBlueStep {
-		bad("BlueIncrement", c.BlueIncrement, "must be 0 or at least 2^-32: a smaller step rounds to zero and BLUE never rises")
 	}
 	// COBALT signals at dequeue, on a packet that leaves while others wait:
 	// limits that hold less than two full-size packets leave only the
@@ -162,15 +191,13 @@ func (c Config) validate(pkg string) []error {
 	if c.LimitBytes > 0 && c.LimitBytes < minLimitBytes {
 		bad("LimitBytes", c.LimitBytes, "must be 0 or at least 2 full-size packets ("+strconv.Itoa(minLimitBytes)+" bytes): with less, full-size packets are refused at the limit before COBALT can signal")
 	}
-	d := c.withDefaults()
-	if c.Target >= 0 && c.Target < MaxInterval && c.Interval >= 0 && c.Interval <= MaxInterval && d.Target >= d.Interval {
-		bad("Target", d.Target, "must be less than Interval ("+d.Interval.String()+")")
-	}
-	return errs
+	return errors.Join(errs...)
 }
 
-// withDefaults returns c with every zero field set to its default.
-func (c Config) withDefaults() Config {
+// WithDefaults returns c with every zero field that has a default set to
+// it: the settings a controller built from c runs on, as the queues that
+// embed Control report them in their Config.
+func (c Control) WithDefaults() Control {
 	if c.Target == 0 {
 		c.Target = DefaultTarget
 	}
@@ -186,6 +213,12 @@ func (c Config) withDefaults() Config {
 	if c.BlueThreshold == 0 {
 		c.BlueThreshold = DefaultBlueThreshold
 	}
+	return c
+}
+
+// withDefaults returns c with every zero field set to its default.
+func (c Config) withDefaults() Config {
+	c.Control = c.Control.WithDefaults()
 	if c.LimitPackets == 0 {
 		c.LimitPackets = DefaultLimitPackets
 	}
@@ -193,7 +226,7 @@ func (c Config) withDefaults() Config {
 }
 
 // Params are the derived constants a [Controller] runs on, shared by every
-// Controller of a queue.
+// Controller of a queue. Build them with [Control.Params].
 type Params struct {
 	target    int64 // ns
 	interval  int64 // ns
@@ -205,11 +238,12 @@ type Params struct {
 	interval2 [2]uint64 // interval² in 128 bits (hi, lo), for the exact law
 }
 
-// Params returns the [Params] for c's controller fields with defaults
-// applied (the limits and Seed are ignored). Call [Config.Validate] first:
+// Params returns the [Params] for c with defaults applied, for a [Queue]
+// or for a queue that embeds a [Controller] per flow. Call
+// [Control.Validate] (or the embedding configuration's Validate) first:
 // out-of-range values are clamped here, not reported.
-func (c Config) Params() Params {
-	d := c.withDefaults()
+func (c Control) Params() Params {
+	d := c.WithDefaults()
 	iv := int64(min(max(d.Interval, 2), MaxInterval))
 	tg := min(max(int64(d.Target), 1), iv-1)
 	p := Params{

@@ -33,9 +33,9 @@ func factory(cfg Config) aqmtest.Factory {
 func TestConformance(t *testing.T) {
 	for name, cfg := range map[string]Config{
 		"default": {},
-		"small":   {LimitPackets: 16, Target: time.Millisecond, Interval: 10 * time.Millisecond},
-		"bytes":   {LimitPackets: 64, LimitBytes: 20000, DisableECN: true},
-		"guarded": {MTUTime: 2 * time.Millisecond, DisableBlueThreshold: true},
+		"small":   {LimitPackets: 16, Control: Control{Target: time.Millisecond, Interval: 10 * time.Millisecond}},
+		"bytes":   {LimitPackets: 64, LimitBytes: 20000, Control: Control{DisableECN: true}},
+		"guarded": {Control: Control{MTUTime: 2 * time.Millisecond, DisableBlueThreshold: true}},
 	} {
 		t.Run(name, func(t *testing.T) { aqmtest.Run(t, factory(cfg)) })
 	}
@@ -43,5 +43,5 @@ func TestConformance(t *testing.T) {
 
 // FuzzQueue drives COBALT with fuzzed traces through the kit's checks.
 func FuzzQueue(f *testing.F) {
-	aqmtest.Fuzz(f, factory(Config{LimitPackets: 32, Target: time.Millisecond, Interval: 20 * time.Millisecond}))
+	aqmtest.Fuzz(f, factory(Config{LimitPackets: 32, Control: Control{Target: time.Millisecond, Interval: 20 * time.Millisecond}}))
 }

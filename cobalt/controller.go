@@ -45,16 +45,27 @@ func (a Action) String() string {
 
 // Controller is the COBALT state of one queue or one flow: the CoDel half
 // (count, the next signal time, whether it is dropping) and the BLUE half
-// (its drop probability and when it last changed). The zero value is a
-// fresh controller. It is a plain value of 32 bytes, meant to be embedded
-// per flow; it is not safe for concurrent use.
+// (its drop probability and when it last changed), and the random stream
+// BLUE draws from. The zero value is a fresh controller; [Controller.Init]
+// gives it a stream of its own, so that the flows of one queue do not draw
+// in lockstep. It is a plain value of 32 bytes, meant to be embedded per
+// flow; it is not safe for concurrent use.
 type Controller struct {
-	next      aqm.Time // next signal; while count is 0, an activity timeout
-	blueStamp aqm.Time // when p last changed
-	count     uint32   // signals in the current episode (decays after it)
-	p         uint32   // BLUE's drop probability, 2^32 = 1
+	next      aqm.Time  // next signal; while count is 0, an activity timeout
+	blueStamp aqm.Time  // when p last changed
+	count     uint32    // signals in the current episode (decays after it)
+	p         uint32    // BLUE's drop probability, 2^32 = 1
+	src       rng.Small // BLUE's draws
 	dropping  bool
-	marked    bool // the last Signal's CoDel half marked its packet
+	marked    bool // the last Decide's CoDel half marked its packet
+}
+
+// Init resets c to a fresh controller whose random draws start from seed.
+// COBALT's fresh state does not depend on p; it is taken so that every
+// per-flow controller is set up the same way.
+func (c *Controller) Init(p *Params, seed uint64) {
+	*c = Controller{}
+	c.src.Seed(seed)
 }
 
 // State is a snapshot of a [Controller].
@@ -77,7 +88,7 @@ func (c *Controller) State() State {
 }
 
 // Marked reports whether the CoDel half marked the packet of the last
-// [Controller.Signal] call: true when it returned [Mark], and also when it
+// [Controller.Decide] call: true when it returned [Mark], and also when it
 // returned [DropBlue] for a packet the CoDel half had marked first (Linux
 // CAKE's ecn_marked). A caller that delivers a packet despite DropBlue, as
 // CAKE delivers the last packet of a flow queue, sets CE on it when Marked
@@ -139,13 +150,13 @@ func (c *Controller) reanchor(p *Params, now aqm.Time) {
 	}
 }
 
-// Signal decides the fate of a packet leaving the head of the queue at now
+// Decide decides the fate of a packet leaving the head of the queue at now
 // after sojourn, with ECN codepoint ecn. It runs the CoDel half (with the
 // decay of count that replaces RFC 8289's re-entry rule) and then, unless
-// the CoDel half dropped the packet, BLUE's random drop, drawing from src
-// only when BLUE's probability is above zero: a packet the CoDel half has
-// just marked CE can still be dropped by BLUE, so a sender that ignores
-// marks is policed as one without ECN. A sojourn above the configured
+// the CoDel half dropped the packet, BLUE's random drop, drawing from c's
+// stream only when BLUE's probability is above zero: a packet the CoDel
+// half has just marked CE can still be dropped by BLUE, so a sender that
+// ignores marks is policed as one without ECN. A sojourn above the configured
 // BlueThreshold first raises BLUE's probability.
 //
 // While not dropping, each spacing that has passed since the next signal
@@ -155,7 +166,7 @@ func (c *Controller) reanchor(p *Params, now aqm.Time) {
 // certainly decays count to zero (a gap of at least
 // Interval·min(count, 2·sqrt(count)), which covers every remaining
 // spacing) resets count at once.
-func (c *Controller) Signal(p *Params, src *rng.Source, now aqm.Time, sojourn time.Duration, ecn aqm.ECN) Action {
+func (c *Controller) Decide(p *Params, now aqm.Time, sojourn time.Duration, ecn aqm.ECN) Action {
 	c.reanchor(p, now)
 	soj := int64(sojourn)
 	if soj > p.blueCeil {
@@ -205,7 +216,7 @@ func (c *Controller) Signal(p *Params, src *rng.Source, now aqm.Time, sojourn ti
 		}
 	}
 	c.marked = act == Mark
-	if act != DropCoDel && c.p != 0 && src.Uint32() < c.p {
+	if act != DropCoDel && c.p != 0 && c.src.Uint32() < c.p {
 		act = DropBlue
 	}
 	if c.count == 0 {
@@ -255,9 +266,10 @@ func (c *Controller) blueUp(p *Params, now aqm.Time) {
 	}
 }
 
-// QueueFull records an overflow at now: BLUE's probability rises (at most
-// once per target) and the CoDel half is forced to signal at once.
-func (c *Controller) QueueFull(p *Params, now aqm.Time) {
+// Overflow records that one of the queue's packets hit a limit at now:
+// BLUE's probability rises (at most once per target) and the CoDel half is
+// forced to signal at once.
+func (c *Controller) Overflow(p *Params, now aqm.Time) {
 	c.reanchor(p, now)
 	c.blueUp(p, now)
 	c.dropping = true
@@ -267,10 +279,10 @@ func (c *Controller) QueueFull(p *Params, now aqm.Time) {
 	}
 }
 
-// QueueEmpty records that the queue was found empty at now: BLUE's
+// Empty records that the queue was found empty at now: BLUE's
 // probability falls (at most once per target), the CoDel half stops
 // dropping, and count decays by one if its next time has passed.
-func (c *Controller) QueueEmpty(p *Params, now aqm.Time) {
+func (c *Controller) Empty(p *Params, now aqm.Time) {
 	c.reanchor(p, now)
 	if c.p != 0 && subSat(now, c.blueStamp) > p.target {
 		c.p -= min(c.p, p.pDec)

@@ -7,7 +7,6 @@ import (
 	"unsafe"
 
 	"github.com/aqmkit/aqmkit/aqm"
-	"github.com/aqmkit/aqmkit/internal/rng"
 	"github.com/stretchr/testify/require"
 )
 
@@ -16,7 +15,7 @@ import (
 // BLUE's probability at 1 an ECN-capable packet is dropped, not marked,
 // and the drop counts as an overload drop of an ECN-capable packet.
 func TestBlueDropsMarkedPackets(t *testing.T) {
-	q, err := New[int](Config{LimitPackets: 2, BlueIncrement: 1, Seed: 1}, nil)
+	q, err := New[int](Config{LimitPackets: 2, Control: Control{BlueIncrement: 1}, Seed: 1}, nil)
 	require.NoError(t, err)
 	at := func(ms int) aqm.Time { return aqm.Time(ms) * aqm.Time(time.Millisecond) }
 	for i := range 3 { // the third overflows: BLUE to 1, CoDel forced to signal
@@ -34,14 +33,13 @@ func TestBlueDropsMarkedPackets(t *testing.T) {
 	require.Equal(t, uint32(2), d.Count)
 
 	// The controller says the CoDel half marked the packet BLUE dropped.
-	prm := Config{BlueIncrement: 1}.Params()
+	prm := Config{Control: Control{BlueIncrement: 1}}.Params()
 	var c Controller
-	var src rng.Source
-	src.Seed(1)
-	c.QueueFull(&prm, at(10))
-	require.Equal(t, DropBlue, c.Signal(&prm, &src, at(20), 10*time.Millisecond, aqm.ECT1))
+	c.Init(&prm, 1)
+	c.Overflow(&prm, at(10))
+	require.Equal(t, DropBlue, c.Decide(&prm, at(20), 10*time.Millisecond, aqm.ECT1))
 	require.True(t, c.Marked())
-	require.Equal(t, DropBlue, c.Signal(&prm, &src, at(21), 11*time.Millisecond, aqm.ECT1))
+	require.Equal(t, DropBlue, c.Decide(&prm, at(21), 11*time.Millisecond, aqm.ECT1))
 	require.False(t, c.Marked(), "not due: the CoDel half did not mark")
 }
 
@@ -77,13 +75,12 @@ func TestDecayAfterIdle(t *testing.T) {
 		{5000, 3 * time.Second}, // about 2400 steps
 		{30, 200 * time.Millisecond},
 	} {
-		prm := Config{DisableBlueThreshold: true}.Params()
+		prm := Config{Control: Control{DisableBlueThreshold: true}}.Params()
 		var c Controller
-		var src rng.Source
 		now := t0
 		for c.count < tc.count { // above target until count reaches tc.count
 			now += aqm.Time(200 * time.Microsecond)
-			c.Signal(&prm, &src, now, 10*time.Millisecond, aqm.NotECT)
+			c.Decide(&prm, now, 10*time.Millisecond, aqm.NotECT)
 		}
 		require.Equal(t, tc.count, c.count)
 		st := c.State()
@@ -91,7 +88,7 @@ func TestDecayAfterIdle(t *testing.T) {
 		want := slowDecay(prm.interval, st.Count, st.Next, now)
 		prev := st.Count
 		for call := range 200 {
-			c.Signal(&prm, &src, now, time.Millisecond, aqm.NotECT)
+			c.Decide(&prm, now, time.Millisecond, aqm.NotECT)
 			got := c.State().Count
 			require.LessOrEqual(t, got, prev, "call %d", call)
 			if want > 0 {

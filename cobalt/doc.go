@@ -82,6 +82,10 @@
 //     (2×aqm.FullPacketBytes), and a BlueIncrement below 2^-32, which rounds
 //     to zero on BLUE's 2^32 scale so that BLUE would never rise. Linux CAKE
 //     has no such parameters to set; ns-3 accepts them.
+//   - Each [Controller] draws from its own stream, seeded by
+//     [Controller.Init] (a [Queue] seeds it from Seed): a 32-bit PCG, so
+//     that the controller stays 32 bytes. Linux draws from the kernel's
+//     shared generator, ns-3 from one stream per queue disc.
 //
 // # Time
 //
@@ -91,6 +95,17 @@
 // future) is re-anchored at the next evaluation: the next-signal time,
 // when more than Interval ahead, to now plus the current spacing; the
 // BLUE timestamp to now.
+//
+// # Per-flow use
+//
+// [Control] holds one controller's settings, and [Control.Params] derives
+// the [Params] that every controller of a queue shares. A [Controller] is
+// fresh at zero and [Controller.Init] gives it its own random stream; its
+// owner calls [Controller.Decide] for each packet leaving the head,
+// [Controller.Empty] when it finds the queue empty and
+// [Controller.Overflow] when one of the queue's packets hits a limit.
+// Package fq's CobaltConfig embeds Control; package cake derives its tins'
+// Params from its own Target and Interval and the shaper's rate.
 //
 // # Concurrency
 //

@@ -27,6 +27,6 @@ func Example() {
 	fmt.Printf("BLUE probability %.2f, queue %d packets\n", d.BlueProbability, q.Len())
 	fmt.Println("refused at the limit:", d.Overflows > 0, "dropped by BLUE:", d.BlueDrops > 0)
 	// Output:
-	// BLUE probability 0.44, queue 10 packets
+	// BLUE probability 0.43, queue 4 packets
 	// refused at the limit: true dropped by BLUE: true
 }

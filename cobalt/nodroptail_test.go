@@ -37,8 +37,8 @@ func TestValidateNoDropTail(t *testing.T) {
 		{cobalt.Config{LimitPackets: 2}, ""},
 		{cobalt.Config{LimitBytes: 2*aqm.FullPacketBytes - 1}, "LimitBytes"},
 		{cobalt.Config{LimitBytes: 2 * aqm.FullPacketBytes}, ""},
-		{cobalt.Config{BlueIncrement: 0x1p-33}, "BlueIncrement"},
-		{cobalt.Config{BlueIncrement: 0x1p-32}, ""},
+		{cobalt.Config{Control: cobalt.Control{BlueIncrement: 0x1p-33}}, "BlueIncrement"},
+		{cobalt.Config{Control: cobalt.Control{BlueIncrement: 0x1p-32}}, ""},
 	} {
 		err := c.cfg.Validate()
 		if c.field == "" {

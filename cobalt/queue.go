@@ -6,7 +6,6 @@ import (
 	"github.com/aqmkit/aqmkit/aqm"
 	"github.com/aqmkit/aqmkit/internal/metrics"
 	"github.com/aqmkit/aqmkit/internal/ring"
-	"github.com/aqmkit/aqmkit/internal/rng"
 )
 
 // Queue is a COBALT queue: a FIFO with a packet limit (and an optional byte
@@ -18,7 +17,6 @@ type Queue[T any] struct {
 	backlog int
 	p       Params
 	c       Controller
-	src     rng.Source
 	cfg     Config // effective: defaults filled in, Seed the one in use
 	onDrop  aqm.DropFunc[T]
 	stats   aqm.Stats
@@ -41,8 +39,8 @@ func New[T any](cfg Config, onDrop aqm.DropFunc[T]) (*Queue[T], error) {
 	q := &Queue[T]{onDrop: onDrop}
 	cfg = cfg.withDefaults()
 	cfg.Seed = seedOf(cfg)
-	q.src.Seed(cfg.Seed)
 	q.apply(cfg)
+	q.c.Init(&q.p, cfg.Seed)
 	q.ring.Init(cfg.LimitPackets)
 	return q, nil
 }
@@ -69,7 +67,7 @@ func (q *Queue[T]) Reconfigure(cfg Config) error {
 	if cfg.Seed == 0 {
 		cfg.Seed = q.cfg.Seed
 	} else if cfg.Seed != q.cfg.Seed {
-		q.src.Seed(cfg.Seed)
+		q.c.src.Seed(cfg.Seed)
 	}
 	q.ring.Resize(cfg.LimitPackets)
 	q.apply(cfg)
@@ -86,7 +84,7 @@ func (q *Queue[T]) Enqueue(p aqm.Packet[T], now aqm.Time) aqm.Verdict {
 	if q.ring.Len() >= q.cfg.LimitPackets ||
 		(q.cfg.LimitBytes > 0 && int64(q.backlog)+int64(p.Size) > int64(q.cfg.LimitBytes)) {
 		q.full++
-		q.c.QueueFull(&q.p, now)
+		q.c.Overflow(&q.p, now)
 		q.stats.CountDrop(aqm.DroppedOverlimit, p.Size, false)
 		return aqm.DroppedOverlimit
 	}
@@ -106,13 +104,13 @@ func (q *Queue[T]) Dequeue(now aqm.Time) (p aqm.Packet[T], ok bool) {
 	drops := 0
 	for {
 		if p, ok = q.ring.PopFront(); !ok {
-			q.c.QueueEmpty(&q.p, now)
+			q.c.Empty(&q.p, now)
 			return p, false
 		}
 		q.backlog -= int(p.Size)
 		act := Deliver
 		if drops < MaxDropsPerDequeue {
-			act = q.c.Signal(&q.p, &q.src, now, p.Enqueued.Since(now), p.ECN)
+			act = q.c.Decide(&q.p, now, p.Enqueued.Since(now), p.ECN)
 		} else {
 			q.capHits++
 		}

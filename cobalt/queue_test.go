@@ -9,7 +9,6 @@ import (
 
 	"github.com/aqmkit/aqmkit/aqm"
 	"github.com/aqmkit/aqmkit/codel"
-	"github.com/aqmkit/aqmkit/internal/rng"
 	"github.com/stretchr/testify/require"
 )
 
@@ -19,9 +18,7 @@ const t0 = aqm.Time(time.Second)
 // field bad at once, each is named, and Validate leaves its receiver alone.
 func TestValidateNamesEveryField(t *testing.T) {
 	c := Config{
-		Target: 2 * time.Hour, Interval: 2 * time.Hour, MTUTime: -1,
-		BlueIncrement: 2, BlueDecrement: math.NaN(), BlueThreshold: -time.Second,
-		LimitPackets: -1, LimitBytes: -5,
+		Control: Control{Target: 2 * time.Hour, Interval: 2 * time.Hour, MTUTime: -1, BlueIncrement: 2, BlueDecrement: math.NaN(), BlueThreshold: -time.Second}, LimitPackets: -1, LimitBytes: -5,
 	}
 	before := c
 	err := c.Validate()
@@ -32,7 +29,7 @@ func TestValidateNamesEveryField(t *testing.T) {
 	require.Equal(t, before.Target, c.Target)
 	require.True(t, math.IsNaN(c.BlueDecrement))
 
-	err = Config{Target: 200 * time.Millisecond}.Validate()
+	err = Config{Control: Control{Target: 200 * time.Millisecond}}.Validate()
 	require.ErrorIs(t, err, aqm.ErrInvalidConfig)
 	require.Equal(t, "cobalt: Target (200ms) must be less than Interval (100ms)", err.Error())
 	_, err = New[int](Config{LimitPackets: MaxLimitPackets + 1}, nil)
@@ -95,36 +92,33 @@ func b2i(b bool) int {
 // interval, then signals spaced interval/sqrt(count), marks for ECT and
 // drops for Not-ECT, and the count decaying after the episode.
 func TestControllerSchedule(t *testing.T) {
-	p := Config{DisableBlueThreshold: true}.Params()
+	p := Config{Control: Control{DisableBlueThreshold: true}}.Params()
 	var c Controller
-	var src = new(rngSource)
 	ms := func(k int) aqm.Time { return t0 + aqm.Time(k)*aqm.Time(time.Millisecond) }
 	// First evaluation ever: count 0, so the activity timeout starts.
-	require.Equal(t, Deliver, c.Signal(&p, &src.s, ms(0), time.Millisecond, aqm.NotECT))
+	require.Equal(t, Deliver, c.Decide(&p, ms(0), time.Millisecond, aqm.NotECT))
 	require.Equal(t, ms(100), c.State().Next)
 	// Above target from 10 ms: dropping starts, first signal due 100 ms on.
-	require.Equal(t, Deliver, c.Signal(&p, &src.s, ms(10), 10*time.Millisecond, aqm.NotECT))
+	require.Equal(t, Deliver, c.Decide(&p, ms(10), 10*time.Millisecond, aqm.NotECT))
 	require.True(t, c.State().Dropping)
 	require.Equal(t, ms(110), c.State().Next)
-	require.Equal(t, Deliver, c.Signal(&p, &src.s, ms(109), 10*time.Millisecond, aqm.NotECT))
-	require.Equal(t, DropCoDel, c.Signal(&p, &src.s, ms(110), 10*time.Millisecond, aqm.NotECT))
+	require.Equal(t, Deliver, c.Decide(&p, ms(109), 10*time.Millisecond, aqm.NotECT))
+	require.Equal(t, DropCoDel, c.Decide(&p, ms(110), 10*time.Millisecond, aqm.NotECT))
 	require.Equal(t, uint32(2), c.State().Count)
 	// Next at 110 + 100/sqrt(2) = 180.710678 ms; an ECT packet is marked.
 	require.Equal(t, ms(110)+70710678, c.State().Next)
-	require.Equal(t, Deliver, c.Signal(&p, &src.s, ms(180), 10*time.Millisecond, aqm.ECT0))
-	require.Equal(t, Mark, c.Signal(&p, &src.s, ms(181), 10*time.Millisecond, aqm.ECT0))
+	require.Equal(t, Deliver, c.Decide(&p, ms(180), 10*time.Millisecond, aqm.ECT0))
+	require.Equal(t, Mark, c.Decide(&p, ms(181), 10*time.Millisecond, aqm.ECT0))
 	require.Equal(t, uint32(3), c.State().Count)
 	// Below target: dropping stops; count decays one per spacing.
-	require.Equal(t, Deliver, c.Signal(&p, &src.s, ms(182), time.Millisecond, aqm.NotECT))
+	require.Equal(t, Deliver, c.Decide(&p, ms(182), time.Millisecond, aqm.NotECT))
 	require.False(t, c.State().Dropping)
-	require.Equal(t, Deliver, c.Signal(&p, &src.s, ms(300), time.Millisecond, aqm.NotECT))
+	require.Equal(t, Deliver, c.Decide(&p, ms(300), time.Millisecond, aqm.NotECT))
 	require.Less(t, c.State().Count, uint32(3))
 	// A long quiet gap resets count at once.
-	require.Equal(t, Deliver, c.Signal(&p, &src.s, ms(100000), time.Millisecond, aqm.NotECT))
+	require.Equal(t, Deliver, c.Decide(&p, ms(100000), time.Millisecond, aqm.NotECT))
 	require.Zero(t, c.State().Count)
 }
-
-type rngSource struct{ s rng.Source }
 
 // TestTimeGlitchRecovers protects the time policy: after one reading far
 // in the future (and after alternating extreme readings), normal time
@@ -234,10 +228,10 @@ func unresponsiveControl(t testing.TB) (cobaltAt, codelAt time.Duration) {
 		}
 		return run
 	}
-	cq, err := New[int](Config{Seed: 1, DisableECN: true}, nil)
+	cq, err := New[int](Config{Seed: 1, Control: Control{DisableECN: true}}, nil)
 	require.NoError(t, err)
 	cobaltAt = measure(cq, func() uint64 { s := cq.Stats(); return s.DroppedEarly.Packets + s.DroppedOverload.Packets })
-	dq, err := codel.New[int](codel.Config{DisableECN: true}, nil)
+	dq, err := codel.New[int](codel.Config{Control: codel.Control{DisableECN: true}}, nil)
 	require.NoError(t, err)
 	codelAt = measure(dq, func() uint64 { return dq.Stats().DroppedEarly.Packets })
 	return cobaltAt, codelAt

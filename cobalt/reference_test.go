@@ -56,7 +56,7 @@ type cobaltModel struct {
 	dropping  bool
 	p         uint64 // BLUE, 2^32 = 1
 	blueTimer int64
-	src       rng.Source
+	src       rng.Small
 
 	dropped []aqm.Packet[uint64]
 	reasons []aqm.Verdict
@@ -285,14 +285,9 @@ func TestMatchesReference(t *testing.T) {
 	for tr := range traces {
 		g := rand.New(rand.NewPCG(uint64(tr), 2018))
 		cfg := Config{
-			Target:        time.Duration(1+g.IntN(5)) * time.Millisecond,
-			Interval:      time.Duration(10+g.IntN(200)) * time.Millisecond,
-			LimitPackets:  20 + g.IntN(300),
-			DisableECN:    g.IntN(5) == 0,
-			BlueThreshold: time.Duration(50+g.IntN(400)) * time.Millisecond,
-			BlueIncrement: []float64{0, 1.0 / 64, 0.01, 0.01, 0.01, 1}[g.IntN(6)],
-			BlueDecrement: []float64{0, 1.0 / 1024, 0.001}[g.IntN(3)],
-			Seed:          uint64(tr + 1),
+			Control:      Control{Target: time.Duration(1+g.IntN(5)) * time.Millisecond, Interval: time.Duration(10+g.IntN(200)) * time.Millisecond, DisableECN: g.IntN(5) == 0, BlueThreshold: time.Duration(50+g.IntN(400)) * time.Millisecond, BlueIncrement: []float64{0, 1.0 / 64, 0.01, 0.01, 0.01, 1}[g.IntN(6)], BlueDecrement: []float64{0, 1.0 / 1024, 0.001}[g.IntN(3)]},
+			LimitPackets: 20 + g.IntN(300),
+			Seed:         uint64(tr + 1),
 		}
 		if g.IntN(3) == 0 {
 			cfg.MTUTime = time.Duration(g.IntN(3)) * time.Millisecond

@@ -36,13 +36,13 @@ func TestAllocs(t *testing.T) {
 			require.NotZero(t, q.Stats().DroppedEarly.Packets+q.Stats().Marked.Packets)
 		})
 	}
-	t.Run("Controller.Examine", func(t *testing.T) {
-		p := Config{}.ControllerParams()
+	t.Run("Controller.Decide", func(t *testing.T) {
+		p := Config{}.Params()
 		var c Controller
 		now := t0
 		require.Zero(t, testing.AllocsPerRun(1000, func() {
 			now += aqm.Time(time.Millisecond)
-			sinkAction = c.Examine(&p, now, time.Second, 1<<20, aqm.NotECT)
+			sinkAction = c.Decide(&p, now, time.Second, 1<<20, aqm.NotECT)
 		}))
 	})
 }

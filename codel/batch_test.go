@@ -29,12 +29,12 @@ func TestBatchMatchesLoopOnGrid(t *testing.T) {
 	}
 	cfgs := []Config{
 		{},
-		{DisableECN: true},
-		{LimitPackets: 50, LimitBytes: 30000, Target: time.Millisecond, Interval: 10 * time.Millisecond},
-		{CEThreshold: 500 * time.Microsecond, LinuxCount: true, StrictDeadline: true},
-		{Target: 1, Interval: 2, MTUBytes: 1, LimitPackets: 4000},
-		{StrictDeadline: true, MTUBytes: 2000, Target: 2 * time.Millisecond, Interval: 10 * time.Millisecond},
-		{MTUBytes: 3000, Target: 2 * time.Millisecond, Interval: 10 * time.Millisecond, DisableECN: true},
+		{Control: Control{DisableECN: true}},
+		{LimitPackets: 50, LimitBytes: 30000, Control: Control{Target: time.Millisecond, Interval: 10 * time.Millisecond}},
+		{Control: Control{CEThreshold: 500 * time.Microsecond, LinuxCount: true, StrictDeadline: true}},
+		{Control: Control{Target: 1, Interval: 2, MTUBytes: 1}, LimitPackets: 4000},
+		{Control: Control{StrictDeadline: true, MTUBytes: 2000, Target: 2 * time.Millisecond, Interval: 10 * time.Millisecond}},
+		{Control: Control{MTUBytes: 3000, Target: 2 * time.Millisecond, Interval: 10 * time.Millisecond, DisableECN: true}},
 	}
 	for seed := range uint64(traces) {
 		cfg := cfgs[seed%uint64(len(cfgs))]
@@ -95,7 +95,7 @@ func TestBatchMatchesLoopOnGrid(t *testing.T) {
 // values equal to the Detail's fields, and MemoryBytes equal to the ring's
 // preallocation (a power of two of 32-byte packets).
 func TestDetailMetrics(t *testing.T) {
-	q, err := New[uint64](Config{LimitPackets: 1000, DisableECN: true}, nil)
+	q, err := New[uint64](Config{LimitPackets: 1000, Control: Control{DisableECN: true}}, nil)
 	require.NoError(t, err)
 	for range 300 {
 		q.Enqueue(pkt(1, 1000, aqm.NotECT), t0)
@@ -137,9 +137,7 @@ func FuzzBatch(f *testing.F) {
 	f.Fuzz(func(t *testing.T, knob uint8, ops []byte) {
 		cfg := Config{
 			LimitPackets: 3 + int(knob%62), LimitBytes: int(knob/64) * 20000,
-			Target: time.Microsecond, Interval: 20 * time.Microsecond,
-			DisableECN: knob&1 == 1, CEThreshold: time.Duration(knob&2) * time.Microsecond,
-		}
+			Control: Control{Target: time.Microsecond, Interval: 20 * time.Microsecond, DisableECN: knob&1 == 1, CEThreshold: time.Duration(knob&2) * time.Microsecond}}
 		var dq, dr []dropRec
 		q, err := New(cfg, func(p aqm.Packet[uint64], why aqm.Verdict) { dq = append(dq, dropRec{p.Payload, why, p.ECN}) })
 		require.NoError(t, err)
@@ -184,7 +182,7 @@ func FuzzBatch(f *testing.F) {
 func TestBatchNotDueBoundaries(t *testing.T) {
 	for _, strict := range []bool{false, true} {
 		for k := 1; k <= 12; k++ {
-			cfg := Config{DisableECN: true, MTUBytes: 3000, StrictDeadline: strict}
+			cfg := Config{Control: Control{DisableECN: true, MTUBytes: 3000, StrictDeadline: strict}}
 			var now aqm.Time
 			mk := func() *Queue[uint64] {
 				q, err := New[uint64](cfg, nil)

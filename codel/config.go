@@ -40,11 +40,13 @@ const (
 	MaxDropsPerDequeue = 256
 )
 
-// Config configures a CoDel [Queue]. The zero value is RFC 8289 CoDel with
-// ECN marking, a 1000-packet limit and a one-MTU guard of 1514 bytes.
-// [ConfigForLink] gives one sized for a link's rate. CoDel makes no random
-// decisions, so it has no seed: the same calls give the same decisions.
-type Config struct {
+// Control holds the settings of one CoDel controller: everything but the
+// limits. It is embedded in [Config] and in the configurations of the
+// queues that run CoDel per flow (package fq's CoDelConfig), so that its
+// fields are written cfg.Target and its defaults, ranges and rules are
+// stated once, here. The zero value is RFC 8289 CoDel with ECN marking and
+// a one-MTU guard of 1514 bytes.
+type Control struct {
 	// Target is the acceptable minimum sojourn time. Zero means
 	// [DefaultTarget]. It must be below Interval (and so below
 	// [MaxInterval]).
@@ -59,21 +61,6 @@ type Config struct {
 	// MAXPACKET, Linux's mtu). Zero means [DefaultMTUBytes]; at most
 	// [MaxMTUBytes].
 	MTUBytes int
-	// LimitPackets is the most packets queued; arrivals beyond it are
-	// refused ([aqm.DroppedOverlimit]) and do not touch CoDel's state. Zero
-	// means [DefaultLimitPackets]; at most [MaxLimitPackets]. New allocates
-	// storage for this many packets (rounded up to a power of two; see
-	// [Detail].MemoryBytes).
-	//
-	// CoDel keeps the delay of responsive traffic near Target, but against
-	// unresponsive traffic only the limits bound the queue: a limit that
-	// holds more than a second of traffic at the link rate lets such
-	// traffic build a second of delay, which defeats the purpose of the
-	// AQM. [ConfigForLink] sizes the limits for a link's rate.
-	LimitPackets int
-	// LimitBytes is the most bytes queued. Zero means no byte limit. See
-	// LimitPackets on sizing, and [ConfigForLink].
-	LimitBytes int
 	// DisableECN makes CoDel drop ECN-capable packets too. By default it
 	// sets CE on ECN-capable packets instead of dropping them (RFC 8289
 	// section 5 allows it; Linux sch_codel has it off by default, fq_codel
@@ -102,24 +89,18 @@ type Config struct {
 }
 
 // Validate reports every field of c that is out of range, one
-// [*aqm.ConfigError] each, joined with [errors.Join]; each wraps
-// [aqm.ErrInvalidConfig]. It does not change c: zero fields stand for their
-// defaults, which [Queue.Config] reports.
-func (c Config) Validate() error {
-	return errors.Join(c.ValidateAs("codel")...)
-}
+// [*aqm.ConfigError] (package "codel") each, joined with [errors.Join]; each
+// wraps [aqm.ErrInvalidConfig]. A field that is out of range on its own is
+// reported even if it also breaks a rule that relates it to another field
+// (Target must be less than Interval); that relation is checked only when
+// both fields are in range. It does not change c.
+func (c Control) Validate() error { return errors.Join(c.validate()...) }
 
-// ValidateAs is [Config.Validate] for a queue that embeds CoDel under its
-// own name, such as package fq's FQ-CoDel: it returns one
-// [*aqm.ConfigError] per bad field, each with Pkg set to pkg, in field
-// order, or nil. A field that is out of range on its own is reported even
-// if it also breaks a rule that relates it to another field (Target must
-// be less than Interval); that relation is checked only when both fields
-// are in range. It does not change c.
-func (c Config) ValidateAs(pkg string) []error {
+// validate is [Control.Validate] as a list, in field order.
+func (c Control) validate() []error {
 	var errs []error
 	bad := func(field string, v any, rule string) {
-		errs = append(errs, &aqm.ConfigError{Pkg: pkg, Field: field, Value: v, Rule: rule})
+		errs = append(errs, &aqm.ConfigError{Pkg: "codel", Field: field, Value: v, Rule: rule})
 	}
 	targetOK := c.Target >= 0 && c.Target < MaxInterval
 	if !targetOK {
@@ -129,20 +110,73 @@ func (c Config) ValidateAs(pkg string) []error {
 	if !intervalOK {
 		bad("Interval", c.Interval, "must be in [0, "+MaxInterval.String()+"]")
 	}
-	if d := c.withDefaults(); targetOK && intervalOK && d.Target >= d.Interval {
+	if d := c.WithDefaults(); targetOK && intervalOK && d.Target >= d.Interval {
 		bad("Target", d.Target, "must be less than Interval ("+d.Interval.String()+")")
 	}
 	if c.MTUBytes < 0 || c.MTUBytes > MaxMTUBytes {
 		bad("MTUBytes", c.MTUBytes, "must be in [0, 1048576]")
+	}
+	if c.CEThreshold < 0 {
+		bad("CEThreshold", c.CEThreshold, "must not be negative")
+	}
+	return errs
+}
+
+// WithDefaults returns c with every zero field that has a default set to
+// it: the settings a controller built from c runs on, as the queues that
+// embed Control report them in their Config.
+func (c Control) WithDefaults() Control {
+	if c.Target == 0 {
+		c.Target = DefaultTarget
+	}
+	if c.Interval == 0 {
+		c.Interval = DefaultInterval
+	}
+	if c.MTUBytes == 0 {
+		c.MTUBytes = DefaultMTUBytes
+	}
+	return c
+}
+
+// Config configures a CoDel [Queue]: the controller's settings
+// ([Control], embedded) and the limits. The zero value is RFC 8289 CoDel
+// with ECN marking, a 1000-packet limit and a one-MTU guard of 1514 bytes.
+// [ConfigForLink] gives one sized for a link's rate. CoDel makes no random
+// decisions, so it has no seed: the same calls give the same decisions.
+type Config struct {
+	Control
+	// LimitPackets is the most packets queued; arrivals beyond it are
+	// refused ([aqm.DroppedOverlimit]) and do not touch CoDel's state. Zero
+	// means [DefaultLimitPackets]; at most [MaxLimitPackets]. New allocates
+	// storage for this many packets (rounded up to a power of two; see
+	// [Detail].MemoryBytes).
+	//
+	// CoDel keeps the delay of responsive traffic near Target, but against
+	// unresponsive traffic only the limits bound the queue: a limit that
+	// holds more than a second of traffic at the link rate lets such
+	// traffic build a second of delay, which defeats the purpose of the
+	// AQM. [ConfigForLink] sizes the limits for a link's rate.
+	LimitPackets int
+	// LimitBytes is the most bytes queued. Zero means no byte limit. See
+	// LimitPackets on sizing, and [ConfigForLink].
+	LimitBytes int
+}
+
+// Validate reports every field of c that is out of range, one
+// [*aqm.ConfigError] each, joined with [errors.Join]; each wraps
+// [aqm.ErrInvalidConfig]. The controller's fields are checked as
+// [Control.Validate] checks them, then the limits. It does not change c:
+// zero fields stand for their defaults, which [Queue.Config] reports.
+func (c Config) Validate() error {
+	errs := c.Control.validate()
+	bad := func(field string, v any, rule string) {
+		errs = append(errs, &aqm.ConfigError{Pkg: "codel", Field: field, Value: v, Rule: rule})
 	}
 	if c.LimitPackets < 0 || c.LimitPackets > MaxLimitPackets {
 		bad("LimitPackets", c.LimitPackets, "must be in [0, 16777216]")
 	}
 	if c.LimitBytes < 0 {
 		bad("LimitBytes", c.LimitBytes, "must not be negative")
-	}
-	if c.CEThreshold < 0 {
-		bad("CEThreshold", c.CEThreshold, "must not be negative")
 	}
 	// CoDel signals only while more than MTUBytes stay queued behind the
 	// packet leaving. Limits that never hold that much, in packets of up
@@ -153,7 +187,7 @@ func (c Config) ValidateAs(pkg string) []error {
 	if mtu := c.withDefaults().MTUBytes; c.LimitBytes > 0 && c.MTUBytes >= 0 && c.MTUBytes <= MaxMTUBytes && c.LimitBytes < 3*mtu {
 		bad("LimitBytes", c.LimitBytes, "must be 0 or at least 3×MTUBytes ("+strconv.Itoa(3*mtu)+"): CoDel signals only while more than MTUBytes stay queued behind the packet leaving, and a full queue of packets of up to MTUBytes may hold less")
 	}
-	return errs
+	return errors.Join(errs...)
 }
 
 // minLimitPackets is the smallest LimitPackets with which CoDel can signal:
@@ -163,15 +197,7 @@ const minLimitPackets = 3
 // withDefaults returns c with every zero field that has a default set to
 // it.
 func (c Config) withDefaults() Config {
-	if c.Target == 0 {
-		c.Target = DefaultTarget
-	}
-	if c.Interval == 0 {
-		c.Interval = DefaultInterval
-	}
-	if c.MTUBytes == 0 {
-		c.MTUBytes = DefaultMTUBytes
-	}
+	c.Control = c.Control.WithDefaults()
 	if c.LimitPackets == 0 {
 		c.LimitPackets = DefaultLimitPackets
 	}
@@ -196,7 +222,7 @@ func ConfigForLink(rate aqm.Rate, rtt time.Duration) Config {
 }
 
 // Params are the derived constants a [Controller] runs on, shared by every
-// Controller of a queue. Build them with [Config.ControllerParams].
+// Controller of a queue. Build them with [Control.Params].
 type Params struct {
 	target      int64 // ns
 	interval    int64 // ns
@@ -208,14 +234,13 @@ type Params struct {
 	linuxCount  bool
 }
 
-// ControllerParams applies the defaults and returns the [Params] for the
-// controller fields of c (Target, Interval, MTUBytes, DisableECN,
-// CEThreshold, CEThresholdECT1Only, StrictDeadline, LinuxCount); the limits
-// are ignored. It is meant for queues that embed a [Controller], such as
-// package fq's FQ-CoDel. Call [Config.Validate] or [Config.ValidateAs]
-// first: out-of-range values are clamped here, not reported.
-func (c Config) ControllerParams() Params {
-	c = c.withDefaults()
+// Params applies the defaults and returns the [Params] for c, for a
+// [Queue] or for a queue that embeds a [Controller] per flow, such as
+// package fq's FQ-CoDel. Call [Control.Validate] (or the embedding
+// configuration's Validate) first: out-of-range values are clamped here,
+// not reported.
+func (c Control) Params() Params {
+	c = c.WithDefaults()
 	iv := min(max(c.Interval, 2), MaxInterval)
 	tg := min(max(c.Target, 1), iv-1)
 	return Params{

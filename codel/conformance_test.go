@@ -47,16 +47,16 @@ var configs = []struct {
 	cfg  Config
 }{
 	{"default", Config{}},
-	{"no-ecn", Config{DisableECN: true}},
-	{"linux", Config{StrictDeadline: true, LinuxCount: true}},
-	{"ce", Config{CEThreshold: time.Millisecond, CEThresholdECT1Only: true}},
-	{"ce-linux", Config{CEThreshold: 500 * time.Microsecond, LinuxCount: true, StrictDeadline: true}},
-	{"small", Config{LimitPackets: 4, LimitBytes: 3000, MTUBytes: 1000, Target: time.Microsecond, Interval: 10 * time.Microsecond}},
-	{"limits", Config{LimitPackets: 50, LimitBytes: 30000, Target: time.Millisecond, Interval: 10 * time.Millisecond}},
-	{"tiny-interv", Config{Target: 1, Interval: 2, MTUBytes: 1}},
-	{"tiny-interv-long", Config{Target: 1, Interval: 2, MTUBytes: 1, LimitPackets: 4000}},
-	{"mtu2000-strict", Config{StrictDeadline: true, MTUBytes: 2000, Target: 2 * time.Millisecond, Interval: 10 * time.Millisecond}},
-	{"mtu3000-no-ecn", Config{MTUBytes: 3000, Target: 2 * time.Millisecond, Interval: 10 * time.Millisecond, DisableECN: true}},
+	{"no-ecn", Config{Control: Control{DisableECN: true}}},
+	{"linux", Config{Control: Control{StrictDeadline: true, LinuxCount: true}}},
+	{"ce", Config{Control: Control{CEThreshold: time.Millisecond, CEThresholdECT1Only: true}}},
+	{"ce-linux", Config{Control: Control{CEThreshold: 500 * time.Microsecond, LinuxCount: true, StrictDeadline: true}}},
+	{"small", Config{LimitPackets: 4, LimitBytes: 3000, Control: Control{MTUBytes: 1000, Target: time.Microsecond, Interval: 10 * time.Microsecond}}},
+	{"limits", Config{LimitPackets: 50, LimitBytes: 30000, Control: Control{Target: time.Millisecond, Interval: 10 * time.Millisecond}}},
+	{"tiny-interv", Config{Control: Control{Target: 1, Interval: 2, MTUBytes: 1}}},
+	{"tiny-interv-long", Config{Control: Control{Target: 1, Interval: 2, MTUBytes: 1}, LimitPackets: 4000}},
+	{"mtu2000-strict", Config{Control: Control{StrictDeadline: true, MTUBytes: 2000, Target: 2 * time.Millisecond, Interval: 10 * time.Millisecond}}},
+	{"mtu3000-no-ecn", Config{Control: Control{MTUBytes: 3000, Target: 2 * time.Millisecond, Interval: 10 * time.Millisecond, DisableECN: true}}},
 }
 
 // TestConformance protects the aqm.Queue contract (ownership, counters,
@@ -71,5 +71,5 @@ func TestConformance(t *testing.T) {
 
 // FuzzQueue runs the shared contract fuzzer on an aggressive CoDel.
 func FuzzQueue(f *testing.F) {
-	aqmtest.Fuzz(f, factory(Config{LimitPackets: 64, LimitBytes: 50000, Target: time.Microsecond, Interval: 20 * time.Microsecond}))
+	aqmtest.Fuzz(f, factory(Config{LimitPackets: 64, LimitBytes: 50000, Control: Control{Target: time.Microsecond, Interval: 20 * time.Microsecond}}))
 }

@@ -22,6 +22,21 @@ const (
 	MarkCE
 )
 
+// String names the action.
+func (a Action) String() string {
+	switch a {
+	case Deliver:
+		return "deliver"
+	case Drop:
+		return "drop"
+	case Mark:
+		return "mark"
+	case MarkCE:
+		return "mark-ce"
+	}
+	return "action(?)"
+}
+
 // Controller flag bits.
 const (
 	flagDropping  = 1 << iota // in the dropping state
@@ -41,7 +56,7 @@ const maxCount = 1 << 30
 // 1/sqrt(count). It is a small value (40 bytes) so a fair queue can embed one
 // per flow; [Queue] embeds one for a single FIFO. The zero Controller is the
 // initial state. It holds no packets: the owner pops the head packet, calls
-// [Controller.Examine] with its sojourn time and the bytes still queued, and
+// [Controller.Decide] with its sojourn time and the bytes still queued, and
 // acts on the returned [Action], looping while it is Drop.
 type Controller struct {
 	firstAbove aqm.Time // deadline: dropping is allowed from here (flagAbove)
@@ -153,13 +168,13 @@ func (c *Controller) okToDrop(p *Params, now aqm.Time, sj int64, backlog int) bo
 	return now >= c.firstAbove
 }
 
-// Examine runs the CoDel dequeue logic (RFC 8289 section 5.5) on the packet
+// Decide runs the CoDel dequeue logic (RFC 8289 section 5.5) on the packet
 // just removed from the head of the queue: sojourn is its time in the queue,
 // backlog the bytes still queued behind it, ecn its codepoint. It returns
 // what to do with it. After Drop, the owner removes the next packet and calls
-// Examine again in the same Dequeue, or calls [Controller.Empty] if there is
+// Decide again in the same Dequeue, or calls [Controller.Empty] if there is
 // none; it stops after [MaxDropsPerDequeue] drops with [Controller.Resync].
-func (c *Controller) Examine(p *Params, now aqm.Time, sojourn time.Duration, backlog int, ecn aqm.ECN) Action {
+func (c *Controller) Decide(p *Params, now aqm.Time, sojourn time.Duration, backlog int, ecn aqm.ECN) Action {
 	sj := int64(max(sojourn, 0))
 	if c.deliverBelowTarget(p, sj) {
 		return Deliver
@@ -218,19 +233,19 @@ func (c *Controller) Examine(p *Params, now aqm.Time, sojourn time.Duration, bac
 	return Drop
 }
 
-// DeliverIfBelowTarget is Examine's common case, small enough to inline
+// DeliverIfBelowTarget is Decide's common case, small enough to inline
 // into a queue's Dequeue: a packet whose sojourn is below target while the
 // controller is not dropping and no CE threshold is set. It then does what
-// Examine would (records the sojourn, forgets the above-target deadline)
+// Decide would (records the sojourn, forgets the above-target deadline)
 // and reports true, meaning [Deliver]; otherwise it changes nothing and
-// reports false, and the caller calls Examine.
+// reports false, and the caller calls Decide.
 func (c *Controller) DeliverIfBelowTarget(p *Params, sojourn time.Duration) bool {
 	return c.deliverBelowTarget(p, int64(max(sojourn, 0)))
 }
 
-// deliverBelowTarget is Examine's common case, small enough to inline into
+// deliverBelowTarget is Decide's common case, small enough to inline into
 // a queue's Dequeue: a packet of sojourn sj (ns, ≥ 0) below target while not
-// dropping and with no CE threshold. Examine would record the sojourn,
+// dropping and with no CE threshold. Decide would record the sojourn,
 // forget the above-target deadline (okToDrop) and deliver (shallow); this
 // does the same and reports true, or changes nothing and reports false.
 func (c *Controller) deliverBelowTarget(p *Params, sj int64) bool {
@@ -271,13 +286,15 @@ func (c *Controller) shallow(p *Params, sj int64, ecn aqm.ECN) Action {
 	return Deliver
 }
 
-// Empty tells c that its queue is empty: it leaves the dropping state and
-// forgets the above-target deadline (RFC 8289 dodequeue on an empty queue).
-func (c *Controller) Empty() {
+// Empty tells c that its queue was found empty at now: it leaves the
+// dropping state and forgets the above-target deadline (RFC 8289 dodequeue
+// on an empty queue). CoDel's rule needs neither p nor now; they are taken
+// so that every per-flow controller is told the same way.
+func (c *Controller) Empty(p *Params, now aqm.Time) {
 	c.flags &^= flagDropping | flagAbove | flagPending | flagEntered
 }
 
-// Resync is called instead of Examine when the owner has dropped
+// Resync is called instead of Decide when the owner has dropped
 // [MaxDropsPerDequeue] packets in one Dequeue: the next packet is sent and, if
 // still dropping, the next drop is scheduled one control-law step from now
 // rather than from the stale schedule.

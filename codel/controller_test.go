@@ -15,7 +15,7 @@ const t0 = aqm.Time(time.Second)
 
 func ms(f float64) aqm.Time { return t0 + aqm.Time(math.Round(f*1e6)) }
 
-// step is one Examine call at a fixed instant.
+// step is one Decide call at a fixed instant.
 type step struct {
 	at       aqm.Time
 	sojourn  time.Duration
@@ -29,10 +29,10 @@ type step struct {
 func runSteps(t *testing.T, cfg Config, steps []step) *Controller {
 	t.Helper()
 	require.NoError(t, cfg.Validate())
-	p := cfg.ControllerParams()
+	p := cfg.Params()
 	var c Controller
 	for i, s := range steps {
-		got := c.Examine(&p, s.at, s.sojourn, s.backlog, s.ecn)
+		got := c.Decide(&p, s.at, s.sojourn, s.backlog, s.ecn)
 		require.Equalf(t, s.want, got, "step %d at %v", i, time.Duration(s.at-t0))
 		st := c.State()
 		if s.count != 0 {
@@ -56,7 +56,7 @@ func runSteps(t *testing.T, cfg Config, steps []step) *Controller {
 // and re-entry at count = delta within 16 intervals.
 func TestControllerSchedule(t *testing.T) {
 	const big = 100000
-	c := runSteps(t, Config{DisableECN: true}, []step{
+	c := runSteps(t, Config{Control: Control{DisableECN: true}}, []step{
 		{at: ms(0), sojourn: 5 * time.Millisecond, backlog: big, want: Deliver}, // at target: deadline t0+100ms
 		{at: ms(99.999999), sojourn: 10 * time.Millisecond, backlog: big, want: Deliver},
 		{at: ms(100), sojourn: 10 * time.Millisecond, backlog: big, want: Drop, count: 1, dropping: 2},
@@ -91,7 +91,7 @@ func TestControllerSchedule(t *testing.T) {
 // starts again at count 1.
 func TestControllerReentryTooLate(t *testing.T) {
 	const big = 100000
-	runSteps(t, Config{DisableECN: true}, []step{
+	runSteps(t, Config{Control: Control{DisableECN: true}}, []step{
 		{at: ms(0), sojourn: 6 * time.Millisecond, backlog: big, want: Deliver},
 		{at: ms(100), sojourn: 6 * time.Millisecond, backlog: big, want: Drop, count: 1},
 		{at: ms(100), sojourn: 6 * time.Millisecond, backlog: big, want: Deliver},
@@ -110,7 +110,7 @@ func TestControllerReentryTooLate(t *testing.T) {
 // StrictDeadline the first drop needs now strictly after the deadline.
 func TestControllerStrictDeadline(t *testing.T) {
 	const big = 100000
-	runSteps(t, Config{DisableECN: true, StrictDeadline: true}, []step{
+	runSteps(t, Config{Control: Control{DisableECN: true, StrictDeadline: true}}, []step{
 		{at: ms(0), sojourn: 5 * time.Millisecond, backlog: big, want: Deliver},
 		{at: ms(100), sojourn: 10 * time.Millisecond, backlog: big, want: Deliver},
 		{at: ms(100.000001), sojourn: 10 * time.Millisecond, backlog: big, want: Drop, count: 1},
@@ -125,7 +125,7 @@ func TestControllerLinuxCount(t *testing.T) {
 	for _, linux := range []bool{false, true} {
 		t.Run(fmt.Sprint("linux=", linux), func(t *testing.T) {
 			want := map[bool]uint32{false: 1, true: 2}[linux]
-			runSteps(t, Config{DisableECN: true, LinuxCount: linux}, []step{
+			runSteps(t, Config{Control: Control{DisableECN: true, LinuxCount: linux}}, []step{
 				{at: ms(0), sojourn: 6 * time.Millisecond, backlog: big, want: Deliver},
 				{at: ms(100), sojourn: 6 * time.Millisecond, backlog: big, want: Drop, count: 1},
 				{at: ms(100), sojourn: 6 * time.Millisecond, backlog: big, want: Deliver},
@@ -140,14 +140,14 @@ func TestControllerLinuxCount(t *testing.T) {
 // at most MTUBytes left behind the head packet CoDel never drops, however
 // long the sojourn; one byte more and it does.
 func TestControllerMTUGuard(t *testing.T) {
-	runSteps(t, Config{DisableECN: true}, []step{
+	runSteps(t, Config{Control: Control{DisableECN: true}}, []step{
 		{at: ms(0), sojourn: time.Second, backlog: 1514, want: Deliver},
 		{at: ms(500), sojourn: time.Second, backlog: 1514, want: Deliver},
 		{at: ms(1000), sojourn: time.Second, backlog: 0, want: Deliver, dropping: 1},
 		{at: ms(1001), sojourn: time.Second, backlog: 1515, want: Deliver}, // deadline set now
 		{at: ms(1101), sojourn: time.Second, backlog: 1515, want: Drop, dropping: 2},
 	})
-	runSteps(t, Config{DisableECN: true, MTUBytes: 9000}, []step{
+	runSteps(t, Config{Control: Control{DisableECN: true, MTUBytes: 9000}}, []step{
 		{at: ms(0), sojourn: time.Second, backlog: 9000, want: Deliver},
 		{at: ms(200), sojourn: time.Second, backlog: 9000, want: Deliver, dropping: 1},
 	})
@@ -168,7 +168,7 @@ func TestControllerECN(t *testing.T) {
 		{at: ms(270.710678), sojourn: 6 * time.Millisecond, backlog: big, ecn: aqm.NotECT, want: Drop},
 		{at: ms(270.710678), sojourn: 6 * time.Millisecond, backlog: big, ecn: aqm.ECT0, want: Deliver, count: 3},
 	})
-	runSteps(t, Config{DisableECN: true}, []step{
+	runSteps(t, Config{Control: Control{DisableECN: true}}, []step{
 		{at: ms(0), sojourn: 6 * time.Millisecond, backlog: big, ecn: aqm.ECT0, want: Deliver},
 		{at: ms(100), sojourn: 6 * time.Millisecond, backlog: big, ecn: aqm.ECT0, want: Drop},
 	})
@@ -179,13 +179,13 @@ func TestControllerECN(t *testing.T) {
 // independent of DisableECN.
 func TestControllerCEThreshold(t *testing.T) {
 	const th = time.Millisecond
-	runSteps(t, Config{CEThreshold: th, DisableECN: true}, []step{
+	runSteps(t, Config{Control: Control{CEThreshold: th, DisableECN: true}}, []step{
 		{at: ms(0), sojourn: th, ecn: aqm.ECT0, want: Deliver},
 		{at: ms(1), sojourn: th + 1, ecn: aqm.ECT0, want: MarkCE},
 		{at: ms(2), sojourn: th + 1, ecn: aqm.NotECT, want: Deliver},
 		{at: ms(3), sojourn: th + 1, ecn: aqm.ECT1, want: MarkCE},
 	})
-	runSteps(t, Config{CEThreshold: th, CEThresholdECT1Only: true}, []step{
+	runSteps(t, Config{Control: Control{CEThreshold: th, CEThresholdECT1Only: true}}, []step{
 		{at: ms(0), sojourn: th + 1, ecn: aqm.ECT0, want: Deliver},
 		{at: ms(1), sojourn: th + 1, ecn: aqm.ECT1, want: MarkCE},
 		{at: ms(2), sojourn: th + 1, ecn: aqm.CE, want: MarkCE},
@@ -196,7 +196,7 @@ func TestControllerCEThreshold(t *testing.T) {
 // TestControllerTinyInterval protects against a zero control-law step: with
 // a 2 ns interval the step is clamped to 1 ns, so the schedule advances.
 func TestControllerTinyInterval(t *testing.T) {
-	p := Config{Target: 1, Interval: 2, DisableECN: true}.ControllerParams()
+	p := Config{Control: Control{Target: 1, Interval: 2, DisableECN: true}}.Params()
 	var c Controller
 	c.setCount(1_000_000)
 	require.Equal(t, int64(1), lawStep(p.interval, c.count, c.invSqrt))
@@ -207,12 +207,12 @@ func TestControllerTinyInterval(t *testing.T) {
 // deadline or schedule near the end of the int64 range does not wrap to the
 // past, and backward time does not move state back.
 func TestControllerTimeExtremes(t *testing.T) {
-	p := Config{DisableECN: true}.ControllerParams()
+	p := Config{Control: Control{DisableECN: true}}.Params()
 	var c Controller
 	end := aqm.Time(1<<63 - 1)
-	require.Equal(t, Deliver, c.Examine(&p, end-10, time.Hour, 1<<20, 0))
+	require.Equal(t, Deliver, c.Decide(&p, end-10, time.Hour, 1<<20, 0))
 	require.Equal(t, end, c.State().FirstAbove)
-	require.Equal(t, Drop, c.Examine(&p, end, time.Hour, 1<<20, 0))
+	require.Equal(t, Drop, c.Decide(&p, end, time.Hour, 1<<20, 0))
 	require.Equal(t, end, c.State().DropNext)
 	require.Equal(t, int64(1<<63-1), subSat(end, -5))
 	require.Equal(t, int64(-1<<63), subSat(-5, end))
@@ -221,14 +221,14 @@ func TestControllerTimeExtremes(t *testing.T) {
 
 // TestDeliverIfBelowTarget protects the exported fast path that FQ-CoDel
 // inlines: on random controller histories (drops, marks, CE threshold on
-// and off), whenever it reports true, Examine on a copy of the same
+// and off), whenever it reports true, Decide on a copy of the same
 // controller returns Deliver and leaves the same state, and whenever it
 // reports false it has changed nothing.
 func TestDeliverIfBelowTarget(t *testing.T) {
 	r := rand.New(rand.NewPCG(3, 4))
 	hits, misses := 0, 0
-	for _, cfg := range []Config{{}, {CEThreshold: 2 * time.Millisecond}, {DisableECN: true}} {
-		p := cfg.ControllerParams()
+	for _, cfg := range []Config{{}, {Control: Control{CEThreshold: 2 * time.Millisecond}}, {Control: Control{DisableECN: true}}} {
+		p := cfg.Params()
 		var c Controller
 		now := aqm.Time(time.Second)
 		for range 200000 {
@@ -236,11 +236,11 @@ func TestDeliverIfBelowTarget(t *testing.T) {
 			sj := time.Duration(r.Int64N(int64(12*time.Millisecond))) - time.Millisecond // some negative
 			ecn := aqm.ECN(r.IntN(4))
 			backlog := r.IntN(20000)
-			before, viaExamine := c, c
+			before, viaDecide := c, c
 			if c.DeliverIfBelowTarget(&p, sj) {
 				hits++
-				if a := viaExamine.Examine(&p, now, sj, backlog, ecn); a != Deliver || viaExamine != c {
-					t.Fatalf("fast path delivered; Examine says %v, state %+v vs %+v", a, viaExamine, c)
+				if a := viaDecide.Decide(&p, now, sj, backlog, ecn); a != Deliver || viaDecide != c {
+					t.Fatalf("fast path delivered; Decide says %v, state %+v vs %+v", a, viaDecide, c)
 				}
 				continue
 			}
@@ -248,10 +248,19 @@ func TestDeliverIfBelowTarget(t *testing.T) {
 			if c != before {
 				t.Fatalf("fast path declined but changed the state: %+v -> %+v", before, c)
 			}
-			c.Examine(&p, now, sj, backlog, ecn)
+			c.Decide(&p, now, sj, backlog, ecn)
 		}
 	}
 	if hits == 0 || misses == 0 {
 		t.Fatalf("trace did not exercise both paths: %d hits, %d misses", hits, misses)
+	}
+}
+
+// TestActionString protects the names that logs and test failures print:
+// each action has its own, and an unknown value says so.
+func TestActionString(t *testing.T) {
+	want := map[Action]string{Deliver: "deliver", Drop: "drop", Mark: "mark", MarkCE: "mark-ce", MarkCE + 1: "action(?)"}
+	for a, s := range want {
+		require.Equal(t, s, a.String())
 	}
 }

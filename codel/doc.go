@@ -134,6 +134,16 @@
 // that leave below target while CoDel is not dropping take a tight loop;
 // every other packet goes through Dequeue's logic.
 //
+// # Per-flow use
+//
+// [Control] holds one controller's settings, and [Control.Params] derives
+// the [Params] that every controller of a queue shares. A [Controller] is
+// a 40-byte value, fresh at zero; its owner removes the head packet and
+// calls [Controller.DeliverIfBelowTarget] (inlined) and, when that reports
+// false, [Controller.Decide], and calls [Controller.Empty] when it finds the
+// queue empty. Package fq's CoDelConfig embeds Control, so its fields,
+// defaults and rules are the ones documented here.
+//
 // # Concurrency
 //
 // A Queue and a Controller are not safe for concurrent use. Params are

@@ -14,7 +14,7 @@ import (
 func Example() {
 	start := aqm.Time(time.Second)
 	now := start
-	q, err := codel.New(codel.Config{DisableECN: true}, func(p aqm.Packet[int], why aqm.Verdict) {
+	q, err := codel.New(codel.Config{Control: codel.Control{DisableECN: true}}, func(p aqm.Packet[int], why aqm.Verdict) {
 		fmt.Printf("%v: %s packet %d after %v\n", now.Sub(start), why, p.Payload, aqm.Sojourn(p, now))
 	})
 	if err != nil {

@@ -38,8 +38,8 @@ func TestValidateNoDropTail(t *testing.T) {
 		{codel.Config{LimitPackets: 3}, ""},
 		{codel.Config{LimitBytes: 3*codel.DefaultMTUBytes - 1}, "LimitBytes"},
 		{codel.Config{LimitBytes: 3 * codel.DefaultMTUBytes}, ""},
-		{codel.Config{MTUBytes: 1 << 20, LimitBytes: 1 << 21}, "LimitBytes"},
-		{codel.Config{MTUBytes: 500, LimitBytes: 1500}, ""},
+		{codel.Config{LimitBytes: 1 << 21, Control: codel.Control{MTUBytes: 1 << 20}}, "LimitBytes"},
+		{codel.Config{LimitBytes: 1500, Control: codel.Control{MTUBytes: 500}}, ""},
 	} {
 		err := c.cfg.Validate()
 		if c.field == "" {

@@ -50,7 +50,7 @@ func New[T any](cfg Config, onDrop aqm.DropFunc[T]) (*Queue[T], error) {
 // apply installs cfg, which has its defaults filled in.
 func (q *Queue[T]) apply(cfg Config) {
 	q.cfg = cfg
-	q.p = cfg.ControllerParams()
+	q.p = cfg.Params()
 	q.limitPackets = cfg.LimitPackets
 	q.limitBytes = cfg.LimitBytes
 }
@@ -99,7 +99,7 @@ func (q *Queue[T]) Enqueue(p aqm.Packet[T], now aqm.Time) aqm.Verdict {
 // marked by CoDel or by the CE threshold (or arrived CE).
 func (q *Queue[T]) Dequeue(now aqm.Time) (p aqm.Packet[T], ok bool) {
 	if p, ok = q.ring.PopFront(); !ok {
-		q.c.Empty()
+		q.c.Empty(&q.p, now)
 		return p, false
 	}
 	return q.dequeueFrom(p, now)
@@ -115,7 +115,7 @@ func (q *Queue[T]) dequeueFrom(p aqm.Packet[T], now aqm.Time) (aqm.Packet[T], bo
 			q.c.Resync(&q.p, now)
 			q.capHits++
 		} else if sojourn := p.Enqueued.Since(now); !q.c.DeliverIfBelowTarget(&q.p, sojourn) {
-			act = q.c.Examine(&q.p, now, sojourn, q.backlog, p.ECN)
+			act = q.c.Decide(&q.p, now, sojourn, q.backlog, p.ECN)
 		}
 		switch act {
 		case Drop:
@@ -126,7 +126,7 @@ func (q *Queue[T]) dequeueFrom(p aqm.Packet[T], now aqm.Time) (aqm.Packet[T], bo
 			}
 			var ok bool
 			if p, ok = q.ring.PopFront(); !ok {
-				q.c.Empty()
+				q.c.Empty(&q.p, now)
 				return p, false
 			}
 			continue
@@ -249,7 +249,7 @@ func (q *Queue[T]) DequeueBatch(buf []aqm.Packet[T], now aqm.Time) int {
 
 // runBelowTarget delivers packets into buf[i:] while their sojourn time is
 // below target, for a controller that is not dropping (and no CE
-// threshold), and returns the index after the last one. Examine would
+// threshold), and returns the index after the last one. Decide would
 // deliver each, record its sojourn time and forget the above-target
 // deadline; the run records the last sojourn time once.
 func (q *Queue[T]) runBelowTarget(buf []aqm.Packet[T], i int, now aqm.Time) int {
@@ -291,7 +291,7 @@ func (q *Queue[T]) runBelowTarget(buf []aqm.Packet[T], i int, now aqm.Time) int 
 // the above-target deadline passed, now before a sane drop_next, no CE
 // threshold) while each packet is at or above target with more than an MTU
 // left behind it, and returns the index after the last one. For each,
-// Examine would find it still OK to drop, not yet at drop_next, and
+// Decide would find it still OK to drop, not yet at drop_next, and
 // deliver it unchanged, recording its sojourn time; the run records the
 // last sojourn time once.
 func (q *Queue[T]) runNotDue(buf []aqm.Packet[T], i int, now aqm.Time) int {

@@ -25,7 +25,7 @@ func TestQueueFirstDropAndSpacing(t *testing.T) {
 		var dropped []uint64
 		var dropAt []time.Duration
 		now := t0
-		q, err := New(Config{DisableECN: true, StrictDeadline: strict}, func(p aqm.Packet[uint64], why aqm.Verdict) {
+		q, err := New(Config{Control: Control{DisableECN: true, StrictDeadline: strict}}, func(p aqm.Packet[uint64], why aqm.Verdict) {
 			require.Equal(t, aqm.DroppedEarly, why)
 			dropped = append(dropped, p.Payload)
 			dropAt = append(dropAt, now.Sub(t0))
@@ -80,7 +80,7 @@ func TestQueueECNMarks(t *testing.T) {
 // arrivals without touching CoDel state, and a packet bigger than the byte
 // limit is refused.
 func TestQueueLimits(t *testing.T) {
-	q, err := New[uint64](Config{LimitPackets: 3, LimitBytes: 2500, MTUBytes: 800}, nil)
+	q, err := New[uint64](Config{LimitPackets: 3, LimitBytes: 2500, Control: Control{MTUBytes: 800}}, nil)
 	require.NoError(t, err)
 	require.Equal(t, aqm.DroppedOverlimit, q.Enqueue(pkt(1, 2501, 0), t0))
 	require.Equal(t, aqm.Enqueued, q.Enqueue(pkt(2, 1000, 0), t0))
@@ -101,7 +101,7 @@ func TestQueueLimits(t *testing.T) {
 // packets, returns the next one and reschedules from now.
 func TestQueueDropCap(t *testing.T) {
 	drops := 0
-	q, err := New(Config{DisableECN: true, LimitPackets: 10000}, func(aqm.Packet[uint64], aqm.Verdict) { drops++ })
+	q, err := New(Config{Control: Control{DisableECN: true}, LimitPackets: 10000}, func(aqm.Packet[uint64], aqm.Verdict) { drops++ })
 	require.NoError(t, err)
 	for i := range uint64(5000) {
 		q.Enqueue(pkt(i, 1000, 0), t0)
@@ -123,7 +123,7 @@ func TestQueueDropCap(t *testing.T) {
 // on its own, each wraps aqm.ErrInvalidConfig, Validate does not change its
 // receiver, and Config reports the defaults.
 func TestValidate(t *testing.T) {
-	cfg := Config{Target: -1, Interval: 2 * time.Hour, MTUBytes: -1, LimitPackets: -1, LimitBytes: -1, CEThreshold: -1}
+	cfg := Config{Control: Control{Target: -1, Interval: 2 * time.Hour, MTUBytes: -1, CEThreshold: -1}, LimitPackets: -1, LimitBytes: -1}
 	cp := cfg
 	err := cfg.Validate()
 	require.Equal(t, cp, cfg, "Validate must not change its receiver")
@@ -135,7 +135,7 @@ func TestValidate(t *testing.T) {
 	}
 	require.Len(t, err.(interface{ Unwrap() []error }).Unwrap(), n)
 
-	err = Config{Target: 200 * time.Millisecond}.Validate()
+	err = Config{Control: Control{Target: 200 * time.Millisecond}}.Validate()
 	require.EqualError(t, err, "codel: Target (200ms) must be less than Interval (100ms)")
 	var ce *aqm.ConfigError
 	require.True(t, errors.As(err, &ce))
@@ -143,10 +143,10 @@ func TestValidate(t *testing.T) {
 	// A field out of range on its own is named even when it also breaks
 	// the relation with another field, and both bad fields are named.
 	for _, c := range []Config{
-		{Target: 2 * time.Hour, Interval: 2 * time.Hour},
-		{Target: math.MaxInt64, Interval: math.MaxInt64},
-		{Target: math.MaxInt64},
-		{Target: time.Hour, Interval: time.Hour},
+		{Control: Control{Target: 2 * time.Hour, Interval: 2 * time.Hour}},
+		{Control: Control{Target: math.MaxInt64, Interval: math.MaxInt64}},
+		{Control: Control{Target: math.MaxInt64}},
+		{Control: Control{Target: time.Hour, Interval: time.Hour}},
 	} {
 		err := c.Validate()
 		require.ErrorContains(t, err, "codel: Target (", "%+v", c)
@@ -154,23 +154,20 @@ func TestValidate(t *testing.T) {
 			require.ErrorContains(t, err, "codel: Interval (", "%+v", c)
 		}
 	}
-	require.EqualError(t, Config{Target: time.Hour}.Validate(), "codel: Target (1h0m0s) must be in [0, 1h0m0s)")
+	require.EqualError(t, Config{Control: Control{Target: time.Hour}}.Validate(), "codel: Target (1h0m0s) must be in [0, 1h0m0s)")
 
-	// ValidateAs names the embedding package and returns the same errors.
-	errs := cfg.ValidateAs("fq")
-	require.Len(t, errs, n)
-	for _, e := range errs {
-		require.ErrorAs(t, e, &ce)
-		require.Equal(t, "fq", ce.Pkg)
-	}
-	require.Nil(t, Config{}.ValidateAs("fq"))
+	// Control.Validate names the controller's bad fields and only those.
+	err = cfg.Control.Validate()
+	require.Len(t, err.(interface{ Unwrap() []error }).Unwrap(), n-2)
+	require.NotContains(t, err.Error(), "Limit")
+	require.NoError(t, Control{}.Validate())
 
 	var c Config
 	require.NoError(t, c.Validate())
 	require.Equal(t, Config{}, c)
 	q, err := New[int](c, nil)
 	require.NoError(t, err)
-	require.Equal(t, Config{Target: DefaultTarget, Interval: DefaultInterval, MTUBytes: DefaultMTUBytes, LimitPackets: DefaultLimitPackets}, q.Config())
+	require.Equal(t, Config{Control: Control{Target: DefaultTarget, Interval: DefaultInterval, MTUBytes: DefaultMTUBytes}, LimitPackets: DefaultLimitPackets}, q.Config())
 	_, err = New[int](Config{LimitPackets: MaxLimitPackets + 1}, nil)
 	require.ErrorIs(t, err, aqm.ErrInvalidConfig)
 }
@@ -202,7 +199,7 @@ func TestConfigForLink(t *testing.T) {
 // order, the CoDel state carries over, and a limit below the current length
 // refuses arrivals until the queue drains below it.
 func TestReconfigure(t *testing.T) {
-	q, err := New[uint64](Config{DisableECN: true, LimitPackets: 100}, nil)
+	q, err := New[uint64](Config{Control: Control{DisableECN: true}, LimitPackets: 100}, nil)
 	require.NoError(t, err)
 	for i := range uint64(50) {
 		q.Enqueue(pkt(i, 1000, 0), t0)
@@ -213,7 +210,7 @@ func TestReconfigure(t *testing.T) {
 	before := q.Detail().State
 	require.NotZero(t, before.FirstAbove)
 	require.Error(t, q.Reconfigure(Config{LimitPackets: -5}))
-	require.NoError(t, q.Reconfigure(Config{DisableECN: true, LimitPackets: 20}))
+	require.NoError(t, q.Reconfigure(Config{Control: Control{DisableECN: true}, LimitPackets: 20}))
 	require.Equal(t, before, q.Detail().State)
 	require.Equal(t, 40, q.Len())
 	require.Equal(t, aqm.DroppedOverlimit, q.Enqueue(pkt(999, 1, 0), t0))
@@ -223,7 +220,7 @@ func TestReconfigure(t *testing.T) {
 		require.Equal(t, i, p.Payload)
 	}
 	require.Equal(t, 29, q.Len())
-	require.NoError(t, q.Reconfigure(Config{DisableECN: true, LimitPackets: 1000}))
+	require.NoError(t, q.Reconfigure(Config{Control: Control{DisableECN: true}, LimitPackets: 1000}))
 	require.Equal(t, aqm.Enqueued, q.Enqueue(pkt(1000, 1, 0), t0))
 	for i := uint64(21); i < 50; i++ {
 		p, _ := q.Dequeue(t0 + aqm.Time(12*time.Millisecond))

@@ -117,7 +117,7 @@ func TestReferenceRFC8289(t *testing.T) {
 	decisions, drops := 0, 0
 	for seed := range uint64(traces) {
 		src := rng.New(seed)
-		cfg := Config{DisableECN: true, LimitPackets: 1 << 20}
+		cfg := Config{Control: Control{DisableECN: true}, LimitPackets: 1 << 20}
 		switch seed % 4 {
 		case 1:
 			cfg.Target, cfg.Interval = 2*time.Millisecond, 20*time.Millisecond

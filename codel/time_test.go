@@ -20,7 +20,7 @@ type glitchHarness struct {
 
 func newGlitchHarness(t *testing.T) *glitchHarness {
 	h := &glitchHarness{}
-	q, err := New(Config{DisableECN: true}, func(aqm.Packet[uint64], aqm.Verdict) { h.drops = append(h.drops, h.now) })
+	q, err := New(Config{Control: Control{DisableECN: true}}, func(aqm.Packet[uint64], aqm.Verdict) { h.drops = append(h.drops, h.now) })
 	require.NoError(t, err)
 	h.q = q
 	return h

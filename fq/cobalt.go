@@ -6,6 +6,7 @@ import (
 
 	"github.com/aqmkit/aqmkit/aqm"
 	"github.com/aqmkit/aqmkit/cobalt"
+	"github.com/aqmkit/aqmkit/internal/cfgerr"
 	"github.com/aqmkit/aqmkit/internal/rng"
 )
 
@@ -45,17 +46,10 @@ type CobaltConfig struct {
 	// the fattest flow (it stops earlier once half that flow's bytes are
 	// gone). Zero means [DefaultCoDelDropBatchPackets] (64); at most 65536.
 	DropBatchPackets int
-	// Target, Interval, MTUTime, BlueIncrement, BlueDecrement,
-	// BlueThreshold, DisableBlueThreshold and DisableECN configure each
-	// flow's COBALT as in [cobalt.Config], with the same defaults.
-	Target               time.Duration
-	Interval             time.Duration
-	MTUTime              time.Duration
-	BlueIncrement        float64
-	BlueDecrement        float64
-	BlueThreshold        time.Duration
-	DisableBlueThreshold bool
-	DisableECN           bool
+	// Control configures each flow's COBALT: Target, Interval, MTUTime,
+	// BlueIncrement, BlueDecrement, BlueThreshold, DisableBlueThreshold and
+	// DisableECN, with the defaults and ranges of [cobalt.Control].
+	cobalt.Control
 	// DisableFloodGuard turns the flood guard off (see the package doc's
 	// Flood guard section): every packet then joins its own flow queue and
 	// a flow queue that was empty gets sparse-flow priority, as in RFC 8290
@@ -85,16 +79,7 @@ func CobaltConfigForLink(rate aqm.Rate, rtt time.Duration) CobaltConfig {
 	return CobaltConfig{
 		LimitPackets:     rate.BufferPackets(rtt),
 		MemoryLimitBytes: rate.BufferBytes(rtt),
-		MTUTime:          rate.TxTime(aqm.FullPacketBytes),
-	}
-}
-
-func (c CobaltConfig) cobalt() cobalt.Config {
-	return cobalt.Config{
-		Target: c.Target, Interval: c.Interval, MTUTime: c.MTUTime,
-		BlueIncrement: c.BlueIncrement, BlueDecrement: c.BlueDecrement,
-		BlueThreshold: c.BlueThreshold, DisableBlueThreshold: c.DisableBlueThreshold,
-		DisableECN: c.DisableECN,
+		Control:          cobalt.Control{MTUTime: rate.TxTime(aqm.FullPacketBytes)},
 	}
 }
 
@@ -103,7 +88,7 @@ func (c CobaltConfig) cobalt() cobalt.Config {
 // c: zero fields are valid and mean their defaults.
 func (c CobaltConfig) Validate() error {
 	errs := validateSched(c.Flows, c.LimitPackets, c.MemoryLimitBytes, c.QuantumBytes, c.DropBatchPackets)
-	errs = append(errs, refield(c.cobalt().Validate())...)
+	errs = append(errs, cfgerr.Relabel("fq", c.Control.Validate())...)
 	errs = append(errs, c.signalRules()...)
 	return errors.Join(errs...)
 }
@@ -112,21 +97,7 @@ func (c CobaltConfig) Validate() error {
 // (the seed is left alone: NewCobalt draws it).
 func (c CobaltConfig) withDefaults() CobaltConfig {
 	schedDefaults(&c.Flows, &c.LimitPackets, &c.MemoryLimitBytes, &c.QuantumBytes, &c.DropBatchPackets)
-	if c.Target == 0 {
-		c.Target = cobalt.DefaultTarget
-	}
-	if c.Interval == 0 {
-		c.Interval = cobalt.DefaultInterval
-	}
-	if c.BlueIncrement == 0 {
-		c.BlueIncrement = cobalt.DefaultBlueIncrement
-	}
-	if c.BlueDecrement == 0 {
-		c.BlueDecrement = cobalt.DefaultBlueDecrement
-	}
-	if c.BlueThreshold == 0 {
-		c.BlueThreshold = cobalt.DefaultBlueThreshold
-	}
+	c.Control = c.Control.WithDefaults()
 	return c
 }
 
@@ -137,7 +108,6 @@ func (c CobaltConfig) withDefaults() CobaltConfig {
 type Cobalt[T any] struct {
 	sched[T, cobalt.Controller]
 	cp  cobalt.Params
-	src rng.Source
 	cfg CobaltConfig
 	d   CobaltDetail
 }
@@ -161,16 +131,29 @@ func NewCobalt[T any](cfg CobaltConfig, onDrop aqm.DropFunc[T]) (*Cobalt[T], err
 	cfg.Seed = rng.SeedOrRandom(cfg.Seed)
 	q := &Cobalt[T]{}
 	q.onDrop = onDrop
-	q.init(cfg.Flows, cfg.LimitPackets, cfg.Seed)
-	q.src.Seed(cfg.Seed ^ 0x5851f42d4c957f2d)
-	q.apply(cfg)
+	q.build(cfg, cfg.LimitPackets)
 	return q, nil
 }
+
+// build makes a fresh table for cfg with capacity packets and fresh COBALT
+// states, each drawing from its own stream.
+func (q *Cobalt[T]) build(cfg CobaltConfig, capacity int) {
+	q.init(cfg.Flows, capacity, cfg.Seed)
+	q.apply(cfg)
+	for i := range q.flows {
+		q.flows[i].cv.Init(&q.cp, cobaltFlowSeed(cfg.Seed, i))
+	}
+}
+
+// cobaltFlowSeed is the seed of flow i's BLUE stream in a queue seeded
+// with seed: distinct per flow, and apart from the hash key and from
+// FQ-PIE's streams.
+func cobaltFlowSeed(seed uint64, i int) uint64 { return pieFlowSeed(seed^0x5851f42d4c957f2d, i) }
 
 func (q *Cobalt[T]) apply(cfg CobaltConfig) {
 	q.cfg = cfg
 	q.setLimits(cfg.LimitPackets, cfg.MemoryLimitBytes, cfg.QuantumBytes, cfg.DropBatchPackets)
-	q.cp = cfg.cobalt().Params()
+	q.cp = cfg.Params()
 	q.setGuard(!cfg.DisableFloodGuard, cfg.Target)
 }
 
@@ -209,7 +192,7 @@ func (q *Cobalt[T]) Enqueue(p aqm.Packet[T], now aqm.Time) aqm.Verdict {
 			if memory {
 				q.d.DropOvermemory += uint64(dropped)
 			}
-			q.flows[fat].cv.QueueFull(&q.cp, now)
+			q.flows[fat].cv.Overflow(&q.cp, now)
 			if gone {
 				q.stats.CountDrop(aqm.DroppedOverlimit, p.Size, false)
 				return aqm.DroppedOverlimit
@@ -247,7 +230,7 @@ func (q *Cobalt[T]) Dequeue(now aqm.Time) (p aqm.Packet[T], ok bool) {
 			}
 			act := cobalt.Deliver
 			if drops < cobalt.MaxDropsPerDequeue {
-				act = f.cv.Signal(&q.cp, &q.src, now, p.Enqueued.Since(now), p.ECN)
+				act = f.cv.Decide(&q.cp, now, p.Enqueued.Since(now), p.ECN)
 			} else {
 				q.d.DropCapHits++
 			}
@@ -255,7 +238,7 @@ func (q *Cobalt[T]) Dequeue(now aqm.Time) (p aqm.Packet[T], ok bool) {
 				// The flow's last packet is leaving: its queue is empty
 				// now (BLUE decays), whether or not the scheduler looks
 				// at it again before the next arrival.
-				f.cv.QueueEmpty(&q.cp, now)
+				f.cv.Empty(&q.cp, now)
 			}
 			switch act {
 			case cobalt.Mark:
@@ -322,7 +305,7 @@ func (q *Cobalt[T]) DequeueBatch(buf []aqm.Packet[T], now aqm.Time) int {
 
 // Reconfigure validates cfg and applies it without losing, duplicating or
 // reordering queued packets. A zero Seed keeps the current key and random
-// stream. If Flows and the key are unchanged, every flow keeps its place,
+// streams. If Flows and the key are unchanged, every flow keeps its place,
 // credit and COBALT state. Otherwise the packets are re-hashed into a new
 // flow table flow by flow, keeping their order, and the COBALT states start
 // afresh. Limits below the current occupancy keep the queued packets and
@@ -346,11 +329,7 @@ func (q *Cobalt[T]) Reconfigure(cfg CobaltConfig) error {
 		return nil
 	}
 	old := q.sched
-	q.init(cfg.Flows, need, cfg.Seed)
-	if cfg.Seed != q.cfg.Seed {
-		q.src.Seed(cfg.Seed ^ 0x5851f42d4c957f2d)
-	}
-	q.apply(cfg)
+	q.build(cfg, need)
 	q.stats = old.stats
 	q.rehash(&old)
 	q.resetGuard()

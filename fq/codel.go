@@ -6,6 +6,7 @@ import (
 
 	"github.com/aqmkit/aqmkit/aqm"
 	"github.com/aqmkit/aqmkit/codel"
+	"github.com/aqmkit/aqmkit/internal/cfgerr"
 	"github.com/aqmkit/aqmkit/internal/rng"
 )
 
@@ -77,17 +78,10 @@ type CoDelConfig struct {
 	// gone). 1 gives RFC 8290's single-packet drop. Zero means
 	// [DefaultCoDelDropBatchPackets]; at most 65536.
 	DropBatchPackets int
-	// Target, Interval, MTUBytes, DisableECN, CEThreshold,
-	// CEThresholdECT1Only, StrictDeadline and LinuxCount configure each
-	// flow's CoDel as in [codel.Config], with the same defaults.
-	Target              time.Duration
-	Interval            time.Duration
-	MTUBytes            int
-	DisableECN          bool
-	CEThreshold         time.Duration
-	CEThresholdECT1Only bool
-	StrictDeadline      bool
-	LinuxCount          bool
+	// Control configures each flow's CoDel: Target, Interval, MTUBytes,
+	// DisableECN, CEThreshold, CEThresholdECT1Only, StrictDeadline and
+	// LinuxCount, with the defaults and ranges of [codel.Control].
+	codel.Control
 	// GlobalBacklogGuard makes CoDel's "less than one MTU queued" guard look
 	// at the bytes queued in all flows, as Linux does (so that thin flows can
 	// still be signalled). By default it looks at the flow's own bytes, as
@@ -133,44 +127,12 @@ func CoDelConfigForLink(rate aqm.Rate, rtt time.Duration) CoDelConfig {
 	}
 }
 
-func (c CoDelConfig) codel() codel.Config {
-	return codel.Config{
-		Target: c.Target, Interval: c.Interval, MTUBytes: c.MTUBytes, DisableECN: c.DisableECN,
-		CEThreshold: c.CEThreshold, CEThresholdECT1Only: c.CEThresholdECT1Only,
-		StrictDeadline: c.StrictDeadline, LinuxCount: c.LinuxCount,
-	}
-}
-
 // Validate reports every field that is out of range, one [aqm.ConfigError]
 // each, joined; the error wraps [aqm.ErrInvalidConfig]. It does not change
 // c: zero fields are valid and mean their defaults.
 func (c CoDelConfig) Validate() error {
 	errs := validateSched(c.Flows, c.LimitPackets, c.MemoryLimitBytes, c.QuantumBytes, c.DropBatchPackets)
-	bad := func(field string, v any, rule string) {
-		errs = append(errs, &aqm.ConfigError{Pkg: "fq", Field: field, Value: v, Rule: rule})
-	}
-	cc := c.codel() // a copy: package codel's check may fill in its defaults
-	named := false  // whether package codel named Target
-	if err := cc.Validate(); err != nil {
-		var list []error
-		if u, ok := err.(interface{ Unwrap() []error }); ok {
-			list = u.Unwrap()
-		} else {
-			list = []error{err}
-		}
-		for _, err := range list {
-			var ce *aqm.ConfigError
-			if errors.As(err, &ce) {
-				bad(ce.Field, ce.Value, ce.Rule)
-				named = named || ce.Field == "Target"
-			}
-		}
-	}
-	// A Target no Interval can exceed is bad on its own, whatever Interval
-	// is (package codel may report it only through Interval).
-	if !named && c.Target >= codel.MaxInterval {
-		bad("Target", c.Target, "must be less than Interval, which is at most "+codel.MaxInterval.String())
-	}
+	errs = append(errs, cfgerr.Relabel("fq", c.Control.Validate())...)
 	errs = append(errs, c.signalRules()...)
 	return errors.Join(errs...)
 }
@@ -179,15 +141,7 @@ func (c CoDelConfig) Validate() error {
 // (the seed is left alone: NewCoDel draws it).
 func (c CoDelConfig) withDefaults() CoDelConfig {
 	schedDefaults(&c.Flows, &c.LimitPackets, &c.MemoryLimitBytes, &c.QuantumBytes, &c.DropBatchPackets)
-	if c.Target == 0 {
-		c.Target = codel.DefaultTarget
-	}
-	if c.Interval == 0 {
-		c.Interval = codel.DefaultInterval
-	}
-	if c.MTUBytes == 0 {
-		c.MTUBytes = codel.DefaultMTUBytes
-	}
+	c.Control = c.Control.WithDefaults()
 	return c
 }
 
@@ -240,7 +194,7 @@ func (q *CoDel[T]) apply(cfg CoDelConfig) {
 	q.cfg = cfg
 	q.setLimits(cfg.LimitPackets, cfg.MemoryLimitBytes, cfg.QuantumBytes, cfg.DropBatchPackets)
 	q.global, q.keep = cfg.GlobalBacklogGuard, cfg.KeepCountOnOverload
-	q.cp = cfg.codel().ControllerParams()
+	q.cp = cfg.Params()
 	q.setGuard(!cfg.DisableFloodGuard, cfg.Target)
 }
 
@@ -459,7 +413,7 @@ func (q *CoDel[T]) Dequeue(now aqm.Time) (p aqm.Packet[T], ok bool) {
 			act := codel.Deliver
 			if sj := p.Enqueued.Since(now); drops < codel.MaxDropsPerDequeue {
 				if !f.cv.DeliverIfBelowTarget(&q.cp, sj) {
-					act = f.cv.Examine(&q.cp, now, sj, guard, p.ECN)
+					act = f.cv.Decide(&q.cp, now, sj, guard, p.ECN)
 				}
 			} else {
 				f.cv.Resync(&q.cp, now)
@@ -486,7 +440,7 @@ func (q *CoDel[T]) Dequeue(now aqm.Time) (p aqm.Packet[T], ok bool) {
 			q.stats.Dequeued.Add(p.Size)
 			return p, true
 		}
-		f.cv.Empty()
+		f.cv.Empty(&q.cp, now)
 		// The flow is empty: a new flow goes to the old list (RFC 8290, so
 		// it cannot come back as new at once), an old flow is deactivated.
 		q.popHead(l)

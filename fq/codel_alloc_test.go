@@ -5,6 +5,7 @@ import (
 	"time"
 
 	"github.com/aqmkit/aqmkit/aqm"
+	"github.com/aqmkit/aqmkit/codel"
 	"github.com/stretchr/testify/require"
 )
 
@@ -18,7 +19,7 @@ var (
 // batch drop.
 func TestCoDelAllocs(t *testing.T) {
 	drop := func(p aqm.Packet[uint64], why aqm.Verdict) { coDelSinkPacket = p }
-	q, err := NewCoDel(CoDelConfig{Seed: 1, LimitPackets: 1000, DisableECN: true}, drop)
+	q, err := NewCoDel(CoDelConfig{Seed: 1, LimitPackets: 1000, Control: codel.Control{DisableECN: true}}, drop)
 	require.NoError(t, err)
 	now := ct0
 	seq := uint32(0)

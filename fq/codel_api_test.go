@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/aqmkit/aqmkit/aqm"
+	"github.com/aqmkit/aqmkit/codel"
 	"github.com/aqmkit/aqmkit/internal/rng"
 	"github.com/stretchr/testify/require"
 )
@@ -171,9 +172,9 @@ func TestCoDelBatchMatchesLoop(t *testing.T) {
 	}
 	var overloads, early uint64
 	for _, cfg := range []CoDelConfig{
-		{Flows: 16, LimitPackets: 200, MemoryLimitBytes: 150000, Target: time.Millisecond, Interval: 10 * time.Millisecond},
-		{Flows: 1024, LimitPackets: 1000, DisableECN: true, GlobalBacklogGuard: true, DropBatchPackets: 3},
-		{Flows: 4, LimitPackets: 30, MemoryLimitBytes: 20000, QuantumBytes: 256, CEThreshold: time.Millisecond},
+		{Flows: 16, LimitPackets: 200, MemoryLimitBytes: 150000, Control: codel.Control{Target: time.Millisecond, Interval: 10 * time.Millisecond}},
+		{Flows: 1024, LimitPackets: 1000, Control: codel.Control{DisableECN: true}, GlobalBacklogGuard: true, DropBatchPackets: 3},
+		{Flows: 4, LimitPackets: 30, MemoryLimitBytes: 20000, QuantumBytes: 256, Control: codel.Control{CEThreshold: time.Millisecond}},
 	} {
 		for seed := range uint64(3) {
 			cfg.Seed = seed + 1
@@ -252,7 +253,7 @@ func TestCoDelBatchMatchesLoop(t *testing.T) {
 func TestCoDelTimeGlitch(t *testing.T) {
 	for _, glitch := range []string{"far-future", "alternating-extremes"} {
 		t.Run(glitch, func(t *testing.T) {
-			q, err := NewCoDel[uint64](CoDelConfig{Seed: 5, Flows: 64, DisableECN: true}, nil)
+			q, err := NewCoDel[uint64](CoDelConfig{Seed: 5, Flows: 64, Control: codel.Control{DisableECN: true}}, nil)
 			require.NoError(t, err)
 			now := ct0
 			// A standing queue in a few flows, so CoDel is dropping.
@@ -314,7 +315,7 @@ func TestCoDelTimeGlitch(t *testing.T) {
 // signalled as often as on a queue that saw no glitch.
 func TestCoDelTimeGlitchStanding(t *testing.T) {
 	run := func(glitch int) uint64 {
-		q, err := NewCoDel[uint64](CoDelConfig{Seed: 5, Flows: 64, DisableECN: true}, nil)
+		q, err := NewCoDel[uint64](CoDelConfig{Seed: 5, Flows: 64, Control: codel.Control{DisableECN: true}}, nil)
 		require.NoError(t, err)
 		now := ct0
 		for i := range 100 {
@@ -405,8 +406,7 @@ func TestCoDelOverloadWorkBounded(t *testing.T) {
 		target time.Duration
 	}{{1024, false, 0}, {16384, false, 0}, {65536, false, 0}, {1024, true, 0}, {65536, true, 0}, {65536, true, time.Second}} {
 		flows := c.flows
-		q, err := NewCoDel[uint64](CoDelConfig{Seed: 9, Flows: flows, LimitPackets: 4096, DisableFloodGuard: !c.guard,
-			Target: c.target, Interval: max(c.target*2, 100*time.Millisecond)}, nil)
+		q, err := NewCoDel[uint64](CoDelConfig{Seed: 9, Flows: flows, LimitPackets: 4096, DisableFloodGuard: !c.guard, Control: codel.Control{Target: c.target, Interval: max(c.target*2, 100*time.Millisecond)}}, nil)
 		require.NoError(t, err)
 		now := ct0
 		for i := range arrivals {

@@ -24,10 +24,8 @@ func FuzzCoDelConfig(f *testing.F) {
 			MemoryLimitBytes:   int(3 + c>>16%19998),
 			QuantumBytes:       int(256 + c>>24%2000),
 			DropBatchPackets:   int(1 + c>>32%70),
-			Interval:           time.Duration(2 + c>>40%100_000),
+			Control:            codel.Control{Interval: time.Duration(2 + c>>40%100_000), LinuxCount: c&2 != 0, DisableECN: c&4 != 0},
 			GlobalBacklogGuard: c&1 != 0,
-			LinuxCount:         c&2 != 0,
-			DisableECN:         c&4 != 0,
 			Seed:               c | 1,
 		}
 		cfg.Target = time.Duration(1 + c>>48%uint64(cfg.Interval-1))

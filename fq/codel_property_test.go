@@ -5,6 +5,7 @@ import (
 	"time"
 
 	"github.com/aqmkit/aqmkit/aqm"
+	"github.com/aqmkit/aqmkit/codel"
 	"github.com/aqmkit/aqmkit/internal/proptest"
 	"github.com/leanovate/gopter"
 	"github.com/leanovate/gopter/gen"
@@ -20,7 +21,7 @@ func coDelProps(t *testing.T) *gopter.Properties {
 
 // noAQM is a CoDel that never signals in these tests: the target is just
 // below an hour and all packets leave at the instant they arrived.
-var noAQM = CoDelConfig{Target: time.Hour - 1, Interval: time.Hour, Seed: 1}
+var noAQM = CoDelConfig{Control: codel.Control{Target: time.Hour - 1, Interval: time.Hour}, Seed: 1}
 
 // TestCoDelPropertyDRRFairness protects the DRR bound: with n flows always
 // backlogged, quantum Q and packets of at most M bytes, a flow's bytes sent
@@ -161,7 +162,7 @@ func TestCoDelPropertySparseFlow(t *testing.T) {
 func TestCoDelPropertyOverload(t *testing.T) {
 	props := coDelProps(t)
 	props.Property("fattest flow, bounded memory", prop.ForAll(func(limit int, mem int, batch int, ops []uint32) bool {
-		cfg := CoDelConfig{Seed: 1, Flows: 16, LimitPackets: limit, MemoryLimitBytes: mem, DropBatchPackets: batch, MTUBytes: 1000, DisableFloodGuard: true}
+		cfg := CoDelConfig{Seed: 1, Flows: 16, LimitPackets: limit, MemoryLimitBytes: mem, DropBatchPackets: batch, DisableFloodGuard: true, Control: codel.Control{MTUBytes: 1000}}
 		ok := true
 		var q *CoDel[uint64]
 		first := false

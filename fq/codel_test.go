@@ -50,7 +50,7 @@ func TestCoDelFlowSize(t *testing.T) {
 // Config reports the defaults in effect.
 func TestCoDelValidate(t *testing.T) {
 	cfg := CoDelConfig{Flows: -1, LimitPackets: -1, MemoryLimitBytes: 1 << 32, QuantumBytes: 100, DropBatchPackets: -1,
-		Target: 2 * time.Hour, Interval: 2 * time.Hour, MTUBytes: -1, CEThreshold: -1}
+		Control: codel.Control{Target: 2 * time.Hour, Interval: 2 * time.Hour, MTUBytes: -1, CEThreshold: -1}}
 	before := cfg
 	err := cfg.Validate()
 	require.Equal(t, before, cfg, "Validate must not change its receiver")
@@ -61,7 +61,7 @@ func TestCoDelValidate(t *testing.T) {
 	}
 	require.Len(t, err.(interface{ Unwrap() []error }).Unwrap(), len(fields))
 	// Target = MaxInt64 is bad on its own.
-	err = CoDelConfig{Target: math.MaxInt64}.Validate()
+	err = CoDelConfig{Control: codel.Control{Target: math.MaxInt64}}.Validate()
 	require.ErrorContains(t, err, "fq: Target (")
 	var c CoDelConfig
 	require.NoError(t, c.Validate())
@@ -72,7 +72,7 @@ func TestCoDelValidate(t *testing.T) {
 	require.NotZero(t, got.Seed, "the drawn key is reported")
 	got.Seed = 0
 	require.Equal(t, CoDelConfig{Flows: 1024, LimitPackets: 10240, MemoryLimitBytes: 32 << 20, QuantumBytes: 1514,
-		DropBatchPackets: 64, Target: 5 * time.Millisecond, Interval: 100 * time.Millisecond, MTUBytes: 1514}, got)
+		DropBatchPackets: 64, Control: codel.Control{Target: 5 * time.Millisecond, Interval: 100 * time.Millisecond, MTUBytes: 1514}}, got)
 }
 
 // TestCoDelDRRSteps protects the DRR++ schedule at fixed instants: two
@@ -197,7 +197,7 @@ func TestCoDelBatchDrop(t *testing.T) {
 	})
 	t.Run("memory trigger and refused arrival", func(t *testing.T) {
 		var dropped []uint64
-		q, _ := NewCoDel(CoDelConfig{Seed: 1, Flows: 16, MemoryLimitBytes: 3000, MTUBytes: 1000}, func(p aqm.Packet[uint64], why aqm.Verdict) { dropped = append(dropped, p.Payload) })
+		q, _ := NewCoDel(CoDelConfig{Seed: 1, Flows: 16, MemoryLimitBytes: 3000, Control: codel.Control{MTUBytes: 1000}}, func(p aqm.Packet[uint64], why aqm.Verdict) { dropped = append(dropped, p.Payload) })
 		h := hashesFor(q, 2)
 		require.Equal(t, aqm.DroppedOverlimit, q.Enqueue(cpkt(0, 3001, h[0]), ct0))
 		q.Enqueue(cpkt(1, 1000, h[0]), ct0)
@@ -206,7 +206,7 @@ func TestCoDelBatchDrop(t *testing.T) {
 		require.Equal(t, []uint64{1}, dropped)
 		require.Equal(t, uint64(1), q.Detail().DropOvermemory)
 		// An arrival that is itself the fattest flow's only packet is refused.
-		q2, _ := NewCoDel(CoDelConfig{Seed: 1, Flows: 16, MemoryLimitBytes: 3000, MTUBytes: 1000}, func(p aqm.Packet[uint64], why aqm.Verdict) { t.Fatal("no queued drop expected") })
+		q2, _ := NewCoDel(CoDelConfig{Seed: 1, Flows: 16, MemoryLimitBytes: 3000, Control: codel.Control{MTUBytes: 1000}}, func(p aqm.Packet[uint64], why aqm.Verdict) { t.Fatal("no queued drop expected") })
 		q2.Enqueue(cpkt(1, 1000, h[0]), ct0)
 		require.Equal(t, aqm.DroppedOverlimit, q2.Enqueue(cpkt(2, 2500, h[1]), ct0))
 		require.Equal(t, 1, q2.Len())
@@ -223,7 +223,7 @@ func TestCoDelBatchDrop(t *testing.T) {
 func TestCoDelCountBumpKeepsInvSqrt(t *testing.T) {
 	var earlyAt []aqm.Time
 	now := ct0
-	q, err := NewCoDel(CoDelConfig{Seed: 1, Flows: 16, LimitPackets: 600, DisableECN: true}, func(p aqm.Packet[uint64], why aqm.Verdict) {
+	q, err := NewCoDel(CoDelConfig{Seed: 1, Flows: 16, LimitPackets: 600, Control: codel.Control{DisableECN: true}}, func(p aqm.Packet[uint64], why aqm.Verdict) {
 		if why == aqm.DroppedEarly {
 			earlyAt = append(earlyAt, now)
 		}
@@ -288,7 +288,7 @@ func TestCoDelGuardScope(t *testing.T) {
 		t.Run(fmt.Sprint("global=", global), func(t *testing.T) {
 			early := map[uint32]int{}
 			var qq *CoDel[uint64]
-			qq, _ = NewCoDel(CoDelConfig{Seed: 1, Flows: 16, DisableECN: true, GlobalBacklogGuard: global}, func(p aqm.Packet[uint64], why aqm.Verdict) {
+			qq, _ = NewCoDel(CoDelConfig{Seed: 1, Flows: 16, Control: codel.Control{DisableECN: true}, GlobalBacklogGuard: global}, func(p aqm.Packet[uint64], why aqm.Verdict) {
 				if why == aqm.DroppedEarly {
 					early[p.Hash]++
 				}

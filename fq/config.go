@@ -5,7 +5,6 @@ import (
 
 	"github.com/aqmkit/aqmkit/aqm"
 	"github.com/aqmkit/aqmkit/codel"
-	"github.com/aqmkit/aqmkit/pie"
 )
 
 // The limits with which a flow's AQM could never signal. One flow may hold
@@ -75,19 +74,12 @@ func (c PIEConfig) signalRules() []error {
 	if !d.RateEstimator || d.DequeueThresholdBytes < 1 || d.DequeueThresholdBytes > 1<<30 {
 		return errs
 	}
+	if d.DequeueThresholdBytes <= mean {
+		bad("DequeueThresholdBytes", d.DequeueThresholdBytes, "must be more than MeanPacketBytes ("+strconv.Itoa(mean)+") with RateEstimator: a measurement cycle that one packet completes takes no time, the departure rate looks infinite and PIE never signals")
+	}
 	buf := min(d.LimitPackets*mean, d.MemoryLimitBytes)
 	if buf < d.DequeueThresholdBytes+2*mean {
 		bad("DequeueThresholdBytes", d.DequeueThresholdBytes, "must be at most the buffer ("+strconv.Itoa(buf)+" bytes: MemoryLimitBytes, or LimitPackets in mean-size packets) less 2×MeanPacketBytes with RateEstimator: a flow that never holds DequeueThresholdBytes never measures its departure rate, and its PIE never signals")
 	}
 	return errs
-}
-
-// pieFlow is the per-flow PIE configuration for package pie's Validate:
-// the per-flow fields, with a packet limit that no rule of pie's refuses,
-// since the limits are the queue's, judged by signalRules (package pie's
-// DequeueThresholdBytes > MeanPacketBytes rule is reported from there).
-func (c PIEConfig) pieFlow() pie.Config {
-	p := c.pie()
-	p.LimitPackets = maxCoDelLimit
-	return p
 }

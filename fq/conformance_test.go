@@ -6,6 +6,9 @@ import (
 
 	"github.com/aqmkit/aqmkit/aqm"
 	"github.com/aqmkit/aqmkit/aqm/aqmtest"
+	"github.com/aqmkit/aqmkit/cobalt"
+	"github.com/aqmkit/aqmkit/codel"
+	"github.com/aqmkit/aqmkit/pie"
 )
 
 // TestConformance protects the aqm.Queue contract of FQ-CoDel, FQ-COBALT and
@@ -52,9 +55,9 @@ func coDelFactory(cfg CoDelConfig) aqmtest.Factory {
 func conformanceCoDel(t *testing.T) {
 	for name, cfg := range map[string]CoDelConfig{
 		"default": {},
-		"linux":   {GlobalBacklogGuard: true, StrictDeadline: true, LinuxCount: true, KeepCountOnOverload: true, DisableECN: true},
-		"small":   {Flows: 4, LimitPackets: 8, MemoryLimitBytes: 6000, QuantumBytes: 256, DropBatchPackets: 3, Target: time.Microsecond, Interval: 20 * time.Microsecond},
-		"one":     {Flows: 1, LimitPackets: 3, MemoryLimitBytes: 3000, MTUBytes: 1000, CEThreshold: time.Microsecond, CEThresholdECT1Only: true},
+		"linux":   {GlobalBacklogGuard: true, Control: codel.Control{StrictDeadline: true, LinuxCount: true, DisableECN: true}, KeepCountOnOverload: true},
+		"small":   {Flows: 4, LimitPackets: 8, MemoryLimitBytes: 6000, QuantumBytes: 256, DropBatchPackets: 3, Control: codel.Control{Target: time.Microsecond, Interval: 20 * time.Microsecond}},
+		"one":     {Flows: 1, LimitPackets: 3, MemoryLimitBytes: 3000, Control: codel.Control{MTUBytes: 1000, CEThreshold: time.Microsecond, CEThresholdECT1Only: true}},
 	} {
 		t.Run(name, func(t *testing.T) { aqmtest.Run(t, coDelFactory(cfg)) })
 	}
@@ -63,7 +66,7 @@ func conformanceCoDel(t *testing.T) {
 // FuzzCoDelQueue runs the shared contract fuzzer on a small, aggressive
 // FQ-CoDel.
 func FuzzCoDelQueue(f *testing.F) {
-	aqmtest.Fuzz(f, coDelFactory(CoDelConfig{Flows: 8, LimitPackets: 32, MemoryLimitBytes: 20000, QuantumBytes: 300, Target: time.Microsecond, Interval: 30 * time.Microsecond}))
+	aqmtest.Fuzz(f, coDelFactory(CoDelConfig{Flows: 8, LimitPackets: 32, MemoryLimitBytes: 20000, QuantumBytes: 300, Control: codel.Control{Target: time.Microsecond, Interval: 30 * time.Microsecond}}))
 }
 
 func cobaltFactory(cfg CobaltConfig) aqmtest.Factory {
@@ -135,10 +138,10 @@ func pieFactory(cfg PIEConfig) aqmtest.Factory {
 func conformanceCobalt(t *testing.T) {
 	for name, cfg := range map[string]CobaltConfig{
 		"default": {},
-		"linux":   {DisableBlueThreshold: true, DisableECN: true, MTUTime: time.Microsecond},
+		"linux":   {Control: cobalt.Control{DisableBlueThreshold: true, DisableECN: true, MTUTime: time.Microsecond}},
 		"small": {Flows: 4, LimitPackets: 8, MemoryLimitBytes: 6000, QuantumBytes: 256, DropBatchPackets: 3,
-			Target: time.Microsecond, Interval: 20 * time.Microsecond, BlueThreshold: 50 * time.Microsecond, BlueIncrement: 0.25},
-		"one": {Flows: 1, LimitPackets: 2, MemoryLimitBytes: 2 * aqm.FullPacketBytes, BlueIncrement: 1},
+			Control: cobalt.Control{Target: time.Microsecond, Interval: 20 * time.Microsecond, BlueThreshold: 50 * time.Microsecond, BlueIncrement: 0.25}},
+		"one": {Flows: 1, LimitPackets: 2, MemoryLimitBytes: 2 * aqm.FullPacketBytes, Control: cobalt.Control{BlueIncrement: 1}},
 	} {
 		if testing.Short() && name != "default" && name != "small" {
 			continue // -short: the defaults and the aggressive settings
@@ -153,11 +156,10 @@ func conformanceCobalt(t *testing.T) {
 func conformancePIE(t *testing.T) {
 	for name, cfg := range map[string]PIEConfig{
 		"default": {},
-		"linux":   {DisableECN: true, Derandomize: true, HighDelayBoost: true},
+		"linux":   {Control: pie.Control{DisableECN: true, Derandomize: true, HighDelayBoost: true}},
 		"small": {Flows: 4, LimitPackets: 8, MemoryLimitBytes: 6000, QuantumBytes: 256, DropBatchPackets: 3,
-			Target: 10 * time.Microsecond, TUpdate: 20 * time.Microsecond, DisableBurstAllowance: true, MeanPacketBytes: 1, DequeueThresholdBytes: 4, Alpha: 16, Beta: 16},
-		"rate": {Flows: 2, LimitPackets: 16, MemoryLimitBytes: 12000, RateEstimator: true, DequeueThresholdBytes: 2000,
-			Target: 10 * time.Microsecond, TUpdate: 20 * time.Microsecond, MaxBurst: 40 * time.Microsecond, ByteMode: true},
+			Control: pie.Control{Target: 10 * time.Microsecond, TUpdate: 20 * time.Microsecond, DisableBurstAllowance: true, MeanPacketBytes: 1, DequeueThresholdBytes: 4, Alpha: 16, Beta: 16}},
+		"rate": {Flows: 2, LimitPackets: 16, MemoryLimitBytes: 12000, Control: pie.Control{RateEstimator: true, DequeueThresholdBytes: 2000, Target: 10 * time.Microsecond, TUpdate: 20 * time.Microsecond, MaxBurst: 40 * time.Microsecond, ByteMode: true}},
 	} {
 		if testing.Short() && name != "default" && name != "small" {
 			continue // -short: the defaults and the aggressive settings
@@ -170,12 +172,12 @@ func conformancePIE(t *testing.T) {
 // FQ-COBALT.
 func FuzzCobaltQueue(f *testing.F) {
 	aqmtest.Fuzz(f, cobaltFactory(CobaltConfig{Flows: 8, LimitPackets: 32, MemoryLimitBytes: 20000, QuantumBytes: 300,
-		Target: time.Microsecond, Interval: 30 * time.Microsecond, BlueThreshold: 100 * time.Microsecond}))
+		Control: cobalt.Control{Target: time.Microsecond, Interval: 30 * time.Microsecond, BlueThreshold: 100 * time.Microsecond}}))
 }
 
 // FuzzPIEQueue runs the shared contract fuzzer on a small, aggressive
 // FQ-PIE.
 func FuzzPIEQueue(f *testing.F) {
 	aqmtest.Fuzz(f, pieFactory(PIEConfig{Flows: 8, LimitPackets: 32, MemoryLimitBytes: 20000, QuantumBytes: 300,
-		Target: 10 * time.Microsecond, TUpdate: 20 * time.Microsecond, MaxBurst: 30 * time.Microsecond, MeanPacketBytes: 100}))
+		Control: pie.Control{Target: 10 * time.Microsecond, TUpdate: 20 * time.Microsecond, MaxBurst: 30 * time.Microsecond, MeanPacketBytes: 100}}))
 }

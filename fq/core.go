@@ -1,7 +1,6 @@
 package fq
 
 import (
-	"errors"
 	"math/bits"
 	"unsafe"
 
@@ -619,25 +618,6 @@ func validateSched(flows, limit, mem, quantum, batch int) []error {
 	}
 	if batch < 0 || batch > maxCoDelBatch {
 		bad("DropBatchPackets", batch, "must be in [0, 65536]")
-	}
-	return errs
-}
-
-// refield turns the errors of another package's Validate into fq's.
-func refield(err error) []error {
-	if err == nil {
-		return nil
-	}
-	list := []error{err}
-	if u, ok := err.(interface{ Unwrap() []error }); ok {
-		list = u.Unwrap()
-	}
-	var errs []error
-	for _, err := range list {
-		var ce *aqm.ConfigError
-		if errors.As(err, &ce) {
-			errs = append(errs, &aqm.ConfigError{Pkg: "fq", Field: ce.Field, Value: ce.Value, Rule: ce.Rule})
-		}
 	}
 	return errs
 }

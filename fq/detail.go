@@ -240,7 +240,7 @@ type PIEFlow struct {
 	FlowQueue
 	// PIE is its PIE controller's state, as of its last update (updates
 	// due since then run at the flow's next packet).
-	PIE pie.FlowState
+	PIE pie.State
 }
 
 // Flow returns the state of the flow queue that packets with the given

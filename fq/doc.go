@@ -6,7 +6,7 @@
 // CoDel, Cobalt and PIE share one scheduler: the keyed flow table, DRR++
 // and the overload dropper below are the same code for all three; only the
 // per-flow AQM differs (a codel.Controller, a cobalt.Controller or a
-// pie.Flow), and each runs inline in its queue's Enqueue or Dequeue.
+// pie.Controller), and each runs inline in its queue's Enqueue or Dequeue.
 //
 // # Algorithm
 //
@@ -265,9 +265,8 @@
 //   - FQ-COBALT's BLUE decays when a flow's last packet leaves; ns-3 and
 //     CAKE decay it when a dequeue finds the flow empty, which under light
 //     traffic served one packet at a time may never happen.
-//   - FQ-COBALT draws BLUE's random numbers from one stream for the whole
-//     queue; FQ-PIE gives each flow its own stream (as ns-3's children
-//     have), derived from Seed.
+//   - FQ-COBALT and FQ-PIE give each flow its own random stream (as
+//     ns-3's children have), derived from Seed.
 //   - The flood guard is the scheduler's, with FQ-COBALT's and FQ-PIE's
 //     Target as the shared queue's sojourn limit (5 ms and 15 ms by
 //     default); Linux and ns-3 have none.

@@ -5,6 +5,7 @@ import (
 	"time"
 
 	"github.com/aqmkit/aqmkit/aqm"
+	"github.com/aqmkit/aqmkit/cobalt"
 	"github.com/aqmkit/aqmkit/internal/proptest"
 	"github.com/leanovate/gopter"
 	"github.com/leanovate/gopter/gen"
@@ -56,7 +57,7 @@ func TestCobaltPropertyBlueIsolated(t *testing.T) {
 	props := gopter.NewProperties(proptest.Parameters(t, fqFamilyPropSeed, 30, 8))
 	props.Property("BLUE rises only for the unresponsive flow", prop.ForAll(func(sparse int, over float64, seed uint64) bool {
 		sparseDrops := 0
-		q, err := NewCobalt(CobaltConfig{Flows: 1024, Seed: seed + 1, BlueThreshold: 50 * time.Millisecond},
+		q, err := NewCobalt(CobaltConfig{Flows: 1024, Seed: seed + 1, Control: cobalt.Control{BlueThreshold: 50 * time.Millisecond}},
 			func(p aqm.Packet[uint64], _ aqm.Verdict) {
 				if p.Hash != 0 {
 					sparseDrops++

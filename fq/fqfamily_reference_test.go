@@ -8,7 +8,9 @@ import (
 	"time"
 
 	"github.com/aqmkit/aqmkit/aqm"
+	"github.com/aqmkit/aqmkit/cobalt"
 	"github.com/aqmkit/aqmkit/internal/rng"
+	"github.com/aqmkit/aqmkit/pie"
 	"github.com/stretchr/testify/require"
 )
 
@@ -134,13 +136,13 @@ func (m *refFQ) dequeue(now int64) (aqm.Packet[uint64], bool) {
 // BLUE's probability in float64 raised by a sojourn above the ceiling and
 // lowered when the flow's last packet leaves, each at most once per target,
 // BLUE's draw for every packet the CoDel half has not dropped (marked ones
-// included), and BLUE's draws from one stream for the whole queue (the
-// queue's seed mixed as NewCobalt does).
+// included), and BLUE's draws from a stream per flow (seeded as NewCobalt
+// seeds it).
 type refCobalt struct {
 	target, interval, ceil int64
 	inc, dec               float64
 	ecn                    bool
-	src                    rng.Source
+	seed                   uint64
 }
 
 type refCobaltFlow struct {
@@ -148,6 +150,8 @@ type refCobaltFlow struct {
 	next, stamp int64
 	dropping    bool
 	p           float64
+	src         rng.Small
+	seeded      bool
 }
 
 func (r *refCobalt) gap(n int64) int64 {
@@ -172,6 +176,10 @@ func (r *refCobalt) arrive(*refFQFlow, *aqm.Packet[uint64], int64) aqm.Verdict {
 
 func (r *refCobalt) leave(f *refFQFlow, p *aqm.Packet[uint64], now int64, drops int) aqm.Verdict {
 	c := &f.cob
+	if !c.seeded {
+		c.src.Seed(cobaltFlowSeed(r.seed, f.id))
+		c.seeded = true
+	}
 	v := aqm.Enqueued
 	if drops < 256 {
 		v = r.signal(c, p, now)
@@ -242,7 +250,7 @@ func (r *refCobalt) signal(c *refCobaltFlow, p *aqm.Packet[uint64], now int64) a
 			late = 0 // decay still owed: the next time stays in the past
 		}
 	}
-	if v != aqm.DroppedEarly && c.p > 0 && float64(r.src.Uint32()) < c.p*(1<<32) {
+	if v != aqm.DroppedEarly && c.p > 0 && float64(c.src.Uint32()) < c.p*(1<<32) {
 		if v == aqm.Marked {
 			p.ECN = ecn // BLUE drops the packet as it came
 		}
@@ -450,9 +458,7 @@ func TestCobaltMatchesReference(t *testing.T) {
 		g := rand.New(rand.NewPCG(uint64(tr), 7))
 		cfg := CobaltConfig{
 			Flows: 1 + g.IntN(16), QuantumBytes: 256 + g.IntN(2000), LimitPackets: 1 << 20, MemoryLimitBytes: 1 << 31,
-			Target: time.Duration(1+g.IntN(8)) * time.Millisecond, Interval: time.Duration(20+g.IntN(150)) * time.Millisecond,
-			BlueThreshold: time.Duration(10+g.IntN(200)) * time.Millisecond, DisableECN: g.IntN(4) == 0,
-			BlueIncrement: 1.0 / float64(int(1)<<(4+g.IntN(5))), Seed: uint64(tr + 1),
+			Control: cobalt.Control{Target: time.Duration(1+g.IntN(8)) * time.Millisecond, Interval: time.Duration(20+g.IntN(150)) * time.Millisecond, BlueThreshold: time.Duration(10+g.IntN(200)) * time.Millisecond, DisableECN: g.IntN(4) == 0, BlueIncrement: 1.0 / float64(int(1)<<(4+g.IntN(5)))}, Seed: uint64(tr + 1),
 			DisableFloodGuard: true, // the models are the schedulers without the guard
 		}
 		var qd []aqm.Packet[uint64]
@@ -461,7 +467,7 @@ func TestCobaltMatchesReference(t *testing.T) {
 		require.NoError(t, err)
 		c := q.Config()
 		r := &refCobalt{target: int64(c.Target), interval: int64(c.Interval), ceil: int64(c.BlueThreshold),
-			inc: c.BlueIncrement, dec: c.BlueDecrement, ecn: !c.DisableECN, src: rng.New(c.Seed ^ 0x5851f42d4c957f2d)}
+			inc: c.BlueIncrement, dec: c.BlueDecrement, ecn: !c.DisableECN, seed: c.Seed}
 		m := newRefFQ(c.QuantumBytes, r)
 		d, k := refTrace(t, g, q, func(h uint32) int { return q.Flow(h).Bucket }, m, &qd, &qw, 3000)
 		require.Zero(t, q.Detail().DropOverlimit, "the trace must stay below the limits")
@@ -487,10 +493,7 @@ func TestPIEMatchesReference(t *testing.T) {
 		g := rand.New(rand.NewPCG(uint64(tr), 8))
 		cfg := PIEConfig{
 			Flows: 1 + g.IntN(16), QuantumBytes: 256 + g.IntN(2000), LimitPackets: 1 << 20, MemoryLimitBytes: 1 << 31,
-			Target: time.Duration(1+g.IntN(15)) * time.Millisecond, TUpdate: time.Duration(2+g.IntN(20)) * time.Millisecond,
-			MaxBurst: time.Duration(g.IntN(100)) * time.Millisecond, DisableECN: g.IntN(4) == 0,
-			Alpha: []float64{0.125, 0.5, 2}[g.IntN(3)], Beta: []float64{1.25, 2.5, 8}[g.IntN(3)],
-			MeanPacketBytes: 500 + g.IntN(1000), Seed: uint64(tr + 1),
+			Control: pie.Control{Target: time.Duration(1+g.IntN(15)) * time.Millisecond, TUpdate: time.Duration(2+g.IntN(20)) * time.Millisecond, MaxBurst: time.Duration(g.IntN(100)) * time.Millisecond, DisableECN: g.IntN(4) == 0, Alpha: []float64{0.125, 0.5, 2}[g.IntN(3)], Beta: []float64{1.25, 2.5, 8}[g.IntN(3)], MeanPacketBytes: 500 + g.IntN(1000)}, Seed: uint64(tr + 1),
 			DisableFloodGuard: true, // the models are the schedulers without the guard
 		}
 		var qd []aqm.Packet[uint64]

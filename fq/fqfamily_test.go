@@ -8,7 +8,9 @@ import (
 	"time"
 
 	"github.com/aqmkit/aqmkit/aqm"
+	"github.com/aqmkit/aqmkit/cobalt"
 	"github.com/aqmkit/aqmkit/internal/rng"
+	"github.com/aqmkit/aqmkit/pie"
 	"github.com/stretchr/testify/require"
 )
 
@@ -33,7 +35,7 @@ func requireNamesAll(t *testing.T, err error, fields []string) {
 // receiver, and Config reports every default and the seed in use.
 func TestCobaltConfigValidate(t *testing.T) {
 	bad := CobaltConfig{Flows: -1, LimitPackets: 1 << 25, MemoryLimitBytes: -1, QuantumBytes: 10, DropBatchPackets: -2,
-		Target: 2 * time.Hour, Interval: 2 * time.Hour, MTUTime: -1, BlueIncrement: 2, BlueDecrement: math.NaN(), BlueThreshold: -1}
+		Control: cobalt.Control{Target: 2 * time.Hour, Interval: 2 * time.Hour, MTUTime: -1, BlueIncrement: 2, BlueDecrement: math.NaN(), BlueThreshold: -1}}
 	cp := bad
 	err := bad.Validate()
 	requireNamesAll(t, err, []string{"Flows", "LimitPackets", "MemoryLimitBytes", "QuantumBytes", "DropBatchPackets",
@@ -41,13 +43,12 @@ func TestCobaltConfigValidate(t *testing.T) {
 	require.True(t, reflect.DeepEqual(cp.Flows, bad.Flows) && cp.Target == bad.Target && cp.BlueIncrement == bad.BlueIncrement)
 	_, err = NewCobalt[uint64](bad, nil)
 	require.ErrorIs(t, err, aqm.ErrInvalidConfig)
-	require.Error(t, CobaltConfig{Target: 10 * time.Millisecond, Interval: 5 * time.Millisecond}.Validate(), "Target above Interval")
+	require.Error(t, CobaltConfig{Control: cobalt.Control{Target: 10 * time.Millisecond, Interval: 5 * time.Millisecond}}.Validate(), "Target above Interval")
 
 	q, err := NewCobalt[uint64](CobaltConfig{Seed: 9}, nil)
 	require.NoError(t, err)
 	require.Equal(t, CobaltConfig{Flows: 1024, LimitPackets: 10240, MemoryLimitBytes: 32 << 20, QuantumBytes: 1514,
-		DropBatchPackets: 64, Target: 5 * time.Millisecond, Interval: 100 * time.Millisecond, BlueIncrement: 1.0 / 256,
-		BlueDecrement: 1.0 / 4096, BlueThreshold: 400 * time.Millisecond, Seed: 9}, q.Config())
+		DropBatchPackets: 64, Control: cobalt.Control{Target: 5 * time.Millisecond, Interval: 100 * time.Millisecond, BlueIncrement: 1.0 / 256, BlueDecrement: 1.0 / 4096, BlueThreshold: 400 * time.Millisecond}, Seed: 9}, q.Config())
 	require.NoError(t, q.Config().Validate())
 }
 
@@ -56,8 +57,7 @@ func TestCobaltConfigValidate(t *testing.T) {
 // receiver, and Config reports every default and the seed in use.
 func TestPIEConfigValidate(t *testing.T) {
 	bad := PIEConfig{Flows: 70000, LimitPackets: -1, MemoryLimitBytes: 1 << 32, QuantumBytes: 1 << 21, DropBatchPackets: 1 << 17,
-		Target: -1, TUpdate: time.Minute, Alpha: -1, Beta: 100, MaxBurst: -1, MeanPacketBytes: 1 << 17,
-		ECNThreshold: 2, DequeueThresholdBytes: -1}
+		Control: pie.Control{Target: -1, TUpdate: time.Minute, Alpha: -1, Beta: 100, MaxBurst: -1, MeanPacketBytes: 1 << 17, ECNThreshold: 2, DequeueThresholdBytes: -1}}
 	cp := bad
 	err := bad.Validate()
 	requireNamesAll(t, err, []string{"Flows", "LimitPackets", "MemoryLimitBytes", "QuantumBytes", "DropBatchPackets",
@@ -69,8 +69,7 @@ func TestPIEConfigValidate(t *testing.T) {
 	q, err := NewPIE[uint64](PIEConfig{Seed: 9}, nil)
 	require.NoError(t, err)
 	require.Equal(t, PIEConfig{Flows: 1024, LimitPackets: 10240, MemoryLimitBytes: 32 << 20, QuantumBytes: 1514,
-		DropBatchPackets: 64, Target: 15 * time.Millisecond, TUpdate: 15 * time.Millisecond, Alpha: 0.125, Beta: 1.25,
-		MaxBurst: 150 * time.Millisecond, MeanPacketBytes: 1500, ECNThreshold: 0.1, DequeueThresholdBytes: 1 << 14, Seed: 9}, q.Config())
+		DropBatchPackets: 64, Control: pie.Control{Target: 15 * time.Millisecond, TUpdate: 15 * time.Millisecond, Alpha: 0.125, Beta: 1.25, MaxBurst: 150 * time.Millisecond, MeanPacketBytes: 1500, ECNThreshold: 0.1, DequeueThresholdBytes: 1 << 14}, Seed: 9}, q.Config())
 	require.NoError(t, q.Config().Validate())
 }
 
@@ -79,7 +78,7 @@ func TestPIEConfigValidate(t *testing.T) {
 // rest is the default.
 func TestFQFamilyConfigForLink(t *testing.T) {
 	c := CobaltConfigForLink(8*aqm.Mbit, 100*time.Millisecond)
-	require.Equal(t, CobaltConfig{LimitPackets: 265, MemoryLimitBytes: 400000, MTUTime: 1514 * time.Microsecond}, c)
+	require.Equal(t, CobaltConfig{LimitPackets: 265, MemoryLimitBytes: 400000, Control: cobalt.Control{MTUTime: 1514 * time.Microsecond}}, c)
 	require.NoError(t, c.Validate())
 	p := PIEConfigForLink(8*aqm.Mbit, 100*time.Millisecond)
 	require.Equal(t, PIEConfig{LimitPackets: 265, MemoryLimitBytes: 400000}, p)
@@ -164,14 +163,14 @@ func TestFQFamilyBurstMatchesLoop(t *testing.T) {
 		rec := func(d *[]aqm.Packet[uint64]) aqm.DropFunc[uint64] {
 			return func(p aqm.Packet[uint64], _ aqm.Verdict) { *d = append(*d, p) }
 		}
-		cc := CobaltConfig{Flows: 16, LimitPackets: 200, MemoryLimitBytes: 150000, Target: 100 * time.Microsecond,
-			Interval: 2 * time.Millisecond, BlueThreshold: 5 * time.Millisecond, Seed: s + 1}
+		cc := CobaltConfig{Flows: 16, LimitPackets: 200, MemoryLimitBytes: 150000, Control: cobalt.Control{Target: 100 * time.Microsecond, Interval: 2 * time.Millisecond, BlueThreshold: 5 * time.Millisecond},
+			Seed: s + 1}
 		a, _ := NewCobalt(cc, rec(&da))
 		b, _ := NewCobalt(cc, rec(&db))
 		fqTrace(t, a, b, &da, &db, func(q fqQueue) any { return q.(*Cobalt[uint64]).Detail() }, s)
 		da, db = nil, nil
-		pc := PIEConfig{Flows: 16, LimitPackets: 200, MemoryLimitBytes: 150000, Target: 200 * time.Microsecond,
-			TUpdate: time.Millisecond, MaxBurst: 2 * time.Millisecond, Seed: s + 1}
+		pc := PIEConfig{Flows: 16, LimitPackets: 200, MemoryLimitBytes: 150000, Control: pie.Control{Target: 200 * time.Microsecond, TUpdate: time.Millisecond, MaxBurst: 2 * time.Millisecond},
+			Seed: s + 1}
 		c, _ := NewPIE(pc, rec(&da))
 		d, _ := NewPIE(pc, rec(&db))
 		fqTrace(t, c, d, &da, &db, func(q fqQueue) any { return q.(*PIE[uint64]).Detail() }, s)
@@ -285,10 +284,8 @@ func TestFQFamilyDetailMetrics(t *testing.T) {
 // and FQ-PIE on every packet path: accept, AQM drops and marks, overload
 // drops, and the burst methods.
 func TestFQFamilyZeroAllocs(t *testing.T) {
-	c, _ := NewCobalt[uint64](CobaltConfig{Seed: 1, Flows: 64, LimitPackets: 64, Target: time.Microsecond,
-		Interval: 10 * time.Microsecond, BlueThreshold: 50 * time.Microsecond}, func(aqm.Packet[uint64], aqm.Verdict) {})
-	p, _ := NewPIE[uint64](PIEConfig{Seed: 1, Flows: 64, LimitPackets: 64, Target: time.Microsecond,
-		TUpdate: 10 * time.Microsecond, DisableBurstAllowance: true, MeanPacketBytes: 1, Alpha: 16, Beta: 16}, func(aqm.Packet[uint64], aqm.Verdict) {})
+	c, _ := NewCobalt[uint64](CobaltConfig{Seed: 1, Flows: 64, LimitPackets: 64, Control: cobalt.Control{Target: time.Microsecond, Interval: 10 * time.Microsecond, BlueThreshold: 50 * time.Microsecond}}, func(aqm.Packet[uint64], aqm.Verdict) {})
+	p, _ := NewPIE[uint64](PIEConfig{Seed: 1, Flows: 64, LimitPackets: 64, Control: pie.Control{Target: time.Microsecond, TUpdate: 10 * time.Microsecond, DisableBurstAllowance: true, MeanPacketBytes: 1, Alpha: 16, Beta: 16}}, func(aqm.Packet[uint64], aqm.Verdict) {})
 	for _, q := range []fqQueue{c, p} {
 		now := ct0
 		ps := make([]aqm.Packet[uint64], 32)

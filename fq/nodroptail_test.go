@@ -5,7 +5,10 @@ import (
 	"testing"
 
 	"github.com/aqmkit/aqmkit/aqm"
+	"github.com/aqmkit/aqmkit/cobalt"
+	"github.com/aqmkit/aqmkit/codel"
 	"github.com/aqmkit/aqmkit/fq"
+	"github.com/aqmkit/aqmkit/pie"
 )
 
 // refusedFields returns the fields err names.
@@ -39,21 +42,21 @@ func TestValidateNoDropTail(t *testing.T) {
 		{fq.CoDelConfig{LimitPackets: 3}, ""},
 		{fq.CoDelConfig{MemoryLimitBytes: 3*1514 - 1}, "MemoryLimitBytes"},
 		{fq.CoDelConfig{MemoryLimitBytes: 3 * 1514}, ""},
-		{fq.CoDelConfig{MTUBytes: 1 << 20}, ""}, // 32 MiB hold it
-		{fq.CoDelConfig{MTUBytes: 1 << 20, MemoryLimitBytes: 3<<20 - 1}, "MemoryLimitBytes"},
+		{fq.CoDelConfig{Control: codel.Control{MTUBytes: 1 << 20}}, ""}, // 32 MiB hold it
+		{fq.CoDelConfig{MemoryLimitBytes: 3<<20 - 1, Control: codel.Control{MTUBytes: 1 << 20}}, "MemoryLimitBytes"},
 		{fq.CobaltConfig{LimitPackets: 1}, "LimitPackets"},
 		{fq.CobaltConfig{LimitPackets: 2}, ""},
 		{fq.CobaltConfig{MemoryLimitBytes: 2*aqm.FullPacketBytes - 1}, "MemoryLimitBytes"},
 		{fq.CobaltConfig{MemoryLimitBytes: 2 * aqm.FullPacketBytes}, ""},
-		{fq.CobaltConfig{BlueIncrement: 0x1p-33}, "BlueIncrement"},
+		{fq.CobaltConfig{Control: cobalt.Control{BlueIncrement: 0x1p-33}}, "BlueIncrement"},
 		{fq.PIEConfig{LimitPackets: 3}, "LimitPackets"},
 		{fq.PIEConfig{LimitPackets: 4}, ""},
 		{fq.PIEConfig{MemoryLimitBytes: 4*1500 - 1}, "MemoryLimitBytes"},
 		{fq.PIEConfig{MemoryLimitBytes: 4 * 1500}, ""},
-		{fq.PIEConfig{RateEstimator: true, DequeueThresholdBytes: 1500}, "DequeueThresholdBytes"},
-		{fq.PIEConfig{RateEstimator: true, MemoryLimitBytes: 16384 + 2*1500 - 1}, "DequeueThresholdBytes"},
-		{fq.PIEConfig{RateEstimator: true, MemoryLimitBytes: 16384 + 2*1500}, ""},
-		{fq.PIEConfig{RateEstimator: true, MeanPacketBytes: 10}, ""}, // 10240 packets of 10 bytes hold the threshold
+		{fq.PIEConfig{Control: pie.Control{RateEstimator: true, DequeueThresholdBytes: 1500}}, "DequeueThresholdBytes"},
+		{fq.PIEConfig{MemoryLimitBytes: 16384 + 2*1500 - 1, Control: pie.Control{RateEstimator: true}}, "DequeueThresholdBytes"},
+		{fq.PIEConfig{MemoryLimitBytes: 16384 + 2*1500, Control: pie.Control{RateEstimator: true}}, ""},
+		{fq.PIEConfig{Control: pie.Control{RateEstimator: true, MeanPacketBytes: 10}}, ""}, // 10240 packets of 10 bytes hold the threshold
 	} {
 		err := c.cfg.Validate()
 		if c.field == "" {

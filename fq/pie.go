@@ -5,6 +5,7 @@ import (
 	"time"
 
 	"github.com/aqmkit/aqmkit/aqm"
+	"github.com/aqmkit/aqmkit/internal/cfgerr"
 	"github.com/aqmkit/aqmkit/internal/rng"
 	"github.com/aqmkit/aqmkit/pie"
 )
@@ -46,26 +47,14 @@ type PIEConfig struct {
 	// the fattest flow (it stops earlier once half that flow's bytes are
 	// gone). Zero means [DefaultCoDelDropBatchPackets] (64); at most 65536.
 	DropBatchPackets int
-	// Target, TUpdate, Alpha, Beta, MaxBurst, DisableBurstAllowance,
-	// MeanPacketBytes, DisableECN, ECNThreshold, Derandomize, ByteMode,
-	// RateEstimator, DequeueThresholdBytes and HighDelayBoost configure each
-	// flow's PIE as in [pie.Config], with the same defaults. The safeguard
-	// "no early drop while at most two mean packets are queued" looks at
-	// the flow's own backlog, as in Linux fq_pie.
-	Target                time.Duration
-	TUpdate               time.Duration
-	Alpha                 float64
-	Beta                  float64
-	MaxBurst              time.Duration
-	DisableBurstAllowance bool
-	MeanPacketBytes       int
-	DisableECN            bool
-	ECNThreshold          float64
-	Derandomize           bool
-	ByteMode              bool
-	RateEstimator         bool
-	DequeueThresholdBytes int
-	HighDelayBoost        bool
+	// Control configures each flow's PIE: Target, TUpdate, Alpha, Beta,
+	// MaxBurst, DisableBurstAllowance, MeanPacketBytes, DisableECN,
+	// ECNThreshold, Derandomize, ByteMode, RateEstimator,
+	// DequeueThresholdBytes and HighDelayBoost, with the defaults and ranges
+	// of [pie.Control]. The safeguard "no early drop while at most two mean
+	// packets are queued" looks at the flow's own backlog, as in Linux
+	// fq_pie.
+	pie.Control
 	// DisableFloodGuard turns the flood guard off (see the package doc's
 	// Flood guard section): every packet then joins its own flow queue and
 	// a flow queue that was empty gets sparse-flow priority, as in RFC 8290
@@ -97,23 +86,12 @@ func PIEConfigForLink(rate aqm.Rate, rtt time.Duration) PIEConfig {
 	}
 }
 
-func (c PIEConfig) pie() pie.Config {
-	return pie.Config{
-		Target: c.Target, TUpdate: c.TUpdate, Alpha: c.Alpha, Beta: c.Beta,
-		MaxBurst: c.MaxBurst, DisableBurstAllowance: c.DisableBurstAllowance,
-		MeanPacketBytes: c.MeanPacketBytes, DisableECN: c.DisableECN,
-		ECNThreshold: c.ECNThreshold, Derandomize: c.Derandomize, ByteMode: c.ByteMode,
-		RateEstimator: c.RateEstimator, DequeueThresholdBytes: c.DequeueThresholdBytes,
-		HighDelayBoost: c.HighDelayBoost,
-	}
-}
-
 // Validate reports every field that is out of range, one [aqm.ConfigError]
 // each, joined; the error wraps [aqm.ErrInvalidConfig]. It does not change
 // c: zero fields are valid and mean their defaults.
 func (c PIEConfig) Validate() error {
 	errs := validateSched(c.Flows, c.LimitPackets, c.MemoryLimitBytes, c.QuantumBytes, c.DropBatchPackets)
-	errs = append(errs, refield(c.pieFlow().Validate())...)
+	errs = append(errs, cfgerr.Relabel("fq", c.Control.Validate())...)
 	errs = append(errs, c.signalRules()...)
 	return errors.Join(errs...)
 }
@@ -122,29 +100,7 @@ func (c PIEConfig) Validate() error {
 // (the seed is left alone: NewPIE draws it).
 func (c PIEConfig) withDefaults() PIEConfig {
 	schedDefaults(&c.Flows, &c.LimitPackets, &c.MemoryLimitBytes, &c.QuantumBytes, &c.DropBatchPackets)
-	def := func(v *time.Duration, d time.Duration) {
-		if *v == 0 {
-			*v = d
-		}
-	}
-	def(&c.Target, pie.DefaultTarget)
-	def(&c.TUpdate, pie.DefaultTUpdate)
-	def(&c.MaxBurst, pie.DefaultMaxBurst)
-	if c.Alpha == 0 {
-		c.Alpha = pie.DefaultAlpha
-	}
-	if c.Beta == 0 {
-		c.Beta = pie.DefaultBeta
-	}
-	if c.MeanPacketBytes == 0 {
-		c.MeanPacketBytes = pie.DefaultMeanPacketBytes
-	}
-	if c.ECNThreshold == 0 {
-		c.ECNThreshold = pie.DefaultECNThreshold
-	}
-	if c.DequeueThresholdBytes == 0 {
-		c.DequeueThresholdBytes = pie.DefaultDequeueThresholdBytes
-	}
+	c.Control = c.Control.WithDefaults()
 	return c
 }
 
@@ -157,8 +113,8 @@ func pieFlowSeed(seed uint64, i int) uint64 { return seed + uint64(i+1)*0x9e3779
 // and ns-3's FqPieQueueDisc. It implements [aqm.Queue] and
 // [aqm.BatchQueue]. It is not safe for concurrent use.
 type PIE[T any] struct {
-	sched[T, pie.Flow]
-	fp  pie.FlowParams
+	sched[T, pie.Controller]
+	fp  pie.Params
 	cfg PIEConfig
 	d   PIEDetail
 }
@@ -197,7 +153,7 @@ func (q *PIE[T]) build(cfg PIEConfig, capacity int) {
 func (q *PIE[T]) apply(cfg PIEConfig) {
 	q.cfg = cfg
 	q.setLimits(cfg.LimitPackets, cfg.MemoryLimitBytes, cfg.QuantumBytes, cfg.DropBatchPackets)
-	q.fp = cfg.pie().FlowParams()
+	q.fp = cfg.Params()
 	q.setGuard(!cfg.DisableFloodGuard, cfg.Target)
 }
 
@@ -207,7 +163,7 @@ func (q *PIE[T]) Config() PIEConfig { return q.cfg }
 
 // update runs the PIE updates of flow f due at now (the caller checked
 // that there is work).
-func (q *PIE[T]) update(f *flowOf[pie.Flow], now aqm.Time) {
+func (q *PIE[T]) update(f *flowOf[pie.Controller], now aqm.Time) {
 	var head aqm.Time
 	if f.head != cqNone {
 		head = q.nodes[f.head].enqueued
@@ -239,7 +195,7 @@ func (q *PIE[T]) Enqueue(p aqm.Packet[T], now aqm.Time) aqm.Verdict {
 	if f.cv.Due(&q.fp, now) {
 		q.update(f, now)
 	}
-	v := f.cv.Decide(&q.fp, p.Size, p.ECN, int(f.bytes))
+	v := f.cv.Decide(&q.fp, now, p.Size, p.ECN, int(f.bytes))
 	switch v {
 	case aqm.Marked:
 		p.ECN = aqm.CE
@@ -262,7 +218,7 @@ func (q *PIE[T]) Enqueue(p aqm.Packet[T], now aqm.Time) aqm.Verdict {
 			if memory {
 				q.d.DropOvermemory += uint64(dropped)
 			}
-			q.flows[fat].cv.Overflowed()
+			q.flows[fat].cv.Overflow(&q.fp, now)
 			if gone {
 				q.stats.CountDrop(aqm.DroppedOverlimit, p.Size, false)
 				return aqm.DroppedOverlimit

@@ -10,6 +10,7 @@ import (
 
 	"github.com/aqmkit/aqmkit/aqm"
 	"github.com/aqmkit/aqmkit/clock"
+	"github.com/aqmkit/aqmkit/codel"
 	"github.com/aqmkit/aqmkit/fifo"
 	"github.com/aqmkit/aqmkit/fq"
 	"github.com/aqmkit/aqmkit/front"
@@ -37,7 +38,7 @@ var stagedQueues = []struct {
 		return red.New(red.Config{MinThreshold: 5, MaxThreshold: 15, MaxP: 0.2, Weight: 0.05, LimitPackets: 60, Seed: 3}, d)
 	}},
 	{"fq-codel", func(d aqm.DropFunc[uint64]) (aqm.Queue[uint64], error) {
-		return fq.NewCoDel(fq.CoDelConfig{Flows: 16, LimitPackets: 50, Target: time.Millisecond, Interval: 10 * time.Millisecond, Seed: 3}, d)
+		return fq.NewCoDel(fq.CoDelConfig{Flows: 16, LimitPackets: 50, Control: codel.Control{Target: time.Millisecond, Interval: 10 * time.Millisecond}, Seed: 3}, d)
 	}},
 }
 

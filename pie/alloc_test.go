@@ -32,8 +32,8 @@ func TestZeroAllocs(t *testing.T) {
 		ecn  aqm.ECN
 	}{
 		{"enqueue-dequeue", Config{LimitPackets: 100}, 0, aqm.NotECT},
-		{"drop", Config{LimitPackets: 100, Derandomize: true, ByteMode: true}, 0.9, aqm.NotECT},
-		{"mark", Config{LimitPackets: 100, RateEstimator: true}, 0.05, aqm.ECT1},
+		{"drop", Config{LimitPackets: 100, Control: Control{Derandomize: true, ByteMode: true}}, 0.9, aqm.NotECT},
+		{"mark", Config{LimitPackets: 100, Control: Control{RateEstimator: true}}, 0.05, aqm.ECT1},
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {

@@ -103,7 +103,7 @@ func TestSeeds(t *testing.T) {
 		return vs
 	}
 	mk := func(seed uint64) *Queue[int] {
-		q, err := New[int](Config{Seed: seed, DisableECN: true}, nil)
+		q, err := New[int](Config{Seed: seed, Control: Control{DisableECN: true}}, nil)
 		require.NoError(t, err)
 		return q
 	}
@@ -118,11 +118,11 @@ func TestSeeds(t *testing.T) {
 	e, f := mk(5), mk(5)
 	decisions(e)
 	decisions(f)
-	require.NoError(t, e.Reconfigure(Config{DisableECN: true}))
+	require.NoError(t, e.Reconfigure(Config{Control: Control{DisableECN: true}}))
 	require.Equal(t, uint64(5), e.Config().Seed)
 	require.Equal(t, decisions(f), decisions(e))
-	require.NoError(t, e.Reconfigure(Config{DisableECN: true, Seed: 99}))
-	require.NoError(t, f.Reconfigure(Config{DisableECN: true, Seed: 99}))
+	require.NoError(t, e.Reconfigure(Config{Control: Control{DisableECN: true}, Seed: 99}))
+	require.NoError(t, f.Reconfigure(Config{Control: Control{DisableECN: true}, Seed: 99}))
 	require.Equal(t, uint64(99), e.Config().Seed)
 	h := mk(5) // the same history, stream kept
 	decisions(h)
@@ -158,7 +158,7 @@ func TestConfigForLink(t *testing.T) {
 // values equal to the Detail's fields, and MemoryBytes equal to the ring's
 // preallocation (a power of two of packets).
 func TestDetailMetrics(t *testing.T) {
-	q, err := New[uint64](Config{Seed: 1, LimitPackets: 1000, RateEstimator: true}, nil)
+	q, err := New[uint64](Config{Seed: 1, LimitPackets: 1000, Control: Control{RateEstimator: true}}, nil)
 	require.NoError(t, err)
 	now := aqm.Time(time.Second)
 	for range 300 {

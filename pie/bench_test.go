@@ -22,11 +22,11 @@ func BenchmarkQueue(b *testing.B) {
 	}
 	for _, s := range []sc{
 		{"standing", 10 * time.Microsecond, Config{}},
-		{"standing/rate", 10 * time.Microsecond, Config{RateEstimator: true}},
+		{"standing/rate", 10 * time.Microsecond, Config{Control: Control{RateEstimator: true}}},
 		{"congested", time.Millisecond, Config{}},
-		{"congested/rate", time.Millisecond, Config{RateEstimator: true}},
-		{"congested/derand", time.Millisecond, Config{Derandomize: true}},
-		{"congested/bytemode", time.Millisecond, Config{ByteMode: true}},
+		{"congested/rate", time.Millisecond, Config{Control: Control{RateEstimator: true}}},
+		{"congested/derand", time.Millisecond, Config{Control: Control{Derandomize: true}}},
+		{"congested/bytemode", time.Millisecond, Config{Control: Control{ByteMode: true}}},
 	} {
 		b.Run(s.name, func(b *testing.B) {
 			s.cfg.LimitPackets = 10000
@@ -66,7 +66,7 @@ func BenchmarkDropEarly(b *testing.B) {
 			name = "derandomized"
 		}
 		b.Run(name, func(b *testing.B) {
-			cfg := Config{Derandomize: derand}
+			cfg := Config{Control: Control{Derandomize: derand}}
 			_ = cfg.Validate()
 			pp := cfg.derive()
 			var c controller
@@ -98,7 +98,7 @@ func BenchmarkBurst(b *testing.B) {
 	}{
 		{"standing", 10 * time.Microsecond, Config{}},
 		{"congested", time.Millisecond, Config{}},
-		{"standing-rate", 10 * time.Microsecond, Config{RateEstimator: true}},
+		{"standing-rate", 10 * time.Microsecond, Config{Control: Control{RateEstimator: true}}},
 	} {
 		for _, n := range []int{1, 8, 32, 128} {
 			b.Run(fmt.Sprintf("%s/%d", sc.name, n), func(b *testing.B) {

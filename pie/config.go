@@ -56,11 +56,13 @@ const (
 	maxLimitPackets    = 1 << 24
 )
 
-// Config configures a PIE queue. The zero value is RFC 8033's PIE with
-// timestamps, ECN marking below 10%, no derandomization, a 1000-packet
-// limit and a random seed. [ConfigForLink] gives one sized for a link's
-// rate.
-type Config struct {
+// Control holds the settings of one PIE controller: everything but the
+// limits and the seed. It is embedded in [Config] and in the configurations
+// of the queues that run PIE per flow (package fq's PIEConfig), so that its
+// fields are written cfg.Target and its defaults, ranges and rules are
+// stated once, here. The zero value is RFC 8033's PIE with timestamps, ECN
+// marking below 10% and no derandomization.
+type Control struct {
 	// Target is QDELAY_REF, the queueing delay PIE controls to. Zero means
 	// [DefaultTarget] (15 ms). It must be in [1µs, 10s].
 	Target time.Duration
@@ -83,20 +85,6 @@ type Config struct {
 	// DisableBurstAllowance turns the burst allowance off (MAX_BURST = 0).
 	DisableBurstAllowance bool
 
-	// LimitPackets is the hard packet limit. Zero means
-	// [DefaultLimitPackets] (1000). Storage for this many packets is
-	// allocated by New (rounded up to a power of two; see
-	// [Detail].MemoryBytes), so it must be at most 1<<24.
-	//
-	// PIE steers the delay of responsive traffic towards Target, but
-	// against unresponsive traffic only the limits bound the queue: a
-	// limit that holds more than a second of traffic at the link rate lets
-	// such traffic build a second of delay, which defeats the purpose of
-	// the AQM. [ConfigForLink] sizes the limits for a link's rate.
-	LimitPackets int
-	// LimitBytes is the hard byte limit (sum of Size). Zero means none.
-	// See LimitPackets on sizing, and [ConfigForLink].
-	LimitBytes int
 	// MeanPacketBytes is MEAN_PKTSIZE in bytes. No early drop happens
 	// while the backlog (before the arrival) is at most twice this (RFC
 	// 8033 §4.1 safeguard), and in byte mode a packet of this size sees
@@ -137,6 +125,30 @@ type Config struct {
 	// estimate exceeds 250 ms, after the cap of RFC 8033 §5.5 (a Linux
 	// sch_pie rule that is not in the RFC). Off by default.
 	HighDelayBoost bool
+}
+
+// Config configures a PIE queue: the controller's settings ([Control],
+// embedded), the limits and the seed. The zero value is RFC 8033's PIE
+// with timestamps, ECN marking below 10%, no derandomization, a
+// 1000-packet limit and a random seed. [ConfigForLink] gives one sized for
+// a link's rate.
+type Config struct {
+	Control
+
+	// LimitPackets is the hard packet limit. Zero means
+	// [DefaultLimitPackets] (1000). Storage for this many packets is
+	// allocated by New (rounded up to a power of two; see
+	// [Detail].MemoryBytes), so it must be at most 1<<24.
+	//
+	// PIE steers the delay of responsive traffic towards Target, but
+	// against unresponsive traffic only the limits bound the queue: a
+	// limit that holds more than a second of traffic at the link rate lets
+	// such traffic build a second of delay, which defeats the purpose of
+	// the AQM. [ConfigForLink] sizes the limits for a link's rate.
+	LimitPackets int
+	// LimitBytes is the hard byte limit (sum of Size). Zero means none.
+	// See LimitPackets on sizing, and [ConfigForLink].
+	LimitBytes int
 
 	// Seed seeds the queue's random source. Zero (the default, and the
 	// right choice in production) draws a secret seed from crypto/rand, so
@@ -148,15 +160,18 @@ type Config struct {
 }
 
 // Validate checks every field of c and returns nil or the [errors.Join]
-// of one [*aqm.ConfigError] per bad field, each wrapping
+// of one [*aqm.ConfigError] (package "pie") per bad field, each wrapping
 // [aqm.ErrInvalidConfig]. It does not change c: zero fields stand for
-// their defaults, which [Queue.Config] reports.
-func (c Config) Validate() error {
+// their defaults.
+func (c Control) Validate() error { return errors.Join(c.validate()...) }
+
+// validate is [Control.Validate] as a list, in field order.
+func (c Control) validate() []error {
 	var errs []error
 	bad := func(field string, v any, rule string) {
 		errs = append(errs, &aqm.ConfigError{Pkg: "pie", Field: field, Value: v, Rule: rule})
 	}
-	d := c.withDefaults()
+	d := c.WithDefaults()
 	span := func(field string, v time.Duration) {
 		if v < time.Microsecond || v > 10*time.Second {
 			bad(field, v, "must be in [1µs, 10s]")
@@ -174,12 +189,6 @@ func (c Config) Validate() error {
 	if d.MaxBurst < 0 || d.MaxBurst > 10*time.Second {
 		bad("MaxBurst", d.MaxBurst, "must be in [0, 10s]")
 	}
-	if d.LimitPackets < 0 || d.LimitPackets > maxLimitPackets {
-		bad("LimitPackets", d.LimitPackets, "must be in [0, 16777216]")
-	}
-	if d.LimitBytes < 0 {
-		bad("LimitBytes", d.LimitBytes, "must not be negative")
-	}
 	if d.MeanPacketBytes < 0 || d.MeanPacketBytes > maxMeanPacketBytes {
 		bad("MeanPacketBytes", d.MeanPacketBytes, "must be in [1, 65535]")
 	}
@@ -188,6 +197,25 @@ func (c Config) Validate() error {
 	}
 	if d.DequeueThresholdBytes < 0 || d.DequeueThresholdBytes > 1<<30 {
 		bad("DequeueThresholdBytes", d.DequeueThresholdBytes, "must be in [1, 1073741824]")
+	}
+	return errs
+}
+
+// Validate checks every field of c and returns nil or the [errors.Join]
+// of one [*aqm.ConfigError] per bad field, each wrapping
+// [aqm.ErrInvalidConfig]: the controller's fields as [Control.Validate]
+// checks them, then the limits. It does not change c: zero fields stand
+// for their defaults, which [Queue.Config] reports.
+func (c Config) Validate() error {
+	errs := c.Control.validate()
+	bad := func(field string, v any, rule string) {
+		errs = append(errs, &aqm.ConfigError{Pkg: "pie", Field: field, Value: v, Rule: rule})
+	}
+	if c.LimitPackets < 0 || c.LimitPackets > maxLimitPackets {
+		bad("LimitPackets", c.LimitPackets, "must be in [0, 16777216]")
+	}
+	if c.LimitBytes < 0 {
+		bad("LimitBytes", c.LimitBytes, "must not be negative")
 	}
 	errs = append(errs, c.signalRules("pie", "LimitBytes", c.LimitPackets, c.LimitBytes)...)
 	return errors.Join(errs...)
@@ -244,9 +272,10 @@ func (c Config) signalRules(pkg, bytesField string, limitPackets, limitBytes int
 	return errs
 }
 
-// withDefaults returns c with every zero field that has a default set to
-// it. The zero Seed is left for New to replace with a random one.
-func (c Config) withDefaults() Config {
+// WithDefaults returns c with every zero field that has a default set to
+// it: the settings a controller built from c runs on, as the queues that
+// embed Control report them in their Config.
+func (c Control) WithDefaults() Control {
 	def := func(v *time.Duration, d time.Duration) {
 		if *v == 0 {
 			*v = d
@@ -261,9 +290,6 @@ func (c Config) withDefaults() Config {
 	if c.Beta == 0 {
 		c.Beta = DefaultBeta
 	}
-	if c.LimitPackets == 0 {
-		c.LimitPackets = DefaultLimitPackets
-	}
 	if c.MeanPacketBytes == 0 {
 		c.MeanPacketBytes = DefaultMeanPacketBytes
 	}
@@ -272,6 +298,16 @@ func (c Config) withDefaults() Config {
 	}
 	if c.DequeueThresholdBytes == 0 {
 		c.DequeueThresholdBytes = DefaultDequeueThresholdBytes
+	}
+	return c
+}
+
+// withDefaults returns c with every zero field that has a default set to
+// it. The zero Seed is left for New to replace with a random one.
+func (c Config) withDefaults() Config {
+	c.Control = c.Control.WithDefaults()
+	if c.LimitPackets == 0 {
+		c.LimitPackets = DefaultLimitPackets
 	}
 	return c
 }
@@ -322,25 +358,32 @@ type params struct {
 // alphaQ ≤ 2^24, which keeps the update's products below 2^62.
 const gainShift = 20
 
+// derive returns the params of a queue built from c (defaults applied).
 func (c Config) derive() params {
+	p := c.Control.derive()
+	p.limitPackets, p.limitBytes = c.LimitPackets, c.LimitBytes
+	return p
+}
+
+// derive returns the params of a controller built from c (defaults
+// applied); the limits are a queue's and stay zero.
+func (c Control) derive() params {
 	p := params{
-		target:       int64(c.Target),
-		tupdate:      int64(c.TUpdate),
-		alphaQ:       int64(math.Round(c.Alpha * (1 << gainShift))),
-		betaQ:        int64(math.Round(c.Beta * (1 << gainShift))),
-		maxBurst:     int64(c.MaxBurst),
-		limitPackets: c.LimitPackets,
-		limitBytes:   c.LimitBytes,
-		safeBytes:    2 * c.MeanPacketBytes,
-		meanBytes:    int64(c.MeanPacketBytes),
-		ecn:          !c.DisableECN,
-		ecnTh:        probCeil(c.ECNThreshold),
-		derand:       c.Derandomize,
-		byteMode:     c.ByteMode,
-		rate:         c.RateEstimator,
-		boost:        c.HighDelayBoost,
-		dqThresh:     int64(c.DequeueThresholdBytes),
-		boostOver:    int64(250 * time.Millisecond),
+		target:    int64(c.Target),
+		tupdate:   int64(c.TUpdate),
+		alphaQ:    int64(math.Round(c.Alpha * (1 << gainShift))),
+		betaQ:     int64(math.Round(c.Beta * (1 << gainShift))),
+		maxBurst:  int64(c.MaxBurst),
+		safeBytes: 2 * c.MeanPacketBytes,
+		meanBytes: int64(c.MeanPacketBytes),
+		ecn:       !c.DisableECN,
+		ecnTh:     probCeil(c.ECNThreshold),
+		derand:    c.Derandomize,
+		byteMode:  c.ByteMode,
+		rate:      c.RateEstimator,
+		boost:     c.HighDelayBoost,
+		dqThresh:  int64(c.DequeueThresholdBytes),
+		boostOver: int64(250 * time.Millisecond),
 	}
 	if c.DisableBurstAllowance {
 		p.maxBurst = 0

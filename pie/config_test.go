@@ -24,10 +24,7 @@ func TestValidateDefaults(t *testing.T) {
 	require.NotZero(t, got.Seed)
 	got.Seed = 0
 	require.Equal(t, Config{
-		Target: 15 * time.Millisecond, TUpdate: 15 * time.Millisecond, Alpha: 0.125, Beta: 1.25,
-		MaxBurst: 150 * time.Millisecond, LimitPackets: 1000, MeanPacketBytes: 1500,
-		ECNThreshold: 0.1, DequeueThresholdBytes: 16384,
-	}, got)
+		Control: Control{Target: 15 * time.Millisecond, TUpdate: 15 * time.Millisecond, Alpha: 0.125, Beta: 1.25, MaxBurst: 150 * time.Millisecond, MeanPacketBytes: 1500, ECNThreshold: 0.1, DequeueThresholdBytes: 16384}, LimitPackets: 1000}, got)
 	q, err = New[int](Config{Seed: 42, LimitPackets: 7}, nil)
 	require.NoError(t, err)
 	require.Equal(t, uint64(42), q.Config().Seed)
@@ -39,8 +36,11 @@ func TestValidateDefaults(t *testing.T) {
 // aqm.ErrInvalidConfig with the "pie: Field (value) ..." message.
 func TestValidateNamesEveryBadField(t *testing.T) {
 	c := Config{
-		Target: -1, TUpdate: 11 * time.Second, Alpha: math.NaN(), Beta: 17, MaxBurst: -time.Second,
-		LimitPackets: -1, LimitBytes: -1, MeanPacketBytes: 70000, ECNThreshold: 1.5, DequeueThresholdBytes: -5,
+		Control: Control{
+			Target: -1, TUpdate: 11 * time.Second, Alpha: math.NaN(), Beta: 17, MaxBurst: -time.Second,
+			MeanPacketBytes: 70000, ECNThreshold: 1.5, DequeueThresholdBytes: -5,
+		},
+		LimitPackets: -1, LimitBytes: -1,
 	}
 	cp := c
 	err := c.Validate()
@@ -49,7 +49,7 @@ func TestValidateNamesEveryBadField(t *testing.T) {
 	require.Equal(t, cp, c, "Validate must not change its receiver")
 	c.Alpha = math.NaN()
 	require.ErrorIs(t, err, aqm.ErrInvalidConfig)
-	fields := []string{"Target", "TUpdate", "Alpha", "Beta", "MaxBurst", "LimitPackets", "LimitBytes", "MeanPacketBytes", "ECNThreshold", "DequeueThresholdBytes"}
+	fields := []string{"Target", "TUpdate", "Alpha", "Beta", "MaxBurst", "MeanPacketBytes", "ECNThreshold", "DequeueThresholdBytes", "LimitPackets", "LimitBytes"}
 	var joined interface{ Unwrap() []error }
 	require.True(t, errors.As(err, &joined))
 	require.Len(t, joined.Unwrap(), len(fields))
@@ -84,10 +84,10 @@ func TestReconfigureKeepsPackets(t *testing.T) {
 		require.Equal(t, aqm.Enqueued, q.Enqueue(aqm.Packet[int]{Payload: i, Meta: aqm.Meta{Size: 100}}, now))
 	}
 	q.ctl.p = probCeil(0.3)
-	require.Error(t, q.Reconfigure(Config{Target: -1}))
+	require.Error(t, q.Reconfigure(Config{Control: Control{Target: -1}}))
 	require.Equal(t, 10, q.ring.Cap())
 
-	require.NoError(t, q.Reconfigure(Config{LimitPackets: 5, MaxBurst: 50 * time.Millisecond, RateEstimator: true, DequeueThresholdBytes: 4000}))
+	require.NoError(t, q.Reconfigure(Config{LimitPackets: 5, Control: Control{MaxBurst: 50 * time.Millisecond, RateEstimator: true, DequeueThresholdBytes: 4000}}))
 	require.Equal(t, 8, q.Len())
 	require.Equal(t, probCeil(0.3), q.ctl.p)
 	require.Equal(t, int64(50*time.Millisecond), q.ctl.burst)

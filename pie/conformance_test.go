@@ -24,22 +24,22 @@ func variants() []struct {
 			vs = append(vs, struct {
 				name string
 				cfg  pie.Config
-			}{fmt.Sprintf("bytemode=%v/rate=%v", bm, rate), pie.Config{ByteMode: bm, RateEstimator: rate, LimitPackets: 200, LimitBytes: 200 * 1500}})
+			}{fmt.Sprintf("bytemode=%v/rate=%v", bm, rate), pie.Config{Control: pie.Control{ByteMode: bm, RateEstimator: rate}, LimitPackets: 200, LimitBytes: 200 * 1500}})
 		}
 	}
 	vs = append(vs,
 		struct {
 			name string
 			cfg  pie.Config
-		}{"derandomize", pie.Config{Derandomize: true, LimitPackets: 100}},
+		}{"derandomize", pie.Config{Control: pie.Control{Derandomize: true}, LimitPackets: 100}},
 		struct {
 			name string
 			cfg  pie.Config
-		}{"small-limits", pie.Config{LimitPackets: 12, LimitBytes: 8000, MeanPacketBytes: 1000, DequeueThresholdBytes: 2000, MaxBurst: 1, TUpdate: 1000, Target: 1000, HighDelayBoost: true}},
+		}{"small-limits", pie.Config{LimitPackets: 12, LimitBytes: 8000, Control: pie.Control{MeanPacketBytes: 1000, DequeueThresholdBytes: 2000, MaxBurst: 1, TUpdate: 1000, Target: 1000, HighDelayBoost: true}}},
 		struct {
 			name string
 			cfg  pie.Config
-		}{"no-ecn-fast", pie.Config{DisableECN: true, DisableBurstAllowance: true, TUpdate: 1000, Target: 2000, LimitPackets: 50}},
+		}{"no-ecn-fast", pie.Config{Control: pie.Control{DisableECN: true, DisableBurstAllowance: true, TUpdate: 1000, Target: 2000}, LimitPackets: 50}},
 	)
 	return vs
 }
@@ -85,5 +85,5 @@ func TestConformance(t *testing.T) {
 // FuzzQueue protects the contract on fuzzer-chosen operation sequences
 // (timestamps, derandomization and small limits in one configuration).
 func FuzzQueue(f *testing.F) {
-	aqmtest.Fuzz(f, factory(pie.Config{Derandomize: true, LimitPackets: 64, LimitBytes: 64 * 1500, TUpdate: 100000, Target: 200000}))
+	aqmtest.Fuzz(f, factory(pie.Config{Control: pie.Control{Derandomize: true, TUpdate: 100000, Target: 200000}, LimitPackets: 64, LimitBytes: 64 * 1500}))
 }

@@ -16,7 +16,7 @@
 //
 // The delay estimate cur is, by default, the age at the update instant of
 // the packet at the head of the queue (0 when empty); with
-// [Config.RateEstimator] it is backlog·avg_dq_time/DQ_THRESHOLD, where
+// [Control.RateEstimator] it is backlog·avg_dq_time/DQ_THRESHOLD, where
 // avg_dq_time averages (weight 1/4) the time each measurement cycle takes to
 // dequeue DQ_THRESHOLD bytes; a cycle starts at a departure that finds at
 // least DQ_THRESHOLD bytes queued (RFC 8033 §5.2).
@@ -24,8 +24,8 @@
 // On arrival: a full queue tail-drops. While burst > 0 everything is
 // accepted. Otherwise drop_early: no drop while qdelay_old < target/2 and
 // p < 0.2, nor while the backlog before the arrival is at most
-// 2·MeanPacketBytes (the safeguards of §4.1); with [Config.ByteMode] the
-// packet sees p·min(size, mean)/mean; with [Config.Derandomize]
+// 2·MeanPacketBytes (the safeguards of §4.1); with [Control.ByteMode] the
+// packet sees p·min(size, mean)/mean; with [Control.Derandomize]
 // accu += p, no drop while accu < 0.85, a certain one once accu ≥ 8.5 (§5.4);
 // otherwise drop when u < p for a uniform u. A packet picked this way is
 // marked CE and queued if it is ECN-capable, ECN is on and p < ECNThreshold
@@ -174,8 +174,8 @@
 //
 // # Per-flow use
 //
-// [Flow] is PIE's per-queue state as a value, driven by a scheduler that
-// owns the packets (package fq's FQ-PIE embeds one per flow); a FIFO driven
+// [Controller] is PIE's per-queue state as a value, driven by a scheduler
+// that owns the packets (package fq's FQ-PIE embeds one per flow); a FIFO driven
 // through it decides exactly as [Queue] does.
 //
 // # Concurrency

@@ -8,23 +8,21 @@ import (
 	"github.com/aqmkit/aqmkit/aqm"
 )
 
-// TestFlowMatchesQueue protects Flow's promise to run exactly the
-// algorithm of Queue: a FIFO driven through Flow.Update, Decide and
+// TestControllerMatchesQueue protects Controller's promise to run exactly the
+// algorithm of Queue: a FIFO driven through Controller.Update, Decide and
 // Dequeued (the way a flow-queueing scheduler embeds it) gives the same
 // verdicts, probability and burst allowance as a Queue with the same seed,
 // with and without the rate estimator, derandomization and byte mode.
-func TestFlowMatchesQueue(t *testing.T) {
+func TestControllerMatchesQueue(t *testing.T) {
 	for tr := range 12 {
 		g := rand.New(rand.NewPCG(uint64(tr), 16))
-		cfg := Config{Target: 5 * time.Millisecond, TUpdate: 4 * time.Millisecond, MaxBurst: time.Duration(g.IntN(30)) * time.Millisecond,
-			Alpha: 2, Beta: 8, LimitPackets: 100000, Seed: uint64(tr + 1), RateEstimator: tr%3 == 1,
-			DequeueThresholdBytes: 3000, Derandomize: tr%4 == 2, ByteMode: tr%5 == 3, DisableECN: tr%2 == 0}
+		cfg := Config{Control: Control{Target: 5 * time.Millisecond, TUpdate: 4 * time.Millisecond, MaxBurst: time.Duration(g.IntN(30)) * time.Millisecond, Alpha: 2, Beta: 8, RateEstimator: tr%3 == 1, DequeueThresholdBytes: 3000, Derandomize: tr%4 == 2, ByteMode: tr%5 == 3, DisableECN: tr%2 == 0}, LimitPackets: 100000, Seed: uint64(tr + 1)}
 		q, err := New[uint64](cfg, nil)
 		if err != nil {
 			t.Fatal(err)
 		}
-		fp := cfg.FlowParams()
-		var f Flow
+		fp := cfg.Params()
+		var f Controller
 		f.Init(&fp, cfg.Seed)
 		var fifo []aqm.Packet[uint64]
 		backlog := 0
@@ -46,9 +44,9 @@ func TestFlowMatchesQueue(t *testing.T) {
 				p := aqm.Packet[uint64]{Payload: uint64(step), Meta: aqm.Meta{Size: uint32(64 + g.IntN(1437)), ECN: aqm.ECN(g.IntN(4))}}
 				want := q.Enqueue(p, now)
 				update(now)
-				got := f.Decide(&fp, p.Size, p.ECN, backlog)
+				got := f.Decide(&fp, now, p.Size, p.ECN, backlog)
 				if got != want {
-					t.Fatalf("trace %d step %d: Flow %v, Queue %v", tr, step, got, want)
+					t.Fatalf("trace %d step %d: Controller %v, Queue %v", tr, step, got, want)
 				}
 				if got.Accepted() {
 					p.Enqueued = now
@@ -72,7 +70,7 @@ func TestFlowMatchesQueue(t *testing.T) {
 			}
 			d, s := q.Detail(), f.State()
 			if d.Prob != s.Prob || d.BurstAllowance != s.BurstAllowance || d.Updates != s.Updates {
-				t.Fatalf("trace %d step %d: Flow %+v, Queue %+v", tr, step, s, d)
+				t.Fatalf("trace %d step %d: Controller %+v, Queue %+v", tr, step, s, d)
 			}
 		}
 		if signals == 0 {

@@ -21,21 +21,10 @@ func FuzzConfigOps(f *testing.F) {
 		k := knobs
 		take := func(n uint) uint64 { v := k & (1<<n - 1); k >>= n; return v }
 		cfg := Config{
-			Target:          time.Duration(take(4)) * 3 * time.Millisecond,
-			TUpdate:         time.Duration(take(4)) * time.Millisecond,
-			Alpha:           float64(take(3)) / 8,
-			Beta:            float64(take(3)) / 2,
-			MaxBurst:        time.Duration(take(3)) * 20 * time.Millisecond,
-			LimitPackets:    int(take(5)),
-			LimitBytes:      int(take(3)) * 5000,
-			MeanPacketBytes: int(take(2)) * 700,
-			DisableECN:      take(1) == 1,
-			ECNThreshold:    float64(take(2)) / 4,
-			Derandomize:     take(1) == 1,
-			ByteMode:        take(1) == 1,
-			RateEstimator:   take(1) == 1,
-			HighDelayBoost:  take(1) == 1,
-			Seed:            1 + take(8), // fixed, so a crasher replays
+			Control:      Control{Target: time.Duration(take(4)) * 3 * time.Millisecond, TUpdate: time.Duration(take(4)) * time.Millisecond, Alpha: float64(take(3)) / 8, Beta: float64(take(3)) / 2, MaxBurst: time.Duration(take(3)) * 20 * time.Millisecond, MeanPacketBytes: int(take(2)) * 700, DisableECN: take(1) == 1, ECNThreshold: float64(take(2)) / 4, Derandomize: take(1) == 1, ByteMode: take(1) == 1, RateEstimator: take(1) == 1, HighDelayBoost: take(1) == 1},
+			LimitPackets: int(take(5)),
+			LimitBytes:   int(take(3)) * 5000,
+			Seed:         1 + take(8), // fixed, so a crasher replays
 		}
 		cfg.DisableBurstAllowance = take(1) == 1
 		q, err := New[int](cfg, nil)

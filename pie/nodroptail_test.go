@@ -38,14 +38,14 @@ func TestValidateNoDropTail(t *testing.T) {
 		{pie.Config{LimitPackets: 4}, ""},
 		{pie.Config{LimitBytes: 4*1500 - 1}, "LimitBytes"},
 		{pie.Config{LimitBytes: 4 * 1500}, ""},
-		{pie.Config{MeanPacketBytes: 100, LimitBytes: 400}, ""},
-		{pie.Config{RateEstimator: true, DequeueThresholdBytes: 1500}, "DequeueThresholdBytes"},
-		{pie.Config{RateEstimator: true, DequeueThresholdBytes: 1501}, ""},
-		{pie.Config{RateEstimator: true, LimitBytes: 16384 + 2*1500 - 1}, "DequeueThresholdBytes"},
-		{pie.Config{RateEstimator: true, LimitBytes: 16384 + 2*1500}, ""},
-		{pie.Config{RateEstimator: true, LimitPackets: 12}, "DequeueThresholdBytes"}, // 18000 < 19384
-		{pie.Config{RateEstimator: true, LimitPackets: 13}, ""},
-		{pie.Config{LimitPackets: 12, DequeueThresholdBytes: 100000}, ""}, // the estimator is off
+		{pie.Config{LimitBytes: 400, Control: pie.Control{MeanPacketBytes: 100}}, ""},
+		{pie.Config{Control: pie.Control{RateEstimator: true, DequeueThresholdBytes: 1500}}, "DequeueThresholdBytes"},
+		{pie.Config{Control: pie.Control{RateEstimator: true, DequeueThresholdBytes: 1501}}, ""},
+		{pie.Config{LimitBytes: 16384 + 2*1500 - 1, Control: pie.Control{RateEstimator: true}}, "DequeueThresholdBytes"},
+		{pie.Config{LimitBytes: 16384 + 2*1500, Control: pie.Control{RateEstimator: true}}, ""},
+		{pie.Config{LimitPackets: 12, Control: pie.Control{RateEstimator: true}}, "DequeueThresholdBytes"}, // 18000 < 19384
+		{pie.Config{LimitPackets: 13, Control: pie.Control{RateEstimator: true}}, ""},
+		{pie.Config{LimitPackets: 12, Control: pie.Control{DequeueThresholdBytes: 100000}}, ""}, // the estimator is off
 	} {
 		err := c.cfg.Validate()
 		if c.field == "" {

@@ -178,7 +178,7 @@ func TestPropertyOpenLoopOverload(t *testing.T) {
 	props.Property("drop fraction 1-C/λ, delay ≈ target", prop.ForAll(func(ratio float64, capIdx int, rate bool) bool {
 		capacity := []float64{2000, 5000, 10000}[capIdx]
 		lambda := ratio * capacity
-		q, err := New[int](Config{RateEstimator: rate, LimitPackets: 1 << 20, DisableECN: true, Seed: uint64(capIdx) + 1}, nil)
+		q, err := New[int](Config{Control: Control{RateEstimator: rate, DisableECN: true}, LimitPackets: 1 << 20, Seed: uint64(capIdx) + 1}, nil)
 		if err != nil {
 			return false
 		}

@@ -265,21 +265,11 @@ func randomConfig(g *rand.Rand) Config {
 	gains := []float64{0.0625, 0.125, 0.25, 0.5}
 	betas := []float64{0.75, 1.25, 1.28125, 2.5}
 	c := Config{
-		Target:          pick(5*time.Millisecond, 15*time.Millisecond, 20*time.Millisecond),
-		TUpdate:         pick(5*time.Millisecond, 15*time.Millisecond, 16*time.Millisecond, 30*time.Millisecond),
-		Alpha:           gains[g.IntN(len(gains))],
-		Beta:            betas[g.IntN(len(betas))],
-		MaxBurst:        pick(20*time.Millisecond, 150*time.Millisecond, 45*time.Millisecond),
-		LimitPackets:    []int{50, 200, 1000}[g.IntN(3)],
-		LimitBytes:      []int{0, 0, 300_000}[g.IntN(3)],
-		MeanPacketBytes: []int{1500, 1024}[g.IntN(2)],
-		DisableECN:      g.IntN(2) == 0,
-		ECNThreshold:    []float64{0.1, 0.3, 1}[g.IntN(3)],
-		Derandomize:     g.IntN(2) == 0,
-		ByteMode:        false, // set below
-		RateEstimator:   g.IntN(2) == 0,
-		HighDelayBoost:  g.IntN(3) == 0,
-		Seed:            g.Uint64(),
+		Control:      Control{Target: pick(5*time.Millisecond, 15*time.Millisecond, 20*time.Millisecond), TUpdate: pick(5*time.Millisecond, 15*time.Millisecond, 16*time.Millisecond, 30*time.Millisecond), Alpha: gains[g.IntN(len(gains))], Beta: betas[g.IntN(len(betas))], MaxBurst: pick(20*time.Millisecond, 150*time.Millisecond, 45*time.Millisecond), MeanPacketBytes: []int{1500, 1024}[g.IntN(2)], DisableECN: g.IntN(2) == 0, ECNThreshold: []float64{0.1, 0.3, 1}[g.IntN(3)], Derandomize: g.IntN(2) == 0, ByteMode: false, RateEstimator: g.IntN(2) == 0, HighDelayBoost: g.IntN(3) == 0},
+		LimitPackets: []int{50, 200, 1000}[g.IntN(3)],
+		LimitBytes:   []int{0, 0, 300_000}[g.IntN(3)],
+		// set below
+		Seed: g.Uint64(),
 	}
 	// Byte mode scales p by size/MeanPacketBytes. The fixed point rounds
 	// that down and float64 rounds it to nearest, so with a mean of 1500

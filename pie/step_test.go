@@ -58,10 +58,10 @@ func TestUpdateSteps(t *testing.T) {
 		{"cap p=0.15", Config{}, 0.15, 415 * ms, 415 * ms, 0.17, 1},
 		{"no cap below 0.1", Config{}, 0.09, 415 * ms, 415 * ms, 0.09 + 0.05/2, 2},
 		// Linux's 250 ms rule adds 2% after the cap.
-		{"boost p=0.15", Config{HighDelayBoost: true}, 0.15, 415 * ms, 415 * ms, 0.19, 1},
-		{"boost off below 250ms", Config{HighDelayBoost: true}, 0.15, 215 * ms, 215 * ms, 0.17, 1},
+		{"boost p=0.15", Config{Control: Control{HighDelayBoost: true}}, 0.15, 415 * ms, 415 * ms, 0.19, 1},
+		{"boost off below 250ms", Config{Control: Control{HighDelayBoost: true}}, 0.15, 215 * ms, 215 * ms, 0.17, 1},
 		// Clamped to 1 (never above: no windup).
-		{"clamp at 1", Config{HighDelayBoost: true}, 0.99, 415 * ms, 415 * ms, 1, 1},
+		{"clamp at 1", Config{Control: Control{HighDelayBoost: true}}, 0.99, 415 * ms, 415 * ms, 1, 1},
 		// Idle decay: (0.5 − 0.125·0.015)·0.98.
 		{"decay", Config{}, 0.5, 0, 0, (0.5 - 0.001875) * 0.98, 1},
 		// No decay unless both samples are 0: 0.5 − 0.001875 − 1.25·0.001.
@@ -70,7 +70,7 @@ func TestUpdateSteps(t *testing.T) {
 		{"clamp at 0", Config{}, 0.001, 200 * ms, 0, 0, 32},
 		// RFC §4.2 halving rule: T 7.5 ms, alpha 0.0625, beta 1.28125;
 		// raw = 0.0625·0.005 + 1.28125·0.005 = 0.00671875.
-		{"halved T", Config{TUpdate: 7500 * time.Microsecond, Alpha: 0.0625, Beta: 1.28125}, 0.5, 15 * ms, 20 * ms, 0.5 + 0.00671875, 1},
+		{"halved T", Config{Control: Control{TUpdate: 7500 * time.Microsecond, Alpha: 0.0625, Beta: 1.28125}}, 0.5, 15 * ms, 20 * ms, 0.5 + 0.00671875, 1},
 	}
 	for i, s := range steps {
 		c, pp := newCtl(t, s.cfg)
@@ -130,7 +130,7 @@ func TestBurstAllowanceExpiresOnce(t *testing.T) {
 // (15 ms), the second update must leave exactly 0, not a huge wrapped value
 // that would suppress early drops for ever.
 func TestBurstAllowanceNoUnderflow(t *testing.T) {
-	q, err := New[int](Config{MaxBurst: 20 * ms, DisableECN: true}, nil)
+	q, err := New[int](Config{Control: Control{MaxBurst: 20 * ms, DisableECN: true}}, nil)
 	require.NoError(t, err)
 	now := aqm.Time(time.Second)
 	// A standing queue that nobody serves: the delay grows.
@@ -163,7 +163,7 @@ func TestBurstAllowanceNoUnderflow(t *testing.T) {
 // queue: no early drop before the 10th update after a reset, whatever the
 // probability.
 func TestBurstProtectsArrivals(t *testing.T) {
-	q, err := New[int](Config{DisableECN: true, LimitPackets: 100000}, nil)
+	q, err := New[int](Config{Control: Control{DisableECN: true}, LimitPackets: 100000}, nil)
 	require.NoError(t, err)
 	now := aqm.Time(time.Second)
 	q.Enqueue(aqm.Packet[int]{Meta: aqm.Meta{Size: 1500}}, now) // starts the update clock
@@ -229,7 +229,7 @@ func TestIdleDecayPerUpdate(t *testing.T) {
 // unresponsive overload p is exactly 1, and the first update that sees the
 // delay fall brings it below 1 by exactly the PI term.
 func TestNoWindupPast100(t *testing.T) {
-	c, pp := newCtl(t, Config{HighDelayBoost: true})
+	c, pp := newCtl(t, Config{Control: Control{HighDelayBoost: true}})
 	for k := range 2000 {
 		c.update(pp, int64(300*ms)+int64(k)*int64(15*ms))
 	}
@@ -278,7 +278,7 @@ func TestSafeguards(t *testing.T) {
 		{"three packets queued, p 1", 1, time.Second, 3, true},
 	}
 	for i, s := range steps {
-		q, err := New[int](Config{DisableECN: true}, nil)
+		q, err := New[int](Config{Control: Control{DisableECN: true}}, nil)
 		require.NoError(t, err)
 		now := aqm.Time(time.Second)
 		fill(t, q, s.queued, 1500, now)
@@ -318,8 +318,8 @@ func TestECNThreshold(t *testing.T) {
 		{"p exactly 0.1", Config{}, probCeil(0.1), aqm.ECT0, aqm.DroppedOverload, 0},
 		{"p 0.15 ECT0", Config{}, probCeil(0.15), aqm.ECT0, aqm.DroppedOverload, 0},
 		{"p 0.05 Not-ECT", Config{}, probCeil(0.05), aqm.NotECT, aqm.DroppedEarly, 0},
-		{"ECN off", Config{DisableECN: true}, probCeil(0.05), aqm.ECT0, aqm.DroppedEarly, 0},
-		{"threshold 0.3", Config{ECNThreshold: 0.3}, probCeil(0.25), aqm.ECT0, aqm.Marked, aqm.CE},
+		{"ECN off", Config{Control: Control{DisableECN: true}}, probCeil(0.05), aqm.ECT0, aqm.DroppedEarly, 0},
+		{"threshold 0.3", Config{Control: Control{ECNThreshold: 0.3}}, probCeil(0.25), aqm.ECT0, aqm.Marked, aqm.CE},
 	}
 	for i, s := range steps {
 		q, err := New[int](s.cfg, nil)
@@ -367,7 +367,7 @@ func TestDerandomizationBounds(t *testing.T) {
 		require.Equal(t, row.first, int((accuLow+pf-1)/pf), "p %v", row.p)
 		require.Equal(t, row.certain, int((accuHigh+pf-1)/pf), "p %v", row.p)
 
-		q, err := New[int](Config{DisableECN: true, Derandomize: true, Seed: 3}, nil)
+		q, err := New[int](Config{Control: Control{DisableECN: true, Derandomize: true}, Seed: 3}, nil)
 		require.NoError(t, err)
 		now := aqm.Time(time.Second)
 		fill(t, q, 10, 1500, now)
@@ -390,7 +390,7 @@ func TestDerandomizationBounds(t *testing.T) {
 // TestDerandomizationForcedDrop protects the certain-drop branch: once accu
 // reaches 8.5 the decision is "drop" without a random draw.
 func TestDerandomizationForcedDrop(t *testing.T) {
-	c, pp := newCtl(t, Config{Derandomize: true, Seed: 9})
+	c, pp := newCtl(t, Config{Control: Control{Derandomize: true}, Seed: 9})
 	c.p, c.old = probCeil(0.05), int64(time.Second)
 	c.accu = accuHigh - c.p
 	before := c.rng
@@ -407,7 +407,7 @@ func TestDerandomizationForcedDrop(t *testing.T) {
 // drops): after a forced decision turns into a mark, the next packets must
 // not all be marked; every gap between marks is at least ⌈0.85/p⌉.
 func TestMarkResetsAccumulator(t *testing.T) {
-	q, err := New[int](Config{Derandomize: true, Seed: 5}, nil)
+	q, err := New[int](Config{Control: Control{Derandomize: true}, Seed: 5}, nil)
 	require.NoError(t, err)
 	now := aqm.Time(time.Second)
 	fill(t, q, 10, 1500, now)
@@ -435,7 +435,7 @@ func TestMarkResetsAccumulator(t *testing.T) {
 // never resets: it is cleared by a tail drop and whenever p is 0 at a
 // decision.
 func TestAccumulatorResets(t *testing.T) {
-	q, err := New[int](Config{Derandomize: true, LimitPackets: 12, DisableECN: true}, nil)
+	q, err := New[int](Config{Control: Control{Derandomize: true, DisableECN: true}, LimitPackets: 12}, nil)
 	require.NoError(t, err)
 	now := aqm.Time(time.Second)
 	fill(t, q, 10, 1500, now)
@@ -459,7 +459,7 @@ func TestAccumulatorResets(t *testing.T) {
 // 375-byte one about a quarter of the time; without byte mode both always.
 func TestByteMode(t *testing.T) {
 	for _, bm := range []bool{false, true} {
-		q, err := New[int](Config{ByteMode: bm, DisableECN: true, Seed: 11}, nil)
+		q, err := New[int](Config{Control: Control{ByteMode: bm, DisableECN: true}, Seed: 11}, nil)
 		require.NoError(t, err)
 		now := aqm.Time(time.Second)
 		fill(t, q, 10, 1500, now)
@@ -493,7 +493,7 @@ func TestByteMode(t *testing.T) {
 // DQ_THRESHOLD, avg_dq_time converges to the time one 16 KiB cycle takes,
 // and the delay estimate is backlog·avg_dq_time/16384.
 func TestRateEstimator(t *testing.T) {
-	q, err := New[int](Config{RateEstimator: true, LimitPackets: 10000}, nil)
+	q, err := New[int](Config{Control: Control{RateEstimator: true}, LimitPackets: 10000}, nil)
 	require.NoError(t, err)
 	now := aqm.Time(time.Second)
 	fill(t, q, 100, 1500, now)
@@ -548,7 +548,7 @@ func TestLazyUpdateTiming(t *testing.T) {
 // leave a sane state.
 func TestHugeTimeJumps(t *testing.T) {
 	for _, rate := range []bool{false, true} {
-		q, err := New[int](Config{RateEstimator: rate, LimitPackets: 100}, nil)
+		q, err := New[int](Config{Control: Control{RateEstimator: rate}, LimitPackets: 100}, nil)
 		require.NoError(t, err)
 		now := aqm.Time(math.MinInt64 + 1)
 		for i := range 50 {
@@ -569,7 +569,7 @@ func TestHugeTimeJumps(t *testing.T) {
 	}
 	// Rate estimator with a constant delay just under the target: p
 	// creeps down by alpha·1µs/2 per update and cannot settle quickly.
-	q, err := New[int](Config{RateEstimator: true, LimitPackets: 100}, nil)
+	q, err := New[int](Config{Control: Control{RateEstimator: true}, LimitPackets: 100}, nil)
 	require.NoError(t, err)
 	now := aqm.Time(time.Second)
 	fill(t, q, 10, 1500, now)

@@ -66,7 +66,7 @@ func TestTimeGlitchRecovery(t *testing.T) {
 	const far = aqm.Time(1) << 62
 	t0 := aqm.Time(time.Second)
 	for _, rate := range []bool{false, true} {
-		cfg := Config{Seed: 1, DisableECN: true, RateEstimator: rate}
+		cfg := Config{Seed: 1, Control: Control{DisableECN: true, RateEstimator: rate}}
 		fresh, err := New[int](cfg, nil)
 		require.NoError(t, err)
 		require.Zero(t, moderate(fresh, t0, time.Second, 0, 4), "rate %v: fresh queue", rate)
@@ -117,7 +117,7 @@ func TestTimeGlitchRecovery(t *testing.T) {
 func TestTimeGlitchRateCycle(t *testing.T) {
 	t0 := aqm.Time(time.Second)
 	run := func(glitch bool) time.Duration {
-		q, err := New[int](Config{Seed: 1, RateEstimator: true, LimitPackets: 100}, nil)
+		q, err := New[int](Config{Seed: 1, Control: Control{RateEstimator: true}, LimitPackets: 100}, nil)
 		require.NoError(t, err)
 		for range 40 {
 			q.Enqueue(aqm.Packet[int]{Meta: aqm.Meta{Size: 1500}}, t0)
@@ -162,7 +162,7 @@ func TestTimeGlitchRateSamples(t *testing.T) {
 			}
 		},
 	} {
-		q, err := New[int](Config{Seed: 1, RateEstimator: true, LimitPackets: 200}, nil)
+		q, err := New[int](Config{Seed: 1, Control: Control{RateEstimator: true}, LimitPackets: 200}, nil)
 		require.NoError(t, err)
 		at := t0
 		// One 1500-byte packet per millisecond over a standing queue of

@@ -8,6 +8,7 @@ import (
 
 	"github.com/aqmkit/aqmkit/aqm"
 	"github.com/aqmkit/aqmkit/autorate"
+	"github.com/aqmkit/aqmkit/codel"
 	"github.com/aqmkit/aqmkit/fq"
 )
 
@@ -58,7 +59,7 @@ const (
 )
 
 func newShapedPath(e Env, rate float64, ctl *autorate.Controller) (*shapedPath, error) {
-	router, err := fq.NewCoDel(fq.CoDelConfig{LimitPackets: e.BufferPackets, MTUBytes: e.MSS, Seed: e.Seed}, e.OnDrop)
+	router, err := fq.NewCoDel(fq.CoDelConfig{LimitPackets: e.BufferPackets, Seed: e.Seed, Control: codel.Control{MTUBytes: e.MSS}}, e.OnDrop)
 	if err != nil {
 		return nil, err
 	}

@@ -86,8 +86,11 @@
 //   - The ClockGlitch check compares packet by packet, because light
 //     traffic is far below every target and a recovered queue makes no
 //     random decision on it. If the control queue itself drops some of the
-//     light traffic (a configuration whose thresholds it reaches), only the
-//     number delivered is compared, within 5 %.
+//     light traffic (a configuration whose thresholds it reaches, or
+//     COBALT's BLUE, whose probability falls slowly after an overload),
+//     only the number delivered is compared, within 5 % or three standard
+//     deviations of the difference of two random counts, whichever is
+//     larger.
 //   - The overload phase of the ClockGlitch check compares mean queue
 //     lengths with a margin, not decisions, because the glitch may have
 //     shifted a queue's random stream; a control loop that a wrong reading

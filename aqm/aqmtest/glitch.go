@@ -201,10 +201,10 @@ func runGlitch(f Factory, g glitch) error {
 	nlight := int(lightMeasure / lightGap)
 	switch {
 	case ndiff == 0:
-	case cDelivered < nlight && gDelivered >= cDelivered-nlight/20:
+	case cDelivered < nlight && gDelivered >= cDelivered-lossMargin(nlight-cDelivered, nlight-gDelivered, nlight):
 		// The control queue itself dropped some of the light traffic, so
 		// random decisions are in play and the glitch may have shifted the
-		// random stream: only the count is compared, within 5 %.
+		// random stream: only the count is compared, within lossMargin.
 	default:
 		errs = append(errs, fmt.Errorf("light traffic fared differently from the control queue in %d of %d packets after %v of recovery, e.g. %s",
 			ndiff, int(lightMeasure/lightGap), recovery, strings.Join(diffs, "; ")))
@@ -230,6 +230,16 @@ func runGlitch(f Factory, g glitch) error {
 // aheadInstants lists the aqm.Time fields of q's Detail (if it has one),
 // searched through nested structs and arrays, that lie more than maxAhead
 // after now.
+// lossMargin is how many more of n light packets the glitched queue may
+// lose than the control queue when both drop at random (cLost and gLost
+// packets): 5 % of n, or three standard deviations of the difference of two
+// such counts, whose variance is at most cLost+gLost (each count is
+// binomial, with variance below its mean), whichever is larger. A queue
+// that did not recover loses far more: a parked one loses all n.
+func lossMargin(cLost, gLost, n int) int {
+	return max(n/20, int(3*math.Sqrt(float64(cLost+gLost))))
+}
+
 func aheadInstants(q aqm.Queue[Payload], now aqm.Time) []string {
 	d, ok := detailOf(q)
 	if !ok {

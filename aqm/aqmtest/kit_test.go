@@ -521,3 +521,14 @@ func TestBurstNeverUsesSeedZero(t *testing.T) {
 	require.NotZero(t, seeds[1])
 	require.Equal(t, seeds[1], seeds[2])
 }
+
+// TestLossMarginSeparatesNoise protects the ClockGlitch check's count
+// comparison: the margin covers two random counts a few losses apart, but
+// not a queue that loses half or all of the light traffic the control
+// queue loses a tenth of.
+func TestLossMarginSeparatesNoise(t *testing.T) {
+	require.GreaterOrEqual(t, lossMargin(6, 16, 100), 10)
+	require.Less(t, lossMargin(10, 50, 100), 40)
+	require.Less(t, lossMargin(10, 100, 100), 90)
+	require.Equal(t, 5, lossMargin(0, 1, 100))
+}

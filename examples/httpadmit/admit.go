@@ -95,7 +95,7 @@ func NewAdmitter(next http.Handler, cfg AdmitConfig) (*Admitter, error) {
 	case "", "codel":
 		// Every request counts as one byte, so the one-MTU guard (MTUBytes)
 		// means "do not drop while at most one request waits behind".
-		q, err = codel.New(codel.Config{Target: cfg.Target, Interval: cfg.Interval, MTUBytes: 1, LimitPackets: cfg.LimitRequests}, a.onDrop)
+		q, err = codel.New(codel.Config{Control: codel.Control{Target: cfg.Target, Interval: cfg.Interval, MTUBytes: 1}, LimitPackets: cfg.LimitRequests}, a.onDrop)
 	case "fifo":
 		q, err = fifo.New(fifo.Config{LimitPackets: cfg.LimitRequests}, a.onDrop)
 	default:

@@ -136,14 +136,7 @@ func bufferOf(limitBytes, limitPackets int, mean float64) float64 {
 }
 
 func genCoDel(r *rand.Rand) codel.Config {
-	c := codel.Config{
-		Interval:     logDur(r, 100*time.Microsecond, 10*time.Second),
-		MTUBytes:     often0(r, 3, func() int { return logInt(r, 1, codel.MaxMTUBytes) }),
-		LimitPackets: often0(r, 4, func() int { return logInt(r, 1, 3000) }),
-		LimitBytes:   often0(r, 2, func() int { return logInt(r, 1, 4<<20) }),
-		DisableECN:   r.IntN(3) == 0,
-		CEThreshold:  often0(r, 2, func() time.Duration { return logDur(r, time.Microsecond, time.Second) }),
-	}
+	c := codel.Config{LimitPackets: often0(r, 4, func() int { return logInt(r, 1, 3000) }), LimitBytes: often0(r, 2, func() int { return logInt(r, 1, 4<<20) }), Control: codel.Control{Interval: logDur(r, 100*time.Microsecond, 10*time.Second), MTUBytes: often0(r, 3, func() int { return logInt(r, 1, codel.MaxMTUBytes) }), DisableECN: r.IntN(3) == 0, CEThreshold: often0(r, 2, func() time.Duration { return logDur(r, time.Microsecond, time.Second) })}}
 	c.Target = logDur(r, time.Microsecond, c.Interval)
 	c.CEThresholdECT1Only = r.IntN(2) == 0
 	c.StrictDeadline = r.IntN(2) == 0
@@ -152,16 +145,7 @@ func genCoDel(r *rand.Rand) codel.Config {
 }
 
 func genCobalt(r *rand.Rand) cobalt.Config {
-	c := cobalt.Config{
-		Interval:             logDur(r, 100*time.Microsecond, 10*time.Second),
-		BlueIncrement:        often0(r, 3, func() float64 { return logUniform(r, 1.0/4096, 1) }),
-		BlueDecrement:        often0(r, 3, func() float64 { return logUniform(r, 1e-6, 1) }),
-		BlueThreshold:        often0(r, 2, func() time.Duration { return logDur(r, time.Microsecond, 10*time.Second) }),
-		DisableBlueThreshold: r.IntN(2) == 0,
-		DisableECN:           r.IntN(3) == 0,
-		LimitPackets:         often0(r, 4, func() int { return logInt(r, 1, 3000) }),
-		LimitBytes:           often0(r, 2, func() int { return logInt(r, 1, 4<<20) }),
-	}
+	c := cobalt.Config{LimitPackets: often0(r, 4, func() int { return logInt(r, 1, 3000) }), LimitBytes: often0(r, 2, func() int { return logInt(r, 1, 4<<20) }), Control: cobalt.Control{Interval: logDur(r, 100*time.Microsecond, 10*time.Second), BlueIncrement: often0(r, 3, func() float64 { return logUniform(r, 1.0/4096, 1) }), BlueDecrement: often0(r, 3, func() float64 { return logUniform(r, 1e-6, 1) }), BlueThreshold: often0(r, 2, func() time.Duration { return logDur(r, time.Microsecond, 10*time.Second) }), DisableBlueThreshold: r.IntN(2) == 0, DisableECN: r.IntN(3) == 0}}
 	c.Target = logDur(r, time.Microsecond, c.Interval)
 	// MTUTime, when set, is what it means: the time of one full-size
 	// packet at the test's link rate (set by the plan, see cobaltMTUTime).
@@ -172,28 +156,7 @@ func genCobalt(r *rand.Rand) cobalt.Config {
 }
 
 func genPIE(r *rand.Rand) pie.Config {
-	return pie.Config{
-		Target: logDur(r, 100*time.Microsecond, time.Second),
-		// At most 250 ms: the overload's link drains B in 3·T with T
-		// above 40·TUpdate, and a link so slow that DequeueThresholdBytes
-		// take longer than pie.MaxDelay gives the rate estimator no
-		// sample (a link slower than any PIE is configured for).
-		TUpdate:               logDur(r, 100*time.Microsecond, 250*time.Millisecond),
-		Alpha:                 often0(r, 3, func() float64 { return logUniform(r, 1.0/64, pie.MaxGain) }),
-		Beta:                  often0(r, 3, func() float64 { return logUniform(r, 1.0/64, pie.MaxGain) }),
-		MaxBurst:              often0(r, 3, func() time.Duration { return logDur(r, time.Microsecond, time.Second) }),
-		DisableBurstAllowance: r.IntN(3) == 0,
-		LimitPackets:          often0(r, 4, func() int { return logInt(r, 1, 3000) }),
-		LimitBytes:            often0(r, 2, func() int { return logInt(r, 1, 4<<20) }),
-		MeanPacketBytes:       often0(r, 3, func() int { return logInt(r, 1, 65535) }),
-		DisableECN:            r.IntN(3) == 0,
-		ECNThreshold:          often0(r, 2, func() float64 { return r.Float64() }),
-		Derandomize:           r.IntN(2) == 0,
-		ByteMode:              r.IntN(2) == 0,
-		RateEstimator:         r.IntN(2) == 0,
-		DequeueThresholdBytes: often0(r, 3, func() int { return logInt(r, 1, 1<<20) }),
-		HighDelayBoost:        r.IntN(2) == 0,
-	}
+	return pie.Config{LimitPackets: often0(r, 4, func() int { return logInt(r, 1, 3000) }), LimitBytes: often0(r, 2, func() int { return logInt(r, 1, 4<<20) }), Control: pie.Control{Target: logDur(r, 100*time.Microsecond, time.Second), TUpdate: logDur(r, 100*time.Microsecond, 250*time.Millisecond), Alpha: often0(r, 3, func() float64 { return logUniform(r, 1.0/64, pie.MaxGain) }), Beta: often0(r, 3, func() float64 { return logUniform(r, 1.0/64, pie.MaxGain) }), MaxBurst: often0(r, 3, func() time.Duration { return logDur(r, time.Microsecond, time.Second) }), DisableBurstAllowance: r.IntN(3) == 0, MeanPacketBytes: often0(r, 3, func() int { return logInt(r, 1, 65535) }), DisableECN: r.IntN(3) == 0, ECNThreshold: often0(r, 2, func() float64 { return r.Float64() }), Derandomize: r.IntN(2) == 0, ByteMode: r.IntN(2) == 0, RateEstimator: r.IntN(2) == 0, DequeueThresholdBytes: often0(r, 3, func() int { return logInt(r, 1, 1<<20) }), HighDelayBoost: r.IntN(2) == 0}}
 }
 
 // genSched fills in the scheduler fields that FQ-CoDel, FQ-COBALT and
@@ -325,13 +288,7 @@ var dropTailCases = map[reflect.Type]dropTailCase{
 	reflect.TypeFor[fq.CoDelConfig](): {
 		gen: func(r *rand.Rand) any {
 			cc := genCoDel(r)
-			c := fq.CoDelConfig{
-				LimitPackets: cc.LimitPackets, MemoryLimitBytes: cc.LimitBytes,
-				Target: cc.Target, Interval: cc.Interval, MTUBytes: cc.MTUBytes, DisableECN: cc.DisableECN,
-				CEThreshold: cc.CEThreshold, CEThresholdECT1Only: cc.CEThresholdECT1Only,
-				StrictDeadline: cc.StrictDeadline, LinuxCount: cc.LinuxCount,
-				GlobalBacklogGuard: r.IntN(2) == 0, KeepCountOnOverload: r.IntN(2) == 0,
-			}
+			c := fq.CoDelConfig{LimitPackets: cc.LimitPackets, MemoryLimitBytes: cc.LimitBytes, GlobalBacklogGuard: r.IntN(2) == 0, KeepCountOnOverload: r.IntN(2) == 0, Control: codel.Control{Target: cc.Target, Interval: cc.Interval, MTUBytes: cc.MTUBytes, DisableECN: cc.DisableECN, CEThreshold: cc.CEThreshold, CEThresholdECT1Only: cc.CEThresholdECT1Only, StrictDeadline: cc.StrictDeadline, LinuxCount: cc.LinuxCount}}
 			c.Flows, c.QuantumBytes, c.DropBatchPackets = genSched(r)
 			return c
 		},
@@ -344,13 +301,7 @@ var dropTailCases = map[reflect.Type]dropTailCase{
 	reflect.TypeFor[fq.CobaltConfig](): {
 		gen: func(r *rand.Rand) any {
 			cc := genCobalt(r)
-			c := fq.CobaltConfig{
-				LimitPackets: cc.LimitPackets, MemoryLimitBytes: cc.LimitBytes,
-				Target: cc.Target, Interval: cc.Interval, MTUTime: cc.MTUTime,
-				BlueIncrement: cc.BlueIncrement, BlueDecrement: cc.BlueDecrement,
-				BlueThreshold: cc.BlueThreshold, DisableBlueThreshold: cc.DisableBlueThreshold,
-				DisableECN: cc.DisableECN,
-			}
+			c := fq.CobaltConfig{LimitPackets: cc.LimitPackets, MemoryLimitBytes: cc.LimitBytes, Control: cobalt.Control{Target: cc.Target, Interval: cc.Interval, MTUTime: cc.MTUTime, BlueIncrement: cc.BlueIncrement, BlueDecrement: cc.BlueDecrement, BlueThreshold: cc.BlueThreshold, DisableBlueThreshold: cc.DisableBlueThreshold, DisableECN: cc.DisableECN}}
 			c.Flows, c.QuantumBytes, c.DropBatchPackets = genSched(r)
 			return c
 		},
@@ -363,14 +314,7 @@ var dropTailCases = map[reflect.Type]dropTailCase{
 	reflect.TypeFor[fq.PIEConfig](): {
 		gen: func(r *rand.Rand) any {
 			pc := genPIE(r)
-			c := fq.PIEConfig{
-				LimitPackets: pc.LimitPackets, MemoryLimitBytes: pc.LimitBytes,
-				Target: pc.Target, TUpdate: pc.TUpdate, Alpha: pc.Alpha, Beta: pc.Beta,
-				MaxBurst: pc.MaxBurst, DisableBurstAllowance: pc.DisableBurstAllowance,
-				MeanPacketBytes: pc.MeanPacketBytes, DisableECN: pc.DisableECN, ECNThreshold: pc.ECNThreshold,
-				Derandomize: pc.Derandomize, ByteMode: pc.ByteMode, RateEstimator: pc.RateEstimator,
-				DequeueThresholdBytes: pc.DequeueThresholdBytes, HighDelayBoost: pc.HighDelayBoost,
-			}
+			c := fq.PIEConfig{LimitPackets: pc.LimitPackets, MemoryLimitBytes: pc.LimitBytes, Control: pie.Control{Target: pc.Target, TUpdate: pc.TUpdate, Alpha: pc.Alpha, Beta: pc.Beta, MaxBurst: pc.MaxBurst, DisableBurstAllowance: pc.DisableBurstAllowance, MeanPacketBytes: pc.MeanPacketBytes, DisableECN: pc.DisableECN, ECNThreshold: pc.ECNThreshold, Derandomize: pc.Derandomize, ByteMode: pc.ByteMode, RateEstimator: pc.RateEstimator, DequeueThresholdBytes: pc.DequeueThresholdBytes, HighDelayBoost: pc.HighDelayBoost}}
 			c.Flows, c.QuantumBytes, c.DropBatchPackets = genSched(r)
 			return c
 		},
