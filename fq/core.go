@@ -363,6 +363,9 @@ func (q *sched[T, A]) over() bool { return q.used > q.limit || q.backlog > q.mem
 //	idx := q.head(); if idx == cqNone: empty
 //	if the flow's deficit < 0: q.refill(idx); again
 //	send the flow's next packet its AQM lets through, or q.retire(idx); again
+//
+// FQ-COBALT and FQ-PIE call these; FQ-CoDel's Dequeue (fq/codel.go) writes
+// the same loop out inline, so a change here belongs there too.
 
 // head returns the head of the new list, else of the old list, cqNone if
 // no flow is active.

@@ -42,15 +42,14 @@
 // By default a producer runs the queue's Enqueue itself, under the lock, and
 // gets its verdict. The queue's state (a fair queue's flow table, a packet's
 // list node) is then written on the producer's core and read on the
-// consumer's, and those cache lines cross between cores with every batch:
-// FQ-CoDel behind a sharded front measured 1.8–1.9 times its cost on one
-// thread on an AMD machine and 2.2–3.9 on an Intel one.
-// With [Config.Staged], producers only append their packets to a short
-// hand-over buffer, each call stamped with its arrival instant, and the
-// consumer moves them into the queue at those instants before each look, so
-// the queue's work and memory stay on the consumer's core. FQ-CoDel behind
-// a staged sharded front measured 1.1–1.2 times its cost on one thread on
-// the AMD machine and 1.4–1.9 on the Intel one (see docs/performance.md).
+// consumer's, and those cache lines cross between cores with every batch,
+// which can make a fair queue behind a sharded front cost several times what
+// it costs on one thread. With [Config.Staged], producers only append their
+// packets to a short hand-over buffer, each call stamped with its arrival
+// instant, and the consumer moves them into the queue at those instants
+// before each look, so the queue's work and memory stay on the consumer's
+// core. docs/performance.md has what this saves on measured machines and
+// how to measure it on yours.
 //
 // What a staged producer gives up is the verdict: it gets [aqm.Enqueued]
 // for every packet handed over, and the packets the queue refuses when the
