@@ -21,7 +21,7 @@ var CSVHeader = []string{
 	"probe_sent", "probe_lost", "probe_loss",
 	"goodput_up_bps", "goodput_down_bps", "share", "jain",
 	"drops", "marks", "router_read", "router_written", "router_dropped", "router_marked", "router_queued", "conserved",
-	"cpu_cores", "rss_bytes", "peak_rss_bytes", "recovery_ms", "flow_goodput_bps", "err", "config_json",
+	"cpu_cores", "rss_bytes", "peak_rss_bytes", "recovery_ms", "flow_goodput_bps", "load1", "err", "config_json",
 }
 
 func fnum(x float64) string {
@@ -54,7 +54,7 @@ func CSVRow(r Result) []string {
 		strconv.FormatInt(r.Router.Read, 10), strconv.FormatInt(r.Router.Written, 10), strconv.FormatInt(r.Router.Dropped, 10),
 		strconv.FormatInt(r.Router.Marked, 10), strconv.FormatInt(r.Router.Queued, 10), strconv.FormatBool(r.Conserved),
 		fnum(r.CPU), strconv.FormatInt(r.RSSBytes, 10), strconv.FormatInt(r.PeakRSSBytes, 10),
-		strings.Join(rec, " "), strings.Join(fg, " "), r.Err, string(cfg),
+		strings.Join(rec, " "), strings.Join(fg, " "), fnum(r.Load1), r.Err, string(cfg),
 	}
 }
 
@@ -84,6 +84,7 @@ type Summary struct {
 	CPU          Range
 	PeakRSSMiB   Range
 	RecoveryMs   Range
+	Load1        Range  // the machine's 1-minute load average at the end of each run's load
 	Grade        string // of the median added p50
 	Conserved    bool   // every run's router counters conserved packets
 }
@@ -132,6 +133,7 @@ func Summaries(rs []Result) []Summary {
 		s.CPU = col(func(r Result) float64 { return r.CPU })
 		s.PeakRSSMiB = col(func(r Result) float64 { return float64(r.PeakRSSBytes) / (1 << 20) })
 		s.RecoveryMs = col(func(r Result) float64 { return Median(r.RecoveryMs) })
+		s.Load1 = col(func(r Result) float64 { return r.Load1 })
 		s.Grade = GradeMs(s.AddedP50.Median)
 		out = append(out, s)
 	}
@@ -153,16 +155,16 @@ func rng(r Range, scale float64, prec int) string {
 // the repetitions.
 func WriteSummaryText(w io.Writer, ss []Summary) error {
 	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
-	fmt.Fprintln(tw, "test\tconfig\truns\tadded p50 ms\tadded p99 ms\tgrade\tprobe loss %\tgoodput % of rate\tjain\tdrops\tmarks\trouter cpu %\tpeak rss MiB\trecovery ms\tconserved")
+	fmt.Fprintln(tw, "test\tconfig\truns\tadded p50 ms\tadded p99 ms\tgrade\tprobe loss %\tgoodput % of rate\tjain\tdrops\tmarks\trouter cpu %\tpeak rss MiB\trecovery ms\tload\tconserved")
 	for _, s := range ss {
 		runs := strconv.Itoa(s.Runs)
 		if s.Failed > 0 {
 			runs += fmt.Sprintf(" (%d failed)", s.Failed)
 		}
-		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%v\n", s.Test, s.Config, runs,
+		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%v\n", s.Test, s.Config, runs,
 			rng(s.AddedP50, 1, 1), rng(s.AddedP99, 1, 1), s.Grade, rng(s.ProbeLoss, 100, 2), rng(s.Share, 100, 1),
 			rng(s.Jain, 1, 3), rng(s.Drops, 1, 0), rng(s.Marks, 1, 0), rng(s.CPU, 100, 0), rng(s.PeakRSSMiB, 1, 1),
-			rng(s.RecoveryMs, 1, 0), s.Conserved)
+			rng(s.RecoveryMs, 1, 0), rng(s.Load1, 1, 1), s.Conserved)
 	}
 	return tw.Flush()
 }
@@ -192,6 +194,7 @@ var summaryMetrics = []struct {
 	{"cpu_cores", func(s Summary) Range { return s.CPU }},
 	{"peak_rss_mib", func(s Summary) Range { return s.PeakRSSMiB }},
 	{"recovery_ms", func(s Summary) Range { return s.RecoveryMs }},
+	{"load1", func(s Summary) Range { return s.Load1 }},
 }
 
 // WriteSummaryCSV writes summary.csv.

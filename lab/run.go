@@ -337,11 +337,13 @@ func (l *Lab) RunOne(ctx context.Context, cfg Config) (Result, error) {
 			}
 		}
 	}
+	load1 := ReadLoad1()
 	procs := rp.Samples()
 	st, raw, serr := rp.Stop()
 	routerStopped = true
 	res = Analyze(cfg, clients, epoch, procs)
 	res.Start = epoch
+	res.Load1 = load1
 	res.SetRouter(st, raw, kstats)
 	if serr != nil {
 		errs = append(errs, serr)
