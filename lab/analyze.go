@@ -77,6 +77,10 @@ type Result struct {
 	// Load1 is the machine's 1-minute load average (/proc/loadavg) read
 	// when the run's load ends; NaN if it could not be read.
 	Load1 float64 `json:"load1"`
+	// OtherLabs are the process ids of other lab runs seen with
+	// namespaces during this run (checked every second): they competed for
+	// the same cores, so the run's figures are suspect.
+	OtherLabs []int `json:"other_labs,omitempty"`
 
 	// RecoveryMs is, per load window, the time from its end until the
 	// probe is back at idle latency (see Recovery); NaN if it never was.

@@ -21,7 +21,7 @@ var CSVHeader = []string{
 	"probe_sent", "probe_lost", "probe_loss",
 	"goodput_up_bps", "goodput_down_bps", "share", "jain",
 	"drops", "marks", "router_read", "router_written", "router_dropped", "router_marked", "router_queued", "conserved",
-	"cpu_cores", "rss_bytes", "peak_rss_bytes", "recovery_ms", "flow_goodput_bps", "load1", "err", "config_json",
+	"cpu_cores", "rss_bytes", "peak_rss_bytes", "recovery_ms", "flow_goodput_bps", "load1", "other_labs", "err", "config_json",
 }
 
 func fnum(x float64) string {
@@ -36,7 +36,10 @@ func fnum(x float64) string {
 // flow, separated by spaces; config_json is the exact configuration.
 func CSVRow(r Result) []string {
 	cfg, _ := json.Marshal(r.Config)
-	var rec, fg []string
+	var rec, fg, others []string
+	for _, p := range r.OtherLabs {
+		others = append(others, strconv.Itoa(p))
+	}
 	for _, v := range r.RecoveryMs {
 		rec = append(rec, fnum(v))
 	}
@@ -54,7 +57,7 @@ func CSVRow(r Result) []string {
 		strconv.FormatInt(r.Router.Read, 10), strconv.FormatInt(r.Router.Written, 10), strconv.FormatInt(r.Router.Dropped, 10),
 		strconv.FormatInt(r.Router.Marked, 10), strconv.FormatInt(r.Router.Queued, 10), strconv.FormatBool(r.Conserved),
 		fnum(r.CPU), strconv.FormatInt(r.RSSBytes, 10), strconv.FormatInt(r.PeakRSSBytes, 10),
-		strings.Join(rec, " "), strings.Join(fg, " "), fnum(r.Load1), r.Err, string(cfg),
+		strings.Join(rec, " "), strings.Join(fg, " "), fnum(r.Load1), strings.Join(others, " "), r.Err, string(cfg),
 	}
 }
 
@@ -73,20 +76,22 @@ func WriteCSV(w io.Writer, rs []Result) error {
 type Summary struct {
 	Test, Config string
 	Runs, Failed int
-	AddedP50     Range
-	AddedP90     Range
-	AddedP99     Range
-	ProbeLoss    Range
-	Share        Range
-	Jain         Range
-	Drops        Range
-	Marks        Range
-	CPU          Range
-	PeakRSSMiB   Range
-	RecoveryMs   Range
-	Load1        Range  // the machine's 1-minute load average at the end of each run's load
-	Grade        string // of the median added p50
-	Conserved    bool   // every run's router counters conserved packets
+	// Beside counts the runs that had another lab run alongside.
+	Beside     int
+	AddedP50   Range
+	AddedP90   Range
+	AddedP99   Range
+	ProbeLoss  Range
+	Share      Range
+	Jain       Range
+	Drops      Range
+	Marks      Range
+	CPU        Range
+	PeakRSSMiB Range
+	RecoveryMs Range
+	Load1      Range  // the machine's 1-minute load average at the end of each run's load
+	Grade      string // of the median added p50
+	Conserved  bool   // every run's router counters conserved packets
 }
 
 // Summarize groups results by test and configuration, in first-seen order.
@@ -116,6 +121,9 @@ func Summaries(rs []Result) []Summary {
 		}
 		for _, r := range g {
 			s.Runs++
+			if len(r.OtherLabs) > 0 {
+				s.Beside++
+			}
 			if r.Err != "" {
 				s.Failed++
 			} else if r.Config.Queue.Kernel == nil && !r.Conserved {
@@ -160,6 +168,9 @@ func WriteSummaryText(w io.Writer, ss []Summary) error {
 		runs := strconv.Itoa(s.Runs)
 		if s.Failed > 0 {
 			runs += fmt.Sprintf(" (%d failed)", s.Failed)
+		}
+		if s.Beside > 0 {
+			runs += fmt.Sprintf(" (%d beside another lab)", s.Beside)
 		}
 		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%v\n", s.Test, s.Config, runs,
 			rng(s.AddedP50, 1, 1), rng(s.AddedP99, 1, 1), s.Grade, rng(s.ProbeLoss, 100, 2), rng(s.Share, 100, 1),
