@@ -2,6 +2,7 @@ package lab
 
 import (
 	"bufio"
+	"bytes"
 	"context"
 	"crypto/rand"
 	"encoding/hex"
@@ -135,6 +136,9 @@ func (r Result) Line() string {
 		r.AddedP50Ms, r.AddedP99Ms, r.Grade, 100*r.ProbeLoss, 100*r.Share, r.Jain, r.Drops, r.Marks)
 	if r.Config.Queue.Kernel == nil && !r.Conserved {
 		s += ", COUNTERS NOT CONSERVED"
+	}
+	if r.TimerLag.Wakeups > 0 {
+		s += fmt.Sprintf(", timer p99 %.1f ms, late %.1f%%", r.TimerLag.P99Ms, 100*r.TimerLag.Lost)
 	}
 	if len(r.OtherLabs) > 0 {
 		s += fmt.Sprintf(", BESIDE ANOTHER LAB (pid %v)", r.OtherLabs)
@@ -277,6 +281,25 @@ func (l *Lab) RunOne(ctx context.Context, cfg Config) (Result, error) {
 	}
 	others := watchOtherLabs()
 	defer others.stop()
+	// The timer-lateness probe, in the router's namespace at the lab's
+	// niceness, for the whole run; stopped (and read) after the clients.
+	lag := exec.Command("ip", append(append([]string{"netns", "exec", t.Router}, niceArgs()...),
+		t.Exe, AgentArg, "timerlag", (end+time.Minute).String())...)
+	var lagOut bytes.Buffer
+	lag.Stdout = &lagOut
+	if err := lag.Start(); err != nil {
+		return res, fmt.Errorf("timer-lateness probe: %v", err)
+	}
+	lagDone := make(chan struct{})
+	go func() { lag.Wait(); close(lagDone) }()
+	defer func() {
+		select {
+		case <-lagDone:
+		default:
+			lag.Process.Kill()
+			<-lagDone
+		}
+	}()
 	rp, err := StartRouter(ctx, l.Router, t.Router, "tun0", l.TmpDir, ra)
 	if err != nil {
 		return res, err
@@ -390,6 +413,15 @@ func (l *Lab) RunOne(ctx context.Context, cfg Config) (Result, error) {
 		}
 	}
 	load1 := ReadLoad1()
+	lag.Process.Signal(syscall.SIGTERM)
+	timerLag := SummarizeTimerLag(nil, 0)
+	select {
+	case <-lagDone:
+		if json.Unmarshal(lagOut.Bytes(), &timerLag) != nil {
+			timerLag = SummarizeTimerLag(nil, 0)
+		}
+	case <-time.After(5 * time.Second):
+	}
 	procs := rp.Samples()
 	st, raw, serr := rp.Stop()
 	routerStopped = true
@@ -397,6 +429,7 @@ func (l *Lab) RunOne(ctx context.Context, cfg Config) (Result, error) {
 	res.Start = epoch
 	res.Load1 = load1
 	res.OtherLabs = others.stop()
+	res.TimerLag = timerLag
 	res.SetRouter(st, raw, kstats)
 	if serr != nil {
 		errs = append(errs, serr)
