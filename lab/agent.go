@@ -36,7 +36,7 @@ func MaybeAgent() {
 }
 
 // AgentMain runs one agent role and returns its exit code: server, client,
-// sysctl, offload or standin (the stand-in router).
+// sysctl, offload, standin (the stand-in router) or timerlag.
 func AgentMain(args []string) int {
 	if len(args) == 0 {
 		fmt.Fprintln(os.Stderr, "aqmlab agent: no role")
@@ -58,6 +58,8 @@ func AgentMain(args []string) int {
 		}
 	case "standin":
 		err = StandinMain(args[1:])
+	case "timerlag":
+		err = agentTimerLag(args[1:])
 	default:
 		err = fmt.Errorf("unknown role %q", args[0])
 	}
@@ -641,4 +643,19 @@ func runProbe(ctx context.Context, epoch time.Time, p Plan, ps ProbeSpec) (*Prob
 	res.Samples = kept
 	res.Sent = sent
 	return res, nil
+}
+
+// agentTimerLag measures timer lateness (MeasureTimerLag) for the span in
+// its argument, or until SIGTERM, and prints the TimerLag as JSON.
+func agentTimerLag(args []string) error {
+	if len(args) != 1 {
+		return fmt.Errorf("timerlag: want one span")
+	}
+	span, err := time.ParseDuration(args[0])
+	if err != nil || span <= 0 || span > 15*time.Minute {
+		return fmt.Errorf("timerlag: span %q: want a duration in (0, 15m]", args[0])
+	}
+	ctx, cancel := signal.NotifyContext(context.Background(), syscall.SIGTERM, syscall.SIGINT)
+	defer cancel()
+	return json.NewEncoder(os.Stdout).Encode(MeasureTimerLag(ctx, span, TimerLagInterval))
 }

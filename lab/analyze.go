@@ -74,6 +74,17 @@ type Result struct {
 	CPU          float64 `json:"cpu_cores"`
 	RSSBytes     int64   `json:"rss_bytes"`
 	PeakRSSBytes int64   `json:"peak_rss_bytes"`
+	// Load1 is the machine's 1-minute load average (/proc/loadavg) read
+	// when the run's load ends; NaN if it could not be read.
+	Load1 float64 `json:"load1"`
+	// OtherLabs are the process ids of other lab runs seen with
+	// namespaces during this run (checked every second): they competed for
+	// the same cores, so the run's figures are suspect.
+	OtherLabs []int `json:"other_labs,omitempty"`
+	// TimerLag is how late a timer fired in a separate idle process at the
+	// lab's niceness over the run (see TimerLag): how promptly the machine
+	// woke a sleeping router.
+	TimerLag TimerLag `json:"timer_lag"`
 
 	// RecoveryMs is, per load window, the time from its end until the
 	// probe is back at idle latency (see Recovery); NaN if it never was.
@@ -93,7 +104,8 @@ func (r Result) MarshalJSON() ([]byte, error) {
 	type plain Result
 	p := plain(r)
 	for _, f := range []*float64{&p.IdleMedianMs, &p.IdleP99Ms, &p.AddedP50Ms, &p.AddedP90Ms, &p.AddedP99Ms,
-		&p.ProbeLoss, &p.GoodputUpBps, &p.GoodputDownBps, &p.Share, &p.Jain, &p.CPU} {
+		&p.ProbeLoss, &p.GoodputUpBps, &p.GoodputDownBps, &p.Share, &p.Jain, &p.CPU, &p.Load1,
+		&p.TimerLag.P50Ms, &p.TimerLag.P99Ms, &p.TimerLag.MaxMs, &p.TimerLag.Over2Ms, &p.TimerLag.Lost} {
 		if math.IsNaN(*f) || math.IsInf(*f, 0) {
 			*f = -1
 		}

@@ -404,3 +404,30 @@ func TestAnalyzeSquareShare(t *testing.T) {
 		t.Errorf("share %v up %v, want 1 and 8e6", r.Share, r.GoodputUpBps)
 	}
 }
+
+// TestBesideAnotherLab protects the flag on runs that shared the machine
+// with another lab: the run's line says so and the summary counts them.
+func TestBesideAnotherLab(t *testing.T) {
+	cfg := Config{Test: "tcp_nup", Queue: Queue{Router: "fq-codel"}}
+	rs := []Result{{Config: cfg, OtherLabs: []int{1247}}, {Config: cfg}, {Config: cfg, OtherLabs: []int{9, 1247}}}
+	if l := rs[0].Line(); !strings.Contains(l, "BESIDE ANOTHER LAB (pid [1247])") {
+		t.Errorf("line %q does not flag the other lab", l)
+	}
+	if l := rs[1].Line(); strings.Contains(l, "BESIDE") {
+		t.Errorf("line %q flags a run alone", l)
+	}
+	ss := Summaries(rs)
+	if len(ss) != 1 || ss[0].Beside != 2 || ss[0].Runs != 3 {
+		t.Fatalf("summaries %+v, want 3 runs, 2 beside another lab", ss)
+	}
+	var b strings.Builder
+	WriteSummaryText(&b, ss)
+	if !strings.Contains(b.String(), "3 (2 beside another lab)") {
+		t.Errorf("summary text %q does not count the runs beside another lab", b.String())
+	}
+	var c strings.Builder
+	WriteCSV(&c, rs[2:])
+	if !strings.Contains(c.String(), ",9 1247,") {
+		t.Errorf("runs.csv %q lacks other_labs 9 1247", c.String())
+	}
+}

@@ -131,6 +131,31 @@ func CPUShare(a, b ProcStat) float64 {
 	return float64(b.UTime+b.STime-a.UTime-a.STime) / ClockTicks / dt
 }
 
+// ParseLoad1 reads the 1-minute load average, the first field of
+// /proc/loadavg ("11.03 11.39 10.40 3/412 6607").
+func ParseLoad1(b []byte) (float64, error) {
+	f := strings.Fields(string(b))
+	if len(f) == 0 {
+		return math.NaN(), fmt.Errorf("loadavg: empty")
+	}
+	v, err := strconv.ParseFloat(f[0], 64)
+	if err != nil || v < 0 || math.IsInf(v, 0) {
+		return math.NaN(), fmt.Errorf("loadavg: bad first field %q", f[0])
+	}
+	return v, nil
+}
+
+// ReadLoad1 returns the machine's 1-minute load average, or NaN if
+// /proc/loadavg cannot be read.
+func ReadLoad1() float64 {
+	b, err := os.ReadFile("/proc/loadavg")
+	if err != nil {
+		return math.NaN()
+	}
+	v, _ := ParseLoad1(b)
+	return v
+}
+
 func truncate(b []byte, n int) []byte {
 	if len(b) > n {
 		return b[:n]

@@ -62,3 +62,20 @@ func TestCPUShare(t *testing.T) {
 		t.Error("samples of two processes gave a number")
 	}
 }
+
+// TestParseLoad1 protects the load average the reports carry: the first
+// field of /proc/loadavg, and an error (NaN) for anything else.
+func TestParseLoad1(t *testing.T) {
+	v, err := ParseLoad1([]byte("11.03 11.39 10.40 3/412 6607\n"))
+	if err != nil || v != 11.03 {
+		t.Errorf("ParseLoad1 = %v, %v; want 11.03", v, err)
+	}
+	for _, bad := range []string{"", "  \n", "x 1 2", "-1 2 3", "+Inf 1 1"} {
+		if v, err := ParseLoad1([]byte(bad)); err == nil || !math.IsNaN(v) {
+			t.Errorf("ParseLoad1(%q) = %v, %v; want NaN and an error", bad, v, err)
+		}
+	}
+	if v := ReadLoad1(); !(v >= 0) {
+		t.Errorf("ReadLoad1() = %v on a Linux machine, want a load average", v)
+	}
+}

@@ -21,7 +21,7 @@ var CSVHeader = []string{
 	"probe_sent", "probe_lost", "probe_loss",
 	"goodput_up_bps", "goodput_down_bps", "share", "jain",
 	"drops", "marks", "router_read", "router_written", "router_dropped", "router_marked", "router_queued", "conserved",
-	"cpu_cores", "rss_bytes", "peak_rss_bytes", "recovery_ms", "flow_goodput_bps", "err", "config_json",
+	"cpu_cores", "rss_bytes", "peak_rss_bytes", "recovery_ms", "flow_goodput_bps", "load1", "timer_p99_ms", "timer_lost", "other_labs", "err", "config_json",
 }
 
 func fnum(x float64) string {
@@ -36,7 +36,10 @@ func fnum(x float64) string {
 // flow, separated by spaces; config_json is the exact configuration.
 func CSVRow(r Result) []string {
 	cfg, _ := json.Marshal(r.Config)
-	var rec, fg []string
+	var rec, fg, others []string
+	for _, p := range r.OtherLabs {
+		others = append(others, strconv.Itoa(p))
+	}
 	for _, v := range r.RecoveryMs {
 		rec = append(rec, fnum(v))
 	}
@@ -54,7 +57,7 @@ func CSVRow(r Result) []string {
 		strconv.FormatInt(r.Router.Read, 10), strconv.FormatInt(r.Router.Written, 10), strconv.FormatInt(r.Router.Dropped, 10),
 		strconv.FormatInt(r.Router.Marked, 10), strconv.FormatInt(r.Router.Queued, 10), strconv.FormatBool(r.Conserved),
 		fnum(r.CPU), strconv.FormatInt(r.RSSBytes, 10), strconv.FormatInt(r.PeakRSSBytes, 10),
-		strings.Join(rec, " "), strings.Join(fg, " "), r.Err, string(cfg),
+		strings.Join(rec, " "), strings.Join(fg, " "), fnum(r.Load1), fnum(r.TimerLag.P99Ms), fnum(r.TimerLag.Lost), strings.Join(others, " "), r.Err, string(cfg),
 	}
 }
 
@@ -73,19 +76,24 @@ func WriteCSV(w io.Writer, rs []Result) error {
 type Summary struct {
 	Test, Config string
 	Runs, Failed int
-	AddedP50     Range
-	AddedP90     Range
-	AddedP99     Range
-	ProbeLoss    Range
-	Share        Range
-	Jain         Range
-	Drops        Range
-	Marks        Range
-	CPU          Range
-	PeakRSSMiB   Range
-	RecoveryMs   Range
-	Grade        string // of the median added p50
-	Conserved    bool   // every run's router counters conserved packets
+	// Beside counts the runs that had another lab run alongside.
+	Beside     int
+	AddedP50   Range
+	AddedP90   Range
+	AddedP99   Range
+	ProbeLoss  Range
+	Share      Range
+	Jain       Range
+	Drops      Range
+	Marks      Range
+	CPU        Range
+	PeakRSSMiB Range
+	RecoveryMs Range
+	Load1      Range  // the machine's 1-minute load average at the end of each run's load
+	TimerP99   Range  // the timer-lateness probe's p99, ms
+	TimerLost  Range  // the probe's lateness beyond 1 ms, as a share of the run
+	Grade      string // of the median added p50
+	Conserved  bool   // every run's router counters conserved packets
 }
 
 // Summarize groups results by test and configuration, in first-seen order.
@@ -115,6 +123,9 @@ func Summaries(rs []Result) []Summary {
 		}
 		for _, r := range g {
 			s.Runs++
+			if len(r.OtherLabs) > 0 {
+				s.Beside++
+			}
 			if r.Err != "" {
 				s.Failed++
 			} else if r.Config.Queue.Kernel == nil && !r.Conserved {
@@ -132,6 +143,9 @@ func Summaries(rs []Result) []Summary {
 		s.CPU = col(func(r Result) float64 { return r.CPU })
 		s.PeakRSSMiB = col(func(r Result) float64 { return float64(r.PeakRSSBytes) / (1 << 20) })
 		s.RecoveryMs = col(func(r Result) float64 { return Median(r.RecoveryMs) })
+		s.Load1 = col(func(r Result) float64 { return r.Load1 })
+		s.TimerP99 = col(func(r Result) float64 { return r.TimerLag.P99Ms })
+		s.TimerLost = col(func(r Result) float64 { return r.TimerLag.Lost })
 		s.Grade = GradeMs(s.AddedP50.Median)
 		out = append(out, s)
 	}
@@ -153,16 +167,19 @@ func rng(r Range, scale float64, prec int) string {
 // the repetitions.
 func WriteSummaryText(w io.Writer, ss []Summary) error {
 	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
-	fmt.Fprintln(tw, "test\tconfig\truns\tadded p50 ms\tadded p99 ms\tgrade\tprobe loss %\tgoodput % of rate\tjain\tdrops\tmarks\trouter cpu %\tpeak rss MiB\trecovery ms\tconserved")
+	fmt.Fprintln(tw, "test\tconfig\truns\tadded p50 ms\tadded p99 ms\tgrade\tprobe loss %\tgoodput % of rate\tjain\tdrops\tmarks\trouter cpu %\tpeak rss MiB\trecovery ms\tload\ttimer p99 ms\ttimer late %\tconserved")
 	for _, s := range ss {
 		runs := strconv.Itoa(s.Runs)
 		if s.Failed > 0 {
 			runs += fmt.Sprintf(" (%d failed)", s.Failed)
 		}
-		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%v\n", s.Test, s.Config, runs,
+		if s.Beside > 0 {
+			runs += fmt.Sprintf(" (%d beside another lab)", s.Beside)
+		}
+		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%v\n", s.Test, s.Config, runs,
 			rng(s.AddedP50, 1, 1), rng(s.AddedP99, 1, 1), s.Grade, rng(s.ProbeLoss, 100, 2), rng(s.Share, 100, 1),
 			rng(s.Jain, 1, 3), rng(s.Drops, 1, 0), rng(s.Marks, 1, 0), rng(s.CPU, 100, 0), rng(s.PeakRSSMiB, 1, 1),
-			rng(s.RecoveryMs, 1, 0), s.Conserved)
+			rng(s.RecoveryMs, 1, 0), rng(s.Load1, 1, 1), rng(s.TimerP99, 1, 1), rng(s.TimerLost, 100, 1), s.Conserved)
 	}
 	return tw.Flush()
 }
@@ -192,6 +209,9 @@ var summaryMetrics = []struct {
 	{"cpu_cores", func(s Summary) Range { return s.CPU }},
 	{"peak_rss_mib", func(s Summary) Range { return s.PeakRSSMiB }},
 	{"recovery_ms", func(s Summary) Range { return s.RecoveryMs }},
+	{"load1", func(s Summary) Range { return s.Load1 }},
+	{"timer_p99_ms", func(s Summary) Range { return s.TimerP99 }},
+	{"timer_lost", func(s Summary) Range { return s.TimerLost }},
 }
 
 // WriteSummaryCSV writes summary.csv.

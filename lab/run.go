@@ -2,6 +2,7 @@ package lab
 
 import (
 	"bufio"
+	"bytes"
 	"context"
 	"crypto/rand"
 	"encoding/hex"
@@ -12,6 +13,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"slices"
 	"strconv"
 	"strings"
 	"sync"
@@ -79,6 +81,52 @@ func (l *Lab) RunAll(ctx context.Context, cfgs []Config, reps int) []Result {
 	return out
 }
 
+// otherLabs collects OtherLabs every second until stop.
+type otherLabs struct {
+	mu   sync.Mutex
+	pids []int
+	done chan struct{}
+	once sync.Once
+}
+
+func watchOtherLabs() *otherLabs {
+	o := &otherLabs{done: make(chan struct{})}
+	o.add(OtherLabs())
+	go func() {
+		t := time.NewTicker(time.Second)
+		defer t.Stop()
+		for {
+			select {
+			case <-o.done:
+				return
+			case <-t.C:
+				o.add(OtherLabs())
+			}
+		}
+	}()
+	return o
+}
+
+func (o *otherLabs) add(pids []int) {
+	o.mu.Lock()
+	defer o.mu.Unlock()
+	for _, p := range pids {
+		if !slices.Contains(o.pids, p) {
+			o.pids = append(o.pids, p)
+		}
+	}
+}
+
+// stop ends the watch (once) and returns the pids seen, sorted.
+func (o *otherLabs) stop() []int {
+	o.once.Do(func() { close(o.done) })
+	o.add(OtherLabs())
+	o.mu.Lock()
+	defer o.mu.Unlock()
+	slices.Sort(o.pids)
+	return slices.Clone(o.pids)
+}
+
 // Line is a one-line summary of a result.
 func (r Result) Line() string {
 	if r.Err != "" {
@@ -88,6 +136,12 @@ func (r Result) Line() string {
 		r.AddedP50Ms, r.AddedP99Ms, r.Grade, 100*r.ProbeLoss, 100*r.Share, r.Jain, r.Drops, r.Marks)
 	if r.Config.Queue.Kernel == nil && !r.Conserved {
 		s += ", COUNTERS NOT CONSERVED"
+	}
+	if r.TimerLag.Wakeups > 0 {
+		s += fmt.Sprintf(", timer p99 %.1f ms, late %.1f%%", r.TimerLag.P99Ms, 100*r.TimerLag.Lost)
+	}
+	if len(r.OtherLabs) > 0 {
+		s += fmt.Sprintf(", BESIDE ANOTHER LAB (pid %v)", r.OtherLabs)
 	}
 	if len(r.Errors) > 0 {
 		s += fmt.Sprintf(", %d agent errors (first: %s)", len(r.Errors), r.Errors[0])
@@ -225,6 +279,27 @@ func (l *Lab) RunOne(ctx context.Context, cfg Config) (Result, error) {
 			return res, fmt.Errorf("the kernel has no %s qdisc", k.Kind)
 		}
 	}
+	others := watchOtherLabs()
+	defer others.stop()
+	// The timer-lateness probe, in the router's namespace at the lab's
+	// niceness, for the whole run; stopped (and read) after the clients.
+	lag := exec.Command("ip", append(append([]string{"netns", "exec", t.Router}, niceArgs()...),
+		t.Exe, AgentArg, "timerlag", (end+time.Minute).String())...)
+	var lagOut bytes.Buffer
+	lag.Stdout = &lagOut
+	if err := lag.Start(); err != nil {
+		return res, fmt.Errorf("timer-lateness probe: %v", err)
+	}
+	lagDone := make(chan struct{})
+	go func() { lag.Wait(); close(lagDone) }()
+	defer func() {
+		select {
+		case <-lagDone:
+		default:
+			lag.Process.Kill()
+			<-lagDone
+		}
+	}()
 	rp, err := StartRouter(ctx, l.Router, t.Router, "tun0", l.TmpDir, ra)
 	if err != nil {
 		return res, err
@@ -337,11 +412,24 @@ func (l *Lab) RunOne(ctx context.Context, cfg Config) (Result, error) {
 			}
 		}
 	}
+	load1 := ReadLoad1()
+	lag.Process.Signal(syscall.SIGTERM)
+	timerLag := SummarizeTimerLag(nil, 0)
+	select {
+	case <-lagDone:
+		if json.Unmarshal(lagOut.Bytes(), &timerLag) != nil {
+			timerLag = SummarizeTimerLag(nil, 0)
+		}
+	case <-time.After(5 * time.Second):
+	}
 	procs := rp.Samples()
 	st, raw, serr := rp.Stop()
 	routerStopped = true
 	res = Analyze(cfg, clients, epoch, procs)
 	res.Start = epoch
+	res.Load1 = load1
+	res.OtherLabs = others.stop()
+	res.TimerLag = timerLag
 	res.SetRouter(st, raw, kstats)
 	if serr != nil {
 		errs = append(errs, serr)

@@ -8,6 +8,7 @@ import (
 	"fmt"
 	"os"
 	"os/exec"
+	"slices"
 	"strconv"
 	"strings"
 	"syscall"
@@ -347,6 +348,25 @@ func CleanLeftovers() ([]string, error) {
 		}
 	}
 	return removed, nil
+}
+
+// OtherLabs returns the process ids of other live aqmlab runs (or lab
+// tests) that have namespaces now: runs sharing the machine's two cores
+// with this one, whose figures are then not comparable with runs alone.
+func OtherLabs() []int {
+	ents, err := os.ReadDir("/run/netns")
+	if err != nil {
+		return nil
+	}
+	var pids []int
+	for _, e := range ents {
+		pid, ok := CreatorPID(e.Name())
+		if ok && pid != os.Getpid() && !slices.Contains(pids, pid) && processAlive(pid) {
+			pids = append(pids, pid)
+		}
+	}
+	slices.Sort(pids)
+	return pids
 }
 
 // CreatorPID reads the creating process's id from a lab namespace name.

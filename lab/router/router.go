@@ -44,6 +44,8 @@ const (
 	DefaultBufferSize = 2048
 	DefaultReadBatch  = 32
 	DefaultDrain      = time.Second
+	DefaultBurst      = 5 * time.Millisecond
+	MaxBurst          = time.Second
 )
 
 // Config configures a Router. The zero Config forwards unshaped through an
@@ -60,6 +62,16 @@ type Config struct {
 	// algorithm's preset for the rate. A queue that shapes by itself
 	// (CAKE) is given the rate and its front none.
 	Rate aqm.Rate
+	// Burst is how much sending each direction's token bucket may save up,
+	// as time at Rate: after a wake-up that came late, the front sends up
+	// to this much at once, so that the late time is made up and the long-run
+	// rate kept. A blocking consumer sleeps its wake slack (1 ms) past each
+	// departure and Go's runtime on Linux rounds sleeps to whole
+	// milliseconds, so the library's 2 ms default would be filled by an
+	// on-time wake-up; the 5 ms default leaves 3 ms for a busy machine. Zero
+	// means DefaultBurst; at most MaxBurst. It has no effect unshaped or
+	// for a queue that shapes itself (CAKE), which keeps its own lag.
+	Burst time.Duration
 	// Delay holds every packet this long after it leaves its queue,
 	// before it is written back: a fixed propagation delay per direction.
 	// Zero writes packets as they leave.
@@ -121,6 +133,9 @@ func (c Config) withDefaults() Config {
 	if c.Drain == 0 {
 		c.Drain = DefaultDrain
 	}
+	if c.Burst == 0 {
+		c.Burst = DefaultBurst
+	}
 	if c.Clock == nil {
 		c.Clock = clock.NewMono()
 	}
@@ -135,6 +150,9 @@ func (c Config) Validate() error {
 	}
 	if c.Delay < 0 {
 		bad("Delay", c.Delay, "must not be negative")
+	}
+	if c.Burst < 0 || c.Burst > MaxBurst {
+		bad("Burst", c.Burst, "must be in [0, "+MaxBurst.String()+"]")
 	}
 	for _, f := range []struct {
 		name string
@@ -232,11 +250,10 @@ func (r *Router) newQueue(pfx netip.Prefix, index int) (*Queue, error) {
 		return nil, err
 	}
 	q, d.cls = forIP(q)
-	rate := r.cfg.Rate
-	if _, paced := q.(aqm.Paced); paced {
-		rate = 0 // the queue shapes by itself
-	}
-	d.front, err = front.New(q, clock.NewCoarse(r.clk), front.Config{Rate: rate})
+	_, paced := q.(aqm.Paced)
+	fc := frontConfig(r.cfg.Rate, r.cfg.Burst, paced)
+	rate := fc.Rate
+	d.front, err = front.New(q, clock.NewCoarse(r.clk), fc)
 	if err != nil {
 		return nil, err
 	}
@@ -259,6 +276,20 @@ func (r *Router) newQueue(pfx netip.Prefix, index int) (*Queue, error) {
 		r.cfg.OnQueue(d)
 	}
 	return d, nil
+}
+
+// frontConfig is a direction's front: the rate with a bucket of burst at
+// it (at least the front's smallest default burst), or unshaped when the
+// queue paces itself (the queue shapes by itself) or the rate is zero.
+func frontConfig(rate aqm.Rate, burst time.Duration, paced bool) front.Config {
+	if paced || rate == 0 {
+		return front.Config{}
+	}
+	b := uint64(rate) / 8 * uint64(burst) / uint64(time.Second)
+	if uint64(rate)/8 > uint64(front.MaxBurstBytes) { // keep the product in range
+		b = uint64(rate) / 8 / uint64(time.Second) * uint64(burst)
+	}
+	return front.Config{Rate: rate, BurstBytes: int(min(max(b, front.DefaultMinBurstBytes), front.MaxBurstBytes))}
 }
 
 // Prefix returns the destination prefix the queue serves.

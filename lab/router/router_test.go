@@ -358,7 +358,7 @@ func TestZeroAllocs(t *testing.T) {
 // the offered load (a consumer goroutine per direction), in chunks of 64 so
 // that queues stay short.
 func BenchmarkForward(b *testing.B) {
-	for _, cfg := range []Config{{AQM: "fifo"}, {AQM: "fq-codel", Rate: 100 * aqm.Gbit}} {
+	for _, cfg := range []Config{{AQM: "fifo"}, {AQM: "fq-codel"}, {AQM: "fq-codel", Rate: 100 * aqm.Gbit}} {
 		name := cfg.AQM
 		if cfg.Rate > 0 {
 			name += "-shaped"

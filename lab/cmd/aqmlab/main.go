@@ -48,7 +48,7 @@ func run(args []string) int {
 	dur := fs.Duration("duration", d.Duration, "load per run (the red study's default is 60s)")
 	idle := fs.Duration("idle", d.Idle, "probe-only time before the load (idle latency)")
 	warm := fs.Duration("warmup", d.Warmup, "start of the load left out of latency and goodput")
-	cc := fs.String("cc", d.CC, "congestion control of the bulk flows: cubic, bbr, reno")
+	cc := fs.String("cc", d.CC, "congestion control of the bulk flows: cubic, bbr, reno; a comma-separated list runs each test once per algorithm, interleaved, as TEST-CC (rrul-cubic, rrul-bbr); speedtest and red keep their own")
 	ecn := fs.Bool("ecn", false, "net.ipv4.tcp_ecn=1 in the client and server namespaces (else 0)")
 	n := fs.Int("n", d.N, "uploads in tcp_nup")
 	reps := fs.Int("reps", 3, "repetitions; the order of configurations rotates each time")
@@ -88,7 +88,14 @@ func run(args []string) int {
 	if len(tests) == 1 && tests[0] == "all" {
 		tests = lab.Tests
 	}
-	o := lab.Options{Rate: rate, RTT: *rtt, Duration: *dur, Idle: *idle, Warmup: *warm, CC: *cc, ECN: *ecn, N: *n}
+	ccs := strings.Split(*cc, ",")
+	for i := range ccs {
+		if ccs[i] = strings.TrimSpace(ccs[i]); ccs[i] == "" {
+			fmt.Fprintf(os.Stderr, "aqmlab: -cc %q: an empty name\n", *cc)
+			return 2
+		}
+	}
+	o := lab.Options{Rate: rate, RTT: *rtt, Duration: *dur, Idle: *idle, Warmup: *warm, ECN: *ecn, N: *n}
 	if o.Queues, err = parseQueues(*queues); err != nil {
 		fmt.Fprintln(os.Stderr, "aqmlab: -queues:", err)
 		return 2
@@ -105,15 +112,25 @@ func run(args []string) int {
 	}
 	var cfgs []lab.Config
 	for _, t := range tests {
-		c, err := lab.Suite(t, o)
-		if err != nil {
-			fmt.Fprintln(os.Stderr, "aqmlab:", err)
-			return 2
+		algs := ccs
+		if t == "speedtest" || t == "red" { // their flows' algorithms are part of the test
+			algs = ccs[:1]
 		}
-		for i := range c {
-			c[i].RouterExtra = strings.Fields(*routerArgs)
+		for _, alg := range algs {
+			o.CC = alg
+			c, err := lab.Suite(t, o)
+			if err != nil {
+				fmt.Fprintln(os.Stderr, "aqmlab:", err)
+				return 2
+			}
+			for i := range c {
+				c[i].RouterExtra = strings.Fields(*routerArgs)
+				if len(algs) > 1 {
+					c[i].Test += "-" + alg
+				}
+			}
+			cfgs = append(cfgs, c...)
 		}
-		cfgs = append(cfgs, c...)
 	}
 
 	ctx, stop := signal.NotifyContext(context.Background(), syscall.SIGINT, syscall.SIGTERM)

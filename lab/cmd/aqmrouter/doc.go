@@ -20,6 +20,8 @@
 //	-limit N          each queue's packet limit (0: the preset for -rate)
 //	-rate RATE        per direction, tc syntax (50mbit, 1.5gbit, 12500kbps);
 //	                  0 (default) forwards unshaped: a delay-only hop
+//	-burst D          the token bucket's depth as time at -rate (default
+//	                  5ms): how much a late wake-up may make up at once
 //	-delay D          fixed delay per direction after the queue, tc syntax
 //	                  (10ms, 500us, 1.5s; a bare number is microseconds)
 //	-stats FILE       the final counters as JSON, written on exit
