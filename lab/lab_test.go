@@ -27,6 +27,9 @@ func TestLab(t *testing.T) {
 	if testing.Short() {
 		t.Skip("the namespace lab runs one to three minutes of real traffic: skipped under -short")
 	}
+	if os.Getenv("AQMLAB_DEFER") == "1" {
+		t.Skip("AQMLAB_DEFER=1: the lab test runs in a step of its own, so that other packages' tests do not share the cores with its measurements")
+	}
 	if err := Preflight(); err != nil {
 		t.Skip("the namespace lab cannot run here:", err)
 	}
