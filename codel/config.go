@@ -76,6 +76,17 @@ type Control struct {
 	// those that arrived ECT(1) or CE (Linux ce_threshold_selector 0x01
 	// with mask 0x01). By default every ECN-capable packet is eligible.
 	CEThresholdECT1Only bool
+	// CEThresholdNQB, with CEThreshold and CEThresholdECT1Only, selects for
+	// the CE threshold the packets that arrive with DSCP [DSCPNQB] (45, the
+	// Non-Queue-Building PHB of RFC 9956) too, through the queues'
+	// EnqueueDSCP ([Queue.EnqueueDSCP], package fq's CoDel.EnqueueDSCP):
+	// RFC 9956 asks that NQB traffic share the L4S treatment where a
+	// shallow queue exists. Only ECN-capable packets can be marked, so a
+	// Not-ECT NQB packet is never marked by the threshold. Enqueue, which
+	// sees no DSCP, selects on ECN alone. Without CEThreshold and
+	// CEThresholdECT1Only it has no effect: without the second, every
+	// ECN-capable packet is already selected.
+	CEThresholdNQB bool
 	// StrictDeadline makes the first drop need now > the deadline that
 	// starts one Interval after the sojourn time rose above Target, as Linux
 	// and ns-3 do. By default now >= the deadline suffices (RFC 8289).
@@ -86,6 +97,18 @@ type Control struct {
 	// scheduled, so after an episode Linux's count is one higher, which the
 	// re-entry rule carries into the next episode.
 	LinuxCount bool
+}
+
+// DSCPNQB is the DSCP of the Non-Queue-Building PHB (RFC 9956): 45. See
+// [Control].CEThresholdNQB.
+const DSCPNQB = 45
+
+// SelectsNQB reports whether a controller built from c selects DSCP-45
+// packets for the CE threshold: CEThresholdNQB with a positive CEThreshold
+// and CEThresholdECT1Only. Only then does [Params.SelectDSCP] set its
+// selection bit.
+func (c Control) SelectsNQB() bool {
+	return c.CEThresholdNQB && c.CEThreshold > 0 && c.CEThresholdECT1Only
 }
 
 // Validate reports every field of c that is out of range, one
@@ -230,6 +253,7 @@ type Params struct {
 	ceThreshold int64 // ns; 0: off
 	ecn         bool
 	ceECT1      bool
+	ceNQB       bool // SelectsNQB: SelectDSCP sets nqbSelected
 	strict      bool
 	linuxCount  bool
 }
@@ -250,7 +274,32 @@ func (c Control) Params() Params {
 		ceThreshold: int64(max(c.CEThreshold, 0)),
 		ecn:         !c.DisableECN,
 		ceECT1:      c.CEThresholdECT1Only,
+		ceNQB:       c.SelectsNQB(),
 		strict:      c.StrictDeadline,
 		linuxCount:  c.LinuxCount,
 	}
+}
+
+// nqbSelected is a bit of an ECN value outside the two ECN bits: set by
+// [Params.SelectDSCP] on an ECN-capable NQB packet, it makes the CE
+// threshold treat the packet as L4S (shallow). Owners clear it with
+// [aqm.ECNMask] on every way out.
+const nqbSelected aqm.ECN = 0x80
+
+// SelectDSCP returns the ECN value to store with a packet that arrived
+// with codepoint ecn and DSCP dscp, and to pass to [Controller.Decide]
+// when it reaches the head: ecn's two ECN bits, plus, if p selects NQB
+// packets ([Control.SelectsNQB]) and the packet is ECN-capable with DSCP
+// [DSCPNQB], a selection bit above them that Decide's CE threshold reads
+// as "L4S". The owner must clear that bit (keep only [aqm.ECNMask]) before
+// the packet leaves, through Dequeue, a DropFunc or any other way. The bit
+// is set only while p has a CE threshold, so a packet that Decide does not
+// see (its common case, [Controller.DeliverIfBelowTarget], needs no CE
+// threshold) never carries it.
+func (p *Params) SelectDSCP(ecn aqm.ECN, dscp uint8) aqm.ECN {
+	ecn &= aqm.ECNMask
+	if p.ceNQB && dscp == DSCPNQB && ecn != aqm.NotECT {
+		ecn |= nqbSelected
+	}
+	return ecn
 }

@@ -59,6 +59,69 @@ var configs = []struct {
 	{"mtu3000-no-ecn", Config{Control: Control{MTUBytes: 3000, Target: 2 * time.Millisecond, Interval: 10 * time.Millisecond, DisableECN: true}}},
 }
 
+// nqbQueue offers every packet through EnqueueDSCP, with DSCP 45 for even
+// hashes, so that the kit's checks (stray ECN bits, the ECN rules, drops,
+// bursts, Reconfigure) cover the NQB selection bit that travels with
+// queued packets. Its burst path is the loop of single calls; DequeueBatch
+// is the queue's own.
+type nqbQueue struct{ *Queue[aqmtest.Payload] }
+
+func nqbDSCP(hash uint32) uint8 {
+	if hash%2 == 0 {
+		return DSCPNQB
+	}
+	return 0
+}
+
+func (q nqbQueue) Enqueue(p aqm.Packet[aqmtest.Payload], now aqm.Time) aqm.Verdict {
+	return q.EnqueueDSCP(p, nqbDSCP(p.Hash), now)
+}
+
+func (q nqbQueue) EnqueueBatch(ps []aqm.Packet[aqmtest.Payload], vs []aqm.Verdict, now aqm.Time) int {
+	return aqm.EnqueueLoop[aqmtest.Payload](q, ps, vs, now)
+}
+
+// nqbFactory is factory for a configuration with CEThresholdNQB, through
+// nqbQueue. Its Reconfigure cycles through dropping the threshold, the
+// option and the selector, and back to cfg, so that queued packets lose
+// their selection under traffic.
+func nqbFactory(cfg Config) aqmtest.Factory {
+	f := factory(cfg)
+	f.New = func(seed uint64, onDrop aqm.DropFunc[aqmtest.Payload]) (aqm.Queue[aqmtest.Payload], error) {
+		q, err := New(cfg, onDrop)
+		if err != nil {
+			return nil, err
+		}
+		return nqbQueue{q}, nil
+	}
+	f.Reconfigure = func(q aqm.Queue[aqmtest.Payload], i int) error {
+		next := cfg
+		switch i % 4 {
+		case 0:
+			next.CEThreshold = 0
+		case 1:
+			next.CEThresholdNQB = false
+		case 2:
+			next.CEThresholdECT1Only = false
+			next.Target, next.Interval = time.Microsecond, 10*time.Microsecond
+		}
+		return q.(nqbQueue).Reconfigure(next)
+	}
+	return f
+}
+
+// TestConformanceNQB protects the aqm.Queue contract, checked by the
+// shared kit, with CEThresholdNQB and every packet offered through
+// EnqueueDSCP: a roomy and a small, aggressive configuration.
+func TestConformanceNQB(t *testing.T) {
+	for name, cfg := range map[string]Config{
+		"nqb":       {Control: Control{CEThreshold: time.Millisecond, CEThresholdECT1Only: true, CEThresholdNQB: true}},
+		"nqb-small": {LimitPackets: 4, LimitBytes: 3000, Control: Control{MTUBytes: 1000, Target: time.Microsecond, Interval: 10 * time.Microsecond, CEThreshold: time.Microsecond, CEThresholdECT1Only: true, CEThresholdNQB: true, DisableECN: true}},
+	} {
+		t.Run(name, func(t *testing.T) { aqmtest.Run(t, nqbFactory(cfg)) })
+	}
+}
+
 // TestConformance protects the aqm.Queue contract (ownership, counters,
 // limits, ECN rules, FIFO order, odd input, time glitches, bursts,
 // allocations, Reconfigure under traffic), checked by the shared kit, for

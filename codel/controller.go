@@ -170,7 +170,9 @@ func (c *Controller) okToDrop(p *Params, now aqm.Time, sj int64, backlog int) bo
 
 // Decide runs the CoDel dequeue logic (RFC 8289 section 5.5) on the packet
 // just removed from the head of the queue: sojourn is its time in the queue,
-// backlog the bytes still queued behind it, ecn its codepoint. It returns
+// backlog the bytes still queued behind it, ecn its codepoint as it was
+// queued (its two ECN bits, and the selection bit of [Params.SelectDSCP]
+// if that set one; no other bit may be set). It returns
 // what to do with it. After Drop, the owner removes the next packet and calls
 // Decide again in the same Dequeue, or calls [Controller.Empty] if there is
 // none; it stops after [MaxDropsPerDequeue] drops with [Controller.Resync].
@@ -278,9 +280,11 @@ func (c *Controller) enter(p *Params, now aqm.Time) {
 	c.flags &^= flagPending
 }
 
-// shallow applies the CE threshold to a packet about to be delivered.
+// shallow applies the CE threshold to a packet about to be delivered. With
+// CEThresholdECT1Only it selects ECT(1) and CE, and the ECN-capable NQB
+// packets SelectDSCP flagged (nqbSelected).
 func (c *Controller) shallow(p *Params, sj int64, ecn aqm.ECN) Action {
-	if p.ceThreshold > 0 && sj > p.ceThreshold && ecn.Capable() && (!p.ceECT1 || ecn&aqm.ECT1 != 0) {
+	if p.ceThreshold > 0 && sj > p.ceThreshold && ecn.Capable() && (!p.ceECT1 || ecn&(aqm.ECT1|nqbSelected) != 0) {
 		return MarkCE
 	}
 	return Deliver

@@ -37,7 +37,11 @@
 // With CEThreshold set, every ECN-capable packet (or only ECT(1) and CE ones,
 // with CEThresholdECT1Only) that leaves with a sojourn time above the
 // threshold is marked CE as well: the shallow, L4S-style signal of Linux's
-// ce_threshold. These marks are counted in [Detail].CEMarks.
+// ce_threshold. These marks are counted in [Detail].CEMarks. With
+// CEThresholdNQB as well, [Queue.EnqueueDSCP] selects ECN-capable packets
+// that carry DSCP 45 ([DSCPNQB], the Non-Queue-Building PHB of RFC 9956)
+// as it selects ECT(1); the selection travels with the queued packet in a
+// bit above the ECN field, which never leaves the queue.
 //
 // # Parameters
 //
@@ -50,6 +54,7 @@
 //	DisableECN           false (ECN on)       RFC 8289 §5; Linux ecn
 //	CEThreshold          off         time     Linux ce_threshold
 //	CEThresholdECT1Only  false       —        Linux ce_threshold_selector 1/1
+//	CEThresholdNQB       false       —        RFC 9956 (EnqueueDSCP)
 //	StrictDeadline       false (RFC ≥)        Linux and ns-3 use >
 //	LinuxCount           false (RFC)          Linux count increments
 //
@@ -81,7 +86,13 @@
 //     marked by the control law is not counted again by the CE threshold
 //     (ns-3; Linux counts it in both).
 //   - The CE threshold has one selector, ECT(1)-or-CE, instead of Linux's
-//     DS-byte selector and mask: a queue sees only the ECN field.
+//     DS-byte selector and mask: a queue sees only the ECN field, unless
+//     the caller hands it the DSCP through EnqueueDSCP. CEThresholdNQB then
+//     adds ECN-capable packets with DSCP 45 (NQB) to the selection, which
+//     Linux has no way to express in one selector (its mask covers one
+//     pattern of the DS byte, ECT(1) or DSCP 45, not both). RFC 9956 asks
+//     that NQB traffic share the L4S treatment where a shallow queue
+//     exists; Not-ECT NQB packets cannot be marked and are left alone.
 //   - An empty dequeue forgets the above-target deadline (RFC and the newest
 //     Linux); older Linux and ns-3 keep it.
 //   - The re-entry rule needs a previous episode (Linux's drop_next starts at

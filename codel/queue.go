@@ -71,13 +71,22 @@ func (q *Queue[T]) Reconfigure(cfg Config) error {
 	}
 	cfg = cfg.withDefaults()
 	q.ring.Resize(cfg.LimitPackets) // keeps every queued packet, in order
+	if q.cfg.SelectsNQB() && !cfg.SelectsNQB() {
+		// Queued NQB packets stop being selected: the selection bit is
+		// cleared, so that no packet carries it while the fast paths (no
+		// CE threshold) deliver without clearing it.
+		for i := range q.ring.Len() {
+			q.ring.At(i).ECN &= aqm.ECNMask
+		}
+	}
 	q.apply(cfg)
 	return nil
 }
 
 // Enqueue stamps p with now and appends it, or refuses it with
 // [aqm.DroppedOverlimit] if a limit is reached. Refusals do not touch the
-// CoDel state.
+// CoDel state. The CE threshold selects p on its ECN field alone; see
+// [Queue.EnqueueDSCP].
 func (q *Queue[T]) Enqueue(p aqm.Packet[T], now aqm.Time) aqm.Verdict {
 	p.ECN &= aqm.ECNMask
 	p.Enqueued = now
@@ -91,6 +100,23 @@ func (q *Queue[T]) Enqueue(p aqm.Packet[T], now aqm.Time) aqm.Verdict {
 	q.backlog += int(p.Size)
 	q.stats.Enqueued.Add(p.Size)
 	return aqm.Enqueued
+}
+
+// EnqueueDSCP is Enqueue for a packet whose DSCP the caller read (the six
+// high bits of the IPv4 TOS or IPv6 Traffic Class byte, as package iphdr's
+// Flow.DSCP gives it): with CEThresholdNQB (and CEThreshold and
+// CEThresholdECT1Only), an ECN-capable packet with DSCP [DSCPNQB] (45) is
+// selected for the CE threshold as an L4S packet is. Every other packet is
+// treated as Enqueue treats it. The selection travels with the queued
+// packet in a bit above the two ECN bits, cleared before the packet leaves
+// by Dequeue or the DropFunc.
+func (q *Queue[T]) EnqueueDSCP(p aqm.Packet[T], dscp uint8, now aqm.Time) aqm.Verdict {
+	v := q.Enqueue(p, now)
+	if v.Accepted() {
+		// Enqueue appended p (it never marks or evicts), so it is the newest.
+		q.ring.Back().ECN = q.p.SelectDSCP(p.ECN, dscp)
+	}
+	return v
 }
 
 // Dequeue returns the next packet to send, after dropping (through the
@@ -111,11 +137,16 @@ func (q *Queue[T]) dequeueFrom(p aqm.Packet[T], now aqm.Time) (aqm.Packet[T], bo
 	for {
 		q.backlog -= int(p.Size)
 		act := Deliver
+		// A packet SelectDSCP flagged never takes the fast path (it needs no
+		// CE threshold, the flag needs one): both other ways clear the
+		// flag, so that it reaches neither the caller nor the DropFunc.
 		if drops >= MaxDropsPerDequeue {
 			q.c.Resync(&q.p, now)
 			q.capHits++
+			p.ECN &= aqm.ECNMask
 		} else if sojourn := p.Enqueued.Since(now); !q.c.DeliverIfBelowTarget(&q.p, sojourn) {
 			act = q.c.Decide(&q.p, now, sojourn, q.backlog, p.ECN)
+			p.ECN &= aqm.ECNMask
 		}
 		switch act {
 		case Drop:

@@ -79,8 +79,9 @@ type CoDelConfig struct {
 	// [DefaultCoDelDropBatchPackets]; at most 65536.
 	DropBatchPackets int
 	// Control configures each flow's CoDel: Target, Interval, MTUBytes,
-	// DisableECN, CEThreshold, CEThresholdECT1Only, StrictDeadline and
-	// LinuxCount, with the defaults and ranges of [codel.Control].
+	// DisableECN, CEThreshold, CEThresholdECT1Only, CEThresholdNQB (see
+	// [CoDel.EnqueueDSCP]), StrictDeadline and LinuxCount, with the
+	// defaults and ranges of [codel.Control].
 	codel.Control
 	// GlobalBacklogGuard makes CoDel's "less than one MTU queued" guard look
 	// at the bytes queued in all flows, as Linux does (so that thin flows can
@@ -267,6 +268,27 @@ func (q *CoDel[T]) Enqueue(p aqm.Packet[T], now aqm.Time) aqm.Verdict {
 	return aqm.Enqueued
 }
 
+// EnqueueDSCP is Enqueue for a packet whose DSCP the caller read (the six
+// high bits of the IPv4 TOS or IPv6 Traffic Class byte, as package iphdr's
+// Flow.DSCP gives it): with CEThresholdNQB (and CEThreshold and
+// CEThresholdECT1Only), an ECN-capable packet with DSCP [codel.DSCPNQB]
+// (45) is selected for the CE threshold as an L4S packet is. Every other
+// packet is treated as Enqueue treats it; Enqueue and EnqueueBatch, which
+// see no DSCP, select on ECN alone. The selection travels with the queued
+// packet in a bit above the two ECN bits, cleared before the packet
+// leaves, by Dequeue or through the DropFunc.
+func (q *CoDel[T]) EnqueueDSCP(p aqm.Packet[T], dscp uint8, now aqm.Time) aqm.Verdict {
+	// Enqueue takes its first node from the free list for p, and p stays
+	// in it if accepted: an overload drop that would take p refuses it, and
+	// the flood guard's trim spares the newest packet of the shared queue.
+	i := q.free
+	v := q.Enqueue(p, now)
+	if v.Accepted() {
+		q.nodes[i].ecn = q.cp.SelectDSCP(p.ECN, dscp)
+	}
+	return v
+}
+
 // EnqueueBatch offers ps[i] for i in [0, min(len(ps), len(vs))) at now, as
 // that many calls of Enqueue would, writing each verdict to vs[i], and
 // returns the number accepted ([aqm.BatchQueue]).
@@ -410,14 +432,21 @@ func (q *CoDel[T]) Dequeue(now aqm.Time) (p aqm.Packet[T], ok bool) {
 			if q.global {
 				guard = q.backlog
 			}
+			// A packet EnqueueDSCP selected (a bit above the ECN bits) never
+			// takes the fast path, which needs no CE threshold where the
+			// selection needs one (Reconfigure clears the bits when the
+			// threshold goes): the other two ways clear it, so that it
+			// reaches neither the caller nor the DropFunc.
 			act := codel.Deliver
 			if sj := p.Enqueued.Since(now); drops < codel.MaxDropsPerDequeue {
 				if !f.cv.DeliverIfBelowTarget(&q.cp, sj) {
 					act = f.cv.Decide(&q.cp, now, sj, guard, p.ECN)
+					p.ECN &= aqm.ECNMask
 				}
 			} else {
 				f.cv.Resync(&q.cp, now)
 				q.d.DropCapHits++
+				p.ECN &= aqm.ECNMask
 			}
 			switch act {
 			case codel.Drop:
@@ -486,18 +515,24 @@ func (q *CoDel[T]) Reconfigure(cfg CoDelConfig) error {
 		cfg.Seed = q.cfg.Seed
 	}
 	need := max(cfg.LimitPackets, q.used)
+	unselect := q.cfg.SelectsNQB() && !cfg.SelectsNQB()
 	if cfg.Flows == q.cfg.Flows && cfg.Seed == q.cfg.Seed {
 		if need+1 > len(q.nodes) || cfg.LimitPackets+1 < len(q.nodes) {
 			q.resize(need)
 			q.resetGuard()
 		}
 		q.apply(cfg)
-		return nil
+	} else {
+		old := q.sched
+		q.build(cfg, need)
+		q.stats = old.stats
+		q.rehash(&old)
+		q.resetGuard()
 	}
-	old := q.sched
-	q.build(cfg, need)
-	q.stats = old.stats
-	q.rehash(&old)
-	q.resetGuard()
+	if unselect {
+		// Queued NQB packets stop being selected, and Dequeue's fast path
+		// (no CE threshold) does not clear the selection bit.
+		q.clearSelected()
+	}
 	return nil
 }

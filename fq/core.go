@@ -284,7 +284,17 @@ func (q *sched[T, A]) push(f *flowOf[A], p aqm.Packet[T]) {
 	q.backlog += int(p.Size)
 }
 
-// pop removes the oldest packet of the non-empty flow f.
+// clearSelected clears every stored ECN bit above the two ECN bits (the
+// selection bit FQ-CoDel's EnqueueDSCP sets). O(capacity); Reconfigure only.
+func (q *sched[T, A]) clearSelected() {
+	for i := range q.nodes {
+		q.nodes[i].ecn &= aqm.ECNMask
+	}
+}
+
+// pop removes the oldest packet of the non-empty flow f. It returns the
+// stored ECN as is, selection bit included: a caller that lets the packet
+// leave clears it.
 func (q *sched[T, A]) pop(f *flowOf[A]) aqm.Packet[T] {
 	i := f.head
 	nd := &q.nodes[i]
@@ -537,6 +547,7 @@ func (q *sched[T, A]) dropFat(arrival uint32) (fat, dropped uint32, gone bool) {
 			return fat, dropped, true
 		}
 		p := q.pop(f)
+		p.ECN &= aqm.ECNMask // the selection bit stays inside
 		dropped++
 		bytes += p.Size
 		q.stats.CountDrop(aqm.DroppedOverlimit, p.Size, true)

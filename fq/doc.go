@@ -110,6 +110,8 @@
 //	MTUBytes             1514      bytes    Linux mtu
 //	DisableECN           false (ECN on)     RFC 8290 §5.2.6
 //	CEThreshold          off       time     RFC 8290 §5.2.7, Linux ce_threshold
+//	CEThresholdECT1Only  false     —        Linux ce_threshold_selector 1/1
+//	CEThresholdNQB       false     —        RFC 9956 (EnqueueDSCP)
 //	GlobalBacklogGuard   false (per flow)   Linux uses the queue's backlog
 //	KeepCountOnOverload  false (bump)       Linux bumps, ns-3 does not
 //	DisableFloodGuard    false (guard on)   off: RFC 8290, Linux
@@ -192,6 +194,18 @@
 //   - The CoDel differences (exact control law, RFC deadline and count
 //     rules by default, ECN and CE threshold details) are those of package
 //     codel.
+//   - NQB: with CEThreshold, CEThresholdECT1Only and CEThresholdNQB,
+//     [CoDel.EnqueueDSCP] selects ECN-capable packets with DSCP 45 (the
+//     Non-Queue-Building PHB, RFC 9956) for the CE threshold as it
+//     selects ECT(1), since RFC 9956 asks that NQB traffic share the L4S
+//     treatment where a shallow queue exists. Linux fq_codel has no NQB
+//     selector: its ce_threshold_selector matches one pattern of the DS
+//     byte, so it can select ECT(1) or DSCP 45, not both. A Not-ECT NQB
+//     packet is never marked by the threshold (CoDel's own drops apply as
+//     to any packet), and NQB packets get no scheduling priority beyond
+//     the sparse-flow rule. The selection travels with the queued packet
+//     in a bit above the ECN field that never reaches the caller or the
+//     DropFunc; Reconfigure clears it when the selector goes.
 //   - The flood guard (above; DisableFloodGuard turns it off): a packet of
 //     a hash that has not recurred may wait in a shared queue instead of
 //     its bucket, and a bucket that was empty gets sparse-flow priority

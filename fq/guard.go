@@ -177,6 +177,7 @@ func (q *sched[T, A]) trimShared(now aqm.Time) {
 			break
 		}
 		p := q.pop(sh)
+		p.ECN &= aqm.ECNMask // the selection bit stays inside
 		q.work++
 		q.g.dropped++
 		q.stats.CountDrop(aqm.DroppedOverlimit, p.Size, true)
