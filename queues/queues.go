@@ -158,10 +158,7 @@ var registry = []Spec{
 	{Name: "fifo", Description: "drop-tail FIFO, the baseline (Linux pfifo); with a rate, four round trips of buffer",
 		Reference: "Linux pfifo, bfifo",
 		config: func(o Options) (any, error) {
-			c := fifo.Config{}
-			if o.Rate > 0 {
-				c = fifo.ConfigForLink(o.Rate, o.RTT)
-			}
+			c := fifo.ConfigForLink(o.Rate, o.RTT) // a zero rate gives the defaults
 			c.LimitPackets = size(o.LimitPackets, c.LimitPackets)
 			return c, nil
 		}},
@@ -181,90 +178,63 @@ var registry = []Spec{
 		}},
 	{Name: "codel", Description: "CoDel: drops or marks once sojourn stays above 5 ms for 100 ms", Reference: "RFC 8289", Marks: true,
 		config: func(o Options) (any, error) {
-			c := codel.Config{}
-			if o.Rate > 0 {
-				c = codel.ConfigForLink(o.Rate, o.RTT)
-			}
+			c := codel.ConfigForLink(o.Rate, o.RTT) // a zero rate gives the defaults
 			c.LimitPackets = size(o.LimitPackets, c.LimitPackets)
 			c.DisableECN = o.DisableECN
 			return c, nil
 		}},
 	{Name: "cobalt", Description: "COBALT: CoDel with BLUE for unresponsive flows, the AQM inside CAKE", Reference: "Høiland-Jørgensen, Täht & Morton 2018", Marks: true,
 		config: func(o Options) (any, error) {
-			c := cobalt.Config{}
-			if o.Rate > 0 {
-				c = cobalt.ConfigForLink(o.Rate, o.RTT)
-			}
+			c := cobalt.ConfigForLink(o.Rate, o.RTT) // a zero rate gives the defaults
 			c.LimitPackets = size(o.LimitPackets, c.LimitPackets)
 			c.Seed, c.DisableECN = o.Seed, o.DisableECN
 			return c, nil
 		}},
 	{Name: "pie", Description: "PIE: drop probability from the queue delay, target 15 ms, ECN below 10 %", Reference: "RFC 8033", Marks: true,
 		config: func(o Options) (any, error) {
-			c := pie.Config{}
-			if o.Rate > 0 {
-				c = pie.ConfigForLink(o.Rate, o.RTT)
-			}
+			c := pie.ConfigForLink(o.Rate, o.RTT) // a zero rate gives the defaults
 			c.LimitPackets = size(o.LimitPackets, c.LimitPackets)
 			c.Seed, c.DisableECN = o.Seed, o.DisableECN
 			return c, nil
 		}},
 	{Name: "dualpi2", Description: "DualPI2: the L4S DualQ Coupled AQM, ECT(1) to the low-latency queue", Reference: "RFC 9332", Marks: true,
 		config: func(o Options) (any, error) {
-			c := dualq.Config{}
-			if o.Rate > 0 {
-				c = dualq.ConfigForLink(o.Rate, o.RTT)
-			}
+			c := dualq.ConfigForLink(o.Rate, o.RTT) // a zero rate gives the defaults
 			c.LimitPackets = size(o.LimitPackets, c.LimitPackets)
 			c.Seed = o.Seed
 			return c, noECNSwitch("dualpi2", o)
 		}},
 	{Name: "fq-codel", Description: "FQ-CoDel: 1024 flow queues served by DRR++, CoDel in each", Reference: "RFC 8290", Marks: true,
 		config: func(o Options) (any, error) {
-			c := fq.CoDelConfig{}
-			if o.Rate > 0 {
-				c = fq.CoDelConfigForLink(o.Rate, o.RTT)
-			}
+			c := fq.CoDelConfigForLink(o.Rate, o.RTT) // a zero rate gives the defaults
 			c.LimitPackets = size(o.LimitPackets, c.LimitPackets)
 			c.Seed, c.DisableECN = o.Seed, o.DisableECN
 			return c, nil
 		}},
 	{Name: "fq-cobalt", Description: "FQ-COBALT: the DRR++ flow queues with COBALT in each", Reference: "ns-3 FqCobaltQueueDisc", Marks: true,
 		config: func(o Options) (any, error) {
-			c := fq.CobaltConfig{}
-			if o.Rate > 0 {
-				c = fq.CobaltConfigForLink(o.Rate, o.RTT)
-			}
+			c := fq.CobaltConfigForLink(o.Rate, o.RTT) // a zero rate gives the defaults
 			c.LimitPackets = size(o.LimitPackets, c.LimitPackets)
 			c.Seed, c.DisableECN = o.Seed, o.DisableECN
 			return c, nil
 		}},
 	{Name: "fq-pie", Description: "FQ-PIE: the DRR++ flow queues with PIE in each", Reference: "Linux sch_fq_pie", Marks: true,
 		config: func(o Options) (any, error) {
-			c := fq.PIEConfig{}
-			if o.Rate > 0 {
-				c = fq.PIEConfigForLink(o.Rate, o.RTT)
-			}
+			c := fq.PIEConfigForLink(o.Rate, o.RTT) // a zero rate gives the defaults
 			c.LimitPackets = size(o.LimitPackets, c.LimitPackets)
 			c.Seed, c.DisableECN = o.Seed, o.DisableECN
 			return c, nil
 		}},
 	{Name: "sfq", Description: "Stochastic Fair Queueing: hashed flows served round robin, no AQM", Reference: "McKenney 1990; Linux sch_sfq",
 		config: func(o Options) (any, error) {
-			c := sfq.Config{}
-			if o.Rate > 0 {
-				c = sfq.ConfigForLink(o.Rate, o.RTT)
-			}
+			c := sfq.ConfigForLink(o.Rate, o.RTT) // a zero rate gives the defaults
 			c.LimitPackets = size(o.LimitPackets, c.LimitPackets)
 			c.Seed = o.Seed
 			return c, nil
 		}},
 	{Name: "cake", Description: "CAKE: its own shaper at the rate, diffserv tins, per-host fairness, COBALT per flow", Reference: "Høiland-Jørgensen, Täht & Morton 2018; Linux sch_cake", Shapes: true, Marks: true,
 		config: func(o Options) (any, error) {
-			c := cake.Config{}
-			if o.Rate > 0 {
-				c = cake.ConfigForLink(o.Rate, o.RTT)
-			}
+			c := cake.ConfigForLink(o.Rate, o.RTT) // a zero rate gives the defaults
 			c.LimitPackets = size(o.LimitPackets, c.LimitPackets)
 			c.Seed = o.Seed
 			return c, noECNSwitch("cake", o)
