@@ -67,4 +67,18 @@ type Meta struct {
 	// ECN is the packet's ECN codepoint. On Enqueue it is the arrival
 	// codepoint; a packet that leaves Dequeue with CE must be sent with CE set.
 	ECN ECN
+	// Segments is the number of wire packets this packet stands for: more
+	// than one for a GSO super-packet that the device or the kernel splits
+	// after the queue. 0 and 1 both mean one packet. A mark applies to every
+	// segment.
+	Segments uint16
+}
+
+// SegmentCount is the number of wire packets m stands for: Segments, or 1
+// when Segments is 0.
+func (m Meta) SegmentCount() int {
+	if m.Segments == 0 {
+		return 1
+	}
+	return int(m.Segments)
 }

@@ -38,3 +38,16 @@ func TestMetaPromoted(t *testing.T) {
 		t.Fatalf("setting p.ECN did not set p.Meta.ECN")
 	}
 }
+
+// TestSegmentCount protects the meaning of a zero Segments: one packet, so
+// that callers that never set it are counted as before.
+func TestSegmentCount(t *testing.T) {
+	for _, c := range []struct {
+		seg  uint16
+		want int
+	}{{0, 1}, {1, 1}, {44, 44}, {65535, 65535}} {
+		if got := (Meta{Segments: c.seg}).SegmentCount(); got != c.want {
+			t.Errorf("Segments %d: SegmentCount %d, want %d", c.seg, got, c.want)
+		}
+	}
+}
