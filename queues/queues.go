@@ -79,6 +79,11 @@ type Options struct {
 	// (DualPI2, CAKE) and has no effect on queues that never mark (FIFO,
 	// SFQ).
 	DisableECN bool
+	// Params changes settings of the algorithm's own configuration after
+	// the preset and the options above: comma-separated name=value pairs
+	// with the field names of its Config type ("target=5ms,interval=50ms"
+	// for CoDel), read as [SetParams] reads them. [Params] lists them.
+	Params string
 }
 
 // validate reports bad options, one [*aqm.ConfigError] each.
@@ -125,7 +130,11 @@ func (s Spec) Config(o Options) (any, error) {
 	if err := o.validate(); err != nil {
 		return nil, err
 	}
-	return s.config(o)
+	c, err := s.config(o)
+	if err != nil || o.Params == "" {
+		return c, err
+	}
+	return SetParams(c, o.Params)
 }
 
 // size returns the limit the user gave, or else the preset's.
