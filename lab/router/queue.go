@@ -14,6 +14,6 @@ var queueNames = queues.Names()
 // packets if limit is positive. CAKE's preset shapes to the rate itself;
 // such a queue implements aqm.Paced, and the router then runs its front
 // unshaped.
-func newQueue(name string, rate aqm.Rate, limit int, onDrop aqm.DropFunc[[]byte]) (aqm.Queue[[]byte], error) {
-	return queues.New(name, queues.Options{Rate: rate, LimitPackets: limit}, onDrop)
+func newQueue(name string, rate aqm.Rate, limit int, params string, onDrop aqm.DropFunc[[]byte]) (aqm.Queue[[]byte], error) {
+	return queues.New(name, queues.Options{Rate: rate, LimitPackets: limit, Params: params}, onDrop)
 }

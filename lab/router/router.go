@@ -57,6 +57,11 @@ type Config struct {
 	// LimitPackets overrides the packet limit of each direction's queue;
 	// zero keeps the preset for Rate (four 100 ms round trips).
 	LimitPackets int
+	// Params sets fields of the queue's own configuration after its
+	// preset, as comma-separated name=value pairs with the names of the
+	// algorithm's Config ("target=5ms,disable-flood-guard=true"); see
+	// queues.SetParams. Empty keeps the preset.
+	Params string
 	// Rate is each direction's rate, in bits per second of IP packet
 	// bytes; zero forwards unshaped. The queue's limits are its
 	// algorithm's preset for the rate. A queue that shapes by itself
@@ -176,7 +181,7 @@ func (c Config) Validate() error {
 	}
 	if len(errs) == 0 {
 		cfg := c.withDefaults()
-		if _, err := newQueue(cfg.AQM, cfg.Rate, cfg.LimitPackets, nil); err != nil {
+		if _, err := newQueue(cfg.AQM, cfg.Rate, cfg.LimitPackets, cfg.Params, nil); err != nil {
 			bad("AQM", cfg.AQM, err.Error())
 		}
 	}
@@ -245,7 +250,7 @@ type Queue struct {
 
 func (r *Router) newQueue(pfx netip.Prefix, index int) (*Queue, error) {
 	d := &Queue{r: r, prefix: pfx, dev: r.devs[index%len(r.devs)]}
-	q, err := newQueue(r.cfg.AQM, r.cfg.Rate, r.cfg.LimitPackets, d.dropQueued)
+	q, err := newQueue(r.cfg.AQM, r.cfg.Rate, r.cfg.LimitPackets, r.cfg.Params, d.dropQueued)
 	if err != nil {
 		return nil, err
 	}

@@ -277,6 +277,13 @@ func TestConfigValidate(t *testing.T) {
 			t.Errorf("Validate = %v, want %s named", err, f)
 		}
 	}
+	if err := (Config{AQM: "fq-codel", Params: "disable-flood-guard=true,target=2ms"}).Validate(); err != nil {
+		t.Errorf("good Params: %v", err)
+	}
+	err = Config{AQM: "fq-codel", Params: "targte=2ms"}.Validate()
+	if err == nil || !strings.Contains(err.Error(), "Params") || !strings.Contains(err.Error(), "Target") {
+		t.Errorf("misspelt Params: %v, want Params named with the fields there are", err)
+	}
 	for _, name := range queueNames {
 		if err := (Config{AQM: name, Rate: 50 * aqm.Mbit}).Validate(); err != nil {
 			t.Errorf("%s: %v", name, err)

@@ -95,6 +95,7 @@ func parseFlags(args []string, out io.Writer) (options, error) {
 	fs.IntVar(&o.mtu, "mtu", 0, "set the TUN's MTU in `bytes` (0: keep it)")
 	fs.IntVar(&o.queues, "queues", 1, "TUN queues, each with a reader (more than 1: IFF_MULTI_QUEUE)")
 	fs.StringVar(&o.cfg.AQM, "aqm", router.DefaultAQM, "queue `name` per direction: "+strings.Join(queues.Names(), ", "))
+	fs.StringVar(&o.cfg.Params, "params", "", "the queue's own `settings` as name=value,... with its Config's field names (target=5ms,disable-flood-guard=true)")
 	fs.IntVar(&o.cfg.LimitPackets, "limit", 0, "each queue's limit in `packets` (0: the preset for -rate, four 100 ms round trips)")
 	fs.Var(&o.cfg.Rate, "rate", "each direction's `rate` in tc syntax (50mbit, 1.5gbit); 0 forwards unshaped")
 	fs.Var(tcDuration{&o.cfg.Burst}, "burst", "each direction's token bucket depth as `time` at -rate (tc syntax; 0: 5ms): how much a late wake-up may make up at once; CAKE keeps its own lag")

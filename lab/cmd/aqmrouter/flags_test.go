@@ -34,7 +34,7 @@ func TestParseFlags(t *testing.T) {
 	}
 	for _, bad := range []string{
 		"-rate fast", "-delay -1ms", "-delay 10 ms", "-aqm redd", "-limit -5", "-queues 0", "-mtu -1",
-		"-metrics 9100", "-prefix4 40", "extra", "-nosuch",
+		"-metrics 9100", "-prefix4 40", "extra", "-nosuch", "-params target", "-aqm codel -params flows=5",
 	} {
 		if _, err := parseFlags(strings.Fields(bad), nil); err == nil {
 			t.Errorf("parseFlags(%q) succeeded", bad)
