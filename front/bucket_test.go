@@ -177,7 +177,7 @@ func FuzzBucket(f *testing.F) {
 	})
 }
 
-// TestDefaultBurst protects the default burst's derivation: 2 ms of the rate,
+// TestDefaultBurst protects the default burst's derivation: 5 ms of the rate,
 // at least two Ethernet frames, at most MaxBurstBytes.
 func TestDefaultBurst(t *testing.T) {
 	for _, tc := range []struct {
@@ -185,11 +185,13 @@ func TestDefaultBurst(t *testing.T) {
 		want int
 	}{
 		{0, DefaultMinBurstBytes},
-		{1e6, DefaultMinBurstBytes},     // 1 Mbit/s × 2 ms = 250 B
-		{100e6, 25000},                  // 100 Mbit/s × 2 ms = 25 kB
-		{10e9, 2_500_000},               // 10 Gbit/s × 2 ms = 2.5 MB
+		{1e6, DefaultMinBurstBytes},     // 1 Mbit/s × 5 ms = 625 B
+		{4e6, DefaultMinBurstBytes},     // 4 Mbit/s × 5 ms = 2500 B
+		{8e6, 5000},                     // 8 Mbit/s × 5 ms = 5 kB
+		{100e6, 62500},                  // 100 Mbit/s × 5 ms = 62.5 kB
+		{10e9, 6_250_000},               // 10 Gbit/s × 5 ms = 6.25 MB
 		{math.MaxUint64, MaxBurstBytes}, // capped
-		{8 * 500 * MaxBurstBytes, MaxBurstBytes},
+		{8 * 200 * MaxBurstBytes, MaxBurstBytes},
 	} {
 		if got := defaultBurst(tc.rate); got != tc.want {
 			t.Errorf("defaultBurst(%d) = %d, want %d", tc.rate, got, tc.want)

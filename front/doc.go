@@ -106,7 +106,7 @@
 //
 //	Field       Default                       Unit    Reference
 //	Rate        0 = unlimited                 bit/s   tc tbf rate, CAKE bandwidth
-//	BurstBytes  rate × 2 ms, at least 3028    bytes   tc tbf burst
+//	BurstBytes  rate × 5 ms, at least 3028    bytes   tc tbf burst
 //	Staged      false                         -       (see Staged hand-over)
 //	WakeSlack   max(1 ms, 1514 B at the rate)   time    sch_fq timer_slack
 //

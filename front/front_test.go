@@ -150,13 +150,13 @@ func TestConfig(t *testing.T) {
 	require.NoError(t, front.Config{Rate: 1, BurstBytes: front.MaxBurstBytes}.Validate())
 
 	f := newFront(t, newFIFO(t, fifo.Config{}, nil), nil, front.Config{Rate: 8 * aqm.Mbit})
-	require.Equal(t, front.Config{Rate: 8 * aqm.Mbit, BurstBytes: front.DefaultMinBurstBytes}, f.Config())
+	require.Equal(t, front.Config{Rate: 8 * aqm.Mbit, BurstBytes: 5000}, f.Config())
 	require.ErrorIs(t, f.Reconfigure(front.Config{BurstBytes: -5}), aqm.ErrInvalidConfig)
 	require.Equal(t, 8*aqm.Mbit, f.Detail().Rate, "a refused Reconfigure changes nothing")
 	require.NoError(t, f.Reconfigure(front.Config{Rate: 100 * aqm.Mbit}))
-	require.Equal(t, 25000, f.Detail().BurstBytes, "the default burst follows the rate: 100 Mbit/s × 2 ms")
+	require.Equal(t, 62500, f.Detail().BurstBytes, "the default burst follows the rate: 100 Mbit/s × 5 ms")
 	f.SetRate(10 * aqm.Gbit)
-	require.Equal(t, front.Config{Rate: 10 * aqm.Gbit, BurstBytes: 2_500_000}, f.Config())
+	require.Equal(t, front.Config{Rate: 10 * aqm.Gbit, BurstBytes: 6_250_000}, f.Config())
 	require.NoError(t, f.Reconfigure(front.Config{Rate: aqm.Gbit, BurstBytes: 9000}))
 	f.SetRate(2 * aqm.Gbit)
 	require.Equal(t, 9000, f.Config().BurstBytes, "an explicit burst stays")
@@ -540,7 +540,7 @@ func TestMetrics(t *testing.T) {
 	require.Equal(t, 1.0, got["front_refused_closed_packets"].Value)
 	require.Equal(t, 7.0, got["front_refused_closed_bytes"].Value)
 	require.Equal(t, aqm.Counter, got["front_refused_closed_bytes"].Kind)
-	require.Equal(t, float64(front.DefaultMinBurstBytes), got["front_burst_bytes"].Value)
+	require.Equal(t, 5000.0, got["front_burst_bytes"].Value, "8 Mbit/s × 5 ms")
 	require.Equal(t, 64.0, got["memory_bytes"].Value, "the FIFO's Detail, 2 slots of 32 bytes")
 	n := 0
 	for range f.Detail().Metrics() {

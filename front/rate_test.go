@@ -172,7 +172,7 @@ func TestLongRunRateVirtual(t *testing.T) {
 			burst := f.Detail().BurstBytes
 			next := func() time.Duration { return time.Millisecond }
 			if mode == "jittered-steps" {
-				// Uniform in [0, 2 ms]: never later than the 2 ms burst time.
+				// Uniform in [0, 2 ms]: never later than the burst time.
 				next = func() time.Duration { return time.Duration(rng.Int64N(int64(2 * time.Millisecond))) }
 			}
 			size := func() uint32 { return 64 + uint32(rng.IntN(1500-64+1)) }

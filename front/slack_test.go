@@ -36,8 +36,8 @@ func TestWakeSlackConfig(t *testing.T) {
 		{front.Config{Rate: 10 * aqm.Gbit}, time.Millisecond},
 		{front.Config{Rate: aqm.Mbit}, frame(aqm.Mbit)}, // 12.112 ms: the default burst holds two frames
 		{front.Config{Rate: 50 * aqm.Mbit, WakeSlack: 300 * time.Microsecond}, 300 * time.Microsecond},
-		{front.Config{Rate: 50 * aqm.Mbit, WakeSlack: 5 * time.Millisecond}, time.Millisecond}, // half the 2 ms burst
-		{front.Config{Rate: 8 * aqm.Kbit, BurstBytes: 1}, 0},                                   // no room for a frame
+		{front.Config{Rate: 50 * aqm.Mbit, WakeSlack: 5 * time.Millisecond}, 2500 * time.Microsecond}, // half the 5 ms burst
+		{front.Config{Rate: 8 * aqm.Kbit, BurstBytes: 1}, 0},                                          // no room for a frame
 		{front.Config{Rate: 8 * aqm.Mbit, BurstBytes: 1514}, 0},
 		{front.Config{Rate: 8 * aqm.Mbit, BurstBytes: 6056, WakeSlack: time.Nanosecond}, time.Nanosecond},
 		{front.Config{Rate: 8 * aqm.Mbit, BurstBytes: 6056}, frame(8 * aqm.Mbit)},

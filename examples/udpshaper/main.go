@@ -53,7 +53,7 @@ func run(ctx context.Context, args []string, out io.Writer, ready func(netip.Add
 		listen   = fs.String("listen", "127.0.0.1:9000", "local UDP `address` to receive on")
 		upstream = fs.String("upstream", "", "UDP `address` to forward to (required)")
 		rate     = 10 * aqm.Mbit
-		burst    = fs.Int("burst", 0, "shaper burst in `bytes`; 0 means 2 ms of the rate, at least 3028")
+		burst    = fs.Int("burst", 0, "shaper burst in `bytes`; 0 means 5 ms of the rate, at least 3028")
 		overhead = fs.Int("overhead", 0, "`bytes` added to each datagram's length for the rate (28 for IPv4+UDP headers)")
 		name     = fs.String("aqm", "fq-codel", "queue: "+strings.Join(queues.Names(), ", "))
 		limit    = fs.Int("limit", 0, "queue limit in `packets`; 0 sizes it for the rate (four 100 ms round trips), or the algorithm's default if the rate is 0")

@@ -117,16 +117,17 @@ func (v lateWake) run(t *testing.T, rate aqm.Rate, sleep func(*rand.Rand, time.D
 // itself behind a front at rate 0: when the consumer wakes late, CAKE's
 // shaper keeps its lag and sends it from the backlog at the next wake-up,
 // so it delivers at least the share of the rate of a queue behind the
-// front's token bucket (whose catch-up the 2 ms burst caps) and its probe
+// front's token bucket with a 2 ms burst (which caps its catch-up) and its probe
 // waits no longer; with punctual wake-ups every queue delivers the rate.
 // It runs a deterministic model on a manual clock (lateWake), not real
 // time.
 func TestLateWakeCatchUp(t *testing.T) {
 	const rate = 50 * aqm.Mbit
 	self := lateWake{"cake, its own shaper, front rate 0", "cake", rate, front.Config{}}
+	twoMs := int(rate / 8 / 500) // a 2 ms bucket, the size this comparison is about
 	behind := []lateWake{
-		{"cake unshaped, front at the rate", "cake", 0, front.Config{Rate: rate}},
-		{"fq-codel, front at the rate", "fq-codel", 0, front.Config{Rate: rate}},
+		{"cake unshaped, front at the rate", "cake", 0, front.Config{Rate: rate, BurstBytes: twoMs}},
+		{"fq-codel, front at the rate", "fq-codel", 0, front.Config{Rate: rate, BurstBytes: twoMs}},
 	}
 	for _, c := range []struct {
 		p   float64
@@ -157,8 +158,8 @@ func TestLateWakeCatchUp(t *testing.T) {
 // (Config.Burst): with Go's millisecond timer rounding, the consumer's
 // 1 ms wake slack and a little scheduling jitter (exponential, mean
 // 0.1 ms), each direction's front at 50 and 200 Mb/s still delivers the
-// rate, as CAKE's own shaper does; the library's 2 ms default burst, which
-// an on-time wake-up already fills, loses rate under the same jitter. It
+// rate, as CAKE's own shaper does (the library's default front, now the
+// same 5 ms, is logged beside them). It
 // runs the deterministic model of lateWake with goRuntimeSleep.
 func TestBurstCoversRuntimeTimers(t *testing.T) {
 	jittered := func(slack time.Duration) func(*rand.Rand, time.Duration) time.Duration {

@@ -72,8 +72,9 @@ type Config struct {
 	// to this much at once, so that the late time is made up and the long-run
 	// rate kept. A blocking consumer sleeps its wake slack (1 ms) past each
 	// departure and Go's runtime on Linux rounds sleeps to whole
-	// milliseconds, so the library's 2 ms default would be filled by an
-	// on-time wake-up; the 5 ms default leaves 3 ms for a busy machine. Zero
+	// milliseconds, so a 2 ms bucket would be filled by an on-time
+	// wake-up; the 5 ms default (the library's front.DefaultBurstTime too)
+	// leaves 3 ms for a busy machine. Zero
 	// means DefaultBurst; at most MaxBurst. It has no effect unshaped or
 	// for a queue that shapes itself (CAKE), which keeps its own lag.
 	Burst time.Duration
