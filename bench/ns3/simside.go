@@ -31,6 +31,7 @@ var variants = []struct{ sim, ns3 string }{
 func main() {
 	seeds := flag.Int("seeds", 10, "seeds 1…n")
 	header := flag.Bool("header", true, "print the CSV header first")
+	duration := flag.Duration("duration", 0, "simulated time (0: the scenario's 60 s); the window starts at a sixth of it, at most 10 s")
 	flag.Parse()
 	if *seeds < 1 || *seeds > 1000 {
 		fmt.Fprintf(os.Stderr, "simside: -seeds %d is not in [1, 1000]\n", *seeds)
@@ -47,7 +48,7 @@ func main() {
 	}
 	for _, v := range variants {
 		for seed := uint64(1); seed <= uint64(*seeds); seed++ {
-			runs, err := sc.Runs(sim.Options{Seed: seed, AQMs: []string{v.sim}})
+			runs, err := sc.Runs(sim.Options{Seed: seed, AQMs: []string{v.sim}, Duration: *duration})
 			if err != nil {
 				fail(err)
 			}

@@ -63,6 +63,12 @@ func columnsFor(name string) []column {
 			{"Classic p50 ms", delay("classic", p50), "%.2f", "delay_classic_p50_ms", 1}, {"Classic p99 ms", delay("classic", p99), "%.1f", "delay_classic_p99_ms", 1},
 			{"L4S:Classic", func(r *sim.Result) float64 { return r.L4SClassicRatio }, "%.2f", "l4s_classic_ratio", 1},
 			colUtil, colMarkPct, colDropPct}
+	case "lab":
+		return []column{
+			{"added p50 ms", func(r *sim.Result) float64 { return sim.LabProbeAddedMs(r, 0.5) }, "%.1f", "probe_added_p50_ms", 1},
+			{"added p99 ms", func(r *sim.Result) float64 { return sim.LabProbeAddedMs(r, 0.99) }, "%.1f", "probe_added_p99_ms", 1},
+			{"goodput % of rate", func(r *sim.Result) float64 { return 100 * r.Group("up").GoodputMbps / r.BottleneckMbps }, "%.1f", "group_up_share_of_rate", 100},
+			colJain, colPing50, colPing99, colDropPct}
 	case "speedtest":
 		test := func(r *sim.Result) sim.GroupResult { return r.Group("test") }
 		return []column{
