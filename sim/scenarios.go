@@ -62,7 +62,7 @@ type Scenario struct {
 
 // Scenarios returns the scenarios in display order.
 func Scenarios() []Scenario {
-	return []Scenario{compareScenario, redFamilyScenario, l4sScenario, speedtestScenario, autorateScenario, floodScenario}
+	return []Scenario{compareScenario, redFamilyScenario, l4sScenario, speedtestScenario, autorateScenario, floodScenario, labScenario}
 }
 
 // LookupScenario returns the scenario called name.
@@ -262,6 +262,8 @@ func ScenarioAQMs(name string) []string {
 		return slices.Clone(AutorateAQMs)
 	case "flood":
 		return slices.Clone(FloodAQMs)
+	case "lab":
+		return slices.Clone(LabAQMs)
 	}
 	return nil
 }

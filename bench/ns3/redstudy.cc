@@ -1,6 +1,7 @@
 // redstudy: the RED-family cross-check of aqmkit's simulator, run in ns-3 3.37.
 //
-// One run of one variant (RED with gentle off, Gentle RED, Adaptive RED) on a
+// One run of one variant (RED with gentle off, Gentle RED, Adaptive RED, or
+// the disc as a plain drop-tail of its limit) on a
 // dumbbell: N NewReno bulk senders, each on its own access link into router
 // A, a 2 Mb/s bottleneck from A to router B, and N sinks behind B. The
 // bottleneck device's own transmit queue holds a single packet, so that the
@@ -35,7 +36,7 @@ namespace
 // holds the same values.
 struct Setup
 {
-    std::string variant = "red"; // red | gentle | ared
+    std::string variant = "red"; // red | gentle | ared | droptail
     uint32_t run = 1;            // ns-3 RngRun
     uint32_t flows = 10;
     std::string bottleneckRate = "2Mbps";
@@ -189,6 +190,15 @@ ConfigureRed(const Setup& s, DataRate rate, Time bottleneckDelay)
     {
         Config::SetDefault("ns3::RedQueueDisc::Gentle", BooleanValue(false));
     }
+    else if (s.variant == "droptail")
+    {
+        // The same disc with both thresholds above its limit: the average
+        // (at most the limit) never reaches them, so only the limit drops.
+        // It shows what the TCP alone does against a 50-packet tail drop.
+        Config::SetDefault("ns3::RedQueueDisc::Gentle", BooleanValue(false));
+        Config::SetDefault("ns3::RedQueueDisc::MinTh", DoubleValue(2.0 * s.discLimit));
+        Config::SetDefault("ns3::RedQueueDisc::MaxTh", DoubleValue(2.0 * s.discLimit));
+    }
     else if (s.variant == "gentle")
     {
         Config::SetDefault("ns3::RedQueueDisc::Gentle", BooleanValue(true));
@@ -242,7 +252,7 @@ main(int argc, char* argv[])
     Setup& s = g.s;
     bool header = false;
     CommandLine cmd(__FILE__);
-    cmd.AddValue("variant", "red (gentle off), gentle or ared", s.variant);
+    cmd.AddValue("variant", "red (gentle off), gentle, ared or droptail", s.variant);
     cmd.AddValue("run", "RngRun: the run's random substream", s.run);
     cmd.AddValue("flows", "number of bulk TCP flows", s.flows);
     cmd.AddValue("duration", "simulated seconds", s.durationS);
@@ -268,7 +278,7 @@ main(int argc, char* argv[])
     Time bottleneckDelay = Seconds((s.rttMs / 2 - 2 * s.accessDelayMs) / 1000);
     if (!ConfigureRed(s, rate, bottleneckDelay))
     {
-        std::cerr << "redstudy: unknown variant \"" << s.variant << "\" (want red, gentle or ared)\n";
+        std::cerr << "redstudy: unknown variant \"" << s.variant << "\" (want red, gentle, ared or droptail)\n";
         return 2;
     }
 

@@ -5,7 +5,11 @@
 # (mean ± sample standard deviation over the seeds).
 #
 # usage: bench/ns3/run.sh [seeds] [outdir]     (defaults: 10, bench/ns3/out)
-# environment: CXX (g++), SIM=0 to skip the simulator side.
+# environment: CXX (g++), SIM=0 to skip the simulator side, DURATION=S to
+# simulate S seconds instead of 60 (the window then starts at S/6, at most
+# 10 s), as the split of drops between start-up and steady state needs;
+# VARIANTS="red gentle ared droptail" picks redstudy's variants (droptail:
+# the disc as a plain tail drop of its limit, the TCP alone).
 set -eu
 
 seeds=${1:-10}
@@ -13,6 +17,12 @@ here=$(cd "$(dirname "$0")" && pwd)
 root=$(cd "$here/../.." && pwd)
 out=${2:-$here/out}
 mkdir -p "$out"
+dur=${DURATION:-60}
+case $dur in
+'' | *[!0-9]*) echo "run.sh: DURATION must be a positive integer number of seconds, not '$dur'" >&2; exit 2 ;;
+esac
+[ "$dur" -ge 2 ] || { echo "run.sh: DURATION must be at least 2 s" >&2; exit 2; }
+warm=$(awk -v d="$dur" 'BEGIN { w = d / 6; if (w > 10) w = 10; print w }')
 
 case $seeds in
 '' | *[!0-9]*) echo "run.sh: seeds must be a positive integer, not '$seeds'" >&2; exit 2 ;;
@@ -34,16 +44,18 @@ ${CXX:-g++} -std=c++17 -O2 -Wall -Wextra -o "$out/redstudy" "$here/redstudy.cc" 
 ns3csv=$out/ns3.csv
 : >"$ns3csv"
 first=--header
-for v in red gentle ared; do
+variants=${VARIANTS:-red gentle ared}
+for v in $variants; do
 	for run in $(seq 1 "$seeds"); do
-		"$out/redstudy" --variant=$v --run="$run" $first >>"$ns3csv" 2>>"$out/ns3.log"
+		"$out/redstudy" --variant=$v --run="$run" --duration="$dur" --warmup="$warm" $first >>"$ns3csv" 2>>"$out/ns3.log"
 		first=
 	done
 done
 
 simcsv=$out/sim.csv
 if [ "${SIM:-1}" != 0 ]; then
-	(cd "$root" && go run bench/ns3/simside.go -seeds "$seeds") >"$simcsv"
+	(cd "$root" && go run bench/ns3/simside.go -seeds "$seeds" -duration "${dur}s" \
+		-variants "$(echo $variants | tr ' ' ',')") >"$simcsv"
 fi
 
 echo "ns-3 3.37 ($ns3csv)"

@@ -17,20 +17,22 @@ import (
 	"fmt"
 	"math"
 	"os"
+	"strings"
 
 	"github.com/aqmkit/aqmkit/aqm"
 	"github.com/aqmkit/aqmkit/red"
 	"github.com/aqmkit/aqmkit/sim"
 )
 
-// variants maps the simulator's AQM names to redstudy's.
-var variants = []struct{ sim, ns3 string }{
-	{"red", "red"}, {"gentle-red", "gentle"}, {"ared", "ared"},
-}
+// variants maps redstudy's variants to the simulator's AQM names. The
+// drop-tail variant is the simulator's FIFO at the scenario's limit.
+var variants = map[string]string{"red": "red", "gentle": "gentle-red", "ared": "ared", "droptail": "fifo"}
 
 func main() {
 	seeds := flag.Int("seeds", 10, "seeds 1…n")
 	header := flag.Bool("header", true, "print the CSV header first")
+	only := flag.String("variants", "red,gentle,ared", "comma-separated redstudy variants: red, gentle, ared, droptail")
+	duration := flag.Duration("duration", 0, "simulated time (0: the scenario's 60 s); the window starts at a sixth of it, at most 10 s")
 	flag.Parse()
 	if *seeds < 1 || *seeds > 1000 {
 		fmt.Fprintf(os.Stderr, "simside: -seeds %d is not in [1, 1000]\n", *seeds)
@@ -45,16 +47,20 @@ func main() {
 			"utilization,disc_q_mean,disc_q_p99,total_q_mean,total_q_p99," +
 			"cov_flows,cov_agg_100ms,cov_flow_100ms,min_th,max_th,qw")
 	}
-	for _, v := range variants {
+	for _, name := range strings.Split(*only, ",") {
+		aqmName, ok := variants[name]
+		if !ok {
+			fail(fmt.Errorf("-variants: unknown variant %q (want red, gentle, ared or droptail)", name))
+		}
 		for seed := uint64(1); seed <= uint64(*seeds); seed++ {
-			runs, err := sc.Runs(sim.Options{Seed: seed, AQMs: []string{v.sim}})
+			runs, err := sc.Runs(sim.Options{Seed: seed, AQMs: []string{aqmName}, Duration: *duration})
 			if err != nil {
 				fail(err)
 			}
 			if len(runs) != 1 || runs[0].Group != "base" {
-				fail(fmt.Errorf("red-family gave %d runs for %s, want the base case alone", len(runs), v.sim))
+				fail(fmt.Errorf("red-family gave %d runs for %s, want the base case alone", len(runs), aqmName))
 			}
-			if err := row(v.ns3, runs[0], seed); err != nil {
+			if err := row(name, runs[0], seed); err != nil {
 				fail(err)
 			}
 		}
@@ -72,7 +78,10 @@ func row(name string, r sim.Run, seed uint64) error {
 	if err != nil {
 		return err
 	}
-	var rq *red.Queue[uint64]
+	var (
+		aq aqm.Queue[uint64]
+		rq *red.Queue[uint64]
+	)
 	s, err := sim.New(r.Config, func(onDrop aqm.DropFunc[uint64]) (aqm.Queue[uint64], error) {
 		q, err := a.New(sim.Env{
 			RateBps: r.Config.BottleneckBps(), MSS: max(r.Config.MSS, 0), MaxRTT: r.Config.MaxRTT(),
@@ -82,8 +91,9 @@ func row(name string, r sim.Run, seed uint64) error {
 		if err != nil {
 			return nil, err
 		}
+		aq = q
 		var ok bool
-		if rq, ok = q.(*red.Queue[uint64]); !ok {
+		if rq, ok = q.(*red.Queue[uint64]); !ok && r.AQM != "fifo" {
 			return nil, fmt.Errorf("%s: queue is %T, not a RED queue on its own", r.AQM, q)
 		}
 		return q, nil
@@ -96,7 +106,13 @@ func row(name string, r sim.Run, seed uint64) error {
 		return fmt.Errorf("%s seed %d: the instrumented run differs from aqmsim's (drops %d vs %d)",
 			r.AQM, seed, res.DropsWholeRun, plain.DropsWholeRun)
 	}
-	d, st := rq.Detail(), rq.Stats()
+	// The FIFO has no early or forced drops and no thresholds: its drops
+	// are all refusals at the limit.
+	st := aq.Stats()
+	var d red.Detail
+	if rq != nil {
+		d = rq.Detail()
+	}
 	var flows []float64
 	for _, f := range res.Flows {
 		flows = append(flows, f.PayloadGoodputMbps)

@@ -69,7 +69,7 @@ func parseFlags(args []string, stderr io.Writer) (options, error) {
 	fs.SetOutput(stderr)
 	var aqms, rate, rtts string
 	var seed uint64
-	fs.StringVar(&o.scenario, "scenario", "compare", "scenario to run: compare, red-family, l4s, speedtest or autorate")
+	fs.StringVar(&o.scenario, "scenario", "compare", "scenario to run: compare, red-family, l4s, speedtest, autorate, flood or lab")
 	fs.StringVar(&aqms, "aqms", "", "comma-separated AQMs to compare instead of the scenario's (see -list)")
 	fs.StringVar(&rate, "rate", "", "bottleneck rate in bit/s, with an optional k, M or G suffix (e.g. 40M)")
 	fs.StringVar(&rtts, "rtts", "", "comma-separated base RTTs (e.g. 10ms,50ms)")

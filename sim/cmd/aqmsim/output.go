@@ -83,7 +83,7 @@ func writeCSV(path string, outs []sim.Outcome) error {
 	}
 	hdr = append(hdr, "ping_count", "ping_mean_ms", "ping_p50_ms", "ping_p99_ms", "ping_p999_ms", "ping_max_ms",
 		"fct_count", "fct_mean_ms", "fct_p50_ms", "fct_p99_ms", "fct_p999_ms", "fct_max_ms", "groups_goodput_mbps",
-		"events", "packets", "wall_s")
+		"probe_added_p50_ms", "probe_added_p99_ms", "events", "packets", "wall_s")
 	if err := w.Write(hdr); err != nil {
 		return err
 	}
@@ -139,7 +139,8 @@ func writeCSV(path string, outs []sim.Outcome) error {
 		for _, k := range gs {
 			gv = append(gv, k+"="+g(r.GroupGoodputMbps(k)))
 		}
-		row = append(row, strings.Join(gv, " "), u(r.Events), u(r.Packets), g(r.WallSeconds))
+		row = append(row, strings.Join(gv, " "), g(sim.LabProbeAddedMs(r, 0.5)), g(sim.LabProbeAddedMs(r, 0.99)),
+			u(r.Events), u(r.Packets), g(r.WallSeconds))
 		if err := w.Write(row); err != nil {
 			return err
 		}

@@ -33,7 +33,7 @@ func mean(d sim.DelayStats) float64 { return d.MeanMs }
 
 var (
 	colUtil    = column{"util%", func(r *sim.Result) float64 { return 100 * r.Utilization }, "%.1f", "utilization", 100}
-	colGood    = column{"goodput Mb/s", func(r *sim.Result) float64 { return r.GoodputMbps }, "%.3g", "goodput_mbps", 1}
+	colGood    = column{"goodput Mb/s", func(r *sim.Result) float64 { return r.GoodputMbps }, "%.2f", "goodput_mbps", 1}
 	colJain    = column{"Jain", func(r *sim.Result) float64 { return r.Jain }, "%.3f", "jain", 1}
 	colDropPct = column{"drop%", func(r *sim.Result) float64 { return 100 * r.DropFraction }, "%.2f", "drop_fraction", 100}
 	colMarkPct = column{"mark%", func(r *sim.Result) float64 { return 100 * r.MarkFraction }, "%.2f", "mark_fraction", 100}
@@ -63,6 +63,12 @@ func columnsFor(name string) []column {
 			{"Classic p50 ms", delay("classic", p50), "%.2f", "delay_classic_p50_ms", 1}, {"Classic p99 ms", delay("classic", p99), "%.1f", "delay_classic_p99_ms", 1},
 			{"L4S:Classic", func(r *sim.Result) float64 { return r.L4SClassicRatio }, "%.2f", "l4s_classic_ratio", 1},
 			colUtil, colMarkPct, colDropPct}
+	case "lab":
+		return []column{
+			{"added p50 ms", func(r *sim.Result) float64 { return sim.LabProbeAddedMs(r, 0.5) }, "%.1f", "probe_added_p50_ms", 1},
+			{"added p99 ms", func(r *sim.Result) float64 { return sim.LabProbeAddedMs(r, 0.99) }, "%.1f", "probe_added_p99_ms", 1},
+			{"goodput % of rate", func(r *sim.Result) float64 { return 100 * r.Group("up").GoodputMbps / r.BottleneckMbps }, "%.1f", "group_up_share_of_rate", 100},
+			colJain, colPing50, colPing99, colDropPct}
 	case "speedtest":
 		test := func(r *sim.Result) sim.GroupResult { return r.Group("test") }
 		return []column{
@@ -367,16 +373,21 @@ func printL4SBalance(w io.Writer, outs []sim.Outcome) {
 	fmt.Fprintf(w, "\nL4S:Classic rate ratio, Prague's RTT independence on and off (DualQ paper: near 1 under DualPI2):\n")
 	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', tabwriter.AlignRight)
 	fmt.Fprintln(tw, "mix\trtt\taqm\tclassic\tindependent\tper own RTT\t")
+	ms := func(xs []float64) string {
+		m, sd := meanSD(xs)
+		if len(xs) > 1 {
+			return fmt.Sprintf("%.2f±%.2f", m, sd)
+		}
+		return fmt.Sprintf("%.2f", m)
+	}
 	for _, k := range order {
-		on, _ := meanSD(vals[k])
 		k2 := k
 		k2.indep = "off"
 		off := "-"
 		if xs := vals[k2]; len(xs) > 0 {
-			m, _ := meanSD(xs)
-			off = fmt.Sprintf("%.2f", m)
+			off = ms(xs)
 		}
-		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%.2f\t%s\t\n", k.mix, k.rtt, k.aqm, k.classic, on, off)
+		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%s\t\n", k.mix, k.rtt, k.aqm, k.classic, ms(vals[k]), off)
 	}
 	tw.Flush()
 }
