@@ -149,7 +149,7 @@ func (c gsoCase) want() [][]byte {
 
 func gsoCases() []gsoCase {
 	var cs []gsoCase
-	ipOpts := []byte{0x94, 4, 0, 0, 1, 1, 1, 0} // router alert, NOP, NOP, NOP, EOL
+	ipOpts := []byte{0x94, 4, 0, 0, 1, 1, 1, 0}            // router alert, NOP, NOP, NOP, EOL
 	tcpOpts := []byte{1, 1, 8, 10, 0, 0, 0, 1, 0, 0, 0, 2} // NOP NOP timestamps
 	for _, v6 := range []bool{false, true} {
 		for _, isTCP := range []bool{true, false} {
