@@ -204,8 +204,8 @@ func TestVnetKeepCE(t *testing.T) {
 		if s.Marked == 0 || uint64(marked) != s.CEWritten || s.CEWritten != s.Marked {
 			t.Errorf("marked %d, ce_written %d, CE super-packets seen %d; want equal and positive", s.Marked, s.CEWritten, marked)
 		}
-		if ceSegs != 4*marked || otherCE != 0 || allSegs != 4*int(s.Written.Packets) {
-			t.Errorf("%d CE segments for %d marked super-packets, %d CE segments of unmarked ones, %d segments in all for %d written", ceSegs, marked, otherCE, allSegs, s.Written.Packets)
+		if ceSegs != 4*marked || otherCE != 0 || s.CEWrittenSegments != uint64(ceSegs) || allSegs != 4*int(s.Written.Packets) {
+			t.Errorf("%d CE segments for %d marked super-packets, %d CE segments of unmarked ones, %d segments in all for %d written, ce_written_segments %d", ceSegs, marked, otherCE, allSegs, s.Written.Packets, s.CEWrittenSegments)
 		}
 	})
 }

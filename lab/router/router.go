@@ -396,6 +396,7 @@ func (d *Queue) emit(ps []aqm.Packet[[]byte], out [][]byte) {
 		p := ps[i].Payload
 		if ps[i].ECN == aqm.CE && markCE(p[d.r.off:]) {
 			d.c.ceWritten.Add(1)
+			d.c.ceSegments.Add(uint64(ps[i].SegmentCount()))
 		}
 		ps[i] = aqm.Packet[[]byte]{}
 		if d.line == nil {
@@ -720,6 +721,7 @@ func (r *Router) Stats() Stats {
 		s.Dropped.add(q.Dropped)
 		s.Marked += q.Marked
 		s.CEWritten += q.CEWritten
+		s.CEWrittenSegments += q.CEWrittenSegments
 		s.Queued += q.Queued
 		s.Queues = append(s.Queues, q)
 	}
@@ -736,13 +738,14 @@ func (r *Router) Stats() Stats {
 func (d *Queue) Stats() QueueStats {
 	qs := d.front.Stats()
 	s := QueueStats{
-		Prefix:    d.prefix.String(),
-		Read:      Count{Packets: d.c.readPackets.Load(), Bytes: d.c.readBytes.Load()},
-		Written:   Count{Packets: d.c.writtenPackets.Load(), Bytes: d.c.writtenBytes.Load()},
-		Dropped:   d.c.dropsSnapshot(),
-		Marked:    qs.Marked.Packets,
-		CEWritten: d.c.ceWritten.Load(),
-		Queue:     qs,
+		Prefix:            d.prefix.String(),
+		Read:              Count{Packets: d.c.readPackets.Load(), Bytes: d.c.readBytes.Load()},
+		Written:           Count{Packets: d.c.writtenPackets.Load(), Bytes: d.c.writtenBytes.Load()},
+		Dropped:           d.c.dropsSnapshot(),
+		Marked:            qs.Marked.Packets,
+		CEWritten:         d.c.ceWritten.Load(),
+		CEWrittenSegments: d.c.ceSegments.Load(),
+		Queue:             qs,
 	}
 	if d.line != nil {
 		s.Delayed = d.line.len()
@@ -769,6 +772,7 @@ func (d *Queue) Metrics() iter.Seq[aqm.Metric] {
 			{Name: "written_packets", Kind: aqm.Counter, Value: float64(s.Written.Packets)},
 			{Name: "written_bytes", Kind: aqm.Counter, Value: float64(s.Written.Bytes)},
 			{Name: "ce_written_packets", Kind: aqm.Counter, Value: float64(s.CEWritten)},
+			{Name: "ce_written_segments", Kind: aqm.Counter, Value: float64(s.CEWrittenSegments)},
 			{Name: "delayed_packets", Kind: aqm.Gauge, Value: float64(s.Delayed)},
 			{Name: "dropped_closed_packets", Kind: aqm.Counter, Value: float64(s.Dropped.Closed)},
 			{Name: "dropped_delay_full_packets", Kind: aqm.Counter, Value: float64(s.Dropped.DelayFull)},
