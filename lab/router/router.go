@@ -396,7 +396,7 @@ func (d *Queue) emit(ps []aqm.Packet[[]byte], out [][]byte) {
 		p := ps[i].Payload
 		if ps[i].ECN == aqm.CE && markCE(p[d.r.off:]) {
 			d.c.ceWritten.Add(1)
-			d.c.ceSegments.Add(uint64(ps[i].SegmentCount()))
+			d.c.ceSegments.Add(uint64(d.r.segments(p)))
 		}
 		ps[i] = aqm.Packet[[]byte]{}
 		if d.line == nil {
@@ -628,6 +628,7 @@ func (r *Router) offer(bufs [][]byte, i, size int, noBuffer bool, sp *splitter) 
 		if n, err := iphdr.GSOSegments(ip, vh); err == nil {
 			segs = n
 			if d.split && n > 1 && n <= MaxSplitSegments && d.offerSplit(ip, vh, n, sp) {
+				d.c.split.Add(1)
 				return d
 			}
 		}
@@ -639,6 +640,21 @@ func (r *Router) offer(bufs [][]byte, i, size int, noBuffer bool, sp *splitter) 
 		bufs[i] = nil
 	}
 	return d
+}
+
+// segments returns how many wire packets the buffer p stands for: with
+// VnetHdr, its super-packet's segments (read from the bytes, since a queue
+// need not keep aqm.Meta.Segments), and 1 otherwise.
+func (r *Router) segments(p []byte) int {
+	if r.off == 0 {
+		return 1
+	}
+	h, err := iphdr.ParseVnetHdr(p)
+	if err != nil || !h.IsGSO() {
+		return 1
+	}
+	n, _ := iphdr.GSOSegments(p[r.off:], h)
+	return n
 }
 
 // enqueue offers p (with its Meta m) to the front and counts a refusal; it
@@ -722,6 +738,7 @@ func (r *Router) Stats() Stats {
 		s.Marked += q.Marked
 		s.CEWritten += q.CEWritten
 		s.CEWrittenSegments += q.CEWrittenSegments
+		s.Split += q.Split
 		s.Queued += q.Queued
 		s.Queues = append(s.Queues, q)
 	}
@@ -745,6 +762,7 @@ func (d *Queue) Stats() QueueStats {
 		Marked:            qs.Marked.Packets,
 		CEWritten:         d.c.ceWritten.Load(),
 		CEWrittenSegments: d.c.ceSegments.Load(),
+		Split:             d.c.split.Load(),
 		Queue:             qs,
 	}
 	if d.line != nil {
@@ -773,6 +791,7 @@ func (d *Queue) Metrics() iter.Seq[aqm.Metric] {
 			{Name: "written_bytes", Kind: aqm.Counter, Value: float64(s.Written.Bytes)},
 			{Name: "ce_written_packets", Kind: aqm.Counter, Value: float64(s.CEWritten)},
 			{Name: "ce_written_segments", Kind: aqm.Counter, Value: float64(s.CEWrittenSegments)},
+			{Name: "split_packets", Kind: aqm.Counter, Value: float64(s.Split)},
 			{Name: "delayed_packets", Kind: aqm.Gauge, Value: float64(s.Delayed)},
 			{Name: "dropped_closed_packets", Kind: aqm.Counter, Value: float64(s.Dropped.Closed)},
 			{Name: "dropped_delay_full_packets", Kind: aqm.Counter, Value: float64(s.Dropped.DelayFull)},

@@ -103,6 +103,9 @@ type QueueStats struct {
 	// stand for: CEWritten plus, for each kept GSO super-packet among
 	// them, its segments beyond the first.
 	CEWrittenSegments uint64 `json:"ce_written_segments"`
+	// Split counts the GSO super-packets read and cut into their
+	// segments; Read counts the segments, not the super-packets.
+	Split uint64 `json:"split"`
 	// Queued is the number of packets in the queue, in the delay line, or
 	// between them; zero after a complete drain.
 	Queued int `json:"queued"`
@@ -128,7 +131,9 @@ type Stats struct {
 	CEWritten uint64 `json:"ce_written"`
 	// CEWrittenSegments is the total of QueueStats.CEWrittenSegments.
 	CEWrittenSegments uint64 `json:"ce_written_segments"`
-	Queued            int    `json:"queued"`
+	// Split is the total of QueueStats.Split.
+	Split  uint64 `json:"split"`
+	Queued int    `json:"queued"`
 	// NotIP counts the packets that were not IPv4 or IPv6 (also in
 	// Dropped.NotIP).
 	NotIP uint64 `json:"not_ip"`
@@ -162,6 +167,7 @@ type counters struct {
 	writtenPackets, writtenBytes atomic.Uint64
 	ceWritten                    atomic.Uint64
 	ceSegments                   atomic.Uint64
+	split                        atomic.Uint64
 	drops                        [numReasons]atomic.Uint64
 }
 

@@ -49,6 +49,8 @@ func TestMain(m *testing.M) {
 		os.Exit(offloadsOff(os.Args[1:]))
 	case "fetch":
 		os.Exit(fetch(os.Args[1:]))
+	case "capture":
+		os.Exit(capture(os.Args[1:]))
 	default:
 		fmt.Fprintf(os.Stderr, "unknown helper %q\n", h)
 		os.Exit(2)
@@ -68,6 +70,14 @@ type lab struct {
 }
 
 func newLab(t *testing.T, tunArgs ...string) *lab {
+	t.Helper()
+	return newLabOffloads(t, nil, tunArgs...)
+}
+
+// newLabOffloads is newLab with offloads turned off only on the veths
+// named in off by namespace ("c", "r", "s"); nil turns them off on every
+// veth, an empty map on none.
+func newLabOffloads(t *testing.T, off map[string][]string, tunArgs ...string) *lab {
 	t.Helper()
 	if os.Geteuid() != 0 {
 		t.Skip("needs root: builds network namespaces joined by veths through a TUN router")
@@ -117,7 +127,11 @@ func newLab(t *testing.T, tunArgs ...string) *lab {
 		sys = append(sys, "net.ipv4.conf."+i+".rp_filter=0")
 	}
 	l.ip(append([]string{"netns", "exec", l.r, "sysctl", "-qw"}, sys...)...)
-	for ns, devs := range map[string][]string{l.c: {"c0"}, l.r: {"r0", "r1"}, l.s: {"s0"}} {
+	if off == nil {
+		off = map[string][]string{"c": {"c0"}, "r": {"r0", "r1"}, "s": {"s0"}}
+	}
+	for k, devs := range off {
+		ns := map[string]string{"c": l.c, "r": l.r, "s": l.s}[k]
 		if out, err := l.helper(context.Background(), ns, "offloads", devs...).CombinedOutput(); err != nil {
 			t.Fatalf("offloads off in %s: %v\n%s", ns, err, out)
 		}
