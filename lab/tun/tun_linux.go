@@ -135,6 +135,11 @@ func Open(cfg Config) (*Device, error) {
 		}
 	}
 	var offl uint32
+	if !vnet {
+		// A persistent device keeps the offloads its last opener set; a
+		// reader without the header could not tell a super-packet's size.
+		syscall.Syscall(syscall.SYS_IOCTL, uintptr(fd), tunSetOffload, 0)
+	}
 	if vnet {
 		var errs []string
 		for _, set := range offloadSets {

@@ -522,6 +522,9 @@ func client(args []string) int {
 		fmt.Printf("tcp %d %d udp %d %d %d\n", size, got, probes, replies, best.Microseconds())
 		return 0
 	case "load":
+		if len(args) > 4 {
+			uploadCC = args[4]
+		}
 		flows, _ := strconv.Atoi(args[2])
 		d, _ := time.ParseDuration(args[3])
 		start := time.Now()
@@ -547,10 +550,24 @@ func client(args []string) int {
 	return 2
 }
 
+// uploadCC, if set, is the congestion control of each upload
+// (TCP_CONGESTION): "load ADDR FLOWS DURATION CC" sets it.
+var uploadCC string
+
 // upload sends size bytes (or until end, if set) on one TCP connection and
 // returns what the server says it received.
 func upload(addr string, size int, end time.Time) (int64, error) {
-	c, err := net.DialTimeout("tcp", net.JoinHostPort(addr, "5001"), 5*time.Second)
+	dl := net.Dialer{Timeout: 5 * time.Second}
+	if uploadCC != "" {
+		dl.Control = func(_, _ string, rc syscall.RawConn) error {
+			var serr error
+			rc.Control(func(fd uintptr) {
+				serr = syscall.SetsockoptString(int(fd), syscall.IPPROTO_TCP, syscall.TCP_CONGESTION, uploadCC)
+			})
+			return serr
+		}
+	}
+	c, err := dl.Dial("tcp", net.JoinHostPort(addr, "5001"))
 	if err != nil {
 		return 0, err
 	}

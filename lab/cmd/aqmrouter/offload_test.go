@@ -222,3 +222,82 @@ func capture(args []string) int {
 }
 
 func htons(v uint16) uint16 { return v<<8 | v>>8 }
+
+// TestOffloadThroughput measures the unshaped router's TCP throughput with
+// the TUN's offloads against without: four kernel CUBIC uploads (set per
+// socket) for 6 s
+// through FQ-CoDel, every veth offload on (only the TUN differs), the two
+// configurations interleaved over three rounds with their order rotated.
+// It reports the goodput, the router's CPU and the load average of each
+// run, and the medians and ranges. It is a measurement, run with
+// AQMROUTER_OFFLOAD=1.
+func TestOffloadThroughput(t *testing.T) {
+	if os.Getenv("AQMROUTER_OFFLOAD") == "" {
+		t.Skip("a 1-minute measurement; set AQMROUTER_OFFLOAD=1 to run it")
+	}
+	l := newLabOffloads(t, map[string][]string{})
+	l.start(l.s, "server", "ready", "10.201.2.2")
+	configs := []string{"on", "off"}
+	type result struct{ mbps, cpu float64 }
+	results := map[string][]result{}
+	rounds := 3
+	if n, err := strconv.Atoi(os.Getenv("AQMROUTER_OFFLOAD")); err == nil && n > 3 {
+		rounds = n
+	}
+	for round := range rounds {
+		for k := range configs {
+			c := configs[(k+round)%len(configs)]
+			stats := filepath.Join(t.TempDir(), "stats.json")
+			rt := l.start(l.r, "router", "MTU", "-tun", "tun0", "-aqm", "fq-codel", "-rate", "0", "-offload="+strconv.FormatBool(c == "on"), "-report", "0", "-stats", stats)
+			ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
+			cl := l.helper(ctx, l.c, "client", "load", "10.201.2.2", "4", "6s", "cubic")
+			var clOut strings.Builder
+			cl.Stdout, cl.Stderr = &clOut, &clOut
+			if err := cl.Start(); err != nil {
+				t.Fatal(err)
+			}
+			time.Sleep(time.Second)
+			t0, _ := cpuTicks(rt.cmd.Process.Pid)
+			w0 := time.Now()
+			time.Sleep(4 * time.Second)
+			t1, _ := cpuTicks(rt.cmd.Process.Pid)
+			w1 := time.Now()
+			if err := cl.Wait(); err != nil {
+				t.Fatalf("client: %v\n%s", err, clOut.String())
+			}
+			cancel()
+			rt.stop(t)
+			var acked int64
+			var secs float64
+			fmt.Sscanf(clOut.String(), "load %d %g", &acked, &secs)
+			s := readStats(t, stats)
+			r := result{mbps: float64(acked) * 8 / secs / 1e6, cpu: float64(t1-t0) / w1.Sub(w0).Seconds()}
+			results[c] = append(results[c], r)
+			load, _ := os.ReadFile("/proc/loadavg")
+			t.Logf("round %d offload %-3s goodput %7.1f Mb/s, router CPU %5.1f%% of a core, read %d written %d dropped %d; loadavg %s",
+				round, c, r.mbps, r.cpu, s.Read.Packets, s.Written.Packets, s.Dropped.Total, strings.Join(strings.Fields(string(load))[:3], " "))
+			if acked == 0 || !s.Conserved() {
+				t.Errorf("offload %s: %d bytes acked, conserved %v", c, acked, s.Conserved())
+			}
+		}
+	}
+	med := func(rs []result, f func(result) float64) (lo, mid, hi float64) {
+		v := make([]float64, len(rs))
+		for i, r := range rs {
+			v[i] = f(r)
+		}
+		slices.Sort(v)
+		return v[0], v[len(v)/2], v[len(v)-1]
+	}
+	for _, c := range configs {
+		lo, m, hi := med(results[c], func(r result) float64 { return r.mbps })
+		clo, cm, chi := med(results[c], func(r result) float64 { return r.cpu })
+		t.Logf("offload %-3s goodput median %.1f Mb/s (range %.1f-%.1f), router CPU median %.1f%% (range %.1f-%.1f)", c, m, lo, hi, cm, clo, chi)
+	}
+	var ratios []float64
+	for i := range results["on"] {
+		ratios = append(ratios, results["on"][i].mbps/results["off"][i].mbps)
+	}
+	slices.Sort(ratios)
+	t.Logf("on/off goodput ratio per round: median %.2f (range %.2f-%.2f)", ratios[len(ratios)/2], ratios[0], ratios[len(ratios)-1])
+}
