@@ -129,7 +129,7 @@ type IP[C any] struct {
 	batch aqm.BatchQueue[*Buf] // the burst path of a queue HashIP wrapped, or nil
 	pool  *Pool
 	paced bool
-	off   int // bytes before the IP packet: the virtio-net header, or 0
+	off   int       // bytes before the IP packet: the virtio-net header, or 0
 	in    sync.Pool // *ipScratch[C], for EnqueueBatch
 	out   sync.Pool // *[RunBatch]aqm.Packet[*Buf], for the dequeues
 
