@@ -224,10 +224,11 @@ func capture(args []string) int {
 func htons(v uint16) uint16 { return v<<8 | v>>8 }
 
 // TestOffloadThroughput measures the unshaped router's TCP throughput with
-// the TUN's offloads against without: four kernel CUBIC uploads (set per
-// socket) for 6 s
-// through FQ-CoDel, every veth offload on (only the TUN differs), the two
-// configurations interleaved over three rounds with their order rotated.
+// the TUN's offloads against without, and with the offloads but every
+// super-packet split in the router (-gso split): four kernel CUBIC uploads
+// (set per socket) for 6 s through FQ-CoDel, every veth offload on (only
+// the TUN differs), the three configurations interleaved over three rounds
+// (or AQMROUTER_OFFLOAD, if larger) with their order rotated.
 // It reports the goodput, the router's CPU and the load average of each
 // run, and the medians and ranges. It is a measurement, run with
 // AQMROUTER_OFFLOAD=1.
@@ -237,7 +238,8 @@ func TestOffloadThroughput(t *testing.T) {
 	}
 	l := newLabOffloads(t, map[string][]string{})
 	l.start(l.s, "server", "ready", "10.201.2.2")
-	configs := []string{"on", "off"}
+	configs := []string{"on", "off", "split"}
+	flags := map[string][]string{"on": {"-offload=true"}, "off": {"-offload=false"}, "split": {"-offload=true", "-gso", "split"}}
 	type result struct{ mbps, cpu float64 }
 	results := map[string][]result{}
 	rounds := 3
@@ -248,7 +250,8 @@ func TestOffloadThroughput(t *testing.T) {
 		for k := range configs {
 			c := configs[(k+round)%len(configs)]
 			stats := filepath.Join(t.TempDir(), "stats.json")
-			rt := l.start(l.r, "router", "MTU", "-tun", "tun0", "-aqm", "fq-codel", "-rate", "0", "-offload="+strconv.FormatBool(c == "on"), "-report", "0", "-stats", stats)
+			args := append([]string{"-tun", "tun0", "-aqm", "fq-codel", "-rate", "0", "-report", "0", "-stats", stats}, flags[c]...)
+			rt := l.start(l.r, "router", "MTU", args...)
 			ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
 			cl := l.helper(ctx, l.c, "client", "load", "10.201.2.2", "4", "6s", "cubic")
 			var clOut strings.Builder
@@ -274,7 +277,7 @@ func TestOffloadThroughput(t *testing.T) {
 			r := result{mbps: float64(acked) * 8 / secs / 1e6, cpu: float64(t1-t0) / w1.Sub(w0).Seconds()}
 			results[c] = append(results[c], r)
 			load, _ := os.ReadFile("/proc/loadavg")
-			t.Logf("round %d offload %-3s goodput %7.1f Mb/s, router CPU %5.1f%% of a core, read %d written %d dropped %d; loadavg %s",
+			t.Logf("round %d offload %-5s goodput %7.1f Mb/s, router CPU %5.1f%% of a core, read %d written %d dropped %d; loadavg %s",
 				round, c, r.mbps, r.cpu, s.Read.Packets, s.Written.Packets, s.Dropped.Total, strings.Join(strings.Fields(string(load))[:3], " "))
 			if acked == 0 || !s.Conserved() {
 				t.Errorf("offload %s: %d bytes acked, conserved %v", c, acked, s.Conserved())
@@ -292,7 +295,7 @@ func TestOffloadThroughput(t *testing.T) {
 	for _, c := range configs {
 		lo, m, hi := med(results[c], func(r result) float64 { return r.mbps })
 		clo, cm, chi := med(results[c], func(r result) float64 { return r.cpu })
-		t.Logf("offload %-3s goodput median %.1f Mb/s (range %.1f-%.1f), router CPU median %.1f%% (range %.1f-%.1f)", c, m, lo, hi, cm, clo, chi)
+		t.Logf("offload %-5s goodput median %.1f Mb/s (range %.1f-%.1f), router CPU median %.1f%% (range %.1f-%.1f)", c, m, lo, hi, cm, clo, chi)
 	}
 	var ratios []float64
 	for i := range results["on"] {
