@@ -209,3 +209,35 @@ func TestVnetKeepCE(t *testing.T) {
 		}
 	})
 }
+
+// TestVnetBadHeaders protects the counters on the offload path: a read
+// shorter than the virtio-net header counts as truncated, a header no
+// sender produces as not IP, and a super-packet whose header does not match
+// it (a TCP kind on UDP) is forwarded whole, as the kernel will judge it;
+// every packet read is accounted for.
+func TestVnetBadHeaders(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		var mu sync.Mutex
+		var written int
+		p := newPipe(64, func(b []byte) bool { mu.Lock(); written++; mu.Unlock(); return true })
+		r, stop := startRouter(t, Config{AQM: "fifo", Rate: 100 * aqm.Mbit, VnetHdr: true, Clock: clock.Since(time.Now())}, p)
+		p.in <- []byte{1, 2, 3}
+		bad := superTCP4("10.201.1.2", "10.201.2.2", 0, 1000, 3, 1)
+		bad[0] = 0x08
+		p.in <- bad
+		mismatch := append(make([]byte, 10), ipv4("10.201.1.2", "10.201.2.2", 0, 3000, 1)...)
+		_ = (iphdr.VnetHdr{GSOType: iphdr.GSOTCPv4, GSOSize: 1000}).Put(mismatch)
+		p.in <- mismatch
+		waitRead(r, 3)
+		time.Sleep(50 * time.Millisecond)
+		if err := stop(); err != nil {
+			t.Fatal(err)
+		}
+		s := r.Stats()
+		mu.Lock()
+		defer mu.Unlock()
+		if s.Dropped.Truncated != 1 || s.Dropped.NotIP != 1 || written != 1 || s.Split != 0 || !s.Conserved() {
+			t.Errorf("truncated %d, not IP %d, written %d, split %d, conserved %v; want 1, 1, 1, 0, true", s.Dropped.Truncated, s.Dropped.NotIP, written, s.Split, s.Conserved())
+		}
+	})
+}

@@ -584,12 +584,12 @@ func (r *Router) read(dev Device) error {
 func (r *Router) offer(bufs [][]byte, i, size int, noBuffer bool, sp *splitter) *Queue {
 	p := bufs[i][:min(size, len(bufs[i]))]
 	if size > len(bufs[i]) {
-		r.unclassified.read(size - r.off)
+		r.unclassified.read(max(size-r.off, 0))
 		r.unclassified.drop(dropTruncated)
 		return nil
 	}
 	if noBuffer {
-		r.unclassified.read(size - r.off)
+		r.unclassified.read(max(size-r.off, 0))
 		r.unclassified.drop(dropNoBuffer)
 		return nil
 	}
