@@ -106,7 +106,9 @@ type Config struct {
 	// Buffers bounds the packet buffers in use at once (queued, delayed or
 	// being read); a packet read when all are in use is dropped
 	// (no_buffer). Buffers are made on demand and reused. Zero means
-	// DefaultBuffers.
+	// DefaultBuffers. With VnetHdr it bounds the read buffers and, apart,
+	// the segment buffers (SegmentBufferSize) that small packets and split
+	// segments are queued in.
 	Buffers int
 	// BufferSize is each buffer's size in bytes; it must hold the device's
 	// MTU, as longer packets arrive cut and are dropped (truncated). Zero
@@ -123,7 +125,10 @@ type Config struct {
 	// virtio-net header (iphdr.VnetHdr): a TUN opened with offloads
 	// (tun.Config.Offload), whose reads may be GSO super-packets of up to
 	// 64 KiB. Queues then see the IP packet behind the header, and the
-	// counters count IP bytes.
+	// counters count IP bytes. Read buffers are DefaultVnetBufferSize; a
+	// packet that fits SegmentBufferSize is copied into a buffer of that
+	// size before it is queued, so that only kept super-packets hold big
+	// buffers in a queue.
 	VnetHdr bool
 	// GSO says what happens to a super-packet with VnetHdr: split into its
 	// segments (each queued, marked and written as its own packet, with a
@@ -633,11 +638,24 @@ func (r *Router) offer(bufs [][]byte, i, size int, noBuffer bool, sp *splitter) 
 			}
 		}
 	}
+	// A packet that fits a segment buffer is queued in one, so that a
+	// queue of small packets does not hold 64 KiB read buffers.
+	payload, copied := p, false
+	if r.off > 0 && len(p) <= SegmentBufferSize {
+		if b, ok := r.seg.get(); ok {
+			payload, copied = b[:copy(b, p)], true
+		}
+	}
 	d.c.read(len(ip))
 	m := d.cls.classify(ip)
 	m.Segments = uint16(min(segs, 0xffff))
-	if d.enqueue(p, m) {
-		bufs[i] = nil
+	switch {
+	case d.enqueue(payload, m):
+		if !copied {
+			bufs[i] = nil
+		}
+	case copied:
+		r.seg.put(payload)
 	}
 	return d
 }
