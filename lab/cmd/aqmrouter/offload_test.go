@@ -52,7 +52,9 @@ func snmpTCP(t *testing.T, ns, name string) int64 {
 // whole unshaped, split at 50 Mb/s, and kept at 50 Mb/s with -gso keep.
 // With ECN, a packet capture at the server counts CE on exactly as many
 // data segments as the router's marks cover: each mark on a kept
-// super-packet arrives on every one of its segments.
+// super-packet arrives on every one of its segments. (CoDel's target and
+// interval are cut to 3 ms and 30 ms so that a short transfer is marked
+// often.)
 func TestOffloadPath(t *testing.T) {
 	for _, c := range []struct {
 		name  string
@@ -61,8 +63,8 @@ func TestOffloadPath(t *testing.T) {
 		ce    bool
 	}{
 		{"unshaped-keep", []string{"-rate", "0"}, false, false},
-		{"50mbit-split", []string{"-rate", "50mbit"}, true, true},
-		{"50mbit-keep", []string{"-rate", "50mbit", "-gso", "keep"}, false, true},
+		{"50mbit-split", []string{"-rate", "50mbit", "-params", "target=3ms,interval=30ms"}, true, true},
+		{"50mbit-keep", []string{"-rate", "50mbit", "-gso", "keep", "-params", "target=3ms,interval=30ms"}, false, true},
 	} {
 		t.Run(c.name, func(t *testing.T) {
 			// Offloads stay on from the client to the router; r1 segments
