@@ -91,6 +91,19 @@ type IPConfig struct {
 	// new pool with [PoolConfig]'s defaults, which [IP.Pool] returns.
 	// Give the same pool's [Pool.Drop] to the queue as its DropFunc.
 	Pool *Pool
+	// VnetHdr says every Buf starts with a virtio-net header
+	// (iphdr.VnetHdr, as a TUN opened with IFF_VNET_HDR delivers it): the
+	// front classifies and marks the IP packet behind it, and gives a GSO
+	// super-packet's Meta its segment count (iphdr.GSOSegments) in
+	// [aqm.Meta.Segments], so that the queue counts wire packets. The
+	// front queues a super-packet whole, and a mark applies to all its
+	// segments; to split instead, cut it with iphdr.SplitGSO before
+	// Enqueue when [GSOPolicy.Split] says so for the front's rate. The
+	// front never coalesces packets, so a mark covers exactly the
+	// segments of the packet the queue marked. Size reports the IP bytes,
+	// header excluded. A Buf whose header is bad is queued as not IP
+	// ([IPDetail.NotIP]).
+	VnetHdr bool
 }
 
 // IP is a [Front] for raw IP packets held in [Buf]s: producers hand it
@@ -116,6 +129,7 @@ type IP[C any] struct {
 	batch aqm.BatchQueue[*Buf] // the burst path of a queue HashIP wrapped, or nil
 	pool  *Pool
 	paced bool
+	off   int       // bytes before the IP packet: the virtio-net header, or 0
 	in    sync.Pool // *ipScratch[C], for EnqueueBatch
 	out   sync.Pool // *[RunBatch]aqm.Packet[*Buf], for the dequeues
 
@@ -168,6 +182,9 @@ func NewIP[C any](q IPQueue[C], c clock.Clock, cfg IPConfig) (*IP[C], error) {
 		return nil, err
 	}
 	x := &IP[C]{f: f, q: q, batch: batch, pool: pool, paced: paced}
+	if cfg.VnetHdr {
+		x.off = iphdr.VnetHdrLen
+	}
 	x.in.New = func() any { return new(ipScratch[C]) }
 	x.out.New = func() any { return new([RunBatch]aqm.Packet[*Buf]) }
 	return x, nil
@@ -197,7 +214,7 @@ func (x *IP[C]) Pool() *Pool { return x.pool }
 // if the verdict refuses the packet (a full queue, or [ErrClosed] after
 // Close), b is already back in the pool and must not be used.
 func (x *IP[C]) Enqueue(b *Buf) (aqm.Verdict, error) {
-	m, info, err := x.q.ClassifyIP(b.B)
+	m, info, err := x.classify(b.B)
 	p := aqm.Packet[*Buf]{Payload: b, Meta: m}
 	f := x.f
 	f.mu.Lock()
@@ -245,7 +262,7 @@ func (x *IP[C]) EnqueueBatch(bs []*Buf, vs []aqm.Verdict) (int, error) {
 		m := min(n-base, ipChunk)
 		for i := range m {
 			b := bs[base+i]
-			meta, info, err := x.q.ClassifyIP(b.B)
+			meta, info, err := x.classify(b.B)
 			sc.ps[i] = aqm.Packet[*Buf]{Payload: b, Meta: meta}
 			sc.cs[i] = info
 			sc.bad[i] = err != nil
@@ -258,6 +275,27 @@ func (x *IP[C]) EnqueueBatch(bs []*Buf, vs []aqm.Verdict) (int, error) {
 		return acc, ErrClosed
 	}
 	return acc, nil
+}
+
+// classify is the queue's ClassifyIP of the IP packet in b, behind its
+// virtio-net header with VnetHdr, whose GSO segment count it adds.
+func (x *IP[C]) classify(b []byte) (aqm.Meta, C, error) {
+	if x.off == 0 {
+		return x.q.ClassifyIP(b)
+	}
+	h, herr := iphdr.ParseVnetHdr(b)
+	ip := b[min(x.off, len(b)):]
+	m, info, err := x.q.ClassifyIP(ip)
+	if herr != nil {
+		var zero C
+		return aqm.Meta{Size: uint32(len(ip))}, zero, herr
+	}
+	if err == nil && h.IsGSO() {
+		if n, gerr := iphdr.GSOSegments(ip, h); gerr == nil {
+			m.Segments = uint16(min(n, 0xffff))
+		}
+	}
+	return m, info, err
 }
 
 // enqueueRun queues the len(vs) classified packets of sc under one lock
@@ -323,14 +361,15 @@ func (x *IP[C]) deliver(ps []aqm.Packet[*Buf], bs []*Buf) int {
 	for i := range ps {
 		p := &ps[i]
 		if p.ECN == aqm.CE {
-			e, err := iphdr.ECN(p.Payload.B)
+			ip := p.Payload.B[min(x.off, len(p.Payload.B)):]
+			e, err := iphdr.ECN(ip)
 			if err != nil || e == aqm.NotECT {
 				unmarkable.Add(p.Size)
 				x.pool.Put(p.Payload)
 				continue
 			}
 			if e != aqm.CE {
-				_ = iphdr.SetCE(p.Payload.B) // ECT(0) or ECT(1): cannot fail
+				_ = iphdr.SetCE(ip) // ECT(0) or ECT(1): cannot fail
 				rewritten.Add(p.Size)
 			}
 		}

@@ -47,6 +47,16 @@ func (p *pool) get() ([]byte, bool) {
 // every buffer the pool may make.
 func (p *pool) put(b []byte) { p.free <- b[:p.size] }
 
+// put returns a buffer to the pool it came from: the segment pool for
+// segment buffers, the read pool for the rest.
+func (r *Router) put(b []byte) {
+	if r.seg != nil && cap(b) == r.seg.size {
+		r.seg.put(b)
+		return
+	}
+	r.pool.put(b)
+}
+
 // inUse returns how many buffers are out of the pool.
 func (p *pool) inUse() int { return int(p.made.Load()) - len(p.free) }
 
@@ -76,9 +86,10 @@ func markCE(p []byte) bool { return iphdr.SetCE(p) == nil }
 // for host isolation, tins and its ACK filter; other queues need only the
 // Meta that classify gives. It returns the queue to use and the classifier
 // for its packets.
-func forIP(q aqm.Queue[[]byte]) (aqm.Queue[[]byte], classifier) {
+// Payloads hold off bytes (the virtio-net header) before the IP packet.
+func forIP(q aqm.Queue[[]byte], off int) (aqm.Queue[[]byte], classifier) {
 	if c, ok := q.(*cake.Queue[[]byte]); ok {
-		return &cakeIP{q: c, cls: cake.NewClassifier(0, false)}, classifier{sizeOnly: true}
+		return &cakeIP{q: c, cls: cake.NewClassifier(0, false), off: off}, classifier{sizeOnly: true}
 	}
 	return q, classifier{h: iphdr.NewHasher()}
 }
@@ -91,6 +102,7 @@ func forIP(q aqm.Queue[[]byte]) (aqm.Queue[[]byte], classifier) {
 type cakeIP struct {
 	q   *cake.Queue[[]byte]
 	cls *cake.Classifier
+	off int // bytes before the IP packet in each payload
 }
 
 var (
@@ -99,12 +111,14 @@ var (
 )
 
 func (c *cakeIP) Enqueue(p aqm.Packet[[]byte], now aqm.Time) aqm.Verdict {
-	m, info, err := c.cls.Classify(p.Payload)
+	ip := p.Payload[min(c.off, len(p.Payload)):]
+	m, info, err := c.cls.Classify(ip)
 	if err != nil {
 		// Not a parseable IP packet: CAKE queues it as one flow of best
 		// effort, not ECN-capable, so it can be dropped but never marked.
-		return c.q.Enqueue(aqm.Packet[[]byte]{Payload: p.Payload, Meta: aqm.Meta{Size: uint32(len(p.Payload))}}, now)
+		return c.q.Enqueue(aqm.Packet[[]byte]{Payload: p.Payload, Meta: aqm.Meta{Size: uint32(len(ip)), Segments: p.Segments}}, now)
 	}
+	m.Segments = p.Segments
 	p.Meta = m
 	return c.q.EnqueueInfo(p, info, now)
 }

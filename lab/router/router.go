@@ -15,6 +15,7 @@ import (
 	"github.com/aqmkit/aqmkit/aqm"
 	"github.com/aqmkit/aqmkit/clock"
 	"github.com/aqmkit/aqmkit/front"
+	"github.com/aqmkit/aqmkit/iphdr"
 )
 
 // Device is a packet device the router reads from and writes back to: a TUN
@@ -46,6 +47,15 @@ const (
 	DefaultDrain      = time.Second
 	DefaultBurst      = 5 * time.Millisecond
 	MaxBurst          = time.Second
+	// DefaultVnetBufferSize is BufferSize's default with VnetHdr: a
+	// virtio-net header and a 64 KiB super-packet.
+	DefaultVnetBufferSize = iphdr.VnetHdrLen + 65535
+	// SegmentBufferSize is the size of the buffers that hold the segments
+	// of a split super-packet: a virtio-net header and 2048 bytes.
+	SegmentBufferSize = iphdr.VnetHdrLen + 2048
+	// MaxSplitSegments is the most segments the router cuts a
+	// super-packet into; one standing for more is queued whole.
+	MaxSplitSegments = 128
 )
 
 // Config configures a Router. The zero Config forwards unshaped through an
@@ -97,7 +107,9 @@ type Config struct {
 	// Buffers bounds the packet buffers in use at once (queued, delayed or
 	// being read); a packet read when all are in use is dropped
 	// (no_buffer). Buffers are made on demand and reused. Zero means
-	// DefaultBuffers.
+	// DefaultBuffers. With VnetHdr it bounds the read buffers and, apart,
+	// the segment buffers (SegmentBufferSize) that small packets and split
+	// segments are queued in.
 	Buffers int
 	// BufferSize is each buffer's size in bytes; it must hold the device's
 	// MTU, as longer packets arrive cut and are dropped (truncated). Zero
@@ -110,6 +122,25 @@ type Config struct {
 	// queued and delayed before it drops the rest (flushed). Zero means
 	// DefaultDrain; a negative Drain drops at once.
 	Drain time.Duration
+	// VnetHdr says every packet the devices deliver and take starts with a
+	// virtio-net header (iphdr.VnetHdr): a TUN opened with offloads
+	// (tun.Config.Offload), whose reads may be GSO super-packets of up to
+	// 64 KiB. Queues then see the IP packet behind the header, and the
+	// counters count IP bytes. Read buffers are DefaultVnetBufferSize; a
+	// packet that fits SegmentBufferSize is copied into a buffer of that
+	// size before it is queued, so that only kept super-packets hold big
+	// buffers in a queue.
+	VnetHdr bool
+	// GSO says what happens to a super-packet with VnetHdr: split into its
+	// segments (each queued, marked and written as its own packet, with a
+	// GSONone header and complete checksums) or kept whole (queued as one
+	// packet whose aqm.Meta.Segments counts its segments, a mark or drop
+	// applying to all of them, written back with its header for the
+	// kernel to segment). The zero value, front.GSOAuto, splits when Rate
+	// is non-zero and below 1 Gb/s and keeps super-packets otherwise. A
+	// super-packet whose segments do not fit SegmentBufferSize, or that
+	// stands for more than MaxSplitSegments, is kept whole.
+	GSO front.GSOPolicy
 	// Clock is the router's time source; nil means clock.Mono.
 	Clock clock.Clock
 	// OnQueue, if set, is called once for each direction when it is
@@ -134,6 +165,9 @@ func (c Config) withDefaults() Config {
 	set(&c.Prefix4, DefaultPrefix4)
 	set(&c.Prefix6, DefaultPrefix6)
 	set(&c.Buffers, DefaultBuffers)
+	if c.VnetHdr {
+		set(&c.BufferSize, DefaultVnetBufferSize)
+	}
 	set(&c.BufferSize, DefaultBufferSize)
 	set(&c.ReadBatch, DefaultReadBatch)
 	if c.Drain == 0 {
@@ -177,6 +211,9 @@ func (c Config) Validate() error {
 	if c.BufferSize > 0 && c.BufferSize < 64 {
 		bad("BufferSize", c.BufferSize, "must be at least 64 bytes")
 	}
+	if c.GSO > front.GSOKeep {
+		bad("GSO", c.GSO, "must be auto, split or keep")
+	}
 	if c.ReadBatch > 1024 {
 		bad("ReadBatch", c.ReadBatch, "must be at most 1024")
 	}
@@ -197,6 +234,8 @@ type Router struct {
 	devs  []Device
 	clk   clock.Clock
 	pool  *pool
+	seg   *pool // segment buffers, with VnetHdr
+	off   int   // bytes before the IP packet: the virtio-net header, or 0
 	table *table[Queue]
 
 	// unclassified counts the packets dropped before they had a queue.
@@ -222,6 +261,10 @@ func New(cfg Config, devs ...Device) (*Router, error) {
 	}
 	cfg = cfg.withDefaults()
 	r := &Router{cfg: cfg, devs: devs, clk: cfg.Clock, pool: newPool(cfg.BufferSize, cfg.Buffers)}
+	if cfg.VnetHdr {
+		r.off = iphdr.VnetHdrLen
+		r.seg = newPool(SegmentBufferSize, cfg.Buffers)
+	}
 	r.flowCtx, r.stopFlow = context.WithCancel(context.Background())
 	r.table = newTable(cfg.MaxQueues, r.newQueue)
 	return r, nil
@@ -247,6 +290,8 @@ type Queue struct {
 	// inline: unshaped, so the reader that offers packets also takes them
 	// out (forward) and no consumer goroutine runs.
 	inline bool
+	// split: super-packets are cut into their segments (Config.GSO).
+	split bool
 }
 
 func (r *Router) newQueue(pfx netip.Prefix, index int) (*Queue, error) {
@@ -255,7 +300,8 @@ func (r *Router) newQueue(pfx netip.Prefix, index int) (*Queue, error) {
 	if err != nil {
 		return nil, err
 	}
-	q, d.cls = forIP(q)
+	q, d.cls = forIP(q, r.off)
+	d.split = r.cfg.VnetHdr && r.cfg.GSO.Split(r.cfg.Rate)
 	_, paced := q.(aqm.Paced)
 	fc := frontConfig(r.cfg.Rate, r.cfg.Burst, paced)
 	rate := fc.Rate
@@ -304,12 +350,12 @@ func (d *Queue) Prefix() netip.Prefix { return d.prefix }
 // dropQueued is the queue's DropFunc: a queued packet it dropped.
 func (d *Queue) dropQueued(p aqm.Packet[[]byte], why aqm.Verdict) {
 	d.c.drop(reasonOf(why))
-	d.r.pool.put(p.Payload)
+	d.r.put(p.Payload)
 }
 
 func (d *Queue) dropFlushed(p aqm.Packet[[]byte], _ aqm.Verdict) {
 	d.c.drop(dropFlushed)
-	d.r.pool.put(p.Payload)
+	d.r.put(p.Payload)
 }
 
 // consume takes packets from the front as the rate lets them leave and
@@ -354,15 +400,16 @@ func (d *Queue) emit(ps []aqm.Packet[[]byte], out [][]byte) {
 	out = out[:0]
 	for i := range ps {
 		p := ps[i].Payload
-		if ps[i].ECN == aqm.CE && markCE(p) {
+		if ps[i].ECN == aqm.CE && markCE(p[d.r.off:]) {
 			d.c.ceWritten.Add(1)
+			d.c.ceSegments.Add(uint64(d.r.segments(p)))
 		}
 		ps[i] = aqm.Packet[[]byte]{}
 		if d.line == nil {
 			out = append(out, p)
 		} else if !d.line.push(p, due) {
 			d.c.drop(dropDelayFull)
-			d.r.pool.put(p)
+			d.r.put(p)
 		}
 	}
 	if len(out) > 0 {
@@ -386,14 +433,14 @@ func (d *Queue) write(ps [][]byte) {
 		n, err := d.dev.WriteBatch(ps)
 		for _, p := range ps[:n] {
 			d.c.writtenPackets.Add(1)
-			d.c.writtenBytes.Add(uint64(len(p)))
-			d.r.pool.put(p)
+			d.c.writtenBytes.Add(uint64(len(p) - d.r.off))
+			d.r.put(p)
 		}
 		if n >= len(ps) {
 			return
 		}
 		d.c.drop(dropWriteError)
-		d.r.pool.put(ps[n])
+		d.r.put(ps[n])
 		if d.r.cfg.Logf != nil && !d.loggedErr.Swap(true) {
 			d.r.cfg.Logf("router: %v: write: %v (further write errors are counted, not logged)", d.prefix, err)
 		}
@@ -472,7 +519,7 @@ func (r *Router) shutdown() {
 		if d.line != nil {
 			d.line.flush(func(p []byte) {
 				d.c.drop(dropFlushed)
-				r.pool.put(p)
+				r.put(p)
 			})
 		}
 	}
@@ -489,6 +536,10 @@ func (r *Router) read(dev Device) error {
 	pk := make([]aqm.Packet[[]byte], front.RunBatch)
 	out := make([][]byte, 0, front.RunBatch)
 	touched := make([]*Queue, 0, 8)
+	var sp *splitter
+	if r.cfg.VnetHdr {
+		sp = new(splitter)
+	}
 	defer func() {
 		for _, b := range bufs {
 			if b != nil {
@@ -513,7 +564,7 @@ func (r *Router) read(dev Device) error {
 		}
 		n, err := dev.ReadBatch(bufs[:k], sizes[:k])
 		for i := range n {
-			if d := r.offer(bufs, i, sizes[i], noBuffer); d != nil && d.inline && !slices.Contains(touched, d) {
+			if d := r.offer(bufs, i, sizes[i], noBuffer, sp); d != nil && d.inline && !slices.Contains(touched, d) {
 				touched = append(touched, d)
 			}
 		}
@@ -533,45 +584,164 @@ func (r *Router) read(dev Device) error {
 
 // offer hands the packet read into bufs[i] to its direction, which it
 // returns (nil if the packet had none); if the front takes it, bufs[i] is
-// set to nil (the buffer now belongs to the queue).
-func (r *Router) offer(bufs [][]byte, i, size int, noBuffer bool) *Queue {
+// set to nil (the buffer now belongs to the queue). With VnetHdr, a
+// super-packet the direction splits is cut into segment buffers (sp's
+// scratch) and bufs[i] stays with the reader.
+func (r *Router) offer(bufs [][]byte, i, size int, noBuffer bool, sp *splitter) *Queue {
 	p := bufs[i][:min(size, len(bufs[i]))]
 	if size > len(bufs[i]) {
-		r.unclassified.read(size)
+		r.unclassified.read(max(size-r.off, 0))
 		r.unclassified.drop(dropTruncated)
 		return nil
 	}
 	if noBuffer {
-		r.unclassified.read(size)
+		r.unclassified.read(max(size-r.off, 0))
 		r.unclassified.drop(dropNoBuffer)
 		return nil
 	}
-	if why, ok := validate(p); !ok {
-		r.unclassified.read(size)
+	var vh iphdr.VnetHdr
+	ip := p
+	if r.off > 0 {
+		h, err := iphdr.ParseVnetHdr(p)
+		if err != nil {
+			why := dropNotIP
+			if err == iphdr.ErrTruncated {
+				why = dropTruncated
+			}
+			r.unclassified.read(max(size-r.off, 0))
+			r.unclassified.drop(why)
+			return nil
+		}
+		vh, ip = h, p[r.off:]
+	}
+	if why, ok := validate(ip); !ok {
+		r.unclassified.read(len(ip))
 		r.unclassified.drop(why)
 		return nil
 	}
-	pfx, _ := prefixOf(p, r.cfg.Prefix4, r.cfg.Prefix6)
+	pfx, _ := prefixOf(ip, r.cfg.Prefix4, r.cfg.Prefix6)
 	d, err := r.table.lookup(pfx)
 	if err != nil {
-		r.unclassified.read(size)
+		r.unclassified.read(len(ip))
 		r.unclassified.drop(dropNoQueue)
 		if r.cfg.Logf != nil && !r.loggedFull.Swap(true) {
 			r.cfg.Logf("router: no queue for %v: %v (MaxQueues %d; further drops are counted, not logged)", pfx, err, r.cfg.MaxQueues)
 		}
 		return nil
 	}
-	d.c.read(size)
-	v, err := d.front.Enqueue(aqm.Packet[[]byte]{Payload: p, Meta: d.cls.classify(p)})
+	segs := 1
+	if vh.IsGSO() {
+		if n, err := iphdr.GSOSegments(ip, vh); err == nil {
+			segs = n
+			if d.split && n > 1 && n <= MaxSplitSegments && d.offerSplit(ip, vh, n, sp) {
+				d.c.split.Add(1)
+				return d
+			}
+		}
+	}
+	// A packet that fits a segment buffer is queued in one, so that a
+	// queue of small packets does not hold 64 KiB read buffers.
+	payload, copied := p, false
+	if r.off > 0 && len(p) <= SegmentBufferSize {
+		if b, ok := r.seg.get(); ok {
+			payload, copied = b[:copy(b, p)], true
+		}
+	}
+	d.c.read(len(ip))
+	m := d.cls.classify(ip)
+	m.Segments = uint16(min(segs, 0xffff))
+	switch {
+	case d.enqueue(payload, m):
+		if !copied {
+			bufs[i] = nil
+		}
+	case copied:
+		r.seg.put(payload)
+	}
+	return d
+}
+
+// segments returns how many wire packets the buffer p stands for: with
+// VnetHdr, its super-packet's segments (read from the bytes, since a queue
+// need not keep aqm.Meta.Segments), and 1 otherwise.
+func (r *Router) segments(p []byte) int {
+	if r.off == 0 {
+		return 1
+	}
+	h, err := iphdr.ParseVnetHdr(p)
+	if err != nil || !h.IsGSO() {
+		return 1
+	}
+	n, _ := iphdr.GSOSegments(p[r.off:], h)
+	return n
+}
+
+// enqueue offers p (with its Meta m) to the front and counts a refusal; it
+// reports whether the front took the buffer.
+func (d *Queue) enqueue(p []byte, m aqm.Meta) bool {
+	v, err := d.front.Enqueue(aqm.Packet[[]byte]{Payload: p, Meta: m})
 	switch {
 	case err != nil:
 		d.c.drop(dropClosed)
 	case !v.Accepted():
 		d.c.drop(reasonOf(v))
 	default:
-		bufs[i] = nil
+		return true
 	}
-	return d
+	return false
+}
+
+// splitter is a reader's scratch space for cutting super-packets.
+type splitter struct {
+	bufs  [MaxSplitSegments][]byte
+	views [MaxSplitSegments][]byte
+	sizes [MaxSplitSegments]int
+}
+
+// offerSplit cuts the super-packet ip (header h, n segments) into segment
+// buffers and offers each to the front as its own packet, behind a GSONone
+// header. It reports false, having queued nothing and holding no buffer,
+// if the segments do not fit a segment buffer; when too few buffers are
+// free, the super-packet is dropped (no_buffer).
+func (d *Queue) offerSplit(ip []byte, h iphdr.VnetHdr, n int, sp *splitter) bool {
+	r := d.r
+	k := 0
+	for ; k < n; k++ {
+		b, ok := r.seg.get()
+		if !ok {
+			break
+		}
+		sp.bufs[k] = b
+		sp.views[k] = b[r.off:]
+	}
+	release := func(from int) {
+		for j := from; j < k; j++ {
+			r.seg.put(sp.bufs[j])
+			sp.bufs[j], sp.views[j] = nil, nil
+		}
+	}
+	if k < n { // too few buffers: drop the super-packet, as the reader drops a packet it has none for
+		release(0)
+		d.c.read(len(ip))
+		d.c.drop(dropNoBuffer)
+		return true
+	}
+	if _, err := iphdr.SplitGSO(ip, h, sp.views[:n], sp.sizes[:n]); err != nil {
+		release(0)
+		return false
+	}
+	for j := range n {
+		b := sp.bufs[j][:r.off+sp.sizes[j]]
+		clear(b[:r.off]) // GSONone, no flags: the checksums are complete
+		seg := b[r.off:]
+		d.c.read(len(seg))
+		m := d.cls.classify(seg)
+		if !d.enqueue(b, m) {
+			r.seg.put(b)
+		}
+		sp.bufs[j], sp.views[j] = nil, nil
+	}
+	return true
 }
 
 // Stats returns a snapshot of the counters, per queue and in total.
@@ -586,6 +756,8 @@ func (r *Router) Stats() Stats {
 		s.Dropped.add(q.Dropped)
 		s.Marked += q.Marked
 		s.CEWritten += q.CEWritten
+		s.CEWrittenSegments += q.CEWrittenSegments
+		s.Split += q.Split
 		s.Queued += q.Queued
 		s.Queues = append(s.Queues, q)
 	}
@@ -602,13 +774,15 @@ func (r *Router) Stats() Stats {
 func (d *Queue) Stats() QueueStats {
 	qs := d.front.Stats()
 	s := QueueStats{
-		Prefix:    d.prefix.String(),
-		Read:      Count{Packets: d.c.readPackets.Load(), Bytes: d.c.readBytes.Load()},
-		Written:   Count{Packets: d.c.writtenPackets.Load(), Bytes: d.c.writtenBytes.Load()},
-		Dropped:   d.c.dropsSnapshot(),
-		Marked:    qs.Marked.Packets,
-		CEWritten: d.c.ceWritten.Load(),
-		Queue:     qs,
+		Prefix:            d.prefix.String(),
+		Read:              Count{Packets: d.c.readPackets.Load(), Bytes: d.c.readBytes.Load()},
+		Written:           Count{Packets: d.c.writtenPackets.Load(), Bytes: d.c.writtenBytes.Load()},
+		Dropped:           d.c.dropsSnapshot(),
+		Marked:            qs.Marked.Packets,
+		CEWritten:         d.c.ceWritten.Load(),
+		CEWrittenSegments: d.c.ceSegments.Load(),
+		Split:             d.c.split.Load(),
+		Queue:             qs,
 	}
 	if d.line != nil {
 		s.Delayed = d.line.len()
@@ -635,6 +809,8 @@ func (d *Queue) Metrics() iter.Seq[aqm.Metric] {
 			{Name: "written_packets", Kind: aqm.Counter, Value: float64(s.Written.Packets)},
 			{Name: "written_bytes", Kind: aqm.Counter, Value: float64(s.Written.Bytes)},
 			{Name: "ce_written_packets", Kind: aqm.Counter, Value: float64(s.CEWritten)},
+			{Name: "ce_written_segments", Kind: aqm.Counter, Value: float64(s.CEWrittenSegments)},
+			{Name: "split_packets", Kind: aqm.Counter, Value: float64(s.Split)},
 			{Name: "delayed_packets", Kind: aqm.Gauge, Value: float64(s.Delayed)},
 			{Name: "dropped_closed_packets", Kind: aqm.Counter, Value: float64(s.Dropped.Closed)},
 			{Name: "dropped_delay_full_packets", Kind: aqm.Counter, Value: float64(s.Dropped.DelayFull)},

@@ -13,6 +13,7 @@ import (
 
 	"github.com/aqmkit/aqmkit/aqm"
 	"github.com/aqmkit/aqmkit/clock"
+	"github.com/aqmkit/aqmkit/front"
 )
 
 // startRouter runs a router over p until the returned stop is called; stop
@@ -300,17 +301,27 @@ func TestZeroAllocs(t *testing.T) {
 	if testing.Short() {
 		t.Skip("streams 60 000 packets")
 	}
-	for _, cfg := range []Config{
-		{AQM: "fifo"},
-		{AQM: "fq-codel", Rate: 10 * aqm.Gbit, Delay: 50 * time.Microsecond},
-		{AQM: "cake", Rate: 10 * aqm.Gbit},
+	for _, c := range []struct {
+		name string
+		cfg  Config
+		segs int // packets written per packet offered
+	}{
+		{"fifo", Config{AQM: "fifo"}, 1},
+		{"fq-codel", Config{AQM: "fq-codel", Rate: 10 * aqm.Gbit, Delay: 50 * time.Microsecond}, 1},
+		{"cake", Config{AQM: "cake", Rate: 10 * aqm.Gbit}, 1},
+		{"fq-codel-vnet-split", Config{AQM: "fq-codel", Rate: 10 * aqm.Gbit, VnetHdr: true, GSO: front.GSOSplit}, 4},
+		{"fq-codel-vnet-keep", Config{AQM: "fq-codel", VnetHdr: true}, 1},
 	} {
-		t.Run(cfg.AQM, func(t *testing.T) {
+		cfg := c.cfg
+		t.Run(c.name, func(t *testing.T) {
 			var written atomic.Uint64
 			p := newPipe(256, func([]byte) bool { written.Add(1); return true })
 			r, stop := startRouter(t, cfg, p)
 			defer stop()
 			pkt := ipv4("10.201.2.2", "10.201.1.2", 2, 1000, 0)
+			if cfg.VnetHdr {
+				pkt = superTCP4("10.201.1.2", "10.201.2.2", 2, 1000, 4, 0)
+			}
 			p.in <- pkt
 			waitRead(r, 1)
 			q := r.table.all()[0]
@@ -327,7 +338,7 @@ func TestZeroAllocs(t *testing.T) {
 			pump := func(n int) {
 				deadline := time.Now().Add(30 * time.Second)
 				for sent := 0; sent < n; {
-					target := accounted() + 64
+					target := accounted() + 64*uint64(c.segs)
 					for range 64 {
 						p.in <- pkt
 					}

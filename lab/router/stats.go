@@ -99,6 +99,13 @@ type QueueStats struct {
 	// CEWritten counts the marked packets whose header was set to CE on
 	// their way out.
 	CEWritten uint64 `json:"ce_written"`
+	// CEWrittenSegments counts the wire packets the CE-written packets
+	// stand for: CEWritten plus, for each kept GSO super-packet among
+	// them, its segments beyond the first.
+	CEWrittenSegments uint64 `json:"ce_written_segments"`
+	// Split counts the GSO super-packets read and cut into their
+	// segments; Read counts the segments, not the super-packets.
+	Split uint64 `json:"split"`
 	// Queued is the number of packets in the queue, in the delay line, or
 	// between them; zero after a complete drain.
 	Queued int `json:"queued"`
@@ -122,7 +129,11 @@ type Stats struct {
 	Dropped   Drops  `json:"dropped"`
 	Marked    uint64 `json:"marked"`
 	CEWritten uint64 `json:"ce_written"`
-	Queued    int    `json:"queued"`
+	// CEWrittenSegments is the total of QueueStats.CEWrittenSegments.
+	CEWrittenSegments uint64 `json:"ce_written_segments"`
+	// Split is the total of QueueStats.Split.
+	Split  uint64 `json:"split"`
+	Queued int    `json:"queued"`
 	// NotIP counts the packets that were not IPv4 or IPv6 (also in
 	// Dropped.NotIP).
 	NotIP uint64 `json:"not_ip"`
@@ -155,6 +166,8 @@ type counters struct {
 	readPackets, readBytes       atomic.Uint64
 	writtenPackets, writtenBytes atomic.Uint64
 	ceWritten                    atomic.Uint64
+	ceSegments                   atomic.Uint64
+	split                        atomic.Uint64
 	drops                        [numReasons]atomic.Uint64
 }
 

@@ -29,8 +29,18 @@
 // reader: each [Open] of the same name is one more queue (IFF_MULTI_QUEUE),
 // and the kernel spreads flows over the queues by their hash, so each queue
 // can have its own reader goroutine. Every queue can write any packet.
-// Offloads (IFF_VNET_HDR, TSO/GSO super-packets) are not used: the kernel
-// segments what it sends into the device, so reads never exceed the MTU.
+// # Offloads
+//
+// By default the kernel segments what it sends into the device, so reads
+// never exceed the MTU, and a router pays a system call per wire packet.
+// With [Config.Offload] the device is opened with IFF_VNET_HDR and the
+// kernel is told (TUNSETOFFLOAD) that the program takes partial checksums
+// and TCP and UDP super-packets: a read then returns a 10-byte virtio-net
+// header and a packet of up to 64 KiB ([OffloadBufferSize]) that stands for
+// many wire packets, and a write takes the same, so one system call moves a
+// whole TSO burst. The header's 16-bit fields are in the host's byte order
+// (little-endian on x86 and arm64), which iphdr.VnetHdr reads;
+// iphdr.SplitGSO cuts a super-packet into its segments.
 //
 // # Concurrency
 //

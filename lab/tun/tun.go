@@ -18,7 +18,32 @@ type Config struct {
 	// KeepDown leaves the link's state as it is; by default Open sets the
 	// link up.
 	KeepDown bool
+	// Offload opens the device with IFF_VNET_HDR and asks the kernel for
+	// checksum, TCP segmentation and UDP segmentation offloads
+	// (TUNSETOFFLOAD with TUN_F_CSUM, TUN_F_TSO4, TUN_F_TSO6, TUN_F_TSO_ECN,
+	// TUN_F_USO4, TUN_F_USO6, dropping the UDP ones, then all, if the kernel
+	// refuses them). Every packet read then starts with a 10-byte
+	// virtio-net header (iphdr.VnetHdr) and may be a super-packet of up to
+	// 64 KiB; every packet written must start with one. If the kernel
+	// refuses IFF_VNET_HDR (a persistent device made without it), Open
+	// opens the device without it: [Device.VnetHdr] reports false and
+	// [Device.OffloadNote] says why.
+	Offload bool
 }
+
+// Offload flags of TUNSETOFFLOAD, from <linux/if_tun.h>.
+const (
+	OffloadCsum   = 0x01 // TUN_F_CSUM: the program takes packets with a partial checksum
+	OffloadTSO4   = 0x02 // TUN_F_TSO4: IPv4 TCP super-packets
+	OffloadTSO6   = 0x04 // TUN_F_TSO6: IPv6 TCP super-packets
+	OffloadTSOECN = 0x08 // TUN_F_TSO_ECN: TCP super-packets that carry CWR
+	OffloadUSO4   = 0x20 // TUN_F_USO4: IPv4 UDP GSO super-packets
+	OffloadUSO6   = 0x40 // TUN_F_USO6: IPv6 UDP GSO super-packets
+)
+
+// OffloadBufferSize is the buffer a read from a device opened with
+// Offload needs: the virtio-net header and a 64 KiB super-packet.
+const OffloadBufferSize = 10 + 65535
 
 // MaxNameLen is the longest interface name Linux accepts: IFNAMSIZ minus the
 // terminating zero.

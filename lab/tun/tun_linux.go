@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"os"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"syscall"
@@ -16,6 +17,22 @@ import (
 // iffMultiQueue is IFF_MULTI_QUEUE from <linux/if_tun.h>; the frozen syscall
 // package predates it.
 const iffMultiQueue = 0x0100
+
+// From <linux/if_tun.h>: IFF_VNET_HDR and the TUNSETOFFLOAD request,
+// _IOW('T', 208, unsigned int).
+const (
+	iffVnetHdr    = 0x4000
+	tunSetOffload = 0x400454d0
+)
+
+// offloadSets are the offload sets Open asks for, in order, until the
+// kernel accepts one.
+var offloadSets = []uint32{
+	OffloadCsum | OffloadTSO4 | OffloadTSO6 | OffloadTSOECN | OffloadUSO4 | OffloadUSO6,
+	OffloadCsum | OffloadTSO4 | OffloadTSO6 | OffloadTSOECN,
+	OffloadCsum | OffloadTSO4 | OffloadTSO6,
+	OffloadCsum,
+}
 
 // ifreq is struct ifreq: the name, then a union whose largest member (struct
 // ifmap) takes 24 bytes on 64-bit systems and 16 on 32-bit ones. The kernel
@@ -60,6 +77,9 @@ type Device struct {
 	name   string
 	mtu    int
 	closed atomic.Bool
+	vnet   bool
+	offl   uint32
+	note   string
 
 	rmu    sync.Mutex // one batch read at a time; guards the fields below
 	rbufs  [][]byte
@@ -97,10 +117,45 @@ func Open(cfg Config) (*Device, error) {
 	if cfg.MultiQueue {
 		flags |= iffMultiQueue
 	}
-	r.setUint16(flags)
-	if err := ioctl(fd, syscall.TUNSETIFF, r); err != nil {
-		syscall.Close(fd)
-		return nil, fmt.Errorf("tun: attach %q (TUNSETIFF): %w", cfg.Name, err)
+	var note string
+	vnet := cfg.Offload
+	if vnet {
+		r.setUint16(flags | iffVnetHdr)
+		if err := ioctl(fd, syscall.TUNSETIFF, r); err != nil {
+			note = fmt.Sprintf("IFF_VNET_HDR refused (%v): opened without offloads", err)
+			vnet = false
+			r = newIfreq(cfg.Name)
+		}
+	}
+	if !vnet {
+		r.setUint16(flags)
+		if err := ioctl(fd, syscall.TUNSETIFF, r); err != nil {
+			syscall.Close(fd)
+			return nil, fmt.Errorf("tun: attach %q (TUNSETIFF): %w", cfg.Name, err)
+		}
+	}
+	var offl uint32
+	if !vnet {
+		// A persistent device keeps the offloads its last opener set; a
+		// reader without the header could not tell a super-packet's size.
+		syscall.Syscall(syscall.SYS_IOCTL, uintptr(fd), tunSetOffload, 0)
+	}
+	if vnet {
+		var errs []string
+		for _, set := range offloadSets {
+			_, _, e := syscall.Syscall(syscall.SYS_IOCTL, uintptr(fd), tunSetOffload, uintptr(set))
+			if e == 0 {
+				offl = set
+				break
+			}
+			errs = append(errs, fmt.Sprintf("%#x: %v", set, e))
+		}
+		if len(errs) > 0 {
+			note = "TUNSETOFFLOAD refused " + strings.Join(errs, ", ")
+			if offl == 0 {
+				note += ": reads carry a virtio-net header but no super-packets"
+			}
+		}
 	}
 	name := r.nameString()
 	mtu, err := setupLink(name, cfg.MTU, !cfg.KeepDown)
@@ -117,7 +172,7 @@ func Open(cfg Config) (*Device, error) {
 		f.Close()
 		return nil, fmt.Errorf("tun: %s: %w", name, err)
 	}
-	d := &Device{f: f, rc: rc, name: name, mtu: mtu}
+	d := &Device{f: f, rc: rc, name: name, mtu: mtu, vnet: vnet, offl: offl, note: note}
 	d.rstep = d.readStep
 	d.wstep = d.writeStep
 	return d, nil
@@ -162,6 +217,18 @@ func (d *Device) Name() string { return d.name }
 
 // MTU returns the interface's MTU when the device was opened.
 func (d *Device) MTU() int { return d.mtu }
+
+// VnetHdr reports whether every packet read from and written to the device
+// starts with a virtio-net header (Config.Offload, accepted).
+func (d *Device) VnetHdr() bool { return d.vnet }
+
+// Offloads returns the TUNSETOFFLOAD flags the kernel accepted (Offload*
+// constants), 0 without Config.Offload.
+func (d *Device) Offloads() uint32 { return d.offl }
+
+// OffloadNote says what the kernel refused of Config.Offload and what
+// Open did instead; empty when it accepted everything asked.
+func (d *Device) OffloadNote() string { return d.note }
 
 // Read reads one IP packet into b and returns its length, blocking until one
 // arrives. A packet longer than b is cut to len(b) (use a buffer of at least

@@ -24,6 +24,15 @@ func (d *Device) Name() string { return "" }
 // MTU returns 0.
 func (d *Device) MTU() int { return 0 }
 
+// VnetHdr returns false.
+func (d *Device) VnetHdr() bool { return false }
+
+// Offloads returns 0.
+func (d *Device) Offloads() uint32 { return 0 }
+
+// OffloadNote returns the empty string.
+func (d *Device) OffloadNote() string { return "" }
+
 // Read returns os.ErrClosed.
 func (d *Device) Read(b []byte) (int, error) { return 0, os.ErrClosed }
 

@@ -30,6 +30,9 @@
 //	-report D         a stat line on stderr every D (default 10s; 0: off)
 //	-mtu N            set the device's MTU (default: keep it)
 //	-queues N         TUN queues with a reader each (IFF_MULTI_QUEUE if > 1)
+//	-offload          take TSO/UDP GSO super-packets through the TUN's
+//	                  offloads where the kernel accepts them (default true)
+//	-gso POLICY       auto (split below 1 Gb/s, keep unshaped), split, keep
 //	-max-queues N     most directions (default 64); further prefixes are
 //	                  dropped and counted as no_queue
 //	-prefix4, -prefix6  prefix lengths of a direction (24, 64)
@@ -84,9 +87,15 @@
 // Creating tun0 beforehand (persistent) lets the routes exist before the
 // router starts; without it, aqmrouter creates tun0 and the rules and route
 // are added once it runs. Reverse-path filtering must be off on tun0 and the
-// veths, since tun0 is not the route back to the sources. With offloads on,
-// the kernel still segments what it routes into the TUN, so the router's
-// queues see packets of at most the MTU either way. The kernel's own packets
+// veths, since tun0 is not the route back to the sources. With -offload
+// (the default) the TUN takes the kernel's TSO and UDP GSO super-packets
+// whole, behind a virtio-net header, where the kernel accepts the offloads
+// (the router logs what it refused): -gso auto splits them into their
+// segments when -rate is set below 1 Gb/s, so that the queues see wire
+// packets, and keeps them whole unshaped or faster, one read and one write
+// per super-packet. With the veths' offloads off, as above, the kernel
+// sends no super-packets and the queues see packets of at most the MTU
+// either way. The kernel's own packets
 // on tun0 (IPv6 router solicitations to ff02::2 when the link comes up) are
 // forwarded like any other and show as a queue of their own; set
 // net.ipv6.conf.tun0.disable_ipv6=1 to keep them out. For a kernel anchor, run

@@ -10,6 +10,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/aqmkit/aqmkit/front"
 	"github.com/aqmkit/aqmkit/lab/router"
 	"github.com/aqmkit/aqmkit/queues"
 )
@@ -23,6 +24,7 @@ type options struct {
 	stats   string
 	report  time.Duration
 	cpuprof string
+	offload bool
 	cfg     router.Config
 }
 
@@ -83,6 +85,26 @@ func parseDuration(s string) (time.Duration, error) {
 	return time.Duration(d + 0.5), nil
 }
 
+// gsoFlag is the -gso flag: a front.GSOPolicy by name.
+type gsoFlag struct{ p *front.GSOPolicy }
+
+func (g gsoFlag) String() string {
+	if g.p == nil {
+		return front.GSOAuto.String()
+	}
+	return g.p.String()
+}
+
+func (g gsoFlag) Set(s string) error {
+	for _, p := range []front.GSOPolicy{front.GSOAuto, front.GSOSplit, front.GSOKeep} {
+		if s == p.String() {
+			*g.p = p
+			return nil
+		}
+	}
+	return fmt.Errorf("want auto, split or keep")
+}
+
 const summary = "aqmrouter forwards IP packets through a TUN device with an aqmkit queue, a rate and a delay per destination prefix."
 
 // parseFlags parses args (without the program name). On -h it prints the
@@ -93,6 +115,8 @@ func parseFlags(args []string, out io.Writer) (options, error) {
 	fs.SetOutput(io.Discard)
 	fs.StringVar(&o.tun, "tun", "tun0", "TUN device `name`: attached to if it exists, created otherwise")
 	fs.IntVar(&o.mtu, "mtu", 0, "set the TUN's MTU in `bytes` (0: keep it)")
+	fs.BoolVar(&o.offload, "offload", true, "read and write TSO/UDP GSO super-packets through the TUN's offloads (IFF_VNET_HDR) where the kernel accepts them; split below 1 Gb/s, kept unshaped or faster")
+	fs.Var(gsoFlag{&o.cfg.GSO}, "gso", "with -offload, what becomes of a super-packet: `auto` (split below 1 Gb/s, kept unshaped or faster), split or keep")
 	fs.IntVar(&o.queues, "queues", 1, "TUN queues, each with a reader (more than 1: IFF_MULTI_QUEUE)")
 	fs.StringVar(&o.cfg.AQM, "aqm", router.DefaultAQM, "queue `name` per direction: "+strings.Join(queues.Names(), ", "))
 	fs.StringVar(&o.cfg.Params, "params", "", "the queue's own `settings` as name=value,... with its Config's field names (target=5ms,disable-flood-guard=true)")

@@ -49,15 +49,28 @@ func run(args []string, stdout, stderr io.Writer) int {
 		}
 	}()
 	for range o.queues {
-		d, err := tun.Open(tun.Config{Name: o.tun, MTU: o.mtu, MultiQueue: o.queues > 1})
+		d, err := tun.Open(tun.Config{Name: o.tun, MTU: o.mtu, MultiQueue: o.queues > 1, Offload: o.offload})
 		if err != nil {
 			logf("%v", err)
 			return 1
 		}
+		if note := d.OffloadNote(); note != "" && len(tuns) == 0 {
+			logf("%s: offloads: %s", d.Name(), note)
+		}
 		tuns, devs = append(tuns, d), append(devs, d)
 	}
 	mtu := tuns[0].MTU()
+	o.cfg.VnetHdr = tuns[0].VnetHdr()
+	for _, d := range tuns[1:] {
+		if d.VnetHdr() != o.cfg.VnetHdr {
+			logf("%s: the queues disagree on IFF_VNET_HDR", d.Name())
+			return 1
+		}
+	}
 	o.cfg.BufferSize = max(router.DefaultBufferSize, (mtu+63)/64*64)
+	if o.cfg.VnetHdr {
+		o.cfg.BufferSize = router.DefaultVnetBufferSize
+	}
 	o.cfg.Logf = logf
 
 	var srv *http.Server
@@ -87,7 +100,7 @@ func run(args []string, stdout, stderr io.Writer) int {
 		expvar.Publish("aqmrouter", expvar.Func(func() any { return r.Stats() }))
 		logf("metrics on http://%s/debug/vars", o.metrics)
 	}
-	logf("%s (MTU %d, %d queue(s)): %v", tuns[0].Name(), mtu, len(tuns), r)
+	logf("%s (MTU %d, %d queue(s), offloads %#x): %v", tuns[0].Name(), mtu, len(tuns), tuns[0].Offloads(), r)
 
 	if o.cpuprof != "" {
 		f, err := os.Create(o.cpuprof)

@@ -49,6 +49,8 @@ func TestMain(m *testing.M) {
 		os.Exit(offloadsOff(os.Args[1:]))
 	case "fetch":
 		os.Exit(fetch(os.Args[1:]))
+	case "capture":
+		os.Exit(capture(os.Args[1:]))
 	default:
 		fmt.Fprintf(os.Stderr, "unknown helper %q\n", h)
 		os.Exit(2)
@@ -68,6 +70,14 @@ type lab struct {
 }
 
 func newLab(t *testing.T, tunArgs ...string) *lab {
+	t.Helper()
+	return newLabOffloads(t, nil, tunArgs...)
+}
+
+// newLabOffloads is newLab with offloads turned off only on the veths
+// named in off by namespace ("c", "r", "s"); nil turns them off on every
+// veth, an empty map on none.
+func newLabOffloads(t *testing.T, off map[string][]string, tunArgs ...string) *lab {
 	t.Helper()
 	if os.Geteuid() != 0 {
 		t.Skip("needs root: builds network namespaces joined by veths through a TUN router")
@@ -117,7 +127,11 @@ func newLab(t *testing.T, tunArgs ...string) *lab {
 		sys = append(sys, "net.ipv4.conf."+i+".rp_filter=0")
 	}
 	l.ip(append([]string{"netns", "exec", l.r, "sysctl", "-qw"}, sys...)...)
-	for ns, devs := range map[string][]string{l.c: {"c0"}, l.r: {"r0", "r1"}, l.s: {"s0"}} {
+	if off == nil {
+		off = map[string][]string{"c": {"c0"}, "r": {"r0", "r1"}, "s": {"s0"}}
+	}
+	for k, devs := range off {
+		ns := map[string]string{"c": l.c, "r": l.r, "s": l.s}[k]
 		if out, err := l.helper(context.Background(), ns, "offloads", devs...).CombinedOutput(); err != nil {
 			t.Fatalf("offloads off in %s: %v\n%s", ns, err, out)
 		}
@@ -508,6 +522,9 @@ func client(args []string) int {
 		fmt.Printf("tcp %d %d udp %d %d %d\n", size, got, probes, replies, best.Microseconds())
 		return 0
 	case "load":
+		if len(args) > 4 {
+			uploadCC = args[4]
+		}
 		flows, _ := strconv.Atoi(args[2])
 		d, _ := time.ParseDuration(args[3])
 		start := time.Now()
@@ -533,10 +550,24 @@ func client(args []string) int {
 	return 2
 }
 
+// uploadCC, if set, is the congestion control of each upload
+// (TCP_CONGESTION): "load ADDR FLOWS DURATION CC" sets it.
+var uploadCC string
+
 // upload sends size bytes (or until end, if set) on one TCP connection and
 // returns what the server says it received.
 func upload(addr string, size int, end time.Time) (int64, error) {
-	c, err := net.DialTimeout("tcp", net.JoinHostPort(addr, "5001"), 5*time.Second)
+	dl := net.Dialer{Timeout: 5 * time.Second}
+	if uploadCC != "" {
+		dl.Control = func(_, _ string, rc syscall.RawConn) error {
+			var serr error
+			rc.Control(func(fd uintptr) {
+				serr = syscall.SetsockoptString(int(fd), syscall.IPPROTO_TCP, syscall.TCP_CONGESTION, uploadCC)
+			})
+			return serr
+		}
+	}
+	c, err := dl.Dial("tcp", net.JoinHostPort(addr, "5001"))
 	if err != nil {
 		return 0, err
 	}

@@ -1,0 +1,139 @@
+package front
+
+import (
+	"encoding/binary"
+	"testing"
+
+	"github.com/stretchr/testify/require"
+
+	"github.com/aqmkit/aqmkit/aqm"
+	"github.com/aqmkit/aqmkit/clock"
+	"github.com/aqmkit/aqmkit/fifo"
+	"github.com/aqmkit/aqmkit/iphdr"
+)
+
+// TestGSOPolicySplit protects the split policy: auto splits only shaped
+// paths below 1 Gb/s, split and keep ignore the rate.
+func TestGSOPolicySplit(t *testing.T) {
+	cases := []struct {
+		p    GSOPolicy
+		rate aqm.Rate
+		want bool
+	}{
+		{GSOAuto, 0, false},
+		{GSOAuto, aqm.Kbit, true},
+		{GSOAuto, 50 * aqm.Mbit, true},
+		{GSOAuto, aqm.Gbit - 1, true},
+		{GSOAuto, aqm.Gbit, false},
+		{GSOAuto, 10 * aqm.Gbit, false},
+		{GSOSplit, 0, true},
+		{GSOSplit, 10 * aqm.Gbit, true},
+		{GSOKeep, 0, false},
+		{GSOKeep, aqm.Mbit, false},
+	}
+	for _, c := range cases {
+		if got := c.p.Split(c.rate); got != c.want {
+			t.Errorf("%v.Split(%v) = %v, want %v", c.p, c.rate, got, c.want)
+		}
+	}
+	if GSOAuto.String() != "auto" || GSOSplit.String() != "split" || GSOKeep.String() != "keep" {
+		t.Errorf("names %q %q %q", GSOAuto, GSOSplit, GSOKeep)
+	}
+}
+
+// markSome is a FIFO that marks CE the packets whose arrival index is in
+// mark, and records the segment count of each arrival.
+type markSome struct {
+	*fifo.Queue[*Buf]
+	mark map[int]bool
+	segs []int
+}
+
+func (q *markSome) Enqueue(p aqm.Packet[*Buf], now aqm.Time) aqm.Verdict {
+	i := len(q.segs)
+	q.segs = append(q.segs, p.SegmentCount())
+	if q.mark[i] {
+		p.ECN = aqm.CE
+	}
+	return q.Queue.Enqueue(p, now)
+}
+
+// superUDP4 is a virtio-net header and an IPv4 UDP GSO super-packet of
+// segs datagrams of 1000 bytes, ECT(0).
+func superUDP4(segs int) []byte {
+	ip := make([]byte, 28+1000*segs)
+	ip[0], ip[1], ip[8], ip[9] = 0x45, 2, 64, 17
+	binary.BigEndian.PutUint16(ip[2:], uint16(len(ip)))
+	copy(ip[12:], []byte{10, 0, 0, 1, 192, 0, 2, 9})
+	binary.BigEndian.PutUint16(ip[10:], ^ipSum(ip[:20]))
+	binary.BigEndian.PutUint16(ip[20:], 4000)
+	binary.BigEndian.PutUint16(ip[22:], 443)
+	binary.BigEndian.PutUint16(ip[24:], uint16(len(ip)-20))
+	h := iphdr.VnetHdr{Flags: iphdr.VnetNeedsCsum, GSOType: iphdr.GSOUDPL4, GSOSize: 1000, CsumStart: 20, CsumOffset: 6}
+	b := make([]byte, iphdr.VnetHdrLen)
+	_ = h.Put(b)
+	return append(b, ip...)
+}
+
+func ipSum(b []byte) uint16 {
+	var s uint32
+	for i := 0; i+1 < len(b); i += 2 {
+		s += uint32(b[i])<<8 | uint32(b[i+1])
+	}
+	for s > 0xffff {
+		s = s&0xffff + s>>16
+	}
+	return uint16(s)
+}
+
+// TestIPVnetKeep protects an IP front over buffers with a virtio-net
+// header: the queue sees each super-packet's segment count in
+// Meta.Segments and the IP size without the header, and a mark the queue
+// gives a kept super-packet is written into its IP header (checksum right)
+// so that every one of its segments carries CE, while the segments of the
+// unmarked super-packets beside it carry none: the front coalesces
+// nothing, so a mark covers exactly its packet's segments.
+func TestIPVnetKeep(t *testing.T) {
+	pool, err := NewPool(PoolConfig{BufferBytes: iphdr.VnetHdrLen + 65535})
+	require.NoError(t, err)
+	fq, err := fifo.New[*Buf](fifo.Config{LimitPackets: 16}, pool.Drop)
+	require.NoError(t, err)
+	q := &markSome{Queue: fq, mark: map[int]bool{1: true}}
+	f, err := NewIP(HashIP(q, iphdr.NewHasherWithKey(1, 2)), clock.NewManual(clock.Epoch), IPConfig{Pool: pool, VnetHdr: true})
+	require.NoError(t, err)
+	counts := []int{3, 5, 1, 7}
+	for _, n := range counts {
+		b := pool.Get()
+		b.B = b.B[:copy(b.B, superUDP4(n))]
+		v, err := f.Enqueue(b)
+		require.NoError(t, err)
+		require.True(t, v.Accepted())
+	}
+	require.Equal(t, counts, q.segs)
+	bs := make([]*Buf, 8)
+	n, _ := f.TryDequeueBatch(bs)
+	require.Equal(t, len(counts), n)
+	segBufs := make([][]byte, 8)
+	for i := range segBufs {
+		segBufs[i] = make([]byte, 1100)
+	}
+	sizes := make([]int, 8)
+	for i, b := range bs[:n] {
+		h, err := iphdr.ParseVnetHdr(b.B)
+		require.NoError(t, err)
+		ip := b.B[iphdr.VnetHdrLen:]
+		require.Equal(t, uint16(0xffff), ipSum(ip[:20]), "packet %d: IPv4 checksum", i)
+		k, err := iphdr.SplitGSO(ip, h, segBufs, sizes)
+		require.NoError(t, err)
+		require.Equal(t, counts[i], k)
+		for j := range k {
+			ce := segBufs[j][1]&3 == 3
+			require.Equal(t, i == 1, ce, "packet %d segment %d: CE %v", i, j, ce)
+		}
+		pool.Put(b)
+	}
+	d := f.Detail()
+	require.Equal(t, uint64(1), d.RewrittenCE.Packets)
+	require.Equal(t, uint64(1000*5+28), d.RewrittenCE.Bytes)
+	require.Zero(t, d.NotIP.Packets)
+}
