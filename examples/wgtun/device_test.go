@@ -82,7 +82,7 @@ func TestConservation(t *testing.T) {
 				const total = 4000
 				sent := make(map[uint64][]byte, total)
 				go func() {
-					r := rand.New(rand.NewPCG(1, uint64(algo)))
+					r := rand.New(rand.NewPCG(1, uint64(len(algo))))
 					for id := uint64(0); id < total; {
 						for range 1 + r.IntN(32) {
 							if id == total {
@@ -140,8 +140,8 @@ func TestConservation(t *testing.T) {
 				require.Positive(t, ipv4CE, "some marked packets must be IPv4")
 				require.LessOrEqual(t, newlyCE, st.Marked.Packets)
 				metric := metricsOf(d)
-				require.EqualValues(t, total, metric["tun_read_packets"])
-				require.Zero(t, metric["unparsed_packets"])
+				require.EqualValues(t, total, metric["wgtun_read_packets"])
+				require.Zero(t, metric["wgtun_unparsed_packets"])
 			})
 		})
 	}
@@ -305,12 +305,13 @@ func TestNoGoroutineLeak(t *testing.T) {
 }
 
 // TestReadMoreBuffersThanBatch protects the batch contract: wireguard-go
-// may pass more buffers than the device's batch size; Read fills up to
-// MaxBatch of them, and passes Write and the device's facts through.
+// may pass more buffers than the device's batch size; a shaped Read fills
+// up to MaxBatch of them from the queue, and Write and the device's facts
+// pass through.
 func TestReadMoreBuffersThanBatch(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		fake := newFakeTUN(4, 256)
-		d, err := New(fake, Config{Clock: clock.Since(time.Now())})
+		d, err := New(fake, Config{Rate: 100 * aqm.Gbit, LimitPackets: 1000, Clock: clock.Since(time.Now())})
 		require.NoError(t, err)
 		defer d.Close()
 		r := rand.New(rand.NewPCG(9, 9))
@@ -356,7 +357,7 @@ func TestShortBuffer(t *testing.T) {
 		n, err := d.Read(bufs, []int{0, 0}, 0)
 		require.NoError(t, err)
 		require.Equal(t, 1, n)
-		require.EqualValues(t, 1, metricsOf(d)["dropped_short_buffer_packets"])
+		require.EqualValues(t, 1, metricsOf(d)["wgtun_dropped_short_buffer_packets"])
 		_, err = d.Read(bufs, []int{0, 0}, -1)
 		require.Error(t, err)
 	})
@@ -365,9 +366,9 @@ func TestShortBuffer(t *testing.T) {
 // TestConfigValidate protects configuration errors: every bad field is
 // named in one error that wraps aqm.ErrInvalidConfig, and New refuses it.
 func TestConfigValidate(t *testing.T) {
-	err := Config{Algorithm: 9, OverheadBytes: -1, LimitPackets: -2, MaxPacketBytes: 10}.Validate()
+	err := Config{Algorithm: "nonsense", OverheadBytes: -1, LimitPackets: -2, MaxPacketBytes: 10}.Validate()
 	require.ErrorIs(t, err, aqm.ErrInvalidConfig)
-	for _, field := range []string{"Algorithm (9)", "OverheadBytes (-1)", "LimitPackets (-2)", "MaxPacketBytes (10)"} {
+	for _, field := range []string{"Algorithm (nonsense)", "OverheadBytes (-1)", "LimitPackets (-2)", "MaxPacketBytes (10)"} {
 		require.ErrorContains(t, err, field)
 	}
 	require.NoError(t, Config{Rate: aqm.Gbit, Algorithm: DualPI2, OverheadBytes: OverheadIPv6}.Validate())
