@@ -54,7 +54,7 @@ type Device struct {
 	// devMu is held by whoever reads the device, the reader goroutine or
 	// a Read on the direct path, from the read until the burst is in the
 	// queue, so that bursts enter the queue in the order they were read.
-	devMu sync.Mutex
+	devMu chanMutex
 	// The mode: unshaped, Read reads the device itself while the queue is
 	// empty (the direct path) and the reader goroutine waits on wake;
 	// shaped, the reader goroutine reads and Read waits on the front with
@@ -105,6 +105,7 @@ type Device struct {
 	unparsed        atomic.Uint64
 	shortBuffer     atomic.Uint64
 	directReads     atomic.Uint64
+	copied          atomic.Uint64
 }
 
 // New wraps dev and starts the goroutine that reads from it; [Device.Close]
@@ -124,6 +125,7 @@ func New(dev tun.Device, cfg Config) (*Device, error) {
 	}
 	batch := max(min(dev.BatchSize(), MaxBatch), 1)
 	d := &Device{
+		devMu:    make(chanMutex, 1),
 		inner:    dev,
 		hasher:   iphdr.NewHasherWithKey(k0, k1),
 		overhead: uint32(cfg.OverheadBytes),
@@ -238,14 +240,17 @@ func (d *Device) release(p aqm.Packet[uint32], _ aqm.Verdict) { d.pool.put(p.Pay
 func (d *Device) readLoop() {
 	defer close(d.done)
 	for {
-		d.devMu.Lock()
 		if d.direct.Load() && !d.closing.Load() {
-			d.devMu.Unlock()
 			select {
 			case <-d.wake:
 			case <-d.stop:
 				return
 			}
+			continue
+		}
+		d.devMu.Lock()
+		if d.direct.Load() && !d.closing.Load() {
+			d.devMu.Unlock() // the mode changed meanwhile
 			continue
 		}
 		end := d.closing.Load() || d.readBurst()
@@ -425,6 +430,7 @@ func (d *Device) copyOut(ps []aqm.Packet[uint32], bufs [][]byte, sizes []int, of
 		out++
 	}
 	d.pool.putPackets(ps)
+	d.copied.Add(uint64(out))
 	return out
 }
 
@@ -647,9 +653,12 @@ func (d *Device) Stats() aqm.Stats {
 // wgtun_truncated_reads (reads that lost the rest of a GSO burst),
 // wgtun_unparsed_packets (packets that are not IP or are cut short; queued
 // as Not-ECT), wgtun_dropped_short_buffer_packets (packets dropped because
-// Read's buffer was too small) and wgtun_direct_reads (reads of the device
-// by Read itself, unshaped, on an empty queue). It makes a *Device an
-// [aqm.MetricSource].
+// Read's buffer was too small), wgtun_direct_reads (reads of the device by
+// Read itself, unshaped, on an empty queue) and wgtun_copied_packets
+// (packets Read copied from the wrapper's buffers into the caller's: all of
+// them when shaped; on the direct path those the queue reordered or held
+// back, or all when the caller's buffers cannot take the device's reads).
+// It makes a *Device an [aqm.MetricSource].
 func (d *Device) Metrics() iter.Seq[aqm.Metric] {
 	var fm iter.Seq[aqm.Metric]
 	if d.front != nil {
@@ -661,6 +670,7 @@ func (d *Device) Metrics() iter.Seq[aqm.Metric] {
 		{Name: "wgtun_unparsed_packets", Kind: aqm.Counter, Value: float64(d.unparsed.Load())},
 		{Name: "wgtun_dropped_short_buffer_packets", Kind: aqm.Counter, Value: float64(d.shortBuffer.Load())},
 		{Name: "wgtun_direct_reads", Kind: aqm.Counter, Value: float64(d.directReads.Load())},
+		{Name: "wgtun_copied_packets", Kind: aqm.Counter, Value: float64(d.copied.Load())},
 	}
 	return func(yield func(aqm.Metric) bool) {
 		if fm != nil {
@@ -677,6 +687,13 @@ func (d *Device) Metrics() iter.Seq[aqm.Metric] {
 		}
 	}
 }
+
+// chanMutex is a mutex made of a channel of capacity one, so that a
+// goroutine waiting for it is durably blocked in a testing/synctest bubble.
+type chanMutex chan struct{}
+
+func (m chanMutex) Lock()   { m <- struct{}{} }
+func (m chanMutex) Unlock() { <-m }
 
 // pool is the free list of packet slots.
 type pool struct {

@@ -20,6 +20,8 @@ import (
 
 	"golang.org/x/sys/unix"
 	"golang.zx2c4.com/wireguard/tun"
+
+	"github.com/aqmkit/aqmkit/aqm"
 )
 
 // tunPath is a real path through two wireguard-go TUN devices with their
@@ -237,6 +239,9 @@ func tunModes() []pathMode {
 		{name: "pass-through", cfg: &Config{Algorithm: PassThrough}},
 		{name: "fifo", cfg: &Config{Algorithm: FIFO, MaxPacketBytes: mtu}},
 		{name: "fq-codel", cfg: &Config{Algorithm: FQCoDel, MaxPacketBytes: mtu}},
+		// A rate far above the path's: shaped, so the reader goroutine
+		// reads and Read copies, but the rate never holds a packet back.
+		{name: "fq-codel-100g", cfg: &Config{Algorithm: FQCoDel, Rate: 100 * aqm.Gbit, MaxPacketBytes: mtu}},
 	}
 	want := os.Getenv("WGTUN_BENCH_MODES")
 	if want == "" {

@@ -5,6 +5,7 @@ package wgtun
 import (
 	"fmt"
 	"slices"
+	"syscall"
 	"testing"
 	"time"
 )
@@ -28,8 +29,12 @@ func BenchmarkTUNPath(b *testing.B) {
 		d = time.Duration(s * float64(time.Second))
 	}
 	got := make([][]float64, len(modes))
+	cpu := make([][]float64, len(modes)) // process CPU seconds per GB moved
+	round := 0
 	for b.Loop() {
-		for i, m := range modes {
+		for r := range modes {
+			i := (r + round) % len(modes) // each round starts one mode later
+			m := modes[i]
 			p := newTUNPath(b)
 			var src reader = p.a
 			if m.cfg != nil {
@@ -41,12 +46,21 @@ func BenchmarkTUNPath(b *testing.B) {
 			}
 			var n int64
 			var err error
+			c0 := cpuTime()
 			p.runPath(src, func() { n, err = p.tcpBulk(d) })
 			if err != nil {
 				b.Fatal(err)
 			}
 			got[i] = append(got[i], float64(n*8)/d.Seconds()/1e9)
+			cpu[i] = append(cpu[i], (cpuTime()-c0).Seconds()/(float64(n)/1e9))
+			if w, ok := src.(*Device); ok && round == 0 {
+				mt := metricsOf(w)
+				b.Logf("%s: read %v packets, %v direct reads, %v copied; queue enqueued %v, dropped %v, marked %v",
+					m.name, mt["wgtun_read_packets"], mt["wgtun_direct_reads"], mt["wgtun_copied_packets"],
+					mt["enqueued_packets"], mt["dropped_packets"], mt["marked_packets"])
+			}
 		}
+		round++
 	}
 	raw := slices.Clone(got[0])
 	for i, m := range modes {
@@ -57,10 +71,20 @@ func BenchmarkTUNPath(b *testing.B) {
 			ratios[k] = got[i][k] / raw[k]
 		}
 		slices.Sort(ratios)
+		c := slices.Clone(cpu[i])
+		slices.Sort(c)
 		b.ReportMetric(g[len(g)/2], m.name+"_Gbit/s")
-		b.Logf("%-12s median %.2f Gbit/s, range [%.2f, %.2f], ratio to raw median %.3f range [%.3f, %.3f], rounds %v",
-			m.name, g[len(g)/2], g[0], g[len(g)-1], ratios[len(ratios)/2], ratios[0], ratios[len(ratios)-1], fmtAll(got[i]))
+		b.Logf("%-13s median %.2f Gbit/s, range [%.2f, %.2f], ratio to raw median %.3f range [%.3f, %.3f]; CPU %.2f s/GB [%.2f, %.2f]; rounds %v",
+			m.name, g[len(g)/2], g[0], g[len(g)-1], ratios[len(ratios)/2], ratios[0], ratios[len(ratios)-1],
+			c[len(c)/2], c[0], c[len(c)-1], fmtAll(got[i]))
 	}
+}
+
+// cpuTime returns the CPU time the process has used, user and system.
+func cpuTime() time.Duration {
+	var ru syscall.Rusage
+	_ = syscall.Getrusage(syscall.RUSAGE_SELF, &ru)
+	return time.Duration(ru.Utime.Nano() + ru.Stime.Nano())
 }
 
 func fmtAll(xs []float64) string {
