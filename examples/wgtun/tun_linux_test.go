@@ -151,8 +151,9 @@ type reader interface {
 
 // forward reads bursts from src and writes them to dst as wireguard-go's
 // receive path does (offset 16, buffers of 64 KiB so that dst can coalesce
-// them), until src fails; it returns the packets it moved.
-func forward(src reader, dst tun.Device) (packets int) {
+// them), until src fails; it returns the packets it moved. inspect, if not
+// nil, sees each packet first.
+func forward(src reader, dst tun.Device, inspect func([]byte)) (packets int) {
 	const offset = 16
 	bufs := make([][]byte, MaxBatch)
 	out := make([][]byte, MaxBatch)
@@ -164,6 +165,9 @@ func forward(src reader, dst tun.Device) (packets int) {
 		n, err := src.Read(bufs, sizes, offset)
 		for i := range n {
 			out[i] = bufs[i][:offset+sizes[i]]
+			if inspect != nil {
+				inspect(out[i][offset:])
+			}
 		}
 		if n > 0 {
 			_, _ = dst.Write(out[:n], offset)
@@ -218,17 +222,22 @@ func (p *tunPath) tcpBulk(d time.Duration) (int64, error) {
 	}
 }
 
-// runPath forwards through the path, a→b from src (the device under test)
-// and b→a raw, while fn runs; it then closes the devices and waits for the
-// forwarders.
-func (p *tunPath) runPath(src reader, fn func()) {
+// runPath forwards through the path, a→b from src (the device under test,
+// the wrapper or tun a itself) and b→a raw, while fn runs; it then closes
+// src (a wrapper closes tun a) and the devices, waits for the forwarders,
+// and returns src's Close error and the packets moved a→b.
+func (p *tunPath) runPath(src reader, inspect func([]byte), fn func()) (closeErr error, packets int) {
 	var wg sync.WaitGroup
 	wg.Add(2)
-	go func() { defer wg.Done(); forward(src, p.b) }()
-	go func() { defer wg.Done(); forward(p.b, p.a) }()
+	go func() { defer wg.Done(); packets = forward(src, p.b, inspect) }()
+	go func() { defer wg.Done(); forward(p.b, p.a, nil) }()
 	fn()
+	if c, ok := src.(io.Closer); ok {
+		closeErr = c.Close()
+	}
 	p.close()
 	wg.Wait()
+	return closeErr, packets
 }
 
 // tunModes lists the modes BenchmarkTUNPath compares: the raw device
@@ -261,4 +270,86 @@ func getenvFloat(name string) float64 {
 	var f float64
 	_, _ = fmt.Sscan(os.Getenv(name), &f)
 	return f
+}
+
+// TestRealTUN protects the wrapper on a real Linux TUN with offloads
+// (IFF_VNET_HDR, TSO, batches of 128) under kernel TCP, each run a second
+// long: unshaped, the direct path carries the flow with every packet
+// accounted for and none copied; shaped at 20 Mbit/s with ECN, FQ-CoDel's
+// CE marks arrive in the forwarded headers; Write refuses an offset with no
+// room for the virtio-net header; Close ends the wrapper cleanly.
+func TestRealTUN(t *testing.T) {
+	const d = time.Second
+	t.Run("unshaped", func(t *testing.T) {
+		p := newTUNPath(t)
+		w, err := New(p.a, Config{MaxPacketBytes: mtu})
+		if err != nil {
+			t.Fatal(err)
+		}
+		var n int64
+		closeErr, moved := p.runPath(w, nil, func() { n, err = p.tcpBulk(d) })
+		if err != nil || closeErr != nil {
+			t.Fatalf("flow: %v, Close: %v", err, closeErr)
+		}
+		st, mt := w.Stats(), metricsOf(w)
+		t.Logf("%.2f Gbit/s, %d packets, %v direct reads, %v copied", float64(n*8)/d.Seconds()/1e9, moved, mt["wgtun_direct_reads"], mt["wgtun_copied_packets"])
+		if n == 0 || moved == 0 {
+			t.Fatal("nothing went through")
+		}
+		read := uint64(mt["wgtun_read_packets"])
+		if got := st.Enqueued.Packets + st.Dropped().Packets - st.DroppedQueued.Packets; got != read {
+			t.Errorf("the queue saw %d packets of the %d read", got, read)
+		}
+		if read != uint64(moved)+st.Dropped().Packets+uint64(st.Len) {
+			t.Errorf("read %d != forwarded %d + dropped %d + queued %d", read, moved, st.Dropped().Packets, st.Len)
+		}
+		if mt["wgtun_direct_reads"] == 0 {
+			t.Error("no read took the direct path")
+		}
+		if c := mt["wgtun_copied_packets"]; c > float64(read)/10 {
+			t.Errorf("%v of %d packets copied: one flow's bursts should stay in place", c, read)
+		}
+	})
+	t.Run("shaped-ecn", func(t *testing.T) {
+		p := newTUNPath(t)
+		if out, err := exec.Command("ip", "netns", "exec", p.nsA, "sysctl", "-qw", "net.ipv4.tcp_ecn=1").CombinedOutput(); err != nil {
+			t.Skipf("cannot turn ECN on: %v: %s", err, out)
+		}
+		w, err := New(p.a, Config{Rate: 20 * aqm.Mbit, MaxPacketBytes: mtu})
+		if err != nil {
+			t.Fatal(err)
+		}
+		pkt := [][]byte{make([]byte, 64)}
+		if _, err := w.Write(pkt, 0); !errors.Is(err, ErrWriteOffset) {
+			t.Errorf("Write at offset 0 on a TUN with offloads: %v, want ErrWriteOffset", err)
+		}
+		var ce, ect int
+		inspect := func(b []byte) {
+			if len(b) >= 20 && b[0]>>4 == 4 {
+				switch b[1] & 3 {
+				case 3:
+					ce++
+				case 1, 2:
+					ect++
+				}
+			}
+		}
+		var n int64
+		closeErr, moved := p.runPath(w, inspect, func() { n, err = p.tcpBulk(2 * d) })
+		if err != nil || closeErr != nil {
+			t.Fatalf("flow: %v, Close: %v", err, closeErr)
+		}
+		st := w.Stats()
+		t.Logf("%.1f Mbit/s, %d packets, %d ECT, %d CE; the queue marked %d, dropped %d",
+			float64(n*8)/(2*d).Seconds()/1e6, moved, ect, ce, st.Marked.Packets, st.Dropped().Packets)
+		if ect == 0 {
+			t.Fatal("the flow did not negotiate ECN")
+		}
+		if st.Marked.Packets == 0 || ce == 0 {
+			t.Errorf("FQ-CoDel marked %d packets, %d arrived with CE: want both positive", st.Marked.Packets, ce)
+		}
+		if uint64(ce) > st.Marked.Packets {
+			t.Errorf("%d CE packets but only %d marked", ce, st.Marked.Packets)
+		}
+	})
 }

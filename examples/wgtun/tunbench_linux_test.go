@@ -47,7 +47,7 @@ func BenchmarkTUNPath(b *testing.B) {
 			var n int64
 			var err error
 			c0 := cpuTime()
-			p.runPath(src, func() { n, err = p.tcpBulk(d) })
+			p.runPath(src, nil, func() { n, err = p.tcpBulk(d) })
 			if err != nil {
 				b.Fatal(err)
 			}
