@@ -92,9 +92,10 @@ type Config struct {
 	// OverheadBytes per packet. Set it a little below the tunnel's
 	// bottleneck (the uplink's rate, say 95%), so that the queue forms
 	// here, where the AQM controls it, and not in wireguard-go's channels
-	// or the network. Zero means unlimited: packets then wait only while
-	// the caller of Read is slower than the device. It can be changed with
-	// [Device.SetRate].
+	// or the network. Zero means unlimited: Read then reads the device
+	// itself whenever the queue is empty (see the package doc, How), and a
+	// backlog forms here only after a shaped period. It can be changed
+	// with [Device.SetRate].
 	Rate aqm.Rate
 	// Algorithm is the queue: any name of package queues' registry
 	// ([FQCoDel], the zero value, [DualPI2], [FIFO], "cake", …), built from
