@@ -49,7 +49,8 @@
 // packets the queue hands back stay in the caller's buffers, where the
 // device put them, when they come out in the order they were read (always
 // through a FIFO; through a fair queue, a burst of one flow, which is what
-// a TCP sender's segmentation offload produces). Every packet is still
+// a Linux TUN with offloads returns: each of its reads is one kernel
+// packet, split into segments). Every packet is still
 // parsed, enqueued, counted and judged by the AQM, at a sojourn of zero;
 // the goroutine hand-over and the copy are saved. A queue with a backlog
 // (left from a shaped period) is drained first, and packets never overtake

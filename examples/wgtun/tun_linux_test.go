@@ -225,8 +225,8 @@ func (p *tunPath) tcpBulk(d time.Duration) (int64, error) {
 // runPath forwards through the path, a→b from src (the device under test,
 // the wrapper or tun a itself) and b→a raw, while fn runs; it then closes
 // src (a wrapper closes tun a) and the devices, waits for the forwarders,
-// and returns src's Close error and the packets moved a→b.
-func (p *tunPath) runPath(src reader, inspect func([]byte), fn func()) (closeErr error, packets int) {
+// and returns the packets moved a→b and src's Close error.
+func (p *tunPath) runPath(src reader, inspect func([]byte), fn func()) (packets int, closeErr error) {
 	var wg sync.WaitGroup
 	wg.Add(2)
 	go func() { defer wg.Done(); packets = forward(src, p.b, inspect) }()
@@ -237,7 +237,7 @@ func (p *tunPath) runPath(src reader, inspect func([]byte), fn func()) (closeErr
 	}
 	p.close()
 	wg.Wait()
-	return closeErr, packets
+	return packets, closeErr
 }
 
 // tunModes lists the modes BenchmarkTUNPath compares: the raw device
@@ -287,7 +287,7 @@ func TestRealTUN(t *testing.T) {
 			t.Fatal(err)
 		}
 		var n int64
-		closeErr, moved := p.runPath(w, nil, func() { n, err = p.tcpBulk(d) })
+		moved, closeErr := p.runPath(w, nil, func() { n, err = p.tcpBulk(d) })
 		if err != nil || closeErr != nil {
 			t.Fatalf("flow: %v, Close: %v", err, closeErr)
 		}
@@ -335,7 +335,7 @@ func TestRealTUN(t *testing.T) {
 			}
 		}
 		var n int64
-		closeErr, moved := p.runPath(w, inspect, func() { n, err = p.tcpBulk(2 * d) })
+		moved, closeErr := p.runPath(w, inspect, func() { n, err = p.tcpBulk(2 * d) })
 		if err != nil || closeErr != nil {
 			t.Fatalf("flow: %v, Close: %v", err, closeErr)
 		}
