@@ -144,13 +144,15 @@ type Config struct {
 // checked as the algorithm checks them, and reported under its package's
 // name.
 func (c Config) Validate() error {
-	_, err := c.queueConfig(1)
+	_, err := c.queueConfig(1, true)
 	return err
 }
 
 // queueConfig validates c and returns the queue's configuration (nil for
-// PassThrough), with seed as its seed.
-func (c Config) queueConfig(seed uint64) (any, error) {
+// PassThrough), with seed as its seed. With build, it also builds the queue
+// once, for the algorithm's own validation (New leaves that to building
+// the queue it keeps).
+func (c Config) queueConfig(seed uint64, build bool) (any, error) {
 	var errs []error
 	bad := func(field string, value any, rule string) {
 		errs = append(errs, &aqm.ConfigError{Pkg: "wgtun", Field: field, Value: value, Rule: rule})
@@ -187,8 +189,10 @@ func (c Config) queueConfig(seed uint64) (any, error) {
 	if err != nil {
 		return nil, err
 	}
-	if _, err := queues.FromConfig[uint32](cfg, nil); err != nil {
-		return nil, err // the algorithm's own validation
+	if build {
+		if _, err := queues.FromConfig[uint32](cfg, nil); err != nil {
+			return nil, err // the algorithm's own validation
+		}
 	}
 	if n := limitOf(cfg); n < 1 || n > MaxLimitPackets {
 		bad("Params", c.Params, fmt.Sprintf("must leave the queue's packet limit in [1, %d], not %d", MaxLimitPackets, n))

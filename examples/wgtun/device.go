@@ -119,7 +119,7 @@ func New(dev tun.Device, cfg Config) (*Device, error) {
 		seed = randomSeed()
 	}
 	k0, k1, qseed := splitmix64(&seed), splitmix64(&seed), splitmix64(&seed)
-	qcfg, err := cfg.queueConfig(qseed)
+	qcfg, err := cfg.queueConfig(qseed, false)
 	if err != nil {
 		return nil, err
 	}
