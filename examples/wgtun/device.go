@@ -68,7 +68,9 @@ type Device struct {
 
 	// Packet buffers: slot s is slab[s*slot : s*slot+slot], holding a packet
 	// of lens[s] bytes at readOffset. A slot belongs to exactly one of the
-	// pool, the reader goroutine, the queue, or a Read call.
+	// pool, the reader goroutine, the queue, or a Read call. On the direct
+	// path a slot's packet may be in the caller's buffer at[s] instead,
+	// until it leaves or is moved into the slot (keep).
 	slab []byte
 	slot int // readOffset + the largest packet
 	lens []uint32
@@ -108,8 +110,9 @@ type Device struct {
 	copied          atomic.Uint64
 }
 
-// New wraps dev and starts the goroutine that reads from it; [Device.Close]
-// stops it. New returns cfg's validation error if cfg is invalid.
+// New wraps dev and starts the goroutine that reads from it while the
+// wrapper is shaped (none with PassThrough); [Device.Close] stops it. New
+// returns cfg's validation error if cfg is invalid.
 func New(dev tun.Device, cfg Config) (*Device, error) {
 	if dev == nil {
 		return nil, ErrNilDevice
