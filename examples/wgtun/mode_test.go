@@ -280,3 +280,46 @@ func TestOwnMetricNames(t *testing.T) {
 	}
 	require.Equal(t, 6, own)
 }
+
+// TestSetRateSelfShaping protects SetRate on a queue that paces itself
+// (CAKE): the rate goes to the queue, not to the front, so doubling it
+// doubles what Read hands out under an overload, and the wrapper never
+// takes the direct path.
+func TestSetRateSelfShaping(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		const rate = 8 * aqm.Mbit
+		start := time.Now()
+		fake := newFakeTUN(64, 256)
+		d, err := New(fake, Config{Rate: rate, Algorithm: "cake", LimitPackets: 2000, Seed: 3, Clock: clock.Since(start)})
+		require.NoError(t, err)
+		go func() {
+			var id uint64
+			for time.Since(start) < 4*time.Second {
+				for range 6 { // 6 × 1000 bytes a millisecond: 48 Mbit/s
+					fake.in <- pktSpec{sport: uint16(id % 4), size: 1000, id: id}.build()
+					id++
+				}
+				if time.Since(start) >= 2*time.Second && time.Since(start) < 2*time.Second+time.Millisecond {
+					d.SetRate(2 * rate)
+				}
+				time.Sleep(time.Millisecond)
+			}
+			require.NoError(t, d.Close())
+		}()
+		out, rerr := consume(d, start)
+		require.ErrorIs(t, rerr, os.ErrClosed)
+		var first, second int
+		for _, o := range out {
+			switch {
+			case o.recv >= time.Second && o.recv < 2*time.Second:
+				first += len(o.pkt)
+			case o.recv >= 3*time.Second && o.recv < 4*time.Second:
+				second += len(o.pkt)
+			}
+		}
+		t.Logf("%.2f then %.2f Mbit/s", float64(first*8)/1e6, float64(second*8)/1e6)
+		require.InEpsilon(t, 2.0, float64(second)/float64(first), 0.1, "the rate doubled")
+		require.InEpsilon(t, rate.BytesPerSecond(), float64(first), 0.1, "CAKE shapes at the configured rate")
+		require.Zero(t, metricsOf(d)["wgtun_direct_reads"])
+	})
+}
