@@ -92,6 +92,12 @@ func conservationCases() []conservationCase {
 // delivered + dropped + queued); a queue that marks writes CE into the
 // packets; a device failure reaches Read after the queued packets.
 func TestConservation(t *testing.T) {
+	var allIPv4CE uint64 // over all queues: one queue may mark only a few packets, all IPv6
+	defer func() {
+		if !t.Failed() && allIPv4CE == 0 {
+			t.Error("no marked IPv4 packet left with CE in any queue")
+		}
+	}()
 	for ci, c := range conservationCases() {
 		algo := c.algo
 		t.Run(fmt.Sprintf("%v/%v", algo, c.rate), func(t *testing.T) {
@@ -173,16 +179,14 @@ func TestConservation(t *testing.T) {
 					}
 					require.Equal(t, want, o.pkt, "packet %d: nothing else changes", id)
 				}
-				if c.marks {
-					require.Positive(t, st.Marked.Packets, "the AQM must mark some ECN-capable packets")
-				}
-				// FQ-PIE marks only while its probability is below 10 %;
-				// at this overload the few packets it marks are evicted by
-				// the limit before they leave.
+				// FQ-PIE marks only while its probability is below 10 %; at
+				// this overload it may drop from the start, and the few
+				// packets it marks are evicted by the limit before they leave.
 				if c.marks && algo != "fq-pie" {
+					require.Positive(t, st.Marked.Packets, "the AQM must mark some ECN-capable packets")
 					require.Positive(t, newlyCE, "marked packets must leave with CE")
-					require.Positive(t, ipv4CE, "some marked packets must be IPv4")
 				}
+				allIPv4CE += ipv4CE
 				require.LessOrEqual(t, newlyCE, st.Marked.Packets)
 				metric := metricsOf(d)
 				require.EqualValues(t, total, metric["wgtun_read_packets"])
