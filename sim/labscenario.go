@@ -36,7 +36,7 @@ func labAckRate(rateBps float64) float64 { return rateBps / (1500 * 8) / 2 }
 // the uploads' ACKs the reverse one, each direction with its own queue of
 // the same kind and the same rate, and the probe crosses both.
 //
-// The variant "one-way" keeps the earlier one-direction approximation for
+// The variant "one-way" runs a one-direction approximation for
 // comparison: the 4 uploads, and beside them in the same queue the
 // downloads' ACKs as a constant-rate stream of ACK-sized packets; the
 // uploads' own ACKs return without queueing, and the table doubles the
