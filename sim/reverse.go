@@ -61,6 +61,8 @@ type revLink struct {
 	ackBytes  uint32
 	busy      bool
 	cur       int32
+	paced     aqm.Paced // the queue, if it holds packets back itself
+	pending   bool      // a paced wake-up is scheduled
 	n         linkCount
 	txBytes   uint64 // after warmup
 	ackDrops  uint64 // ACKs and echoes lost in this queue, after warmup
@@ -92,6 +94,12 @@ func (s *Sim) revStartTx() {
 	p, ok := r.q.Dequeue(s.now)
 	if !ok {
 		r.busy = false
+		if r.paced != nil && !r.pending {
+			if t := r.paced.NextDeparture(s.now); t > s.now {
+				r.pending = true
+				s.ag.push(event{at: t, kind: evRevPaced})
+			}
+		}
 		return
 	}
 	slot := int32(p.Payload)
@@ -120,6 +128,15 @@ func (s *Sim) revTxDone() {
 	}
 	s.deliver(slot)
 	s.revStartTx()
+}
+
+// revPacedWake is the reverse link's look at a queue that held packets
+// back (aqm.Paced), at the instant it named.
+func (s *Sim) revPacedWake() {
+	s.rev.pending = false
+	if !s.rev.busy {
+		s.revStartTx()
+	}
 }
 
 // toReturn sends an ACK or echo back to its flow's sender: onto the return

@@ -5,6 +5,8 @@ import (
 	"time"
 
 	"github.com/aqmkit/aqmkit/aqm"
+	"github.com/aqmkit/aqmkit/cake"
+	"github.com/aqmkit/aqmkit/fifo"
 	"github.com/stretchr/testify/require"
 )
 
@@ -133,4 +135,32 @@ func TestReverseConfig(t *testing.T) {
 	c.Shaper = &Shaper{RateBps: 1e6}
 	_, err = New(c, fifoQ(10))
 	require.ErrorContains(t, err, "Reverse")
+}
+
+// TestReversePacedQueue protects the reverse link's wake-up for a queue
+// that paces itself: CAKE shaped at 2 Mb/s on a 10 Mb/s reverse link holds
+// packets back, and the link must come back at the instant CAKE names. A
+// reverse ECN-capable CBR burst (marked, not dropped) of 20 Mb/s for 0.2 s
+// leaves 3.6 Mbit queued when it stops; with no arrival after that, only
+// the wake-ups drain it, at the shaped rate, within the 3 s run.
+func TestReversePacedQueue(t *testing.T) {
+	const burst, shaped = 20e6, 2e6
+	stop := 200 * time.Millisecond
+	dur := 3 * time.Second
+	cfg := Config{RateBps: 10e6, Duration: dur, Seed: 4, Reverse: &ReversePath{},
+		Flows: []FlowSpec{{Kind: CBR, RateBps: burst, ECN: true, Stop: stop, Reverse: true, Group: "down"}}}
+	built := 0
+	r := mustRun(t, cfg, func(d aqm.DropFunc[uint64]) (aqm.Queue[uint64], error) {
+		built++
+		if built == 1 {
+			return fifo.New(fifo.Config{LimitPackets: 100}, d)
+		}
+		return cake.New(cake.Config{Rate: shaped, Seed: 4}, d)
+	})
+	require.Equal(t, 2, built)
+	sent := burst * stop.Seconds()
+	require.Less(t, sent, shaped*dur.Seconds(), "the burst must fit the run at the shaped rate")
+	got := r.Group("down").GoodputMbps * 1e6 * dur.Seconds()
+	require.InDelta(t, sent, got, 0.02*sent)
+	require.Zero(t, r.Reverse.Queue.Len)
 }

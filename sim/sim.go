@@ -151,6 +151,7 @@ func New(cfg Config, newQueue func(onDrop aqm.DropFunc[uint64]) (aqm.Queue[uint6
 			return nil, fmt.Errorf("sim: the queue constructor returned nil for the reverse queue")
 		}
 		s.rev = &revLink{q: rq, nsPerByte: 8e9 / cfg.Reverse.RateBps, ackBytes: uint32(cfg.Reverse.AckBytes)}
+		s.rev.paced, _ = rq.(aqm.Paced)
 	}
 	s.now = epoch
 	s.end = epoch.Add(cfg.Duration)
@@ -273,6 +274,8 @@ func (s *Sim) Run() *Result {
 			s.pacedWake()
 		case evRevTxDone:
 			s.revTxDone()
+		case evRevPaced:
+			s.revPacedWake()
 		case evQueueGrid:
 			// Under a device queue, the grid samples the queue disc
 			// alone, as ns-3's queue-disc statistics do.
