@@ -107,6 +107,10 @@ type FlowSpec struct {
 	// (on by default, as in TCP Prague), leaving DCTCP's +1 segment per own
 	// RTT and an α update and reduction per own RTT.
 	PragueNoRTTIndependence bool `json:",omitempty"`
+	// Reverse sends the flow's data through the reverse direction's queue
+	// and its ACKs through the forward one (a download beside the
+	// uploads); it needs [Config.Reverse].
+	Reverse bool `json:",omitempty"`
 }
 
 // ShortFlows is a Poisson process of finite TCP flows (web-like traffic)
@@ -165,6 +169,15 @@ type Config struct {
 	// at RateBps (see [Trace]); RateBps is then the nominal rate the AQMs
 	// are sized for, and utilization is against the trace's capacity.
 	Capacity *Trace `json:",omitempty"`
+	// Reverse, if set, gives the path a second bottleneck direction with
+	// its own queue (the same constructor, its own state) and rate: the
+	// forward flows' ACKs and the pings' echoes wait there behind the data
+	// of the flows marked [FlowSpec.Reverse], whose ACKs wait in the
+	// forward queue. Nil returns every ACK and echo without queueing. The
+	// result's aggregate goodput, delays and queue averages stay those of
+	// the forward queue's data and every receiver; [Result.Reverse]
+	// describes the reverse link.
+	Reverse *ReversePath `json:",omitempty"`
 	// MSS is the on-wire size of a full data packet in bytes, headers and
 	// options included (an MTU, not a TCP MSS). Zero means 1500.
 	MSS int
@@ -252,6 +265,9 @@ func (c *Config) normalize() error {
 		if f.Count < 0 || f.RTT < 0 || f.Start < 0 || f.Stop < 0 || f.SizePackets < 0 || f.PacketBytes < 0 || f.Interval < 0 {
 			bad(fmt.Sprintf("Flows[%d]", i), f, "has a negative field")
 		}
+		if f.Reverse && c.Reverse == nil {
+			bad(fmt.Sprintf("Flows[%d].Reverse", i), f.Reverse, "needs Config.Reverse")
+		}
 		if f.Kind == CBR && !(f.RateBps > 0) {
 			bad(fmt.Sprintf("Flows[%d].RateBps", i), f.RateBps, "must be positive for a CBR flow")
 		}
@@ -270,6 +286,9 @@ func (c *Config) normalize() error {
 	if c.Shaper != nil {
 		c.Shaper.validate(bad)
 	}
+	if c.Reverse != nil {
+		c.Reverse.validate(c, bad)
+	}
 	if c.Capacity != nil {
 		c.Capacity.validate(bad)
 		if len(c.RateChanges) > 0 {
@@ -287,6 +306,11 @@ func (c *Config) normalize() error {
 	}
 	if c.MSS == 0 {
 		c.MSS = DefaultMSS
+	}
+	if c.Reverse != nil {
+		r := *c.Reverse // the caller's value stays as given
+		r.normalize(c.RateBps)
+		c.Reverse = &r
 	}
 	if c.SampleInterval == 0 {
 		c.SampleInterval = DefaultSampleInterval

@@ -18,6 +18,16 @@
 // The base RTT is therefore all propagation; queueing, serialisation and
 // delayed ACKs add to it.
 //
+// A two-way path ([Config.Reverse]) adds a second bottleneck in the other
+// direction, with its own queue (built by the same constructor, with its
+// own state) and rate: the forward flows' ACKs ([ReversePath.AckBytes]
+// each) and the pings' echoes cross it behind the data of the flows marked
+// [FlowSpec.Reverse], whose ACKs cross the forward queue. A packet meets
+// the second queue as it leaves the first, and the flow's base RTT is
+// spent after the last; ACKs lost in a queue are counted in
+// [Result.Reverse] and never retransmitted (the next cumulative ACK covers
+// them).
+//
 // # TCP
 //
 // Every TCP flow of a run shares one stack, [Config.TCP], set by one of two

@@ -18,6 +18,8 @@ const (
 	evQueueGrid               // a fixed-grid queue-length sample is due
 	evShaper                  // the shaper's tokens allow the link to send again
 	evPaced                   // a queue that paces itself may release a packet
+	evRevTxDone               // the reverse link finished sending its current packet
+	evRevPaced                // the reverse queue, which paces itself, may release a packet
 )
 
 // event is one entry of the agenda. Events at the same instant fire in the

@@ -29,15 +29,18 @@ const (
 // segment of a link's worth of 1500-byte data packets.
 func labAckRate(rateBps float64) float64 { return rateBps / (1500 * 8) / 2 }
 
-// The simulator has one bottleneck direction. rrul loads both directions
-// of the lab's path alike (4 uploads, 4 downloads), so the scenario runs
-// one of them: the 4 uploads, and beside them in the same queue the ACK
-// stream of the 4 downloads going the other way, as a constant-rate stream
-// of ACK-sized packets. The lab's probe crosses both directions' queues;
-// the simulator's ping crosses one, so for rrul the table doubles the
-// ping's added delay (the round trip through two like queues). The
-// uploads' own ACKs, which in the lab wait behind the downloads' data in
-// the other direction, return here without queueing.
+// rrul loads both directions of the lab's path alike (4 uploads, 4
+// downloads), and the lab's router has one queue per direction. The
+// scenario runs it on a two-way path (Config.Reverse): the uploads' data
+// and the downloads' ACKs share the forward queue, the downloads' data and
+// the uploads' ACKs the reverse one, each direction with its own queue of
+// the same kind and the same rate, and the probe crosses both.
+//
+// The variant "one-way" runs a one-direction approximation for
+// comparison: the 4 uploads, and beside them in the same queue the
+// downloads' ACKs as a constant-rate stream of ACK-sized packets; the
+// uploads' own ACKs return without queueing, and the table doubles the
+// probe's added delay for the two directions.
 
 // labTests are the lab tests the scenario models.
 var labTests = []string{"tcp_nup", "rrul"}
@@ -51,9 +54,9 @@ var LabAQMs = []string{"fifo", "fq-codel"}
 
 // LabProbeAddedMs returns the lab's measure of a run's probe, its added
 // latency at the quantile q (0.5 or 0.99 give the ping's p50 and p99):
-// the ping's RTT less its base RTT, doubled where the run carries rrul's
-// reverse ACK stream (group "acks"), because the lab's probe then crosses
-// two like-loaded queues; 0 without a ping.
+// the ping's RTT less its base RTT, doubled where the run carries the
+// one-way variant's ACK stream (group "acks"), because the lab's probe
+// then crosses two like-loaded queues; 0 without a ping.
 func LabProbeAddedMs(r *Result, q float64) float64 {
 	base, rt := -1.0, 1.0
 	for _, f := range r.Flows {
@@ -74,16 +77,36 @@ func LabProbeAddedMs(r *Result, q float64) float64 {
 	return rt * (v - base)
 }
 
+// LabGoodputShare returns the lab's goodput measure: the in-order payload
+// of the uploads (group "up") and downloads (group "down") over the rate
+// of the directions that carry them.
+func LabGoodputShare(r *Result) float64 {
+	capMbps := r.BottleneckMbps
+	down := r.Group("down").GoodputMbps
+	if r.Reverse != nil && down > 0 {
+		capMbps += r.Reverse.RateMbps
+	}
+	if capMbps <= 0 {
+		return 0
+	}
+	return (r.Group("up").GoodputMbps + down) / capMbps
+}
+
 var labScenario = Scenario{
 	Name: "lab",
 	Desc: "the real-traffic lab's setup (docs/lab.md): 50 Mb/s, base RTT 20 ms, 1000-packet buffer, 15 s of which the first 5 s are " +
-		"left out, a 10 ms probe; tcp_nup (4 uploads) and rrul (4 uploads, and the 4 downloads' ACKs as a constant stream " +
-		"of 52-byte packets at one per two link-rate segments, in one direction; the probe's added delay doubled for the " +
-		"two directions), each with CUBIC and BBR; the router's FIFO and FQ-CoDel",
+		"left out, a 10 ms probe; tcp_nup (4 uploads) and rrul (4 uploads and 4 downloads on a two-way path, one queue per " +
+		"direction, the probe crossing both), each with CUBIC and BBR; the router's FIFO and FQ-CoDel. Variant 'one-way': " +
+		"rrul as 4 uploads and the downloads' ACKs as a constant stream of 52-byte packets at one per two link-rate segments " +
+		"in one queue, the probe's added delay doubled for the two directions",
 	Published: "the lab (docs/lab.md): rrul at 50 Mb/s (stage a) and tcp_nup at 50 Mb/s, added probe latency p50/p99 over " +
 		"the idle RTT and goodput as a share of the rate",
 	DefaultReps: 5,
+	Variants:    []string{"one-way"},
 	Runs: func(o Options) ([]Run, error) {
+		if o.Variant != "" && o.Variant != "one-way" {
+			return nil, fmt.Errorf("lab: unknown variant %q (want one-way or none)", o.Variant)
+		}
 		names, err := pickAQMs(o, LabAQMs)
 		if err != nil {
 			return nil, err
@@ -107,9 +130,13 @@ var labScenario = Scenario{
 					StartJitter: labJitter, Series: o.Series, TCP: tcp,
 				}
 				cfg.Flows = append(cfg.Flows, FlowSpec{Kind: cc, Count: n, RTT: rtt, Group: "up"})
-				if test == "rrul" {
+				switch {
+				case test == "rrul" && o.Variant == "one-way":
 					cfg.Flows = append(cfg.Flows, FlowSpec{Kind: CBR, RateBps: labAckRate(rate) * labAckBytes * 8,
 						PacketBytes: labAckBytes, RTT: rtt, Group: "acks"})
+				case test == "rrul":
+					cfg.Reverse = &ReversePath{RateBps: rate, AckBytes: labAckBytes}
+					cfg.Flows = append(cfg.Flows, FlowSpec{Kind: cc, Count: n, RTT: rtt, Reverse: true, Group: "down"})
 				}
 				cfg.Flows = append(cfg.Flows, FlowSpec{Kind: Ping, RTT: rtt, Interval: labProbe, Group: "probe"})
 				g := fmt.Sprintf("%s-%s", test, cc)

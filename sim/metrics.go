@@ -255,6 +255,9 @@ type Result struct {
 	Flows []FlowResult
 	// Queue is the queue's own counters at the end.
 	Queue aqm.Stats
+	// Reverse describes the reverse direction if the path has one
+	// ([Config.Reverse]).
+	Reverse *ReverseResult `json:",omitempty"`
 	// Events is the number of events processed; Packets the data packets
 	// sent; WallSeconds the real time the run took.
 	Events      uint64
@@ -494,6 +497,9 @@ func (s *Sim) result(events uint64, wall time.Duration) *Result {
 		r.L4SClassicRatio = mean(l4s) / mean(classic)
 	}
 	r.Queue = s.q.Stats()
+	if s.rev != nil {
+		r.Reverse = s.reverseResult(meas)
+	}
 	r.Series = m.series
 	return r
 }

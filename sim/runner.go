@@ -43,13 +43,21 @@ func (r Run) Execute() (*Result, error) {
 	if err != nil {
 		return nil, err
 	}
+	// New builds the forward queue first, then the reverse one if the path
+	// has it, sized for its own rate and never wrapped by a flood.
+	built := 0
 	s, err := New(r.Config, func(onDrop aqm.DropFunc[uint64]) (aqm.Queue[uint64], error) {
+		built++
+		rate := r.Config.BottleneckBps()
+		if built > 1 && r.Config.Reverse.RateBps > 0 {
+			rate = r.Config.Reverse.RateBps
+		}
 		q, err := a.New(Env{
-			RateBps: r.Config.BottleneckBps(), MSS: max(r.Config.MSS, 0), MaxRTT: r.Config.MaxRTT(),
+			RateBps: rate, MSS: max(r.Config.MSS, 0), MaxRTT: r.Config.MaxRTT(),
 			BufferPackets: r.BufferPackets, REDMinThreshold: r.REDMinThreshold,
 			REDMaxThreshold: r.REDMaxThreshold, RED: r.RED, Seed: queueSeed(r.Config.Seed), OnDrop: onDrop, Capacity: r.Config.Capacity,
 		})
-		if err != nil || r.Flood == nil {
+		if err != nil || r.Flood == nil || built > 1 {
 			return q, err
 		}
 		return r.Flood.wrap(q, &r.Config)

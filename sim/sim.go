@@ -47,6 +47,7 @@ type pkt struct {
 	ecn    aqm.ECN // current codepoint (CE once marked)
 	ceN    uint8   // ACK: how many of the segments it covers arrived with CE
 	rexmit bool    // data: a retransmission; ACK: the echoed segment was one
+	ack    bool    // an ACK or echo crossing a queue (two-way paths only)
 }
 
 // lineEntry is an ACK (or echo) travelling back to its sender.
@@ -97,6 +98,13 @@ type Sim struct {
 
 	flows []*flow
 
+	// rev is the reverse direction (reverse.go), nil on a one-direction
+	// path; fwd counts the forward link's packets and fwdAckDrops the
+	// reverse flows' ACKs it lost.
+	rev         *revLink
+	fwd         linkCount
+	fwdAckDrops uint64
+
 	// link
 	rate      float64 // bits per second
 	nsPerByte float64
@@ -134,6 +142,17 @@ func New(cfg Config, newQueue func(onDrop aqm.DropFunc[uint64]) (aqm.Queue[uint6
 		return nil, fmt.Errorf("sim: the queue constructor returned nil")
 	}
 	s.q = q
+	if cfg.Reverse != nil {
+		rq, err := newQueue(s.revDrop)
+		if err != nil {
+			return nil, err
+		}
+		if rq == nil {
+			return nil, fmt.Errorf("sim: the queue constructor returned nil for the reverse queue")
+		}
+		s.rev = &revLink{q: rq, nsPerByte: 8e9 / cfg.Reverse.RateBps, ackBytes: uint32(cfg.Reverse.AckBytes)}
+		s.rev.paced, _ = rq.(aqm.Paced)
+	}
 	s.now = epoch
 	s.end = epoch.Add(cfg.Duration)
 	s.warm = epoch.Add(cfg.Warmup)
@@ -184,6 +203,7 @@ func (s *Sim) expGap(perSecond float64) time.Duration {
 func (s *Sim) addFlow(fs FlowSpec, short bool, start aqm.Time) *flow {
 	f := newFlow(int32(len(s.flows)), fs, short, s.cfg.MSS, &s.cfg.TCP)
 	f.group = fs.Group
+	f.reverse = fs.Reverse
 	f.groupIdx = s.m.groupIndex(fs.Group)
 	f.payload = uint64(max(f.pktBytes-s.cfg.HeaderBytes-s.cfg.TCP.TimestampBytes, 0))
 	if f.kind == CBR || f.kind == Ping {
@@ -252,6 +272,10 @@ func (s *Sim) Run() *Result {
 			s.shaperWake()
 		case evPaced:
 			s.pacedWake()
+		case evRevTxDone:
+			s.revTxDone()
+		case evRevPaced:
+			s.revPacedWake()
 		case evQueueGrid:
 			// Under a device queue, the grid samples the queue disc
 			// alone, as ns-3's queue-disc statistics do.
@@ -277,9 +301,11 @@ func (s *Sim) Run() *Result {
 func (s *Sim) enqueue(slot int32) {
 	pk := &s.pkts[slot]
 	f := s.flows[pk.flow]
+	s.fwd.offered++
 	v := s.q.Enqueue(aqm.Packet[uint64]{Payload: uint64(slot), Meta: aqm.Meta{Size: pk.size, Hash: f.hash, ECN: pk.ecn}}, s.now)
 	s.noteQueue()
 	if !v.Accepted() {
+		s.fwd.refused++
 		s.lost(slot)
 		return
 	}
@@ -291,10 +317,16 @@ func (s *Sim) enqueue(slot int32) {
 // queueDrop is the queue's DropFunc: an accepted packet dropped later.
 func (s *Sim) queueDrop(p aqm.Packet[uint64], _ aqm.Verdict) { s.lost(int32(p.Payload)) }
 
-// lost accounts for a data packet dropped anywhere and frees its slot.
+// lost accounts for a packet dropped anywhere and frees its slot: data
+// counts as a drop of its flow, an ACK or echo in the ACK drops of the
+// queue that lost it.
 func (s *Sim) lost(slot int32) {
 	pk := &s.pkts[slot]
 	f := s.flows[pk.flow]
+	if pk.ack {
+		s.lostAck(f, slot)
+		return
+	}
 	s.m.dropsAll++
 	if s.measuring() {
 		f.drops++
@@ -323,7 +355,7 @@ func (s *Sim) startTx() {
 	if marked {
 		pk.ecn = aqm.CE
 	}
-	if s.measuring() {
+	if s.measuring() && !pk.ack {
 		s.m.delay[f.class].Record(soj)
 		s.m.delayAll.Record(soj)
 		if marked {
@@ -344,6 +376,7 @@ func (s *Sim) startTx() {
 func (s *Sim) txDone() {
 	slot := s.cur
 	pk := &s.pkts[slot]
+	s.fwd.sent++
 	if s.measuring() {
 		s.m.txBytes += uint64(pk.size)
 	}
@@ -370,6 +403,10 @@ func (s *Sim) noteQueue() {
 func (s *Sim) deliver(slot int32) {
 	pk := &s.pkts[slot]
 	f := s.flows[pk.flow]
+	if pk.ack {
+		s.toLine(f, slot)
+		return
+	}
 	switch f.kind {
 	case CBR:
 		f.rcvPkts++
@@ -377,7 +414,7 @@ func (s *Sim) deliver(slot int32) {
 		s.release(slot)
 		return
 	case Ping:
-		s.toLine(f, slot)
+		s.toReturn(f, slot)
 		return
 	}
 	s.receiveData(f, slot)
@@ -443,7 +480,7 @@ func (s *Sim) sendAck(f *flow, slot int32, sack int64) {
 	pk.ceN = uint8(min(f.ackCE, 255))
 	f.ackPending, f.ackCE = 0, 0
 	f.dackAt = 0
-	s.toLine(f, slot)
+	s.toReturn(f, slot)
 }
 
 // delAckEvent is the delayed-ACK timer: if segments are held and their
@@ -547,6 +584,10 @@ func (s *Sim) emit(f *flow, seq int64, size uint32, rexmit bool) {
 	}
 	if s.cfg.MarkProb > 0 && f.ecn != aqm.NotECT && s.rng.Float64() < s.cfg.MarkProb {
 		s.pkts[slot].ecn = aqm.CE
+	}
+	if f.reverse {
+		s.revEnqueue(slot)
+		return
 	}
 	s.enqueue(slot)
 }

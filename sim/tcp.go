@@ -61,6 +61,7 @@ type flow struct {
 	size     int64   // segments to send; 0 = unlimited
 	cbrRate  float64 // CBR bits per second
 	interval time.Duration
+	reverse  bool // its data crosses the reverse queue, its ACKs the forward one
 
 	// sender
 	nextSeq          int64 // CBR and ping numbering

@@ -83,7 +83,9 @@ func writeCSV(path string, outs []sim.Outcome) error {
 	}
 	hdr = append(hdr, "ping_count", "ping_mean_ms", "ping_p50_ms", "ping_p99_ms", "ping_p999_ms", "ping_max_ms",
 		"fct_count", "fct_mean_ms", "fct_p50_ms", "fct_p99_ms", "fct_p999_ms", "fct_max_ms", "groups_goodput_mbps",
-		"probe_added_p50_ms", "probe_added_p99_ms", "events", "packets", "wall_s")
+		"probe_added_p50_ms", "probe_added_p99_ms", "lab_goodput_share_of_rate",
+		"reverse_utilization", "reverse_delay_p50_ms", "reverse_delay_p99_ms", "reverse_ack_drops", "forward_ack_drops",
+		"events", "packets", "wall_s")
 	if err := w.Write(hdr); err != nil {
 		return err
 	}
@@ -140,7 +142,13 @@ func writeCSV(path string, outs []sim.Outcome) error {
 			gv = append(gv, k+"="+g(r.GroupGoodputMbps(k)))
 		}
 		row = append(row, strings.Join(gv, " "), g(sim.LabProbeAddedMs(r, 0.5)), g(sim.LabProbeAddedMs(r, 0.99)),
-			u(r.Events), u(r.Packets), g(r.WallSeconds))
+			g(sim.LabGoodputShare(r)))
+		if rv := r.Reverse; rv != nil {
+			row = append(row, g(rv.Utilization), g(rv.Delay.P50Ms), g(rv.Delay.P99Ms), u(rv.AckDrops), u(rv.ForwardAckDrops))
+		} else {
+			row = append(row, "", "", "", "", "")
+		}
+		row = append(row, u(r.Events), u(r.Packets), g(r.WallSeconds))
 		if err := w.Write(row); err != nil {
 			return err
 		}

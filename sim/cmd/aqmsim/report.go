@@ -67,7 +67,7 @@ func columnsFor(name string) []column {
 		return []column{
 			{"added p50 ms", func(r *sim.Result) float64 { return sim.LabProbeAddedMs(r, 0.5) }, "%.1f", "probe_added_p50_ms", 1},
 			{"added p99 ms", func(r *sim.Result) float64 { return sim.LabProbeAddedMs(r, 0.99) }, "%.1f", "probe_added_p99_ms", 1},
-			{"goodput % of rate", func(r *sim.Result) float64 { return 100 * r.Group("up").GoodputMbps / r.BottleneckMbps }, "%.1f", "group_up_share_of_rate", 100},
+			{"goodput % of rate", func(r *sim.Result) float64 { return 100 * sim.LabGoodputShare(r) }, "%.1f", "lab_goodput_share_of_rate", 100},
 			colJain, colPing50, colPing99, colDropPct}
 	case "speedtest":
 		test := func(r *sim.Result) sim.GroupResult { return r.Group("test") }
