@@ -45,6 +45,7 @@ import (
 type Sharded[T any] struct {
 	shards    []*Front[T]
 	shared    *sharedRate
+	split     *splitRate // with ShardedConfig.SplitRate, instead of shared
 	clk       clock.Clock
 	coarse    *clock.Coarse
 	key       uint64
@@ -99,16 +100,27 @@ func NewSharded[T any](newQueue func(shard int) (aqm.Queue[T], error), c clock.C
 	s.shared = &sharedRate{cfg: cfg.Config}
 	s.shared.b.setRate(0, uint64(cfg.Rate), cfg.Config.burstBytes())
 	s.shared.b.credit = s.shared.b.capacity
+	if cfg.SplitRate {
+		s.split = newSplitRate(n, cfg.Config, cfg.SplitPeriod)
+	}
 	for i := range n {
 		q, err := newQueue(i)
 		if err != nil {
 			return nil, err
 		}
-		f, err := New(q, c, Config{Staged: cfg.Staged})
+		f, err := New(q, c, Config{Staged: cfg.Staged, WakeSlack: cfg.WakeSlack})
 		if err != nil {
 			return nil, err
 		}
-		f.shared = s.shared
+		if sp := s.split; sp != nil {
+			sl := &sp.slots[i]
+			f.split, f.slot, f.splitEpoch = sp, i, sp.epoch.Load()
+			f.b.setRate(0, sl.share.Load(), int(sl.depth.Load()))
+			f.b.credit = f.b.capacity
+			sl.wake = f.signal
+		} else {
+			f.shared = s.shared
+		}
 		f.notify = s.ready
 		f.parent = &s.cs
 		s.shards[i] = f
@@ -345,6 +357,11 @@ func (s *Sharded[T]) DequeueBatch(ctx context.Context, buf []aqm.Packet[T]) (int
 
 // slack returns the wake slack ([Config.WakeSlack]) at the shared rate.
 func (s *Sharded[T]) slack() time.Duration {
+	if sp := s.split; sp != nil {
+		sp.mu.Lock()
+		defer sp.mu.Unlock()
+		return sp.cfg.wakeSlack(sp.rate, int64(sp.burst)*unitsPerByte)
+	}
 	s.shared.mu.Lock()
 	defer s.shared.mu.Unlock()
 	return s.shared.cfg.wakeSlack(s.shared.b.rate, s.shared.b.capacity)
@@ -443,7 +460,14 @@ func (s *Sharded[T]) wakeAll() {
 }
 
 // Config returns the effective shared rate configuration.
-func (s *Sharded[T]) Config() Config { return s.shards[0].Config() }
+func (s *Sharded[T]) Config() Config {
+	if sp := s.split; sp != nil {
+		sp.mu.Lock()
+		defer sp.mu.Unlock()
+		return sp.cfg.withDefaults()
+	}
+	return s.shards[0].Config()
+}
 
 // Len returns the number of packets queued in all shards.
 func (s *Sharded[T]) Len() int {
@@ -476,11 +500,20 @@ func (s *Sharded[T]) Detail() Detail {
 			continue
 		}
 		t.Wakeups += d.Wakeups
+		t.CreditBytes += d.CreditBytes
 		t.RefusedClosed = t.RefusedClosed.Plus(d.RefusedClosed)
 		t.Flushed = t.Flushed.Plus(d.Flushed)
 		t.Staged += d.Staged
 	}
 	t.Closed = s.closed.Load()
+	if sp := s.split; sp != nil {
+		// The totals: the rate and burst split, and the credit of all
+		// the shards' buckets.
+		c := s.Config()
+		t.Rate, t.BurstBytes, t.WakeSlack = c.Rate, c.BurstBytes, s.slack()
+	} else {
+		t.CreditBytes = s.shards[0].Detail().CreditBytes
+	}
 	return t
 }
 
