@@ -62,6 +62,10 @@ type splitSlot struct {
 	// depth in bytes.
 	share atomic.Uint64
 	depth atomic.Int64
+	// The shard's own, under its lock: what it last published, and when
+	// it next publishes the offered bytes.
+	pubBacklog int64
+	pubAt      aqm.Time
 	// The rebalancer's own, under splitRate.mu.
 	seen   uint64 // offered at the last rebalance
 	demand uint64 // bytes per period, smoothed
@@ -254,9 +258,18 @@ func (sp *splitRate) setConfig(cfg Config) {
 func (f *Front[T]) splitLocked(now aqm.Time) {
 	sp := f.split
 	sl := &sp.slots[f.slot]
-	bl := f.q.Backlog()
-	sl.offered.Store(f.q.Stats().Offered().Bytes)
-	sl.backlog.Store(int64(bl))
+	bl := int64(f.q.Backlog())
+	if bl != sl.pubBacklog {
+		sl.backlog.Store(bl)
+		sl.pubBacklog = bl
+	}
+	if !now.Before(sl.pubAt) {
+		// The offered bytes, at most a quarter period old: the
+		// rebalancer takes differences of this running total, so its
+		// lag shifts demand by that much and loses none.
+		sl.offered.Store(f.q.Stats().Offered().Bytes)
+		sl.pubAt = now.Add(sp.period / 4)
+	}
 	starved := bl > 0 && sl.share.Load() <= 1
 	if starved || int64(now) >= sp.next.Load() {
 		sp.rebalance(now, starved)
