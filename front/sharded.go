@@ -41,6 +41,28 @@ import (
 // consumers share it in the order they wake. A Sharded without a rate has
 // no shared state at all.
 //
+// # Split rate
+//
+// With [ShardedConfig.SplitRate], each shard has a bucket of its own at a
+// share of the rate, and a consumer's look locks only its shard: no lock is
+// shared per packet. The shares follow the bytes offered to each shard (an
+// average over the last few periods), so that on a saturated link a shard
+// offered three times another's load gets three times its share, as one
+// queue at the link would give it. They are recomputed every
+// [ShardedConfig.SplitPeriod] (2 ms by default) of the clock by whichever
+// consumer's look finds the period over, and always sum to the rate. A
+// shard with packets queued never gets a zero share (it asks for at least
+// an eighth of its backlog per period and 1/(8 N) of the total), and one
+// that wakes up with packets on the smallest share rebalances at once; an
+// idle shard's share goes to the busy ones. Each shard's bucket depth is
+// the burst in proportion to its share, at least one 1514-byte frame, so
+// with N shards the bytes released in any interval t are at most
+//
+//	B + N·(1514 + M) + r·t
+//
+// and the rate in the long run. The shared bucket stays the default: it
+// is exact, with the bound of one [Front].
+//
 // All methods are safe for concurrent use.
 type Sharded[T any] struct {
 	shards    []*Front[T]
