@@ -1,8 +1,12 @@
 package front_test
 
 import (
+	"context"
 	"math/rand/v2"
+	"sync"
+	"sync/atomic"
 	"testing"
+	"testing/synctest"
 	"time"
 
 	"github.com/stretchr/testify/require"
@@ -203,4 +207,60 @@ func TestSplitRateAllocs(t *testing.T) {
 			sinkN, _ = r.s.Shard(i).TryDequeueBatch(r.buf)
 		}
 	}))
+}
+
+// TestSplitRateBlockingConsumers protects the split rate with real
+// blocking consumers (per shard, and the round-robin one) on a synthetic
+// clock: with shards switching between busy and idle every 100 ms, the
+// consumers asleep on old shares are woken when their share grows, and
+// the sum of what all shards send over 5 s holds the rate within 1 %.
+func TestSplitRateBlockingConsumers(t *testing.T) {
+	for _, perShard := range []bool{true, false} {
+		synctest.Test(t, func(t *testing.T) {
+			const rate, d = 8 * aqm.Mbit, 5 * time.Second
+			s := newSharded(t, bubbleClock(), front.ShardedConfig{Shards: 3, Seed: 7, SplitRate: true, Config: front.Config{Rate: rate}},
+				fifo.Config{LimitPackets: 100}, nil)
+			hash := make([]uint32, 3)
+			have := make([]bool, 3)
+			for h, found := uint32(0), 0; found < 3; h++ {
+				if k := s.ShardOf(h); !have[k] {
+					hash[k], have[k] = h, true
+					found++
+				}
+			}
+			ctx, cancel := context.WithTimeout(t.Context(), d)
+			defer cancel()
+			var wg sync.WaitGroup
+			wg.Go(func() {
+				for ms := 0; ctx.Err() == nil; ms++ {
+					for k, h := range hash {
+						// Shard 0 always, shards 1 and 2 in turns of 100 ms.
+						if k == 0 || (ms/100)%2 == k-1 {
+							for s.Shard(k).Len() < 30 {
+								_, _ = s.Enqueue(aqm.Packet[uint64]{Meta: aqm.Meta{Size: 1000, Hash: h}})
+							}
+						}
+					}
+					time.Sleep(time.Millisecond)
+				}
+			})
+			var bytes atomic.Uint64
+			count := func(ps []aqm.Packet[uint64]) {
+				for _, p := range ps {
+					bytes.Add(uint64(p.Size))
+				}
+			}
+			if perShard {
+				for k := range s.Shards() {
+					wg.Go(func() { _ = s.Shard(k).Run(ctx, count) })
+				}
+			} else {
+				wg.Go(func() { _ = s.Run(ctx, count) })
+			}
+			wg.Wait()
+			want := float64(rate) / 8 * d.Seconds()
+			t.Logf("per shard %v: sent %d bytes, rate × time %.0f", perShard, bytes.Load(), want)
+			require.InEpsilon(t, want, float64(bytes.Load()), 0.01, "per-shard consumers %v", perShard)
+		})
+	}
 }

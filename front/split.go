@@ -47,6 +47,7 @@ type splitRate struct {
 	period time.Duration
 	last   aqm.Time // the last rebalance; 0: never
 	next   atomic.Int64
+	at     atomic.Int64 // the instant of the last rebalance, for the shards
 	epoch  atomic.Uint64
 	slots  []splitSlot
 }
@@ -221,6 +222,7 @@ func (sp *splitRate) rebalance(now aqm.Time, force bool) {
 			sl.wake()
 		}
 	}
+	sp.at.Store(int64(now))
 	sp.epoch.Add(1)
 }
 
@@ -276,7 +278,18 @@ func (f *Front[T]) splitLocked(now aqm.Time) {
 	}
 	if e := sp.epoch.Load(); e != f.splitEpoch {
 		f.splitEpoch = e
-		f.b.setRate(now, sl.share.Load(), int(sl.depth.Load()))
+		// The share runs from the rebalance on, not from this look: a
+		// busy shard's old share must not overlap the others' new ones.
+		at := min(max(aqm.Time(sp.at.Load()), f.b.last), now)
+		old, share := f.b.rate, sl.share.Load()
+		f.b.setRate(at, share, int(sl.depth.Load()))
+		if share < old && f.b.credit > 0 {
+			// Credit saved at a larger share is not kept whole: the
+			// share it came from now goes to other shards, and a shard
+			// that idled on it would otherwise spend it on top of
+			// theirs when it wakes.
+			f.b.credit = int64(float64(f.b.credit) * float64(share) / float64(old))
+		}
 	}
 }
 
