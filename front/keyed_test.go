@@ -1,10 +1,13 @@
 package front_test
 
 import (
+	"context"
 	"errors"
 	"math"
 	"math/rand/v2"
+	"sync"
 	"testing"
+	"testing/synctest"
 	"time"
 
 	"github.com/stretchr/testify/require"
@@ -356,4 +359,54 @@ func TestKeyedConfig(t *testing.T) {
 		st := k.Stats()
 		require.Equal(t, st.Enqueued.Packets, st.Dequeued.Packets+st.DroppedQueued.Packets+uint64(st.Len))
 	}
+}
+
+// TestKeyedBehindFront protects the composition with a Front: producers
+// on their own goroutines, one blocking consumer (Run) that sleeps until
+// the Keyed's next departure (aqm.Paced), a shared rate of 8 Mbit/s held
+// within 1 % over 5 s and split evenly between 10 backlogged peers, and
+// the front's metrics listing the Keyed's own under "front_" names.
+func TestKeyedBehindFront(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		const rate, peers, d = 8 * aqm.Mbit, 10, 5 * time.Second
+		k := newKeyedFIFO(t, 32, front.KeyedConfig{Rate: rate})
+		f, err := front.New[uint64](k, bubbleClock(), front.Config{})
+		require.NoError(t, err)
+		ctx, cancel := context.WithTimeout(t.Context(), d)
+		defer cancel()
+		var wg sync.WaitGroup
+		for peer := range uint32(peers) {
+			wg.Go(func() {
+				for ctx.Err() == nil {
+					for range 4 {
+						_, _ = f.Enqueue(kpkt(0, peer, 1000))
+					}
+					time.Sleep(2 * time.Millisecond)
+				}
+			})
+		}
+		var bytes [peers]uint64
+		wg.Go(func() {
+			_ = f.Run(ctx, func(ps []aqm.Packet[uint64]) {
+				for _, p := range ps {
+					bytes[p.Hash] += uint64(p.Size)
+				}
+			})
+		})
+		wg.Wait()
+		want := float64(rate) / 8 * d.Seconds()
+		var sum uint64
+		for _, b := range bytes {
+			sum += b
+			require.InEpsilon(t, want/peers, float64(b), 0.02)
+		}
+		require.InEpsilon(t, want, float64(sum), 0.01)
+		names := map[string]bool{}
+		for m := range f.Metrics() {
+			require.False(t, names[m.Name], "metric %s listed twice", m.Name)
+			names[m.Name] = true
+		}
+		require.True(t, names["front_keys"])
+		require.True(t, names["front_shared_rate_bits_per_second"])
+	})
 }
