@@ -279,7 +279,12 @@ func (f *Front[T]) applyLocked(fn func(*Config)) {
 // Config returns the effective configuration: the current rate, and the
 // burst in use (the derived default when BurstBytes was zero). Pass a Config
 // with BurstBytes zero to Reconfigure to keep the burst following the rate.
+// On a shard of a [Sharded] front with a split rate it is the total rate
+// the shards share, not this shard's share ([Detail.Rate] says that).
 func (f *Front[T]) Config() Config {
+	if f.split != nil {
+		return f.split.config()
+	}
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	if f.shared != nil {

@@ -482,14 +482,7 @@ func (s *Sharded[T]) wakeAll() {
 }
 
 // Config returns the effective shared rate configuration.
-func (s *Sharded[T]) Config() Config {
-	if sp := s.split; sp != nil {
-		sp.mu.Lock()
-		defer sp.mu.Unlock()
-		return sp.cfg.withDefaults()
-	}
-	return s.shards[0].Config()
-}
+func (s *Sharded[T]) Config() Config { return s.shards[0].Config() }
 
 // Len returns the number of packets queued in all shards.
 func (s *Sharded[T]) Len() int {

@@ -185,6 +185,7 @@ func TestSplitRateConfig(t *testing.T) {
 	r.s.SetRate(12 * aqm.Mbit)
 	require.Equal(t, 12*aqm.Mbit, sum())
 	require.Equal(t, 12*aqm.Mbit, r.s.Config().Rate)
+	require.Equal(t, 12*aqm.Mbit, r.s.Shard(2).Config().Rate, "a shard reports the total rate")
 	r.run(t, 100*time.Millisecond, 0, func(_, i int) float64 { return 2 * perStep(12*aqm.Mbit) })
 	require.Equal(t, 12*aqm.Mbit, sum())
 	out := r.run(t, 2*time.Second, time.Second, func(_, i int) float64 { return 2 * perStep(12*aqm.Mbit) })

@@ -306,3 +306,10 @@ func (f *Front[T]) splitApplyLocked(now aqm.Time, fn func(*Config)) {
 	f.splitEpoch = 0
 	f.splitLocked(now)
 }
+
+// config returns the total rate's configuration, defaults filled in.
+func (sp *splitRate) config() Config {
+	sp.mu.Lock()
+	defer sp.mu.Unlock()
+	return sp.cfg.withDefaults()
+}
