@@ -505,7 +505,8 @@ func (s *Sharded[T]) Stats() aqm.Stats {
 }
 
 // Detail returns the shared bucket's state and the sum of the shards'
-// counters.
+// counters; with a split rate, the total rate and burst and the sum of the
+// shards' credit.
 func (s *Sharded[T]) Detail() Detail {
 	var t Detail
 	for i, f := range s.shards {
