@@ -170,6 +170,15 @@ type ShardedConfig struct {
 	// Rate and BurstBytes describe ONE token bucket shared by all shards
 	// (see [Sharded] for how the budget is split). Zero Rate: unlimited.
 	Config
+	// SplitRate gives each shard a bucket of its own at a share of Rate,
+	// the shares following the shards' demand (see [Sharded], Split
+	// rate), instead of one bucket all shards take from under one lock.
+	// Fixed when the front is made.
+	SplitRate bool
+	// SplitPeriod is how often the shares of a split rate are
+	// recomputed, in [0, [MaxSplitPeriod]], at least [MinSplitPeriod]
+	// when set; zero means [DefaultSplitPeriod] (2 ms).
+	SplitPeriod time.Duration
 	// Seed keys the mix that maps a packet's Hash to a shard. Zero (the
 	// default, for production) draws a secret key from crypto/rand, so that
 	// nobody can aim flows at one shard; a fixed seed is for tests and
@@ -182,6 +191,9 @@ func (c ShardedConfig) Validate() error {
 	var errs []error
 	if c.Shards < 0 || c.Shards > MaxShards {
 		errs = append(errs, &aqm.ConfigError{Pkg: "front", Field: "Shards", Value: c.Shards, Rule: "must be in [0, 256]"})
+	}
+	if c.SplitPeriod != 0 && (c.SplitPeriod < MinSplitPeriod || c.SplitPeriod > MaxSplitPeriod) {
+		errs = append(errs, &aqm.ConfigError{Pkg: "front", Field: "SplitPeriod", Value: c.SplitPeriod, Rule: "must be 0 or in [" + MinSplitPeriod.String() + ", " + MaxSplitPeriod.String() + "]"})
 	}
 	if err := c.Config.Validate(); err != nil {
 		errs = append(errs, err)

@@ -117,6 +117,9 @@ func (w *waitTimer) sleep(ctx context.Context, wait time.Duration, ready, done <
 func (f *Front[T]) takeLocked(buf []aqm.Packet[T], now aqm.Time) (n int, wait time.Duration) {
 	f.wakeups++
 	f.moveStagedLocked()
+	if f.split != nil {
+		f.splitLocked(now)
+	}
 	if f.pq != nil {
 		// A paced queue that holds its packets back: learn the wait
 		// without a Dequeue that would refuse.
@@ -196,6 +199,9 @@ func (f *Front[T]) pacedWaitLocked(now aqm.Time) time.Duration {
 func (f *Front[T]) takeOneLocked(now aqm.Time) (p aqm.Packet[T], ok bool, wait time.Duration) {
 	f.wakeups++
 	f.moveStagedLocked()
+	if f.split != nil {
+		f.splitLocked(now)
+	}
 	if f.pq != nil {
 		if w := f.pacedHoldLocked(now); w > 0 {
 			return p, false, w

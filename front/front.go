@@ -37,7 +37,13 @@ type Front[T any] struct {
 	cfg    Config        // as configured: BurstBytes zero when derived
 	b      bucket        // the rate, unless shared is set
 	shared *sharedRate   // the bucket of a Sharded front, or nil
-	closed bool
+	// split is the split rate of a Sharded front (ShardedConfig.SplitRate),
+	// or nil; slot is this shard's index in it, splitEpoch the epoch of
+	// the share b runs at (split.go).
+	split      *splitRate
+	slot       int
+	splitEpoch uint64
+	closed     bool
 	// st and stg are the hand-over of a staged front (Config.Staged):
 	// the producers' side and the consumer's. Both nil otherwise.
 	st  *stage[T]
@@ -252,6 +258,10 @@ func (f *Front[T]) Reconfigure(cfg Config) error {
 // applyLocked changes the configuration with fn and settles the bucket.
 func (f *Front[T]) applyLocked(fn func(*Config)) {
 	now := f.read(true)
+	if f.split != nil {
+		f.splitApplyLocked(now, fn)
+		return
+	}
 	cfg := &f.cfg
 	if f.shared != nil {
 		f.shared.mu.Lock()
@@ -269,7 +279,12 @@ func (f *Front[T]) applyLocked(fn func(*Config)) {
 // Config returns the effective configuration: the current rate, and the
 // burst in use (the derived default when BurstBytes was zero). Pass a Config
 // with BurstBytes zero to Reconfigure to keep the burst following the rate.
+// On a shard of a [Sharded] front with a split rate it is the total rate
+// the shards share, not this shard's share ([Detail.Rate] says that).
 func (f *Front[T]) Config() Config {
+	if f.split != nil {
+		return f.split.config()
+	}
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	if f.shared != nil {

@@ -41,10 +41,33 @@ import (
 // consumers share it in the order they wake. A Sharded without a rate has
 // no shared state at all.
 //
+// # Split rate
+//
+// With [ShardedConfig.SplitRate], each shard has a bucket of its own at a
+// share of the rate, and a consumer's look locks only its shard: no lock is
+// shared per packet. The shares follow the bytes offered to each shard (an
+// average over the last few periods), so that on a saturated link a shard
+// offered three times another's load gets three times its share, as one
+// queue at the link would give it. They are recomputed every
+// [ShardedConfig.SplitPeriod] (2 ms by default) of the clock by whichever
+// consumer's look finds the period over, and always sum to the rate. A
+// shard with packets queued never gets a zero share (it asks for at least
+// an eighth of its backlog per period and 1/(8 N) of the total), and one
+// that wakes up with packets on the smallest share rebalances at once; an
+// idle shard's share goes to the busy ones. Each shard's bucket depth is
+// the burst in proportion to its share, at least one 1514-byte frame, so
+// with N shards the bytes released in any interval t are at most
+//
+//	B + N·(1514 + M) + r·t
+//
+// and the rate in the long run. The shared bucket stays the default: it
+// is exact, with the bound of one [Front].
+//
 // All methods are safe for concurrent use.
 type Sharded[T any] struct {
 	shards    []*Front[T]
 	shared    *sharedRate
+	split     *splitRate // with ShardedConfig.SplitRate, instead of shared
 	clk       clock.Clock
 	coarse    *clock.Coarse
 	key       uint64
@@ -99,16 +122,27 @@ func NewSharded[T any](newQueue func(shard int) (aqm.Queue[T], error), c clock.C
 	s.shared = &sharedRate{cfg: cfg.Config}
 	s.shared.b.setRate(0, uint64(cfg.Rate), cfg.Config.burstBytes())
 	s.shared.b.credit = s.shared.b.capacity
+	if cfg.SplitRate {
+		s.split = newSplitRate(n, cfg.Config, cfg.SplitPeriod)
+	}
 	for i := range n {
 		q, err := newQueue(i)
 		if err != nil {
 			return nil, err
 		}
-		f, err := New(q, c, Config{Staged: cfg.Staged})
+		f, err := New(q, c, Config{Staged: cfg.Staged, WakeSlack: cfg.WakeSlack})
 		if err != nil {
 			return nil, err
 		}
-		f.shared = s.shared
+		if sp := s.split; sp != nil {
+			sl := &sp.slots[i]
+			f.split, f.slot, f.splitEpoch = sp, i, sp.epoch.Load()
+			f.b.setRate(0, sl.share.Load(), int(sl.depth.Load()))
+			f.b.credit = f.b.capacity
+			sl.wake = f.signal
+		} else {
+			f.shared = s.shared
+		}
 		f.notify = s.ready
 		f.parent = &s.cs
 		s.shards[i] = f
@@ -345,6 +379,11 @@ func (s *Sharded[T]) DequeueBatch(ctx context.Context, buf []aqm.Packet[T]) (int
 
 // slack returns the wake slack ([Config.WakeSlack]) at the shared rate.
 func (s *Sharded[T]) slack() time.Duration {
+	if sp := s.split; sp != nil {
+		sp.mu.Lock()
+		defer sp.mu.Unlock()
+		return sp.cfg.wakeSlack(sp.rate, int64(sp.burst)*unitsPerByte)
+	}
 	s.shared.mu.Lock()
 	defer s.shared.mu.Unlock()
 	return s.shared.cfg.wakeSlack(s.shared.b.rate, s.shared.b.capacity)
@@ -466,7 +505,8 @@ func (s *Sharded[T]) Stats() aqm.Stats {
 }
 
 // Detail returns the shared bucket's state and the sum of the shards'
-// counters.
+// counters; with a split rate, the total rate and burst and the sum of the
+// shards' credit.
 func (s *Sharded[T]) Detail() Detail {
 	var t Detail
 	for i, f := range s.shards {
@@ -476,11 +516,20 @@ func (s *Sharded[T]) Detail() Detail {
 			continue
 		}
 		t.Wakeups += d.Wakeups
+		t.CreditBytes += d.CreditBytes
 		t.RefusedClosed = t.RefusedClosed.Plus(d.RefusedClosed)
 		t.Flushed = t.Flushed.Plus(d.Flushed)
 		t.Staged += d.Staged
 	}
 	t.Closed = s.closed.Load()
+	if sp := s.split; sp != nil {
+		// The totals: the rate and burst split, and the credit of all
+		// the shards' buckets.
+		c := s.Config()
+		t.Rate, t.BurstBytes, t.WakeSlack = c.Rate, c.BurstBytes, s.slack()
+	} else {
+		t.CreditBytes = s.shards[0].Detail().CreditBytes
+	}
 	return t
 }
 

@@ -32,7 +32,7 @@ var configTypes = func() []reflect.Type {
 	for _, c := range queues.Configs() {
 		ts = append(ts, reflect.TypeOf(c))
 	}
-	return append(ts, reflect.TypeFor[front.Config](), reflect.TypeFor[front.ShardedConfig](), reflect.TypeFor[front.PoolConfig](), reflect.TypeFor[front.IPConfig](), reflect.TypeFor[autorate.Config]())
+	return append(ts, reflect.TypeFor[front.Config](), reflect.TypeFor[front.ShardedConfig](), reflect.TypeFor[front.PoolConfig](), reflect.TypeFor[front.IPConfig](), reflect.TypeFor[front.KeyedConfig](), reflect.TypeFor[autorate.Config]())
 }()
 
 // randomValue fills v (settable) with a value that is often zero, often

@@ -1,0 +1,38 @@
+package front_test
+
+import (
+	"testing"
+
+	"github.com/aqmkit/aqmkit/aqm"
+	"github.com/aqmkit/aqmkit/aqm/aqmtest"
+	"github.com/aqmkit/aqmkit/codel"
+	"github.com/aqmkit/aqmkit/front"
+)
+
+// keyedFactory builds a Keyed over CoDel queues keyed by the packet's
+// Hash, with cfg.
+func keyedFactory(cfg front.KeyedConfig) aqmtest.Factory {
+	return aqmtest.Factory{
+		New: func(_ uint64, onDrop aqm.DropFunc[aqmtest.Payload]) (aqm.Queue[aqmtest.Payload], error) {
+			return front.NewKeyed(func(p aqm.Packet[aqmtest.Payload]) uint32 { return p.Hash },
+				func(uint32) (aqm.Queue[aqmtest.Payload], error) {
+					return codel.New(codel.Config{LimitPackets: 64}, onDrop)
+				}, cfg)
+		},
+	}
+}
+
+// TestKeyedConformance protects the aqm.Queue contract of a Keyed queue:
+// conservation, order within a key, bursts equal to the loop, no
+// allocation, the time policy. The kit drains queues at one instant, which
+// a rate forbids: the rates are held by TestKeyedKeyRate and
+// TestKeyedSharedRateFair. Fewer keys than the kit's flows would rebuild
+// queues, which allocates by design: TestKeyedChurn covers that.
+func TestKeyedConformance(t *testing.T) {
+	for name, cfg := range map[string]front.KeyedConfig{
+		"plain":   {},
+		"quantum": {QuantumBytes: 300},
+	} {
+		t.Run(name, func(t *testing.T) { aqmtest.Run(t, keyedFactory(cfg)) })
+	}
+}
