@@ -34,6 +34,9 @@ var checks = []check{
 	{"Reconfigure", checkReconfigure},
 	{"Burst", checkBurst},
 	{"ClockGlitch", checkClockGlitch},
+	{"GSO", checkGSO},
+	{"GSOLimits", checkGSOLimits},
+	{"GSOBurst", checkGSOBurst},
 }
 
 // Run checks the queues that f builds against the aqm.Queue contract, one
@@ -51,7 +54,7 @@ func Run(t *testing.T, f Factory) {
 				t.Skip("allocation counts are not meaningful under the race detector")
 			case c.name == "ClockGlitch" && f.SkipClockGlitch:
 				t.Skip("Factory.SkipClockGlitch is set: the queue is not checked against the time policy")
-			case c.name == "Burst" && !HasBurstPath(f):
+			case (c.name == "Burst" || c.name == "GSOBurst") && !HasBurstPath(f):
 				t.Log("the queue has no burst path (it does not implement aqm.BatchQueue): bursts fall back to loops of single calls, so this check passes trivially")
 			}
 			if err := c.fn(f); err != nil {
