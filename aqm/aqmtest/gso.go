@@ -3,6 +3,7 @@ package aqmtest
 import (
 	"errors"
 	"fmt"
+	"testing"
 	"time"
 
 	"github.com/aqmkit/aqmkit/aqm"
@@ -91,4 +92,25 @@ func checkGSOBurst(f Factory) error {
 		}
 	}
 	return errors.Join(errs...)
+}
+
+// RunGSO runs only the GSO checks of [Run] (GSO, GSOLimits and GSOBurst)
+// on the queues f builds, one subtest each: for a list of queues that
+// [Run] already covers in their own packages, such as every queue of a
+// registry built from its presets.
+func RunGSO(t *testing.T, f Factory) {
+	t.Helper()
+	if f.New == nil {
+		t.Fatal("aqmtest: Factory.New is nil")
+	}
+	for _, c := range checks {
+		if c.name != "GSO" && c.name != "GSOLimits" && c.name != "GSOBurst" {
+			continue
+		}
+		t.Run(c.name, func(t *testing.T) {
+			if err := c.fn(f); err != nil {
+				t.Error(err)
+			}
+		})
+	}
 }
