@@ -70,7 +70,8 @@ func shrinkTrace(f Factory, data []byte, qseed uint64) []byte {
 // then plays it again as bursts (runs of ops at one instant joined into one
 // call of up to 300 packets) on two queues of the same seed, one through
 // the burst path and one through loops of single calls, and fails on any
-// difference between them.
+// difference between them, and plays it once more with its arrivals made
+// GSO super-packets (as the GSO check does).
 // A package's whole fuzz target is:
 //
 //	func FuzzQueue(f *testing.F) { aqmtest.Fuzz(f, factory) }
