@@ -17,7 +17,9 @@ type Queue[T any] interface {
 	// yet): it may drop queued packets (through the DropFunc) before it
 	// finds one to send.
 	Dequeue(now Time) (Packet[T], bool)
-	// Len returns the number of queued packets.
+	// Len returns the number of queued packets, counting a GSO
+	// super-packet as its segments ([Meta.SegmentCount]); it is zero
+	// exactly when the queue holds nothing.
 	Len() int
 	// Backlog returns the number of queued bytes.
 	Backlog() int

@@ -1,6 +1,8 @@
 package aqm
 
-// Count is a number of packets and their total size in bytes.
+// Count is a number of packets and their total size in bytes. Packets
+// counts wire packets: a GSO super-packet (see [Meta.Segments]) counts as
+// its segments, so a queue fed super-packets reports what the link carries.
 type Count struct {
 	Packets uint64
 	Bytes   uint64
@@ -10,6 +12,13 @@ type Count struct {
 func (c *Count) Add(size uint32) {
 	c.Packets++
 	c.Bytes += uint64(size)
+}
+
+// AddMeta counts the packet m describes: m.SegmentCount() wire packets of
+// m.Size bytes in all.
+func (c *Count) AddMeta(m Meta) {
+	c.Packets += uint64(m.SegmentCount())
+	c.Bytes += uint64(m.Size)
 }
 
 // Plus returns c+d.
@@ -24,6 +33,12 @@ func (c Count) Plus(d Count) Count {
 //	Enqueued = Dequeued + DroppedQueued + Len
 //
 // where the refused drops are the drop counters minus DroppedQueued.
+//
+// Packet counts are wire packets. A GSO super-packet whose [Meta.Segments]
+// is n counts n everywhere: in every Count's Packets, in Len and in the
+// queue's packet limit; it is accepted, marked, dropped and sent whole, so
+// all n move together. Traffic without Segments counts one per packet, as
+// before. Both identities hold in packets and in bytes.
 type Stats struct {
 	// Enqueued counts accepted packets (verdict Enqueued or Marked).
 	Enqueued Count `metric:"enqueued,counter"`
@@ -46,10 +61,13 @@ type Stats struct {
 	// evictions.
 	DroppedQueued Count `metric:"dropped_queued,counter"`
 
-	// Len and Backlog are the current queue length in packets and bytes.
+	// Len and Backlog are the current queue length in packets and bytes;
+	// Len counts the segments of the queued super-packets, as Queue.Len
+	// does.
 	Len     int `metric:"backlog_packets,gauge"`
 	Backlog int `metric:"backlog_bytes,gauge"`
-	// MaxSize is the largest packet size offered so far, in bytes.
+	// MaxSize is the largest packet size offered so far, in bytes; for a
+	// super-packet, its whole Size.
 	MaxSize uint32 `metric:"max_packet_bytes,gauge"`
 }
 
@@ -83,6 +101,24 @@ func (s *Stats) CountDrop(why Verdict, size uint32, queued bool) {
 	}
 	if queued {
 		s.DroppedQueued.Add(size)
+	}
+}
+
+// CountDropMeta is [Stats.CountDrop] for the packet m describes: it counts
+// m.SegmentCount() wire packets of m.Size bytes.
+func (s *Stats) CountDropMeta(why Verdict, m Meta, queued bool) {
+	switch why {
+	case DroppedOverlimit:
+		s.DroppedOverlimit.AddMeta(m)
+	case DroppedEarly:
+		s.DroppedEarly.AddMeta(m)
+	case DroppedOverload:
+		s.DroppedOverload.AddMeta(m)
+	default:
+		return
+	}
+	if queued {
+		s.DroppedQueued.AddMeta(m)
 	}
 }
 

@@ -152,16 +152,16 @@ func (q *Queue[T]) ackFilter(b *tin, fi, ni uint32, now aqm.Time) {
 	q.free = victim
 	q.acks[victim] = ACKInfo{}
 	f.backlog -= p.Size
-	b.pkts--
+	b.pkts -= p.SegmentCount()
 	b.backlog -= int(p.Size)
-	q.len--
+	q.len -= p.SegmentCount()
 	q.backlog -= int(p.Size)
-	b.s.ackDrops++
-	q.d.ackDrops++
+	b.s.ackDrops += uint64(p.SegmentCount())
+	q.d.ackDrops += uint64(p.SegmentCount())
 	if q.ingress {
-		q.charge(b, q.adjLen(p.Size), now, true)
+		q.charge(b, q.adjLenOf(p.Meta), now, true)
 	}
-	q.stats.CountDrop(aqm.DroppedEarly, p.Size, true)
+	q.stats.CountDropMeta(aqm.DroppedEarly, p.Meta, true)
 	if q.onDrop != nil {
 		q.onDrop(p, aqm.DroppedEarly)
 	}

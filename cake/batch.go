@@ -46,7 +46,7 @@ func (q *Queue[T]) EnqueueBatch(ps []aqm.Packet[T], vs []aqm.Verdict, now aqm.Ti
 	for i := range ps {
 		p := ps[i]
 		size := p.Size
-		if int64(size) > int64(q.memLimit) || q.len > q.limit || q.backlog > q.memLimit {
+		if int64(size) > int64(q.memLimit) || int(p.Segments) > q.limit || q.len > q.limit || q.backlog > q.memLimit {
 			lastFi = nilIdx
 			v := q.enqueue(p, &none, false, now)
 			vs[i] = v
@@ -71,7 +71,7 @@ func (q *Queue[T]) EnqueueBatch(ps []aqm.Packet[T], vs []aqm.Verdict, now aqm.Ti
 			}
 		}
 		f := &q.flows[fi]
-		if f.state != stSparse && f.state != stBulk || q.len >= q.limit ||
+		if f.state != stSparse && f.state != stBulk || q.len+p.SegmentCount() > q.limit ||
 			q.backlog+int(size) > q.memLimit || q.overTTL > 0 || fi >= q.g.base {
 			v := q.enqueueFlow(p, &none, b, fi, now)
 			vs[i] = v
@@ -91,18 +91,18 @@ func (q *Queue[T]) EnqueueBatch(ps []aqm.Packet[T], vs []aqm.Verdict, now aqm.Ti
 		}
 		f.tail = ni
 		f.backlog += size
-		b.pkts++
+		b.pkts += p.SegmentCount()
 		b.backlog += int(size)
-		q.len++
+		q.len += p.SegmentCount()
 		q.backlog += int(size)
-		if adj := q.adjLen(size); !q.lenSeen(b, size, adj) {
+		if adj := q.adjLenOf(p.Meta); !q.lenSeen(b, size, adj) {
 			q.noteNewLen(b, size, adj)
 		}
-		b.s.arrived.Add(size)
+		b.s.arrived.AddMeta(p.Meta)
 		if q.backlog > q.d.memPeak {
 			q.d.memPeak = q.backlog
 		}
-		q.stats.Enqueued.Add(size)
+		q.stats.Enqueued.AddMeta(p.Meta)
 		vs[i] = aqm.Enqueued
 		acc++
 	}
@@ -232,15 +232,15 @@ func (q *Queue[T]) DequeueBatch(buf []aqm.Packet[T], now aqm.Time) int {
 		if act == cobalt.Deliver || act == cobalt.Mark || f.head == nilIdx {
 			if f.cv.Marked() { // as in dequeue
 				p.ECN = aqm.CE
-				b.s.marks++
-				q.stats.Marked.Add(p.Size)
+				b.s.marks += uint64(p.SegmentCount())
+				q.stats.Marked.AddMeta(p.Meta)
 			}
 			q.sent(b, f, p, now)
 			buf[i] = p
 			continue
 		}
-		b.s.drops++
-		q.stats.CountDrop(aqm.DroppedEarly, p.Size, true)
+		b.s.drops += uint64(p.SegmentCount())
+		q.stats.CountDropMeta(aqm.DroppedEarly, p.Meta, true)
 		if q.onDrop != nil {
 			q.onDrop(p, aqm.DroppedEarly)
 		}

@@ -203,6 +203,15 @@
 // catch-up burst, as Linux) and is reset when the queue empties. Each
 // flow's COBALT applies the same policy to its own instants.
 //
+// # GSO super-packets
+//
+// A GSO super-packet (aqm.Meta.Segments above one) counts as its segments in Len, in Stats and
+// in the packet limit; it is marked, dropped and sent whole, so a mark or a drop counts once
+// per segment. An overflow prunes the fattest flow as for any arrival; one with more segments
+// than LimitPackets is refused at once. The shaper charges every segment its Overhead, MPU and
+// Framing (the Size split evenly), as Linux does for a GSO packet it does not split. CAKE does
+// not split super-packets (Linux's split-gso): split them before the queue where that matters.
+//
 // # Concurrency
 //
 // A Queue and a Classifier are not safe for concurrent use; give each

@@ -63,9 +63,9 @@ func (q *Queue[T]) popFlow(fi uint32, b *tin) (p aqm.Packet[T], ni uint32) {
 	nd.next = q.free
 	q.free = ni
 	f.backlog -= p.Size
-	b.pkts--
+	b.pkts -= p.SegmentCount()
 	b.backlog -= int(p.Size)
-	q.len--
+	q.len -= p.SegmentCount()
 	q.backlog -= int(p.Size)
 	if q.overTTL > 0 {
 		q.siftDown(int(q.heapPos[fi]))
@@ -151,19 +151,19 @@ begin:
 				if act == cobalt.Deliver || act == cobalt.Mark || f.head == nilIdx {
 					if f.cv.Marked() { // a mark, or a marked packet BLUE would drop kept as the last
 						p.ECN = aqm.CE
-						b.s.marks++
-						q.stats.Marked.Add(p.Size)
+						b.s.marks += uint64(p.SegmentCount())
+						q.stats.Marked.AddMeta(p.Meta)
 					}
 					q.sent(b, f, p, now)
 					return p, true
 				}
-				b.s.drops++
-				q.stats.CountDrop(aqm.DroppedEarly, p.Size, true)
+				b.s.drops += uint64(p.SegmentCount())
+				q.stats.CountDropMeta(aqm.DroppedEarly, p.Meta, true)
 				if q.onDrop != nil {
 					q.onDrop(p, aqm.DroppedEarly)
 				}
 				if q.ingress {
-					adj := q.adjLen(p.Size)
+					adj := q.adjLenOf(p.Meta)
 					q.charge(b, adj, now, true)
 					c := int32(min(adj, maxCharge))
 					f.deficit -= c
@@ -189,7 +189,7 @@ func (q *Queue[T]) sent(b *tin, f *flow, p aqm.Packet[T], now aqm.Time) {
 	} else {
 		b.s.baseDelay = ewma(b.s.baseDelay, d, 8)
 	}
-	adj := q.adjLen(p.Size)
+	adj := q.adjLenOf(p.Meta)
 	if q.shaped {
 		q.charge(b, adj, now, false)
 	}
@@ -199,7 +199,7 @@ func (q *Queue[T]) sent(b *tin, f *flow, p aqm.Packet[T], now aqm.Time) {
 	if q.overTTL > 0 {
 		q.overTTL--
 	}
-	q.stats.Dequeued.Add(p.Size)
+	q.stats.Dequeued.AddMeta(p.Meta)
 }
 
 // ewma moves avg towards v by 1/2^shift.

@@ -109,11 +109,11 @@ func (q *Queue[T]) trimShared(b *tin, fi uint32, now aqm.Time) {
 		}
 		p, _ := q.popFlow(fi, b)
 		if q.ingress {
-			q.charge(b, q.adjLen(p.Size), now, true)
+			q.charge(b, q.adjLenOf(p.Meta), now, true)
 		}
 		q.g.dropped++
-		b.s.drops++
-		q.stats.CountDrop(aqm.DroppedOverlimit, p.Size, true)
+		b.s.drops += uint64(p.SegmentCount())
+		q.stats.CountDropMeta(aqm.DroppedOverlimit, p.Meta, true)
 		if q.onDrop != nil {
 			q.onDrop(p, aqm.DroppedOverlimit)
 		}

@@ -22,14 +22,14 @@ func (q *Queue[T]) prune(now aqm.Time, arrival uint32) bool {
 	f.cv.Overflow(&b.cp, now)
 	p, ni := q.popFlow(fi, b)
 	if q.ingress {
-		q.charge(b, q.adjLen(p.Size), now, true)
+		q.charge(b, q.adjLenOf(p.Meta), now, true)
 	}
 	if ni == arrival {
 		return true
 	}
-	b.s.drops++
-	q.d.overlimitDrops++
-	q.stats.CountDrop(aqm.DroppedOverlimit, p.Size, true)
+	b.s.drops += uint64(p.SegmentCount())
+	q.d.overlimitDrops += uint64(p.SegmentCount())
+	q.stats.CountDropMeta(aqm.DroppedOverlimit, p.Meta, true)
 	if q.onDrop != nil {
 		q.onDrop(p, aqm.DroppedOverlimit)
 	}

@@ -329,8 +329,8 @@ func (q *Queue[T]) enqueue(p aqm.Packet[T], info *Info, hosts bool, now aqm.Time
 	p.ECN &= aqm.ECNMask
 	p.Enqueued = now
 	q.stats.NoteSize(p.Size)
-	if int64(p.Size) > int64(q.memLimit) || q.len > q.limit || q.backlog > q.memLimit {
-		q.stats.CountDrop(aqm.DroppedOverlimit, p.Size, false)
+	if int64(p.Size) > int64(q.memLimit) || int(p.Segments) > q.limit || q.len > q.limit || q.backlog > q.memLimit {
+		q.stats.CountDropMeta(aqm.DroppedOverlimit, p.Meta, false)
 		return aqm.DroppedOverlimit
 	}
 	t := 0
@@ -365,14 +365,14 @@ func (q *Queue[T]) enqueueFlow(p aqm.Packet[T], info *Info, b *tin, fi uint32, n
 	}
 	f.tail = ni
 	f.backlog += p.Size
-	b.pkts++
+	b.pkts += p.SegmentCount()
 	b.backlog += int(p.Size)
-	q.len++
+	q.len += p.SegmentCount()
 	q.backlog += int(p.Size)
-	if adj := q.adjLen(p.Size); !q.lenSeen(b, p.Size, adj) {
+	if adj := q.adjLenOf(p.Meta); !q.lenSeen(b, p.Size, adj) {
 		q.noteNewLen(b, p.Size, adj)
 	}
-	b.s.arrived.Add(p.Size)
+	b.s.arrived.AddMeta(p.Meta)
 	if q.acks != nil {
 		q.acks[ni] = info.ACK
 		if q.ackMode != ACKFilterOff && info.ACK.TCP && fi < q.g.base { // the shared queue stays a FIFO
@@ -413,12 +413,12 @@ func (q *Queue[T]) enqueueFlow(p aqm.Packet[T], info *Info, b *tin, fi uint32, n
 	}
 	for q.len > q.limit || q.backlog > q.memLimit {
 		if q.prune(now, ni) {
-			b.s.drops++
-			q.stats.CountDrop(aqm.DroppedOverlimit, p.Size, false)
+			b.s.drops += uint64(p.SegmentCount())
+			q.stats.CountDropMeta(aqm.DroppedOverlimit, p.Meta, false)
 			return aqm.DroppedOverlimit
 		}
 	}
-	q.stats.Enqueued.Add(p.Size)
+	q.stats.Enqueued.AddMeta(p.Meta)
 	return aqm.Enqueued
 }
 

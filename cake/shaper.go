@@ -103,6 +103,20 @@ func (q *Queue[T]) adjLen(size uint32) uint32 {
 	return uint32(min(n, math.MaxUint32))
 }
 
+// adjLenOf is adjLen for the packet m describes. A GSO super-packet is
+// charged as its segments would be on the wire, each with the overhead,
+// minimum size and framing: Size split evenly, the remainder on the last
+// segment (as Linux charges a GSO packet per segment).
+func (q *Queue[T]) adjLenOf(m aqm.Meta) uint32 {
+	if m.Segments <= 1 {
+		return q.adjLen(m.Size)
+	}
+	n := uint32(m.Segments)
+	per := m.Size / n
+	total := uint64(q.adjLen(per))*uint64(n-1) + uint64(q.adjLen(m.Size-per*(n-1)))
+	return uint32(min(total, math.MaxUint32))
+}
+
 // charge advances the shaper clocks for adj bytes sent (or dropped, in
 // ingress mode) from tin b at now. The tin clock keeps its lag, so a tin
 // behind may catch up; the failsafe clock runs at 2/3 of the rate and

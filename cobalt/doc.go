@@ -107,6 +107,13 @@
 // Package fq's CobaltConfig embeds Control; package cake derives its tins'
 // Params from its own Target and Interval and the shaper's rate.
 //
+// # GSO super-packets
+//
+// A GSO super-packet (aqm.Meta.Segments above one) counts as its segments in Len, in Stats and
+// in the packet limit; it is marked, dropped and sent whole, so a mark or a drop counts once
+// per segment. One that does not fit is refused and raises BLUE's probability as any refusal
+// does. The MTUTime guard is a time and needs no change.
+//
 // # Concurrency
 //
 // A Queue and a Controller are not safe for concurrent use.

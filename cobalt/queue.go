@@ -15,6 +15,7 @@ import (
 type Queue[T any] struct {
 	ring    ring.Ring[aqm.Packet[T]]
 	backlog int
+	segs    int // wire packets queued: a super-packet counts its segments
 	p       Params
 	c       Controller
 	cfg     Config // effective: defaults filled in, Seed the one in use
@@ -81,16 +82,18 @@ func (q *Queue[T]) Enqueue(p aqm.Packet[T], now aqm.Time) aqm.Verdict {
 	p.ECN &= aqm.ECNMask
 	p.Enqueued = now
 	q.stats.NoteSize(p.Size)
-	if q.ring.Len() >= q.cfg.LimitPackets ||
+	segs := p.SegmentCount()
+	if q.segs+segs > q.cfg.LimitPackets ||
 		(q.cfg.LimitBytes > 0 && int64(q.backlog)+int64(p.Size) > int64(q.cfg.LimitBytes)) {
-		q.full++
+		q.full += uint64(segs)
 		q.c.Overflow(&q.p, now)
-		q.stats.CountDrop(aqm.DroppedOverlimit, p.Size, false)
+		q.stats.CountDropMeta(aqm.DroppedOverlimit, p.Meta, false)
 		return aqm.DroppedOverlimit
 	}
-	q.ring.PushBack(p)
+	q.ring.PushBack(p) // room: Len ≤ segs < LimitPackets ≤ Cap
 	q.backlog += int(p.Size)
-	q.stats.Enqueued.Add(p.Size)
+	q.segs += segs
+	q.stats.Enqueued.AddMeta(p.Meta)
 	return aqm.Enqueued
 }
 
@@ -108,6 +111,7 @@ func (q *Queue[T]) Dequeue(now aqm.Time) (p aqm.Packet[T], ok bool) {
 			return p, false
 		}
 		q.backlog -= int(p.Size)
+		q.segs -= p.SegmentCount()
 		act := Deliver
 		if drops < MaxDropsPerDequeue {
 			act = q.c.Decide(&q.p, now, p.Enqueued.Since(now), p.ECN)
@@ -117,26 +121,26 @@ func (q *Queue[T]) Dequeue(now aqm.Time) (p aqm.Packet[T], ok bool) {
 		switch act {
 		case Mark:
 			p.ECN = aqm.CE
-			q.marks++
-			q.stats.Marked.Add(p.Size)
+			q.marks += uint64(p.SegmentCount())
+			q.stats.Marked.AddMeta(p.Meta)
 		case DropCoDel, DropBlue:
 			why := aqm.DroppedEarly
 			if act == DropBlue {
-				q.blue++
+				q.blue += uint64(p.SegmentCount())
 				if p.ECN != aqm.NotECT {
 					why = aqm.DroppedOverload
 				}
 			} else {
-				q.codel++
+				q.codel += uint64(p.SegmentCount())
 			}
 			drops++
-			q.stats.CountDrop(why, p.Size, true)
+			q.stats.CountDropMeta(why, p.Meta, true)
 			if q.onDrop != nil {
 				q.onDrop(p, why)
 			}
 			continue
 		}
-		q.stats.Dequeued.Add(p.Size)
+		q.stats.Dequeued.AddMeta(p.Meta)
 		return p, true
 	}
 }
@@ -153,24 +157,27 @@ func (q *Queue[T]) EnqueueBatch(ps []aqm.Packet[T], vs []aqm.Verdict, now aqm.Ti
 	if limitBytes == 0 {
 		limitBytes = 1<<63 - 1
 	}
-	room := q.cfg.LimitPackets - q.ring.Len() // may be negative after Reconfigure
+	room := q.cfg.LimitPackets - q.segs // wire packets; may be negative after Reconfigure
 	backlog0 := int64(q.backlog)
 	backlog := backlog0
+	segs0 := q.segs
 	maxSize := q.stats.MaxSize
 	// Accepted packets are written into run, the ring's free slots, and
 	// committed together; run is refilled where the storage wraps. room > 0
-	// means a free slot: the ring's capacity is at least LimitPackets.
+	// means a free slot: the ring's capacity is at least LimitPackets, and
+	// every queued packet takes at least one wire packet of room.
 	var run []aqm.Packet[T]
 	j := 0
 	accepted := 0
 	for i := range ps {
 		p := &ps[i]
-		size := p.Size
-		if room <= 0 || backlog+int64(size) > limitBytes {
+		size, segs := p.Size, p.SegmentCount()
+		if segs > room || backlog+int64(size) > limitBytes {
 			// Rare: Enqueue refuses it and tells the controller.
 			q.ring.Commit(j)
 			run, j = run[j:], 0
 			q.backlog, q.stats.MaxSize = int(backlog), maxSize
+			q.segs = q.cfg.LimitPackets - room
 			vs[i] = q.Enqueue(*p, now) // refused: the state above is unchanged
 			maxSize = q.stats.MaxSize
 			continue
@@ -184,14 +191,15 @@ func (q *Queue[T]) EnqueueBatch(ps []aqm.Packet[T], vs []aqm.Verdict, now aqm.Ti
 		m.ECN &= aqm.ECNMask
 		run[j] = aqm.Packet[T]{Payload: p.Payload, Meta: m, Enqueued: now}
 		j++
-		room--
+		room -= segs
 		accepted++
 		backlog += int64(size)
 		vs[i] = aqm.Enqueued
 	}
 	q.ring.Commit(j)
 	q.backlog, q.stats.MaxSize = int(backlog), maxSize
-	q.stats.Enqueued.Packets += uint64(accepted)
+	q.stats.Enqueued.Packets += uint64(q.cfg.LimitPackets - room - segs0)
+	q.segs = q.cfg.LimitPackets - room
 	q.stats.Enqueued.Bytes += uint64(backlog - backlog0) // refusals leave the backlog alone
 	return accepted
 }
@@ -208,8 +216,9 @@ func (q *Queue[T]) DequeueBatch(buf []aqm.Packet[T], now aqm.Time) int {
 	return len(buf)
 }
 
-// Len returns the number of queued packets.
-func (q *Queue[T]) Len() int { return q.ring.Len() }
+// Len returns the number of queued wire packets: a GSO super-packet counts
+// as its segments.
+func (q *Queue[T]) Len() int { return q.segs }
 
 // Backlog returns the number of queued bytes.
 func (q *Queue[T]) Backlog() int { return q.backlog }
@@ -217,7 +226,7 @@ func (q *Queue[T]) Backlog() int { return q.backlog }
 // Stats returns a snapshot of the counters.
 func (q *Queue[T]) Stats() aqm.Stats {
 	s := q.stats
-	s.Len, s.Backlog = q.ring.Len(), q.backlog
+	s.Len, s.Backlog = q.segs, q.backlog
 	return s
 }
 
@@ -229,7 +238,7 @@ type Detail struct {
 	// (a marked packet BLUE then drops counts in BlueDrops only): the
 	// queue's Stats.Marked.Packets, so not a metric of its own.
 	Marks uint64 `metric:"-"`
-	// CoDelDrops and BlueDrops count drops by each half.
+	// CoDelDrops and BlueDrops count drops by each half, in wire packets.
 	CoDelDrops uint64 `metric:"dropped_codel_packets,counter"`
 	BlueDrops  uint64 `metric:"dropped_blue_packets,counter"`
 	// Overflows counts arrivals refused by a limit: the queue's

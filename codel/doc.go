@@ -155,6 +155,14 @@
 // queue empty. Package fq's CoDelConfig embeds Control, so its fields,
 // defaults and rules are the ones documented here.
 //
+// # GSO super-packets
+//
+// A GSO super-packet (aqm.Meta.Segments above one) counts as its segments in Len, in Stats and
+// in the packet limit; it is marked, dropped and sent whole, so a mark or a drop counts once
+// per segment. One that does not fit is refused. The guard that keeps CoDel from dropping while
+// at most MTUBytes are queued compares bytes, so a single 64 KiB super-packet is a standing
+// queue of about 44 MTUs, as in Linux; one drop decision adds one to the control law's count.
+//
 // # Concurrency
 //
 // A Queue and a Controller are not safe for concurrent use. Params are

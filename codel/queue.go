@@ -19,6 +19,7 @@ import (
 type Queue[T any] struct {
 	ring         ring.Ring[aqm.Packet[T]]
 	backlog      int
+	segs         int // wire packets queued: a super-packet counts its segments
 	limitPackets int
 	limitBytes   int // 0: none
 	p            Params
@@ -91,14 +92,16 @@ func (q *Queue[T]) Enqueue(p aqm.Packet[T], now aqm.Time) aqm.Verdict {
 	p.ECN &= aqm.ECNMask
 	p.Enqueued = now
 	q.stats.NoteSize(p.Size)
-	if q.ring.Len() >= q.limitPackets ||
+	segs := p.SegmentCount()
+	if q.segs+segs > q.limitPackets ||
 		(q.limitBytes > 0 && int64(q.backlog)+int64(p.Size) > int64(q.limitBytes)) {
-		q.stats.CountDrop(aqm.DroppedOverlimit, p.Size, false)
+		q.stats.CountDropMeta(aqm.DroppedOverlimit, p.Meta, false)
 		return aqm.DroppedOverlimit
 	}
-	q.ring.PushBack(p) // room: Len < limitPackets ≤ Cap
+	q.ring.PushBack(p) // room: Len ≤ segs < limitPackets ≤ Cap
 	q.backlog += int(p.Size)
-	q.stats.Enqueued.Add(p.Size)
+	q.segs += segs
+	q.stats.Enqueued.AddMeta(p.Meta)
 	return aqm.Enqueued
 }
 
@@ -136,6 +139,7 @@ func (q *Queue[T]) dequeueFrom(p aqm.Packet[T], now aqm.Time) (aqm.Packet[T], bo
 	drops := 0
 	for {
 		q.backlog -= int(p.Size)
+		q.segs -= p.SegmentCount()
 		act := Deliver
 		// A packet SelectDSCP flagged never takes the fast path (it needs no
 		// CE threshold, the flag needs one): both other ways clear the
@@ -151,7 +155,7 @@ func (q *Queue[T]) dequeueFrom(p aqm.Packet[T], now aqm.Time) (aqm.Packet[T], bo
 		switch act {
 		case Drop:
 			drops++
-			q.stats.CountDrop(aqm.DroppedEarly, p.Size, true)
+			q.stats.CountDropMeta(aqm.DroppedEarly, p.Meta, true)
 			if q.onDrop != nil {
 				q.onDrop(p, aqm.DroppedEarly)
 			}
@@ -163,14 +167,14 @@ func (q *Queue[T]) dequeueFrom(p aqm.Packet[T], now aqm.Time) (aqm.Packet[T], bo
 			continue
 		case Mark:
 			p.ECN = aqm.CE
-			q.ecnMarks++
-			q.stats.Marked.Add(p.Size)
+			q.ecnMarks += uint64(p.SegmentCount())
+			q.stats.Marked.AddMeta(p.Meta)
 		case MarkCE:
 			p.ECN = aqm.CE
-			q.ceMarks++
-			q.stats.Marked.Add(p.Size)
+			q.ceMarks += uint64(p.SegmentCount())
+			q.stats.Marked.AddMeta(p.Meta)
 		}
-		q.stats.Dequeued.Add(p.Size)
+		q.stats.Dequeued.AddMeta(p.Meta)
 		return p, true
 	}
 }
@@ -189,7 +193,7 @@ func (q *Queue[T]) EnqueueBatch(ps []aqm.Packet[T], vs []aqm.Verdict, now aqm.Ti
 		return 0
 	}
 	ps, vs = ps[:n], vs[:n]
-	room := q.limitPackets - q.ring.Len() // may be negative after Reconfigure
+	room := q.limitPackets - q.segs // wire packets; may be negative after Reconfigure
 	limitBytes := int64(q.limitBytes)
 	if limitBytes == 0 {
 		limitBytes = math.MaxInt64
@@ -200,15 +204,15 @@ func (q *Queue[T]) EnqueueBatch(ps []aqm.Packet[T], vs []aqm.Verdict, now aqm.Ti
 	// Accepted packets are written straight into run, the ring's free
 	// slots, and committed together; run is refilled where the storage
 	// wraps. room > 0 means a free slot: the ring's capacity is at least
-	// limitPackets.
+	// limitPackets, and every queued packet takes at least one of them.
 	var run []aqm.Packet[T]
-	j := 0
+	j, accepted := 0, 0
 	for i := range ps {
 		p := &ps[i]
-		size := p.Size
+		size, segs := p.Size, p.SegmentCount()
 		maxSize = max(maxSize, size)
-		if room <= 0 || backlog+int64(size) > limitBytes {
-			q.stats.CountDrop(aqm.DroppedOverlimit, size, false)
+		if segs > room || backlog+int64(size) > limitBytes {
+			q.stats.CountDropMeta(aqm.DroppedOverlimit, p.Meta, false)
 			vs[i] = aqm.DroppedOverlimit
 			continue
 		}
@@ -220,18 +224,20 @@ func (q *Queue[T]) EnqueueBatch(ps []aqm.Packet[T], vs []aqm.Verdict, now aqm.Ti
 		m.ECN &= aqm.ECNMask
 		run[j] = aqm.Packet[T]{Payload: p.Payload, Meta: m, Enqueued: now}
 		j++
-		room--
+		accepted++
+		room -= segs
 		backlog += int64(size)
 		vs[i] = aqm.Enqueued
 	}
 	q.ring.Commit(j)
 	q.backlog = int(backlog)
 	q.stats.MaxSize = maxSize
-	// Every accepted packet took one unit of room and its size of backlog.
-	pk := room0 - room
-	q.stats.Enqueued.Packets += uint64(pk)
+	// Every accepted packet took its segments of room and its size of
+	// backlog.
+	q.segs += room0 - room
+	q.stats.Enqueued.Packets += uint64(room0 - room)
 	q.stats.Enqueued.Bytes += uint64(backlog - backlog0)
-	return pk
+	return accepted
 }
 
 // DequeueBatch removes up to len(buf) packets at now into buf[:n], as n
@@ -290,6 +296,7 @@ func (q *Queue[T]) runBelowTarget(buf []aqm.Packet[T], i int, now aqm.Time) int 
 	}
 	start := i
 	var by uint64
+	segs := 0
 	for i < len(buf) {
 		run := q.ring.Peek(len(buf) - i) // the oldest packets, up to the storage's end
 		dst := buf[i:]
@@ -301,6 +308,7 @@ func (q *Queue[T]) runBelowTarget(buf []aqm.Packet[T], i int, now aqm.Time) int 
 			}
 			dst[m] = run[m]
 			by += uint64(run[m].Size)
+			segs += run[m].SegmentCount()
 		}
 		q.ring.Discard(m)
 		i += m
@@ -311,7 +319,8 @@ func (q *Queue[T]) runBelowTarget(buf []aqm.Packet[T], i int, now aqm.Time) int 
 	if i > start {
 		q.c.DeliverIfBelowTarget(&q.p, buf[i-1].Enqueued.Since(now))
 		q.backlog -= int(by)
-		q.stats.Dequeued.Packets += uint64(i - start)
+		q.segs -= segs
+		q.stats.Dequeued.Packets += uint64(segs)
 		q.stats.Dequeued.Bytes += by
 	}
 	return i
@@ -333,6 +342,7 @@ func (q *Queue[T]) runNotDue(buf []aqm.Packet[T], i int, now aqm.Time) int {
 	}
 	start := i
 	var by uint64
+	segs := 0
 	for i < len(buf) {
 		run := q.ring.Peek(len(buf) - i)
 		dst := buf[i:]
@@ -346,6 +356,7 @@ func (q *Queue[T]) runNotDue(buf []aqm.Packet[T], i int, now aqm.Time) int {
 			dst[m] = *f
 			backlog -= int(f.Size)
 			by += uint64(f.Size)
+			segs += f.SegmentCount()
 		}
 		q.ring.Discard(m)
 		i += m
@@ -356,14 +367,16 @@ func (q *Queue[T]) runNotDue(buf []aqm.Packet[T], i int, now aqm.Time) int {
 	if i > start {
 		q.c.ldelay = uint32(min(int64(buf[i-1].Enqueued.Since(now)), math.MaxUint32))
 		q.backlog = backlog
-		q.stats.Dequeued.Packets += uint64(i - start)
+		q.segs -= segs
+		q.stats.Dequeued.Packets += uint64(segs)
 		q.stats.Dequeued.Bytes += by
 	}
 	return i
 }
 
-// Len returns the number of queued packets.
-func (q *Queue[T]) Len() int { return q.ring.Len() }
+// Len returns the number of queued wire packets: a GSO super-packet counts
+// as its segments.
+func (q *Queue[T]) Len() int { return q.segs }
 
 // Backlog returns the number of queued bytes.
 func (q *Queue[T]) Backlog() int { return q.backlog }
@@ -371,7 +384,7 @@ func (q *Queue[T]) Backlog() int { return q.backlog }
 // Stats returns a snapshot of the counters.
 func (q *Queue[T]) Stats() aqm.Stats {
 	s := q.stats
-	s.Len, s.Backlog = q.ring.Len(), q.backlog
+	s.Len, s.Backlog = q.segs, q.backlog
 	return s
 }
 
@@ -380,9 +393,10 @@ func (q *Queue[T]) Stats() aqm.Stats {
 type Detail struct {
 	// State is the controller's state.
 	State
-	// ECNMarks counts packets CoDel marked CE instead of dropping.
+	// ECNMarks counts packets CoDel marked CE instead of dropping, in wire
+	// packets (a super-packet counts its segments).
 	ECNMarks uint64 `metric:"marked_codel_packets,counter"`
-	// CEMarks counts packets marked CE by the CE threshold.
+	// CEMarks counts packets marked CE by the CE threshold, in wire packets.
 	CEMarks uint64 `metric:"marked_ce_threshold_packets,counter"`
 	// DropCapHits counts Dequeue calls that reached [MaxDropsPerDequeue].
 	DropCapHits uint64 `metric:"capped_dequeues,counter"`

@@ -69,18 +69,20 @@ func (q *Queue[T]) DequeueBatch(buf []aqm.Packet[T], now aqm.Time) int {
 		if fromL {
 			p, _ = q.l.PopFront()
 			q.bytesL -= int(p.Size)
+			q.segsL -= p.SegmentCount()
 			if p.ECN&noStep == 0 {
-				sojourn, lenAfter = age(int64(p.Enqueued), int64(now)), q.l.Len()
+				sojourn, lenAfter = age(int64(p.Enqueued), int64(now)), q.segsL
 			}
 		} else {
 			p, _ = q.c.PopFront()
 			q.bytesC -= int(p.Size)
+			q.segsC -= p.SegmentCount()
 		}
 		again := p.ECN&markedIn != 0 // CE set here at enqueue: not counted twice
 		p.ECN &= aqm.ECNMask
 		// The 2·MTU safeguard, on the backlog left behind; with DropEnqueue
 		// the coupled and Classic AQM acted at arrival.
-		coupled := !q.par.dropEnq && (q.bytesL+q.bytesC >= q.par.minBacklog || q.l.Len()+q.c.Len() >= q.par.minLen)
+		coupled := !q.par.dropEnq && (q.bytesL+q.bytesC >= q.par.minBacklog || q.segsL+q.segsC >= q.par.minLen)
 		var a action
 		switch {
 		case fromL && p.ECN == aqm.NotECT:
@@ -98,9 +100,9 @@ func (q *Queue[T]) DequeueBatch(buf []aqm.Packet[T], now aqm.Time) int {
 				continue
 			}
 			if !again {
-				p.ECN = q.mark(p.Size)
+				p.ECN = q.mark(p.Meta)
 				if a == markStep {
-					q.stepMarks++
+					q.stepMarks += uint64(p.SegmentCount())
 				}
 			}
 		}
@@ -113,7 +115,7 @@ func (q *Queue[T]) DequeueBatch(buf []aqm.Packet[T], now aqm.Time) int {
 		} else if lq {
 			q.credit -= q.par.wl * int64(p.Size)
 		}
-		q.stats.Dequeued.Add(p.Size)
+		q.stats.Dequeued.AddMeta(p.Meta)
 		buf[k] = p
 		k++
 	}

@@ -27,13 +27,15 @@ type Detail struct {
 	// latest instant passed to Enqueue or Dequeue (zero for an empty queue).
 	DelayClassic time.Duration `metric:"classic_delay_seconds,gauge"`
 	DelayL4S     time.Duration `metric:"l4s_delay_seconds,gauge"`
-	// PacketsClassic and PacketsL4S are the queue lengths in packets.
+	// PacketsClassic and PacketsL4S are the queue lengths in wire packets
+	// (a GSO super-packet counts its segments).
 	PacketsClassic int `metric:"classic_backlog_packets,gauge"`
 	PacketsL4S     int `metric:"l4s_backlog_packets,gauge"`
 	// BytesClassic and BytesL4S are the queue lengths in bytes.
 	BytesClassic int `metric:"classic_backlog_bytes,gauge"`
 	BytesL4S     int `metric:"l4s_backlog_bytes,gauge"`
-	// MaxPackets is the largest total length seen (Linux maxq).
+	// MaxPackets is the largest total length seen, in wire packets (Linux
+	// maxq).
 	MaxPackets int `metric:"max_backlog_packets,gauge"`
 	// ECNMarks counts every packet set to CE (Linux ecn_mark): the queue's
 	// Stats.Marked.Packets, so not a metric of its own. StepMarks counts
@@ -94,8 +96,8 @@ func (q *Queue[T]) Detail() Detail {
 		ProbClassic:      float64(q.ctl.pC) / float64(one32),
 		ProbL4SCoupled:   float64(q.ctl.pCL) / float64(one32),
 		Overloaded:       q.ctl.overload,
-		PacketsClassic:   q.c.Len(),
-		PacketsL4S:       q.l.Len(),
+		PacketsClassic:   q.segsC,
+		PacketsL4S:       q.segsL,
 		BytesClassic:     q.bytesC,
 		BytesL4S:         q.bytesL,
 		MaxPackets:       q.maxLen,

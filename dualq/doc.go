@@ -169,6 +169,14 @@
 // decisions cannot be predicted by senders; [Queue.Config] reports it. A
 // fixed seed makes a queue reproducible: use one in tests and simulations.
 //
+// # GSO super-packets
+//
+// A GSO super-packet (aqm.Meta.Segments above one) counts as its segments in Len, in Stats and
+// in the packet limit; it is marked, dropped and sent whole, so a mark or a drop counts once
+// per segment. One that does not fit is refused. StepPackets, the no-step minimum and the two-
+// packet safeguard count the L4S queue's segments, as Linux's split_gso (its default) makes
+// them count.
+//
 // # Concurrency
 //
 // A Queue is not safe for concurrent use; [Queue.Detail] and

@@ -18,6 +18,8 @@ type Queue[T any] struct {
 	l, c   ring.Ring[aqm.Packet[T]] // the L4S and Classic queues
 	bytesL int                      // bytes queued in l
 	bytesC int                      // bytes queued in c
+	segsL  int                      // wire packets queued in l: a super-packet counts its segments
+	segsC  int                      // wire packets queued in c
 	credit int64                    // WRR credit: > 0 means Classic is served next
 	ctl    controller               // the PI2 controller (pi2.go)
 	par    params
@@ -121,11 +123,11 @@ func (q *Queue[T]) enqueueTo(p aqm.Packet[T], toL bool, now aqm.Time) aqm.Verdic
 	p.ECN &= aqm.ECNMask
 	p.Enqueued = now
 	q.stats.NoteSize(p.Size)
-	size := int(p.Size)
+	size, segs := int(p.Size), p.SegmentCount()
 	backlog := q.bytesL + q.bytesC
-	n := q.l.Len() + q.c.Len()
-	if n >= q.par.limitPkts || size > q.par.limitBytes-backlog {
-		q.stats.CountDrop(aqm.DroppedOverlimit, p.Size, false)
+	n := q.segsL + q.segsC
+	if n+segs > q.par.limitPkts || size > q.par.limitBytes-backlog {
+		q.stats.CountDropMeta(aqm.DroppedOverlimit, p.Meta, false)
 		return aqm.DroppedOverlimit
 	}
 	v := aqm.Enqueued
@@ -139,29 +141,31 @@ func (q *Queue[T]) enqueueTo(p aqm.Packet[T], toL bool, now aqm.Time) aqm.Verdic
 		}
 		if a >= dropEarly {
 			v = a.verdict()
-			q.stats.CountDrop(v, p.Size, false)
+			q.stats.CountDropMeta(v, p.Meta, false)
 			return v
 		}
 		if a == mark {
-			p.ECN = q.mark(p.Size) | markedIn
+			p.ECN = q.mark(p.Meta) | markedIn
 			v = aqm.Marked
 		}
 	}
 	// Room in either ring: the shared packet limit was checked above and
-	// each ring holds that many.
+	// each ring holds that many (a packet is at least one wire packet).
 	if toL {
-		if q.l.Len() < q.par.minQlen {
+		if q.segsL < q.par.minQlen {
 			p.ECN |= noStep
 		}
 		q.l.PushBack(p)
 		q.bytesL += size
+		q.segsL += segs
 	} else {
 		q.c.PushBack(p)
 		q.bytesC += size
+		q.segsC += segs
 	}
-	q.stats.Enqueued.Add(p.Size)
-	if n+1 > q.maxLen {
-		q.maxLen = n + 1
+	q.stats.Enqueued.AddMeta(p.Meta)
+	if n+segs > q.maxLen {
+		q.maxLen = n + segs
 	}
 	if b := backlog + size; b > q.maxBacklog {
 		q.maxBacklog = b
@@ -202,9 +206,11 @@ func (q *Queue[T]) drainToLimits() {
 		if q.c.Len() > 0 {
 			p, _ = q.c.PopFront()
 			q.bytesC -= int(p.Size)
+			q.segsC -= p.SegmentCount()
 		} else {
 			p, _ = q.l.PopFront()
 			q.bytesL -= int(p.Size)
+			q.segsL -= p.SegmentCount()
 			p.ECN &= aqm.ECNMask
 		}
 		q.drop(p, aqm.DroppedOverlimit)
@@ -267,18 +273,20 @@ func (q *Queue[T]) Dequeue(now aqm.Time) (p aqm.Packet[T], ok bool) {
 		if fromL {
 			p, _ = q.l.PopFront()
 			q.bytesL -= int(p.Size)
+			q.segsL -= p.SegmentCount()
 			if p.ECN&noStep == 0 {
-				sojourn, lenAfter = age(int64(p.Enqueued), int64(now)), q.l.Len()
+				sojourn, lenAfter = age(int64(p.Enqueued), int64(now)), q.segsL
 			}
 		} else {
 			p, _ = q.c.PopFront()
 			q.bytesC -= int(p.Size)
+			q.segsC -= p.SegmentCount()
 		}
 		again := p.ECN&markedIn != 0 // CE set here at enqueue: not counted twice
 		p.ECN &= aqm.ECNMask
 		// The 2·MTU safeguard, on the backlog left behind; with DropEnqueue
 		// the coupled and Classic AQM acted at arrival.
-		coupled := !q.par.dropEnq && (q.bytesL+q.bytesC >= q.par.minBacklog || q.l.Len()+q.c.Len() >= q.par.minLen)
+		coupled := !q.par.dropEnq && (q.bytesL+q.bytesC >= q.par.minBacklog || q.segsL+q.segsC >= q.par.minLen)
 		var a action
 		switch {
 		case fromL && p.ECN == aqm.NotECT:
@@ -296,9 +304,9 @@ func (q *Queue[T]) Dequeue(now aqm.Time) (p aqm.Packet[T], ok bool) {
 				continue
 			}
 			if !again {
-				p.ECN = q.mark(p.Size)
+				p.ECN = q.mark(p.Meta)
 				if a == markStep {
-					q.stepMarks++
+					q.stepMarks += uint64(p.SegmentCount())
 				}
 			}
 		}
@@ -311,27 +319,28 @@ func (q *Queue[T]) Dequeue(now aqm.Time) (p aqm.Packet[T], ok bool) {
 		} else if lq {
 			q.credit -= q.par.wl * int64(p.Size)
 		}
-		q.stats.Dequeued.Add(p.Size)
+		q.stats.Dequeued.AddMeta(p.Meta)
 		return p, true
 	}
 }
 
-// mark counts a CE mark on a packet of the given size and returns CE, the
-// packet's new codepoint.
-func (q *Queue[T]) mark(size uint32) aqm.ECN {
-	q.stats.Marked.Add(size)
+// mark counts a CE mark on the packet m describes, on every segment of a
+// super-packet, and returns CE, the packet's new codepoint.
+func (q *Queue[T]) mark(m aqm.Meta) aqm.ECN {
+	q.stats.Marked.AddMeta(m)
 	return aqm.CE
 }
 
 func (q *Queue[T]) drop(p aqm.Packet[T], why aqm.Verdict) {
-	q.stats.CountDrop(why, p.Size, true)
+	q.stats.CountDropMeta(why, p.Meta, true)
 	if q.onDrop != nil {
 		q.onDrop(p, why)
 	}
 }
 
-// Len returns the number of packets in both queues.
-func (q *Queue[T]) Len() int { return q.l.Len() + q.c.Len() }
+// Len returns the number of wire packets in both queues: a GSO
+// super-packet counts as its segments.
+func (q *Queue[T]) Len() int { return q.segsL + q.segsC }
 
 // Backlog returns the number of bytes in both queues.
 func (q *Queue[T]) Backlog() int { return q.bytesL + q.bytesC }

@@ -26,6 +26,13 @@
 // The queue keeps no time of its own; now is passed through to stamp
 // arrivals (Packet.Enqueued), so sojourn times follow the caller's clock.
 //
+// # GSO super-packets
+//
+// A GSO super-packet (aqm.Meta.Segments above one) counts as its segments in Len, in Stats and
+// in the packet limit; it is marked, dropped and sent whole, so a mark or a drop counts once
+// per segment. One that does not fit is refused; with HeadDrop, older packets are evicted until
+// it fits, unless it alone exceeds a limit.
+//
 // # Concurrency
 //
 // A Queue is not safe for concurrent use; package front shares one between

@@ -96,6 +96,7 @@ type Queue[T any] struct {
 	mask uint
 	head uint
 	n    int
+	segs int // wire packets queued: the n packets' segments, n ≤ segs
 
 	backlog      int
 	limitPackets int
@@ -167,8 +168,10 @@ func (q *Queue[T]) Reconfigure(cfg Config) error {
 // Config returns the configuration in effect, with every default filled in.
 func (q *Queue[T]) Config() Config { return q.cfg }
 
-func (q *Queue[T]) full(size int) bool {
-	return q.n >= q.limitPackets || (q.limitBytes > 0 && q.backlog+size > q.limitBytes)
+// full reports whether a packet of size bytes and segs segments does not
+// fit as the queue stands.
+func (q *Queue[T]) full(size, segs int) bool {
+	return q.segs+segs > q.limitPackets || (q.limitBytes > 0 && q.backlog+size > q.limitBytes)
 }
 
 // popFront removes the oldest packet; the queue must not be empty.
@@ -178,23 +181,25 @@ func (q *Queue[T]) popFront() aqm.Packet[T] {
 	q.buf[i] = aqm.Packet[T]{}
 	q.head++
 	q.n--
+	q.segs -= p.SegmentCount()
 	q.backlog -= int(p.Size)
 	return p
 }
 
 // makeRoom is Enqueue's cold path when the queue is full for a packet of
-// size bytes: it reports whether room was made, evicting from the head with
-// HeadDrop.
-func (q *Queue[T]) makeRoom(size int) bool {
-	if q.limitBytes > 0 && size > q.limitBytes {
+// size bytes and segs segments: it reports whether room was made, evicting
+// from the head with HeadDrop. A packet larger than a limit on its own is
+// refused without evicting anything.
+func (q *Queue[T]) makeRoom(size, segs int) bool {
+	if (q.limitBytes > 0 && size > q.limitBytes) || segs > q.limitPackets {
 		return false
 	}
-	for q.full(size) {
+	for q.full(size, segs) {
 		if !q.headDrop || q.n == 0 {
 			return false
 		}
 		old := q.popFront()
-		q.stats.CountDrop(aqm.DroppedOverlimit, old.Size, true)
+		q.stats.CountDropMeta(aqm.DroppedOverlimit, old.Meta, true)
 		if q.onDrop != nil {
 			q.onDrop(old, aqm.DroppedOverlimit)
 		}
@@ -208,17 +213,18 @@ func (q *Queue[T]) makeRoom(size int) bool {
 // fits.
 func (q *Queue[T]) Enqueue(p aqm.Packet[T], now aqm.Time) aqm.Verdict {
 	q.stats.NoteSize(p.Size)
-	size := int(p.Size)
-	if q.full(size) && !q.makeRoom(size) {
-		q.stats.CountDrop(aqm.DroppedOverlimit, p.Size, false)
+	size, segs := int(p.Size), p.SegmentCount()
+	if q.full(size, segs) && !q.makeRoom(size, segs) {
+		q.stats.CountDropMeta(aqm.DroppedOverlimit, p.Meta, false)
 		return aqm.DroppedOverlimit
 	}
 	p.ECN &= aqm.ECNMask
 	p.Enqueued = now
-	q.buf[(q.head+uint(q.n))&q.mask] = p // room: n < limitPackets ≤ len(buf)
+	q.buf[(q.head+uint(q.n))&q.mask] = p // room: n < segs ≤ limitPackets ≤ len(buf)
 	q.n++
+	q.segs += segs
 	q.backlog += size
-	q.stats.Enqueued.Add(p.Size)
+	q.stats.Enqueued.AddMeta(p.Meta)
 	return aqm.Enqueued
 }
 
@@ -259,9 +265,12 @@ func (q *Queue[T]) enqueueRun(ps []aqm.Packet[T], vs []aqm.Verdict, now aqm.Time
 	buf := q.buf
 	mask := uint(len(buf) - 1)
 	tail := q.head + uint(q.n)
-	// At most lim packets fit, and at most byteRoom bytes; both may be
-	// negative after a Reconfigure that shrank the limits.
-	lim := min(len(ps), q.limitPackets-q.n)
+	// At most segRoom wire packets fit, and at most byteRoom bytes; both
+	// may be negative after a Reconfigure that shrank the limits. Every
+	// packet takes at least one segment of room, so at most segRoom
+	// packets fit, and the ring holds them.
+	segRoom := q.limitPackets - q.segs
+	lim := min(len(ps), segRoom)
 	byteRoom := int(^uint(0) >> 1)
 	if q.limitBytes > 0 {
 		byteRoom = q.limitBytes - q.backlog
@@ -270,12 +279,14 @@ func (q *Queue[T]) enqueueRun(ps []aqm.Packet[T], vs []aqm.Verdict, now aqm.Time
 	maxSize := q.stats.MaxSize
 	vs = vs[:len(ps)]
 	i := 0
+	segRoom0 := segRoom
 	for ; i < lim; i++ {
-		size := ps[i].Size
-		if int(size) > byteRoom {
+		size, segs := ps[i].Size, ps[i].SegmentCount()
+		if int(size) > byteRoom || segs > segRoom {
 			break
 		}
 		byteRoom -= int(size)
+		segRoom -= segs
 		maxSize = max(maxSize, size)
 		slot := &buf[(tail+uint(i))&mask]
 		*slot = ps[i]
@@ -286,11 +297,12 @@ func (q *Queue[T]) enqueueRun(ps []aqm.Packet[T], vs []aqm.Verdict, now aqm.Time
 	if i <= 0 {
 		return 0
 	}
-	bytes := byteRoom0 - byteRoom
+	bytes, segs := byteRoom0-byteRoom, segRoom0-segRoom
 	q.n += i
+	q.segs += segs
 	q.backlog += bytes
 	q.stats.MaxSize = maxSize
-	q.stats.Enqueued.Packets += uint64(i)
+	q.stats.Enqueued.Packets += uint64(segs)
 	q.stats.Enqueued.Bytes += uint64(bytes)
 	return i
 }
@@ -301,7 +313,7 @@ func (q *Queue[T]) Dequeue(now aqm.Time) (p aqm.Packet[T], ok bool) {
 		return p, false
 	}
 	p = q.popFront()
-	q.stats.Dequeued.Add(p.Size)
+	q.stats.Dequeued.AddMeta(p.Meta)
 	return p, true
 }
 
@@ -311,13 +323,13 @@ func (q *Queue[T]) DequeueBatch(buf []aqm.Packet[T], now aqm.Time) int {
 	k := min(len(buf), q.n)
 	if k == 1 { // a burst of one is a single call: skip the setup
 		buf[0] = q.popFront()
-		q.stats.Dequeued.Add(buf[0].Size)
+		q.stats.Dequeued.AddMeta(buf[0].Meta)
 		return 1
 	}
 	out := buf[:k]
 	ring := q.buf
 	h := q.head & uint(len(ring)-1)
-	var bytes int
+	var bytes, segs int
 	if k <= 4 || int(h)+k > len(ring) {
 		// Few packets, or a run that wraps: one pass, slot by slot.
 		for i := range out {
@@ -325,6 +337,7 @@ func (q *Queue[T]) DequeueBatch(buf []aqm.Packet[T], now aqm.Time) int {
 			out[i] = *slot
 			*slot = aqm.Packet[T]{}
 			bytes += int(out[i].Size)
+			segs += out[i].SegmentCount()
 			h = (h + 1) & uint(len(ring)-1)
 		}
 	} else {
@@ -334,18 +347,21 @@ func (q *Queue[T]) DequeueBatch(buf []aqm.Packet[T], now aqm.Time) int {
 		clear(run)
 		for i := range out {
 			bytes += int(out[i].Size)
+			segs += out[i].SegmentCount()
 		}
 	}
 	q.head += uint(k)
 	q.n -= k
+	q.segs -= segs
 	q.backlog -= bytes
-	q.stats.Dequeued.Packets += uint64(k)
+	q.stats.Dequeued.Packets += uint64(segs)
 	q.stats.Dequeued.Bytes += uint64(bytes)
 	return k
 }
 
-// Len returns the number of queued packets.
-func (q *Queue[T]) Len() int { return q.n }
+// Len returns the number of queued wire packets: a GSO super-packet counts
+// as its segments.
+func (q *Queue[T]) Len() int { return q.segs }
 
 // Backlog returns the number of queued bytes.
 func (q *Queue[T]) Backlog() int { return q.backlog }
@@ -353,7 +369,7 @@ func (q *Queue[T]) Backlog() int { return q.backlog }
 // Stats returns a snapshot of the counters.
 func (q *Queue[T]) Stats() aqm.Stats {
 	s := q.stats
-	s.Len, s.Backlog = q.n, q.backlog
+	s.Len, s.Backlog = q.segs, q.backlog
 	return s
 }
 

@@ -169,8 +169,8 @@ func (q *Cobalt[T]) Enqueue(p aqm.Packet[T], now aqm.Time) aqm.Verdict {
 	p.ECN &= aqm.ECNMask
 	p.Enqueued = now
 	q.stats.NoteSize(p.Size)
-	if q.refuses(p.Size) {
-		q.stats.CountDrop(aqm.DroppedOverlimit, p.Size, false)
+	if q.refuses(p.Meta) {
+		q.stats.CountDropMeta(aqm.DroppedOverlimit, p.Meta, false)
 		return aqm.DroppedOverlimit
 	}
 	idx := q.bucket(p.Hash)
@@ -194,12 +194,12 @@ func (q *Cobalt[T]) Enqueue(p aqm.Packet[T], now aqm.Time) aqm.Verdict {
 			}
 			q.flows[fat].cv.Overflow(&q.cp, now)
 			if gone {
-				q.stats.CountDrop(aqm.DroppedOverlimit, p.Size, false)
+				q.stats.CountDropMeta(aqm.DroppedOverlimit, p.Meta, false)
 				return aqm.DroppedOverlimit
 			}
 		}
 	}
-	q.stats.Enqueued.Add(p.Size)
+	q.stats.Enqueued.AddMeta(p.Meta)
 	return aqm.Enqueued
 }
 
@@ -243,27 +243,27 @@ func (q *Cobalt[T]) Dequeue(now aqm.Time) (p aqm.Packet[T], ok bool) {
 			switch act {
 			case cobalt.Mark:
 				p.ECN = aqm.CE
-				q.d.ECNMarks++
-				q.stats.Marked.Add(p.Size)
+				q.d.ECNMarks += uint64(p.SegmentCount())
+				q.stats.Marked.AddMeta(p.Meta)
 			case cobalt.DropCoDel, cobalt.DropBlue:
 				why := aqm.DroppedEarly
 				if act == cobalt.DropBlue {
-					q.d.BlueDrops++
+					q.d.BlueDrops += uint64(p.SegmentCount())
 					if p.ECN != aqm.NotECT {
 						why = aqm.DroppedOverload
 					}
 				} else {
-					q.d.CoDelDrops++
+					q.d.CoDelDrops += uint64(p.SegmentCount())
 				}
 				drops++
-				q.stats.CountDrop(why, p.Size, true)
+				q.stats.CountDropMeta(why, p.Meta, true)
 				if q.onDrop != nil {
 					q.onDrop(p, why)
 				}
 				continue
 			}
 			q.charged(f, p.Size)
-			q.stats.Dequeued.Add(p.Size)
+			q.stats.Dequeued.AddMeta(p.Meta)
 			return p, true
 		}
 		q.retire(idx)

@@ -215,8 +215,8 @@ func (q *CoDel[T]) Enqueue(p aqm.Packet[T], now aqm.Time) aqm.Verdict {
 	p.ECN &= aqm.ECNMask
 	p.Enqueued = now
 	q.stats.NoteSize(p.Size)
-	if int64(p.Size) > int64(q.memLim) || q.used > q.limit || q.backlog > q.memLim {
-		q.stats.CountDrop(aqm.DroppedOverlimit, p.Size, false)
+	if q.refuses(p.Meta) {
+		q.stats.CountDropMeta(aqm.DroppedOverlimit, p.Meta, false)
 		return aqm.DroppedOverlimit
 	}
 	idx := q.bucket(p.Hash)
@@ -238,7 +238,7 @@ func (q *CoDel[T]) Enqueue(p aqm.Packet[T], now aqm.Time) aqm.Verdict {
 		q.nodes[f.tail].next = i
 	}
 	f.tail = i
-	q.used++
+	q.used += p.SegmentCount()
 	f.bytes += p.Size
 	q.backlog += int(p.Size)
 	if f.tag&cqListMask == cqInactive<<cqListShift {
@@ -260,11 +260,11 @@ func (q *CoDel[T]) Enqueue(p aqm.Packet[T], now aqm.Time) aqm.Verdict {
 	}
 	if q.used > q.limit || q.backlog > q.memLim {
 		if q.overload(idx, q.backlog > q.memLim) {
-			q.stats.CountDrop(aqm.DroppedOverlimit, p.Size, false)
+			q.stats.CountDropMeta(aqm.DroppedOverlimit, p.Meta, false)
 			return aqm.DroppedOverlimit
 		}
 	}
-	q.stats.Enqueued.Add(p.Size)
+	q.stats.Enqueued.AddMeta(p.Meta)
 	return aqm.Enqueued
 }
 
@@ -309,7 +309,7 @@ func (q *CoDel[T]) EnqueueBatch(ps []aqm.Packet[T], vs []aqm.Verdict, now aqm.Ti
 		}
 		// The common case, an arrival that fits under both limits, inline;
 		// the rest (refusals, overload) through Enqueue.
-		if q.used >= q.onPkts || q.backlog+int(p.Size) > q.onBytes || int64(p.Size) > int64(q.memLim) {
+		if q.used+p.SegmentCount() > q.onPkts || q.backlog+int(p.Size) > q.onBytes || int64(p.Size) > int64(q.memLim) {
 			v := q.Enqueue(*p, now)
 			vs[i] = v
 			if v.Accepted() {
@@ -333,7 +333,7 @@ func (q *CoDel[T]) EnqueueBatch(ps []aqm.Packet[T], vs []aqm.Verdict, now aqm.Ti
 		j := q.free
 		nd := &q.nodes[j]
 		q.free = nd.next
-		nd.payload, nd.enqueued, nd.size, nd.hash, nd.ecn = p.Payload, now, size, p.Hash, p.ECN&aqm.ECNMask
+		nd.payload, nd.enqueued, nd.size, nd.hash, nd.ecn, nd.segs = p.Payload, now, size, p.Hash, p.ECN&aqm.ECNMask, p.Segments
 		nd.next = cqNone
 		if f.head == cqNone {
 			f.head = j
@@ -341,7 +341,7 @@ func (q *CoDel[T]) EnqueueBatch(ps []aqm.Packet[T], vs []aqm.Verdict, now aqm.Ti
 			q.nodes[f.tail].next = j
 		}
 		f.tail = j
-		q.used++
+		q.used += p.SegmentCount()
 		f.bytes += size
 		q.backlog += int(size)
 		if f.tag&cqListMask == cqInactive<<cqListShift {
@@ -352,7 +352,7 @@ func (q *CoDel[T]) EnqueueBatch(ps []aqm.Packet[T], vs []aqm.Verdict, now aqm.Ti
 			q.reclass(f, idx)
 		}
 		q.stats.NoteSize(size)
-		q.stats.Enqueued.Add(size)
+		q.stats.Enqueued.AddMeta(p.Meta)
 		vs[i] = aqm.Enqueued
 		accepted++
 	}
@@ -451,22 +451,22 @@ func (q *CoDel[T]) Dequeue(now aqm.Time) (p aqm.Packet[T], ok bool) {
 			switch act {
 			case codel.Drop:
 				drops++
-				q.stats.CountDrop(aqm.DroppedEarly, p.Size, true)
+				q.stats.CountDropMeta(aqm.DroppedEarly, p.Meta, true)
 				if q.onDrop != nil {
 					q.onDrop(p, aqm.DroppedEarly)
 				}
 				continue
 			case codel.Mark:
 				p.ECN = aqm.CE
-				q.d.ECNMarks++
-				q.stats.Marked.Add(p.Size)
+				q.d.ECNMarks += uint64(p.SegmentCount())
+				q.stats.Marked.AddMeta(p.Meta)
 			case codel.MarkCE:
 				p.ECN = aqm.CE
-				q.d.CEMarks++
-				q.stats.Marked.Add(p.Size)
+				q.d.CEMarks += uint64(p.SegmentCount())
+				q.stats.Marked.AddMeta(p.Meta)
 			}
 			f.deficit -= int32(min(p.Size, q.charge))
-			q.stats.Dequeued.Add(p.Size)
+			q.stats.Dequeued.AddMeta(p.Meta)
 			return p, true
 		}
 		f.cv.Empty(&q.cp, now)

@@ -77,15 +77,16 @@ type cqNode[T any] struct {
 	hash     uint32
 	next     uint32
 	ecn      aqm.ECN
-	mark     uint8 // the flood guard's: markGuest, markShared or 0
+	mark     uint8  // the flood guard's: markGuest, markShared or 0
+	segs     uint16 // the packet's Meta.Segments, in what was padding
 }
 
 func (nd *cqNode[T]) set(p *aqm.Packet[T]) {
-	nd.payload, nd.enqueued, nd.size, nd.hash, nd.ecn = p.Payload, p.Enqueued, p.Size, p.Hash, p.ECN
+	nd.payload, nd.enqueued, nd.size, nd.hash, nd.ecn, nd.segs = p.Payload, p.Enqueued, p.Size, p.Hash, p.ECN, p.Segments
 }
 
 func (nd *cqNode[T]) packet() aqm.Packet[T] {
-	return aqm.Packet[T]{Payload: nd.payload, Meta: aqm.Meta{Size: nd.size, Hash: nd.hash, ECN: nd.ecn}, Enqueued: nd.enqueued}
+	return aqm.Packet[T]{Payload: nd.payload, Meta: aqm.Meta{Size: nd.size, Hash: nd.hash, ECN: nd.ecn, Segments: nd.segs}, Enqueued: nd.enqueued}
 }
 
 type cqList struct{ head, tail uint32 }
@@ -95,7 +96,7 @@ type sched[T, A any] struct {
 	flows   []flowOf[A]
 	nodes   []cqNode[T]
 	free    uint32 // head of the free node list
-	used    int    // packets queued
+	used    int    // wire packets queued (a super-packet counts its segments); nodes in use ≤ used
 	newL    cqList
 	oldL    cqList
 	nNew    int
@@ -279,7 +280,7 @@ func (q *sched[T, A]) push(f *flowOf[A], p aqm.Packet[T]) {
 		q.nodes[f.tail].next = i
 	}
 	f.tail = i
-	q.used++
+	q.used += p.SegmentCount()
 	f.bytes += p.Size
 	q.backlog += int(p.Size)
 }
@@ -306,7 +307,7 @@ func (q *sched[T, A]) pop(f *flowOf[A]) aqm.Packet[T] {
 		q.left(mark, p.Hash)
 	}
 	q.free = i
-	q.used--
+	q.used -= p.SegmentCount()
 	f.bytes -= p.Size
 	q.backlog -= int(p.Size)
 	return p
@@ -355,11 +356,11 @@ func (q *sched[T, A]) admit(p *aqm.Packet[T], idx uint32, mark uint8) (activated
 	return activated
 }
 
-// refuses reports whether an arrival of size bytes is refused before it is
-// classified: larger than the memory limit, or a Reconfigure left the
-// queue above its limits.
-func (q *sched[T, A]) refuses(size uint32) bool {
-	return int64(size) > int64(q.memLim) || q.used > q.limit || q.backlog > q.memLim
+// refuses reports whether the arrival m describes is refused before it is
+// classified: larger than the memory limit or with more segments than the
+// packet limit, or a Reconfigure left the queue above its limits.
+func (q *sched[T, A]) refuses(m aqm.Meta) bool {
+	return int64(m.Size) > int64(q.memLim) || int(m.Segments) > q.limit || q.used > q.limit || q.backlog > q.memLim
 }
 
 // over reports whether the queue is above one of its limits.
@@ -530,9 +531,10 @@ func (q *sched[T, A]) fattest() uint32 {
 }
 
 // dropFat runs one overload step: it drops packets from the head of the
-// fattest flow until half its bytes or a batch are gone (at least one),
-// through the DropFunc as [aqm.DroppedOverlimit]. It returns that flow and
-// the packets dropped, and whether the arrival (the last packet of flow
+// fattest flow until half its bytes or a batch of packets (super-packets
+// count one: the batch bounds the work) are gone (at least one), through
+// the DropFunc as [aqm.DroppedOverlimit]. It returns that flow and the
+// wire packets dropped, and whether the arrival (the last packet of flow
 // arrival) had to go too; the arrival is then removed without reaching
 // the DropFunc. It runs only while tracking.
 func (q *sched[T, A]) dropFat(arrival uint32) (fat, dropped uint32, gone bool) {
@@ -540,6 +542,7 @@ func (q *sched[T, A]) dropFat(arrival uint32) (fat, dropped uint32, gone bool) {
 	f := &q.flows[fat]
 	threshold := f.bytes / 2
 	var bytes uint32
+	n := 0
 	for {
 		if fat == arrival && f.head == f.tail { // only the arrival is left
 			q.pop(f)
@@ -548,13 +551,14 @@ func (q *sched[T, A]) dropFat(arrival uint32) (fat, dropped uint32, gone bool) {
 		}
 		p := q.pop(f)
 		p.ECN &= aqm.ECNMask // the selection bit stays inside
-		dropped++
+		n++
+		dropped += uint32(p.SegmentCount())
 		bytes += p.Size
-		q.stats.CountDrop(aqm.DroppedOverlimit, p.Size, true)
+		q.stats.CountDropMeta(aqm.DroppedOverlimit, p.Meta, true)
 		if q.onDrop != nil {
 			q.onDrop(p, aqm.DroppedOverlimit)
 		}
-		if int(dropped) >= q.batch || bytes >= threshold || f.head == cqNone {
+		if n >= q.batch || bytes >= threshold || f.head == cqNone {
 			break
 		}
 	}
@@ -573,7 +577,8 @@ func (q *sched[T, A]) tick() {
 	}
 }
 
-// Len returns the number of queued packets.
+// Len returns the number of queued wire packets: a GSO super-packet counts
+// as its segments.
 func (q *sched[T, A]) Len() int { return q.used }
 
 // Backlog returns the number of queued bytes.
@@ -602,11 +607,11 @@ func (q *sched[T, A]) memoryBytes() int {
 		len(q.g.ids)*int(unsafe.Sizeof(guardID{}))
 }
 
-// flowPackets returns the packets queued in flow i and its list.
+// flowPackets returns the wire packets queued in flow i and its list.
 func (q *sched[T, A]) flowPackets(i uint32) (n int, isNew, isOld bool) {
 	f := &q.flows[i]
 	for j := f.head; j != cqNone; j = q.nodes[j].next {
-		n++
+		n += max(int(q.nodes[j].segs), 1)
 	}
 	l := f.tag & cqListMask >> cqListShift
 	return n, l == cqNew, l == cqOld

@@ -319,6 +319,15 @@
 // further ahead of now than it could have been scheduled is re-anchored at
 // the flow's next packet.
 //
+// # GSO super-packets
+//
+// A GSO super-packet (aqm.Meta.Segments above one) counts as its segments in Len, in Stats and
+// in the packet limit; it is marked, dropped and sent whole, so a mark or a drop counts once
+// per segment. An arrival that takes the queue over LimitPackets is accepted and packets are
+// dropped from the fattest flow as for any arrival (the arrival is refused if it is chosen);
+// one with more segments than LimitPackets is refused at once. Quanta and deficits are bytes;
+// DropBatchPackets bounds the packets one overload step drops, a super-packet counting one.
+//
 // # Concurrency
 //
 // The queues are not safe for concurrent use.

@@ -180,7 +180,7 @@ func (q *sched[T, A]) trimShared(now aqm.Time) {
 		p.ECN &= aqm.ECNMask // the selection bit stays inside
 		q.work++
 		q.g.dropped++
-		q.stats.CountDrop(aqm.DroppedOverlimit, p.Size, true)
+		q.stats.CountDropMeta(aqm.DroppedOverlimit, p.Meta, true)
 		if q.onDrop != nil {
 			q.onDrop(p, aqm.DroppedOverlimit)
 		}

@@ -182,8 +182,8 @@ func (q *PIE[T]) Enqueue(p aqm.Packet[T], now aqm.Time) aqm.Verdict {
 	p.ECN &= aqm.ECNMask
 	p.Enqueued = now
 	q.stats.NoteSize(p.Size)
-	if q.refuses(p.Size) {
-		q.stats.CountDrop(aqm.DroppedOverlimit, p.Size, false)
+	if q.refuses(p.Meta) {
+		q.stats.CountDropMeta(aqm.DroppedOverlimit, p.Meta, false)
 		return aqm.DroppedOverlimit
 	}
 	idx := q.bucket(p.Hash)
@@ -200,8 +200,8 @@ func (q *PIE[T]) Enqueue(p aqm.Packet[T], now aqm.Time) aqm.Verdict {
 	case aqm.Marked:
 		p.ECN = aqm.CE
 	case aqm.DroppedEarly, aqm.DroppedOverload:
-		q.d.EarlyDrops++
-		q.stats.CountDrop(v, p.Size, false)
+		q.d.EarlyDrops += uint64(p.SegmentCount())
+		q.stats.CountDropMeta(v, p.Meta, false)
 		return v
 	}
 	if q.admit(&p, idx, mark) {
@@ -220,16 +220,16 @@ func (q *PIE[T]) Enqueue(p aqm.Packet[T], now aqm.Time) aqm.Verdict {
 			}
 			q.flows[fat].cv.Overflow(&q.fp, now)
 			if gone {
-				q.stats.CountDrop(aqm.DroppedOverlimit, p.Size, false)
+				q.stats.CountDropMeta(aqm.DroppedOverlimit, p.Meta, false)
 				return aqm.DroppedOverlimit
 			}
 		}
 	}
 	if v == aqm.Marked {
-		q.d.ECNMarks++
-		q.stats.Marked.Add(p.Size)
+		q.d.ECNMarks += uint64(p.SegmentCount())
+		q.stats.Marked.AddMeta(p.Meta)
 	}
-	q.stats.Enqueued.Add(p.Size)
+	q.stats.Enqueued.AddMeta(p.Meta)
 	return v
 }
 
@@ -264,7 +264,7 @@ func (q *PIE[T]) Dequeue(now aqm.Time) (p aqm.Packet[T], ok bool) {
 		}
 		f.cv.Dequeued(&q.fp, now, p.Size, backlog)
 		q.charged(f, p.Size)
-		q.stats.Dequeued.Add(p.Size)
+		q.stats.Dequeued.AddMeta(p.Meta)
 		return p, true
 	}
 }

@@ -178,6 +178,15 @@
 // that owns the packets (package fq's FQ-PIE embeds one per flow); a FIFO driven
 // through it decides exactly as [Queue] does.
 //
+// # GSO super-packets
+//
+// A GSO super-packet (aqm.Meta.Segments above one) counts as its segments in Len, in Stats and
+// in the packet limit; it is marked, dropped and sent whole, so a mark or a drop counts once
+// per segment. One that does not fit is refused. The safeguard and the departure-rate
+// measurement are in bytes and need no change. In packet mode a super-packet draws once against
+// the drop probability, as Linux decides a GSO packet; ByteMode scales the probability by its
+// Size.
+//
 // # Concurrency
 //
 // A Queue is not safe for concurrent use; its randomness comes from its own

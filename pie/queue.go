@@ -20,6 +20,7 @@ import (
 type Queue[T any] struct {
 	ring    ring.Ring[aqm.Packet[T]]
 	backlog int
+	segs    int // wire packets queued: a super-packet counts its segments
 	pp      params
 	ctl     controller
 	cfg     Config // effective: defaults and the seed in use filled in
@@ -95,9 +96,10 @@ func (q *Queue[T]) enqueue(p aqm.Packet[T], now aqm.Time) aqm.Verdict {
 	q.stats.NoteSize(p.Size)
 	size := int(p.Size)
 	pp := &q.pp
-	if q.ring.Len() >= pp.limitPackets || (pp.limitBytes > 0 && (size > pp.limitBytes || q.backlog+size > pp.limitBytes)) {
+	segs := p.SegmentCount()
+	if q.segs+segs > pp.limitPackets || (pp.limitBytes > 0 && (size > pp.limitBytes || q.backlog+size > pp.limitBytes)) {
 		q.ctl.accu = 0
-		q.stats.CountDrop(aqm.DroppedOverlimit, p.Size, false)
+		q.stats.CountDropMeta(aqm.DroppedOverlimit, p.Meta, false)
 		return aqm.DroppedOverlimit
 	}
 	if q.ctl.burst == 0 && q.ctl.dropEarly(pp, p.Size, q.backlog) {
@@ -105,7 +107,8 @@ func (q *Queue[T]) enqueue(p aqm.Packet[T], now aqm.Time) aqm.Verdict {
 	}
 	q.ring.PushBack(p) // room: the limits were checked above
 	q.backlog += size
-	q.stats.Enqueued.Add(p.Size)
+	q.segs += segs
+	q.stats.Enqueued.AddMeta(p.Meta)
 	return aqm.Enqueued
 }
 
@@ -120,16 +123,17 @@ func (q *Queue[T]) signal(p aqm.Packet[T]) aqm.Verdict {
 	switch {
 	case pp.ecn && capable && q.ctl.p < pp.ecnTh:
 		p.ECN = aqm.CE
-		q.stats.Marked.Add(p.Size)
+		q.stats.Marked.AddMeta(p.Meta)
 		q.ring.PushBack(p) // room: the caller checked the limits
 		q.backlog += int(p.Size)
-		q.stats.Enqueued.Add(p.Size)
+		q.segs += p.SegmentCount()
+		q.stats.Enqueued.AddMeta(p.Meta)
 		return aqm.Marked
 	case pp.ecn && capable:
-		q.stats.CountDrop(aqm.DroppedOverload, p.Size, false)
+		q.stats.CountDropMeta(aqm.DroppedOverload, p.Meta, false)
 		return aqm.DroppedOverload
 	default:
-		q.stats.CountDrop(aqm.DroppedEarly, p.Size, false)
+		q.stats.CountDropMeta(aqm.DroppedEarly, p.Meta, false)
 		return aqm.DroppedEarly
 	}
 }
@@ -150,7 +154,8 @@ func (q *Queue[T]) dequeue(now aqm.Time) (p aqm.Packet[T], ok bool) {
 		q.ctl.onDequeue(&q.pp, now, p.Size, q.backlog)
 	}
 	q.backlog -= int(p.Size)
-	q.stats.Dequeued.Add(p.Size)
+	q.segs -= p.SegmentCount()
+	q.stats.Dequeued.AddMeta(p.Meta)
 	return p, true
 }
 
@@ -200,7 +205,7 @@ func (q *Queue[T]) EnqueueBatch(ps []aqm.Packet[T], vs []aqm.Verdict, now aqm.Ti
 	// does not, each packet above the two-packet safeguard draws one
 	// number against p, as dropEarly does without derandomization and
 	// byte mode; a hit goes to signal.
-	room := pp.limitPackets - q.ring.Len() // may be negative after Reconfigure
+	room := pp.limitPackets - q.segs // wire packets; may be negative after Reconfigure
 	limitBytes := int64(pp.limitBytes)
 	if limitBytes == 0 {
 		limitBytes = 1<<63 - 1
@@ -211,25 +216,26 @@ func (q *Queue[T]) EnqueueBatch(ps []aqm.Packet[T], vs []aqm.Verdict, now aqm.Ti
 	safe, prob := int64(pp.safeBytes), c.p
 	backlog := int64(q.backlog)
 	maxSize := q.stats.MaxSize
-	var pk, by uint64
+	var pk, sg, by uint64
 	acc := 0
 	for i := range ps {
 		p := ps[i]
 		p.ECN &= aqm.ECNMask
 		p.Enqueued = now
-		size := p.Size
+		size, segs := p.Size, p.SegmentCount()
 		maxSize = max(maxSize, size)
-		if room <= 0 || backlog+int64(size) > limitBytes {
+		if segs > room || backlog+int64(size) > limitBytes {
 			c.accu = 0
-			q.stats.CountDrop(aqm.DroppedOverlimit, size, false)
+			q.stats.CountDropMeta(aqm.DroppedOverlimit, p.Meta, false)
 			vs[i] = aqm.DroppedOverlimit
 			continue
 		}
 		if !quiet && backlog > safe && int64(c.rng.Uint64()>>(64-probShift)) < prob {
 			q.backlog = int(backlog)
+			q.segs = pp.limitPackets - room
 			v := q.signal(p)
 			backlog = int64(q.backlog)
-			room = pp.limitPackets - q.ring.Len()
+			room = pp.limitPackets - q.segs
 			if v.Accepted() {
 				acc++
 			}
@@ -237,15 +243,17 @@ func (q *Queue[T]) EnqueueBatch(ps []aqm.Packet[T], vs []aqm.Verdict, now aqm.Ti
 			continue
 		}
 		q.ring.PushBack(p) // room: checked above
-		room--
+		room -= segs
 		backlog += int64(size)
 		pk++
+		sg += uint64(segs)
 		by += uint64(size)
 		vs[i] = aqm.Enqueued
 	}
 	q.backlog = int(backlog)
+	q.segs = pp.limitPackets - room
 	q.stats.MaxSize = maxSize
-	q.stats.Enqueued.Packets += pk
+	q.stats.Enqueued.Packets += sg
 	q.stats.Enqueued.Bytes += by
 	return acc + int(pk)
 }
@@ -262,14 +270,14 @@ func (q *Queue[T]) enqueueQuiet(ps []aqm.Packet[T], vs []aqm.Verdict, now aqm.Ti
 	backlog, room0 := backlog0, room
 	maxSize := q.stats.MaxSize
 	var run []aqm.Packet[T]
-	j := 0
+	j, acc := 0, 0
 	for i := range ps {
 		p := &ps[i]
-		size := p.Size
+		size, segs := p.Size, p.SegmentCount()
 		maxSize = max(maxSize, size)
-		if room <= 0 || backlog+int64(size) > limitBytes {
+		if segs > room || backlog+int64(size) > limitBytes {
 			q.ctl.accu = 0
-			q.stats.CountDrop(aqm.DroppedOverlimit, size, false)
+			q.stats.CountDropMeta(aqm.DroppedOverlimit, p.Meta, false)
 			vs[i] = aqm.DroppedOverlimit
 			continue
 		}
@@ -282,18 +290,20 @@ func (q *Queue[T]) enqueueQuiet(ps []aqm.Packet[T], vs []aqm.Verdict, now aqm.Ti
 		slot.ECN &= aqm.ECNMask
 		slot.Enqueued = now
 		j++
-		room--
+		acc++
+		room -= segs
 		backlog += int64(size)
 		vs[i] = aqm.Enqueued
 	}
 	q.ring.Commit(j)
 	q.backlog = int(backlog)
 	q.stats.MaxSize = maxSize
-	// Every accepted packet took one unit of room and its size of backlog.
-	pk := room0 - room
-	q.stats.Enqueued.Packets += uint64(pk)
+	// Every accepted packet took its segments of room and its size of
+	// backlog.
+	q.segs += room0 - room
+	q.stats.Enqueued.Packets += uint64(room0 - room)
 	q.stats.Enqueued.Bytes += uint64(backlog - backlog0)
-	return pk
+	return acc
 }
 
 // DequeueBatch removes up to len(buf) packets at now into buf[:n], as n
@@ -330,17 +340,21 @@ func (q *Queue[T]) DequeueBatch(buf []aqm.Packet[T], now aqm.Time) int {
 	}
 	n := q.ring.PopFrontN(buf)
 	var by uint64
+	segs := 0
 	for i := range buf[:n] {
 		by += uint64(buf[i].Size)
+		segs += buf[i].SegmentCount()
 	}
 	q.backlog -= int(by)
-	q.stats.Dequeued.Packets += uint64(n)
+	q.segs -= segs
+	q.stats.Dequeued.Packets += uint64(segs)
 	q.stats.Dequeued.Bytes += by
 	return n
 }
 
-// Len returns the number of queued packets.
-func (q *Queue[T]) Len() int { return q.ring.Len() }
+// Len returns the number of queued wire packets: a GSO super-packet counts
+// as its segments.
+func (q *Queue[T]) Len() int { return q.segs }
 
 // Backlog returns the number of queued bytes.
 func (q *Queue[T]) Backlog() int { return q.backlog }
@@ -348,7 +362,7 @@ func (q *Queue[T]) Backlog() int { return q.backlog }
 // Stats returns a snapshot of the counters.
 func (q *Queue[T]) Stats() aqm.Stats {
 	s := q.stats
-	s.Len, s.Backlog = q.ring.Len(), q.backlog
+	s.Len, s.Backlog = q.segs, q.backlog
 	return s
 }
 

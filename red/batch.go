@@ -47,27 +47,29 @@ func (q *Queue[T]) EnqueueBatch(ps []aqm.Packet[T], vs []aqm.Verdict, now aqm.Ti
 	byteMode, adaptive := q.p.byteMode, q.p.adaptive
 	avg, count := q.held()
 	backlog, maxSize := q.backlog, q.stats.MaxSize
-	qlen := q.ring.Len()
+	qlen := q.segs // wire packets, as Enqueue's n
 	run := q.ring.Spare(n)
 	j := 0          // slots of run written
 	base := backlog // the backlog before the packets in run[:j]
+	segBase := qlen // the wire packets queued before the packets in run[:j]
 	accepted := 0   // packets accepted by Enqueue and committed runs
 	for i := range ps {
 		p := &ps[i]
-		size := uint64(p.Size)
-		if j >= len(run) || qlen == 0 || qlen >= limP || backlog+size > limB || (adaptive && q.adaptDue(now)) {
+		size, segs := uint64(p.Size), p.SegmentCount()
+		if j >= len(run) || qlen == 0 || qlen+segs > limP || backlog+size > limB || (adaptive && q.adaptDue(now)) {
 			// Rare: hand the packet to Enqueue with the state written back.
 			q.ring.Commit(j)
 			q.settle(avg, count)
-			q.backlog, q.stats.MaxSize = backlog, maxSize
-			q.stats.Enqueued.Packets += uint64(j)
+			q.backlog, q.stats.MaxSize, q.segs = backlog, maxSize, qlen
+			q.stats.Enqueued.Packets += uint64(qlen - segBase)
 			q.stats.Enqueued.Bytes += backlog - base
 			accepted += j
 			v := q.Enqueue(*p, now)
 			avg, count = q.held()
 			backlog, maxSize = q.backlog, q.stats.MaxSize
 			base = backlog
-			qlen = q.ring.Len()
+			qlen = q.segs
+			segBase = qlen
 			run, j = q.ring.Spare(n-i-1), 0
 			vs[i] = v
 			if v.Accepted() {
@@ -93,27 +95,27 @@ func (q *Queue[T]) EnqueueBatch(ps []aqm.Packet[T], vs []aqm.Verdict, now aqm.Ti
 			v = q.signal(p.Size, ecn)
 			_, count = q.held() // signal moves the count, never the average
 			if !v.Accepted() {
-				q.stats.CountDrop(v, p.Size, false)
+				q.stats.CountDropMeta(v, p.Meta, false)
 				vs[i] = v
 				continue
 			}
 			if v == aqm.Marked {
 				ecn = aqm.CE
-				q.stats.Marked.Add(p.Size)
+				q.stats.Marked.AddMeta(p.Meta)
 			}
 		}
 		m := p.Meta
 		m.ECN = ecn
 		run[j] = aqm.Packet[T]{Payload: p.Payload, Meta: m, Enqueued: now}
 		j++
-		qlen++
+		qlen += segs
 		backlog += size
 		vs[i] = v
 	}
 	q.ring.Commit(j)
 	q.settle(avg, count)
-	q.backlog, q.stats.MaxSize = backlog, maxSize
-	q.stats.Enqueued.Packets += uint64(j)
+	q.backlog, q.stats.MaxSize, q.segs = backlog, maxSize, qlen
+	q.stats.Enqueued.Packets += uint64(qlen - segBase)
 	q.stats.Enqueued.Bytes += backlog - base
 	return accepted + j
 }
@@ -135,11 +137,14 @@ func (q *Queue[T]) DequeueBatch(buf []aqm.Packet[T], now aqm.Time) int {
 		return 0
 	}
 	var bytes uint64
+	segs := 0
 	for i := range buf[:k] {
 		bytes += uint64(buf[i].Size)
+		segs += buf[i].SegmentCount()
 	}
 	q.backlog -= bytes
-	q.stats.Dequeued.Packets += uint64(k)
+	q.segs -= segs
+	q.stats.Dequeued.Packets += uint64(segs)
 	q.stats.Dequeued.Bytes += bytes
 	if q.ring.Len() == 0 {
 		q.idleStart = now

@@ -243,6 +243,13 @@
 // handled in closed form without overflow (a long idle decays the average
 // to zero at once). The adaptation clock starts at the first arrival.
 //
+// # GSO super-packets
+//
+// A GSO super-packet (aqm.Meta.Segments above one) counts as its segments in Len, in Stats and
+// in the packet limit; it is marked, dropped and sent whole, so a mark or a drop counts once
+// per segment. One that does not fit is refused. The packet-mode average counts segments;
+// ByteMode weighs a super-packet by its Size.
+//
 // # Concurrency
 //
 // A Queue is not safe for concurrent use. Its random source is its own,

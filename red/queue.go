@@ -12,6 +12,7 @@ import (
 type Queue[T any] struct {
 	backlog uint64
 	ring    ring.Ring[aqm.Packet[T]]
+	segs    int // wire packets queued: a super-packet counts its segments
 
 	controller // RED's decisions and state (controller.go)
 
@@ -58,10 +59,10 @@ func (q *Queue[T]) Enqueue(p aqm.Packet[T], now aqm.Time) aqm.Verdict {
 	size := uint64(p.Size)
 	if size > q.p.limitBytes {
 		// Refused before RED sees it: it could never be queued.
-		q.stats.CountDrop(aqm.DroppedOverlimit, p.Size, false)
+		q.stats.CountDropMeta(aqm.DroppedOverlimit, p.Meta, false)
 		return aqm.DroppedOverlimit
 	}
-	n := q.ring.Len()
+	n, segs := q.segs, p.SegmentCount() // wire packets: the packet-mode average counts segments
 	if q.p.adaptive && q.adaptDue(now) {
 		q.adapt(now, n == 0)
 	}
@@ -78,22 +79,23 @@ func (q *Queue[T]) Enqueue(p aqm.Packet[T], now aqm.Time) aqm.Verdict {
 	if !q.below() {
 		v = q.signal(p.Size, ecn)
 		if !v.Accepted() {
-			q.stats.CountDrop(v, p.Size, false)
+			q.stats.CountDropMeta(v, p.Meta, false)
 			return v
 		}
 	}
-	if n >= q.p.limitPackets || q.backlog+size > q.p.limitBytes {
-		q.stats.CountDrop(aqm.DroppedOverlimit, p.Size, false)
+	if n+segs > q.p.limitPackets || q.backlog+size > q.p.limitBytes {
+		q.stats.CountDropMeta(aqm.DroppedOverlimit, p.Meta, false)
 		return aqm.DroppedOverlimit
 	}
 	if v == aqm.Marked {
 		ecn = aqm.CE
-		q.stats.Marked.Add(p.Size)
+		q.stats.Marked.AddMeta(p.Meta)
 	}
 	p.ECN, p.Enqueued = ecn, now
-	q.ring.PushBack(p) // room: n < limitPackets ≤ Cap
+	q.ring.PushBack(p) // room: Len ≤ n < limitPackets ≤ Cap
 	q.backlog += size
-	q.stats.Enqueued.Add(p.Size)
+	q.segs += segs
+	q.stats.Enqueued.AddMeta(p.Meta)
 	return v
 }
 
@@ -106,15 +108,17 @@ func (q *Queue[T]) Dequeue(now aqm.Time) (p aqm.Packet[T], ok bool) {
 		return p, false
 	}
 	q.backlog -= uint64(p.Size)
-	q.stats.Dequeued.Add(p.Size)
+	q.segs -= p.SegmentCount()
+	q.stats.Dequeued.AddMeta(p.Meta)
 	if q.ring.Len() == 0 {
 		q.idleStart = now
 	}
 	return p, true
 }
 
-// Len returns the number of queued packets.
-func (q *Queue[T]) Len() int { return q.ring.Len() }
+// Len returns the number of queued wire packets: a GSO super-packet counts
+// as its segments.
+func (q *Queue[T]) Len() int { return q.segs }
 
 // Backlog returns the number of queued bytes.
 func (q *Queue[T]) Backlog() int { return int(q.backlog) }
@@ -122,7 +126,7 @@ func (q *Queue[T]) Backlog() int { return int(q.backlog) }
 // Stats returns a snapshot of the counters.
 func (q *Queue[T]) Stats() aqm.Stats {
 	s := q.stats
-	s.Len, s.Backlog = q.ring.Len(), int(q.backlog)
+	s.Len, s.Backlog = q.segs, int(q.backlog)
 	return s
 }
 
@@ -145,7 +149,7 @@ func (q *Queue[T]) Reconfigure(cfg Config) error {
 	if cfg.Seed == 0 {
 		eff.Seed = q.cfg.Seed // keep the current stream
 	}
-	q.reconfigure(p, cfg.Seed != 0 && cfg.Seed != q.cfg.Seed, cfg.Seed, q.ring.Len(), q.backlog)
+	q.reconfigure(p, cfg.Seed != 0 && cfg.Seed != q.cfg.Seed, cfg.Seed, q.segs, q.backlog)
 	q.ring.Resize(p.limitPackets) // keeps every queued packet, in order
 	q.cfg = eff
 	return nil

@@ -332,6 +332,7 @@ func TestBandSignalFollowsRandomStream(t *testing.T) {
 		for q.Len() < 3 {
 			q.ring.PushBack(aqm.Packet[int]{Meta: aqm.Meta{Size: 1000}}) // white-box: queue of 3 without an arrival
 			q.backlog += 1000
+			q.segs++
 		}
 		v, _ = hold(q, 3, aqm.NotECT, t0) // avg 3: p_b = 0.5, count 1
 		want := aqm.Enqueued
@@ -410,6 +411,7 @@ func TestAdaptiveSteps(t *testing.T) {
 	for q.Len() < 20 {
 		q.ring.PushBack(aqm.Packet[int]{Meta: aqm.Meta{Size: 1000}})
 		q.backlog += 1000
+		q.segs++
 	}
 	hold(q, 20, aqm.ECT0, now)
 	n := q.Detail().Adaptations

@@ -39,7 +39,7 @@ func (q *Queue[T]) EnqueueBatch(ps []aqm.Packet[T], vs []aqm.Verdict, now aqm.Ti
 	noBytes := q.p.limitBytes == 0
 	for k := range ps {
 		pk := &ps[k]
-		if !noBytes || q.n >= q.p.limit {
+		if !noBytes || q.n+pk.SegmentCount() > q.p.limit {
 			v := q.Enqueue(*pk, now)
 			vs[k] = v
 			if v.Accepted() {
@@ -81,9 +81,9 @@ func (q *Queue[T]) EnqueueBatch(ps []aqm.Packet[T], vs []aqm.Verdict, now aqm.Ti
 		if s.n == 1 {
 			q.activate(x)
 		}
-		q.n++
+		q.n += nd.pkt.SegmentCount()
 		q.backlog += int(size)
-		q.stats.Enqueued.Add(size)
+		q.stats.Enqueued.AddMeta(nd.pkt.Meta)
 		vs[k] = aqm.Enqueued
 		accepted++
 	}
@@ -130,14 +130,14 @@ func (q *Queue[T]) DequeueBatch(buf []aqm.Packet[T], now aqm.Time) int {
 			q.curDepth--
 		}
 		s.n = d - 1
-		q.n--
+		q.n -= buf[k].SegmentCount()
 		q.backlog -= int(size)
 		if d == 1 {
 			q.release(x)
 		} else {
 			s.allot -= int64(size)
 		}
-		q.stats.Dequeued.Add(size)
+		q.stats.Dequeued.AddMeta(buf[k].Meta)
 	}
 	return len(buf)
 }

@@ -15,6 +15,14 @@
 // follows the time policy of package aqm: a re-key scheduled more than one
 // PerturbPeriod ahead of now is moved back to one period from now.
 //
+// # GSO super-packets
+//
+// A GSO super-packet (aqm.Meta.Segments above one) counts as its segments in Len, in Stats and
+// in the packet limit; it is marked, dropped and sent whole, so a mark or a drop counts once
+// per segment. The packet limit counts segments and an overflow drops from a longest flow as
+// for any arrival; one with more segments than LimitPackets is refused at once. DepthPackets,
+// the per-flow depth, counts queued packets.
+//
 // # Concurrency
 //
 // A Queue is not safe for concurrent use; put it behind package front to

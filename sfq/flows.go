@@ -216,7 +216,7 @@ func (q *Queue[T]) removeNode(x, i uint32) (p aqm.Packet[T]) {
 func (q *Queue[T]) removeNodeInto(x, i uint32, dst *aqm.Packet[T]) {
 	q.unlinkNodeInto(x, i, dst)
 	q.dec(x)
-	q.n--
+	q.n -= dst.SegmentCount()
 	q.backlog -= int(dst.Size)
 	if q.slots[x].n == 0 {
 		q.release(x)

@@ -93,7 +93,7 @@ type Queue[T any] struct {
 	tail     uint32 // last slot of the ring (its next is served first), none if idle
 	curDepth uint32 // packets in a longest slot
 	active   int    // slots holding packets
-	n        int    // packets
+	n        int    // wire packets queued: a super-packet counts its segments
 	backlog  int    // bytes
 
 	armed       bool     // nextPerturb is set
@@ -173,7 +173,7 @@ func (q *Queue[T]) Enqueue(p aqm.Packet[T], now aqm.Time) aqm.Verdict {
 	}
 	size := int(p.Size)
 	lb := q.p.limitBytes
-	if lb > 0 && (size > lb || q.backlog > lb) || q.n > q.p.limit {
+	if lb > 0 && (size > lb || q.backlog > lb) || q.n > q.p.limit || int(p.Segments) > q.p.limit {
 		return q.refuse(p)
 	}
 	x := q.attach(q.bucket(p.Hash))
@@ -203,12 +203,12 @@ func (q *Queue[T]) Enqueue(p aqm.Packet[T], now aqm.Time) aqm.Verdict {
 	if s.n == 1 {
 		q.activate(x)
 	}
-	q.n++
+	q.n += p.SegmentCount()
 	q.backlog += size
 	if q.n > q.p.limit || (lb > 0 && q.backlog > lb) {
-		return q.overflow(i, p.Size)
+		return q.overflow(i, p.Meta)
 	}
-	q.stats.Enqueued.Add(p.Size)
+	q.stats.Enqueued.AddMeta(p.Meta)
 	return aqm.Enqueued
 }
 
@@ -222,24 +222,26 @@ func (q *Queue[T]) replaceHead(x uint32, p aqm.Packet[T]) aqm.Verdict {
 	s := &q.slots[x]
 	old := q.unlinkNode(x, s.head)
 	q.backlog -= int(old.Size)
+	q.n -= old.SegmentCount()
 	i := q.free
 	q.free = q.nodes[i].next
 	q.nodes[i].pkt = p
 	q.linkTail(s, i)
 	s.backlog += uint64(p.Size)
 	q.backlog += size
+	q.n += p.SegmentCount()
 	q.evicted(old)
-	if lb == 0 || q.backlog <= lb {
-		q.stats.Enqueued.Add(p.Size)
+	if (lb == 0 || q.backlog <= lb) && q.n <= q.p.limit {
+		q.stats.Enqueued.AddMeta(p.Meta)
 		return aqm.Enqueued
 	}
-	return q.overflow(i, p.Size)
+	return q.overflow(i, p.Meta)
 }
 
 // overflow drops packets from a longest flow until the queue is within its
 // limits; arrival is the node of the packet just added. It refuses the
 // arrival if it is chosen.
-func (q *Queue[T]) overflow(arrival uint32, size uint32) aqm.Verdict {
+func (q *Queue[T]) overflow(arrival uint32, m aqm.Meta) aqm.Verdict {
 	lb := q.p.limitBytes
 	for q.n > q.p.limit || (lb > 0 && q.backlog > lb) {
 		var x, i uint32
@@ -258,23 +260,23 @@ func (q *Queue[T]) overflow(arrival uint32, size uint32) aqm.Verdict {
 		q.detail.OverflowDrops++
 		v := q.removeNode(x, i)
 		if i == arrival {
-			q.stats.CountDrop(aqm.DroppedOverlimit, size, false)
+			q.stats.CountDropMeta(aqm.DroppedOverlimit, m, false)
 			return aqm.DroppedOverlimit
 		}
 		q.evicted(v)
 	}
-	q.stats.Enqueued.Add(size)
+	q.stats.Enqueued.AddMeta(m)
 	return aqm.Enqueued
 }
 
 func (q *Queue[T]) refuse(p aqm.Packet[T]) aqm.Verdict {
-	q.stats.CountDrop(aqm.DroppedOverlimit, p.Size, false)
+	q.stats.CountDropMeta(aqm.DroppedOverlimit, p.Meta, false)
 	return aqm.DroppedOverlimit
 }
 
 // evicted reports a queued packet dropped to make room.
 func (q *Queue[T]) evicted(p aqm.Packet[T]) {
-	q.stats.CountDrop(aqm.DroppedOverlimit, p.Size, true)
+	q.stats.CountDropMeta(aqm.DroppedOverlimit, p.Meta, true)
 	if q.onDrop != nil {
 		q.onDrop(p, aqm.DroppedOverlimit)
 	}
@@ -321,14 +323,14 @@ func (q *Queue[T]) Dequeue(now aqm.Time) (p aqm.Packet[T], ok bool) {
 		q.curDepth--
 	}
 	s.n = d - 1
-	q.n--
+	q.n -= p.SegmentCount()
 	q.backlog -= int(size)
 	if d == 1 {
 		q.release(x)
 	} else {
 		s.allot -= int64(size)
 	}
-	q.stats.Dequeued.Add(size)
+	q.stats.Dequeued.AddMeta(p.Meta)
 	return p, true
 }
 
@@ -396,7 +398,8 @@ func (q *Queue[T]) advanceClosedForm() uint32 {
 	return best
 }
 
-// Len returns the number of queued packets.
+// Len returns the number of queued wire packets: a GSO super-packet counts
+// as its segments.
 func (q *Queue[T]) Len() int { return q.n }
 
 // Backlog returns the number of queued bytes.

@@ -96,7 +96,7 @@ func (d *deviceQueue) refill(now aqm.Time) {
 		}
 		d.dev.PushBack(p)
 		d.devBytes += int(p.Size)
-		d.moved.Add(p.Size)
+		d.moved.AddMeta(p.Meta)
 	}
 }
 
@@ -118,13 +118,14 @@ func (d *deviceQueue) Dequeue(now aqm.Time) (aqm.Packet[uint64], bool) {
 		return p, false
 	}
 	d.devBytes -= int(p.Size)
-	d.moved.Packets--
+	d.moved.Packets -= uint64(p.SegmentCount())
 	d.moved.Bytes -= uint64(p.Size)
 	d.refill(now)
 	return p, true
 }
 
-func (d *deviceQueue) Len() int     { return d.disc.Len() + d.dev.Len() }
+// Len counts wire packets, as the disc does: moved holds the device's.
+func (d *deviceQueue) Len() int     { return d.disc.Len() + int(d.moved.Packets) }
 func (d *deviceQueue) Backlog() int { return d.disc.Backlog() + d.devBytes }
 
 // Stats are the disc's, with the packets waiting in the device counted as
@@ -133,7 +134,7 @@ func (d *deviceQueue) Stats() aqm.Stats {
 	s := d.disc.Stats()
 	s.Dequeued.Packets -= d.moved.Packets
 	s.Dequeued.Bytes -= d.moved.Bytes
-	s.Len += d.dev.Len()
+	s.Len += int(d.moved.Packets)
 	s.Backlog += d.devBytes
 	return s
 }

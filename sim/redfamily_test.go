@@ -268,5 +268,9 @@ func TestDeviceQueueConformance(t *testing.T) {
 			return newDeviceQueue(disc, 4), nil
 		},
 		LimitPackets: 24,
+		// The device holds four packets whatever their segments, as an
+		// ns-3 device queue does: with super-packets it can exceed a limit
+		// in wire packets. The simulator sends no super-packets.
+		SkipGSO: true,
 	})
 }

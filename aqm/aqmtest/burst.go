@@ -76,7 +76,7 @@ func burstSteps(ops []Op, budget int) []burstStep {
 				last, join = len(steps)-1, true
 			}
 			seq++
-			p := aqm.Packet[Payload]{Payload: seq, Meta: aqm.Meta{Size: o.Size, Hash: o.Hash, ECN: o.ECN}, Enqueued: 777}
+			p := aqm.Packet[Payload]{Payload: seq, Meta: aqm.Meta{Size: o.Size, Hash: o.Hash, ECN: o.ECN, Segments: o.Segments}, Enqueued: 777}
 			if k > 0 {
 				p.Hash += uint32(k % 3)
 				if p.Size >= 64 && p.Size <= 9000 {
@@ -260,7 +260,7 @@ func detailOf(q aqm.Queue[Payload]) (any, bool) {
 }
 
 func fmtPacket(p aqm.Packet[Payload]) string {
-	return fmt.Sprintf("{#%d size=%d hash=%#x ecn=%v enq=%d}", p.Payload, p.Size, p.Hash, p.ECN, int64(p.Enqueued))
+	return fmt.Sprintf("{#%d size=%d segs=%d hash=%#x ecn=%v enq=%d}", p.Payload, p.Size, p.Segments, p.Hash, p.ECN, int64(p.Enqueued))
 }
 
 // checkBurst compares the burst path with the loop on random traces cut

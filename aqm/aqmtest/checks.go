@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"math"
 	"slices"
+	"strings"
 	"testing"
 	"time"
 
@@ -34,6 +35,9 @@ var checks = []check{
 	{"Reconfigure", checkReconfigure},
 	{"Burst", checkBurst},
 	{"ClockGlitch", checkClockGlitch},
+	{"GSO", checkGSO},
+	{"GSOLimits", checkGSOLimits},
+	{"GSOBurst", checkGSOBurst},
 }
 
 // Run checks the queues that f builds against the aqm.Queue contract, one
@@ -51,7 +55,9 @@ func Run(t *testing.T, f Factory) {
 				t.Skip("allocation counts are not meaningful under the race detector")
 			case c.name == "ClockGlitch" && f.SkipClockGlitch:
 				t.Skip("Factory.SkipClockGlitch is set: the queue is not checked against the time policy")
-			case c.name == "Burst" && !HasBurstPath(f):
+			case strings.HasPrefix(c.name, "GSO") && f.SkipGSO:
+				t.Skip("Factory.SkipGSO is set: the queue is not checked with GSO super-packets")
+			case (c.name == "Burst" || c.name == "GSOBurst") && !HasBurstPath(f):
 				t.Log("the queue has no burst path (it does not implement aqm.BatchQueue): bursts fall back to loops of single calls, so this check passes trivially")
 			}
 			if err := c.fn(f); err != nil {

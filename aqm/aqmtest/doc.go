@@ -20,6 +20,12 @@
 //     by the DropFunc, never duplicated and never lost, and only while the
 //     queue is inside Enqueue or Dequeue; refused packets never reach the
 //     DropFunc;
+//   - GSO super-packets (checks GSO, GSOLimits, GSOBurst): traces whose
+//     arrivals carry 1 to [MaxGSOSegments] segments, Size growing with them;
+//     every count above is then in wire packets (a super-packet counts its
+//     segments), no queue holds more segments than LimitPackets however
+//     they are grouped, and a mark counts once per segment; [RunGSO] runs
+//     these checks alone;
 //   - Len, Backlog and Stats agree with what went in and out, in packets and
 //     bytes, drop reason by drop reason;
 //   - the declared limits are never exceeded, and a packet larger than the

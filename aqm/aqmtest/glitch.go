@@ -51,13 +51,13 @@ type glitch struct {
 
 var glitches = []glitch{
 	{"Dequeue at now+2^62", func(h *harness, base aqm.Time) { h.now = base + hugeTime; drainNow(h) }},
-	{"Enqueue at now+2^62", func(h *harness, base aqm.Time) { h.now = base + hugeTime; h.enqueue(1000, 1, aqm.NotECT) }},
+	{"Enqueue at now+2^62", func(h *harness, base aqm.Time) { h.now = base + hugeTime; h.enqueue(1000, 1, aqm.NotECT, 0) }},
 	{"Dequeue at MaxInt64", func(h *harness, _ aqm.Time) { h.now = math.MaxInt64; drainNow(h) }},
 	{"Enqueue at MaxInt64", func(h *harness, _ aqm.Time) {
 		h.now = math.MaxInt64
-		h.enqueue(1000, 1, aqm.NotECT)
+		h.enqueue(1000, 1, aqm.NotECT, 0)
 		h.dequeue()
-		h.enqueue(1000, 2, aqm.NotECT)
+		h.enqueue(1000, 2, aqm.NotECT, 0)
 	}},
 	{"alternating MinInt64+1 and MaxInt64", func(h *harness, _ aqm.Time) {
 		for i := range 6 {
@@ -65,9 +65,9 @@ var glitches = []glitch{
 			if i%2 == 1 {
 				h.now = math.MaxInt64
 			}
-			h.enqueue(1000, uint32(i), aqm.NotECT)
+			h.enqueue(1000, uint32(i), aqm.NotECT, 0)
 			h.dequeue()
-			h.enqueue(1000, uint32(i), aqm.NotECT)
+			h.enqueue(1000, uint32(i), aqm.NotECT, 0)
 		}
 	}},
 }
@@ -101,7 +101,7 @@ func (f lightFate) String() string {
 // lightStep offers one packet at t and dequeues everything at t+1ms.
 func lightStep(h *harness, t aqm.Time) lightFate {
 	h.now = t
-	v := h.enqueue(1000, 1, aqm.NotECT)
+	v := h.enqueue(1000, 1, aqm.NotECT, 0)
 	seq := h.seq
 	h.now = t + aqm.Time(time.Millisecond)
 	fate := lightFate{verdict: v}
@@ -119,8 +119,8 @@ func lightStep(h *harness, t aqm.Time) lightFate {
 // the queue length after.
 func overloadStep(h *harness, t aqm.Time) int {
 	h.now = t
-	h.enqueue(1500, uint32(h.seq%4), aqm.NotECT)
-	h.enqueue(1500, uint32(h.seq%4), aqm.NotECT)
+	h.enqueue(1500, uint32(h.seq%4), aqm.NotECT, 0)
+	h.enqueue(1500, uint32(h.seq%4), aqm.NotECT, 0)
 	h.dequeue()
 	return h.q.Len()
 }

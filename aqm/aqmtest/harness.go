@@ -35,6 +35,7 @@ type harness struct {
 
 	live      map[Payload]inflight
 	liveBytes int
+	liveSegs  int // wire packets queued: the segments of what is live
 	lastOut   map[flowKey]Payload
 
 	// What the model counts, to compare with Stats.
@@ -96,9 +97,9 @@ func (h *harness) onDrop(p aqm.Packet[Payload], why aqm.Verdict) {
 	}
 	h.checkSame(in, p, "dropped")
 	h.leave(in)
-	h.droppedQueued.Add(in.p.Size)
+	h.droppedQueued.AddMeta(in.p.Meta)
 	if int(why) < len(h.queuedBy) {
-		h.queuedBy[why].Add(in.p.Size)
+		h.queuedBy[why].AddMeta(in.p.Meta)
 	}
 	if h.keep {
 		h.log = append(h.log, fmt.Sprintf("drop %d %v", p.Payload, why))
@@ -108,12 +109,13 @@ func (h *harness) onDrop(p aqm.Packet[Payload], why aqm.Verdict) {
 func (h *harness) leave(in inflight) {
 	delete(h.live, in.p.Payload)
 	h.liveBytes -= int(in.p.Size)
+	h.liveSegs -= in.p.SegmentCount()
 }
 
 // checkSame compares a packet coming out with the one that went in.
 func (h *harness) checkSame(in inflight, out aqm.Packet[Payload], how string) {
-	if out.Size != in.p.Size || out.Hash != in.p.Hash {
-		h.failf("%s packet %d changed: size %d→%d, hash %#x→%#x", how, out.Payload, in.p.Size, out.Size, in.p.Hash, out.Hash)
+	if out.Size != in.p.Size || out.Hash != in.p.Hash || out.Segments != in.p.Segments {
+		h.failf("%s packet %d changed: size %d→%d, hash %#x→%#x, segments %d→%d", how, out.Payload, in.p.Size, out.Size, in.p.Hash, out.Hash, in.p.Segments, out.Segments)
 	}
 	if out.Enqueued != in.p.Enqueued {
 		h.failf("%s packet %d has Enqueued=%d, want the enqueue instant %d", how, out.Payload, out.Enqueued, in.p.Enqueued)
@@ -155,7 +157,7 @@ func (h *harness) apply(o Op) {
 				break
 			}
 		} else {
-			h.enqueue(o.Size, o.Hash, o.ECN)
+			h.enqueue(o.Size, o.Hash, o.ECN, o.Segments)
 		}
 		if len(h.errs) >= maxErrors {
 			return
@@ -163,9 +165,9 @@ func (h *harness) apply(o Op) {
 	}
 }
 
-func (h *harness) enqueue(size, hash uint32, ecn aqm.ECN) aqm.Verdict {
+func (h *harness) enqueue(size, hash uint32, ecn aqm.ECN, segs uint16) aqm.Verdict {
 	h.seq++
-	p := aqm.Packet[Payload]{Payload: h.seq, Meta: aqm.Meta{Size: size, Hash: hash, ECN: ecn}, Enqueued: 12345}
+	p := aqm.Packet[Payload]{Payload: h.seq, Meta: aqm.Meta{Size: size, Hash: hash, ECN: ecn, Segments: segs}, Enqueued: 12345}
 	h.maxSize = max(h.maxSize, size)
 	h.inCall = true
 	v := h.q.Enqueue(p, h.now)
@@ -186,15 +188,16 @@ func (h *harness) enqueue(size, hash uint32, ecn aqm.ECN) aqm.Verdict {
 				h.failf("Not-ECT packet %d was marked", h.seq)
 			}
 			in.p.ECN = aqm.CE
-			h.marksSeen++
+			h.marksSeen += uint64(p.SegmentCount()) // a mark is on every segment
 		} else if masked == aqm.CE {
-			h.ceAccepted++
+			h.ceAccepted += uint64(p.SegmentCount())
 		}
 		h.live[p.Payload] = in
 		h.liveBytes += int(size)
-		h.accepted.Add(size)
+		h.liveSegs += p.SegmentCount()
+		h.accepted.AddMeta(p.Meta)
 	case v.Dropped() && v <= aqm.DroppedOverload:
-		h.refused[v].Add(size)
+		h.refused[v].AddMeta(p.Meta)
 	default:
 		h.failf("Enqueue returned unknown verdict %d", uint8(v))
 	}
@@ -229,14 +232,14 @@ func (h *harness) dequeue() bool {
 	h.checkSame(in, p, "dequeued")
 	h.lastDeq = p
 	if p.ECN == aqm.CE && in.p.ECN != aqm.CE {
-		h.marksSeen++
+		h.marksSeen += uint64(in.p.SegmentCount())
 	}
 	if last, ok := h.lastOut[in.flow]; ok && p.Payload < last {
 		h.failf("flow %#x/%v reordered: packet %d dequeued after %d", in.flow.hash, in.flow.ecn, p.Payload, last)
 	}
 	h.lastOut[in.flow] = p.Payload
 	h.leave(in)
-	h.dequeued.Add(in.p.Size)
+	h.dequeued.AddMeta(in.p.Meta)
 	h.check()
 	return true
 }
@@ -244,8 +247,8 @@ func (h *harness) dequeue() bool {
 // check compares the queue's gauges and counters with the model.
 func (h *harness) check() {
 	q := h.q
-	if q.Len() != len(h.live) || q.Backlog() != h.liveBytes {
-		h.failf("Len/Backlog = %d/%d, want %d/%d from what went in and out", q.Len(), q.Backlog(), len(h.live), h.liveBytes)
+	if q.Len() != h.liveSegs || q.Backlog() != h.liveBytes {
+		h.failf("Len/Backlog = %d/%d, want %d/%d from what went in and out (Len in wire packets: %d queued packets)", q.Len(), q.Backlog(), h.liveSegs, h.liveBytes, len(h.live))
 	}
 	if h.f.LimitPackets > 0 && q.Len() > h.f.LimitPackets {
 		h.failf("Len %d exceeds LimitPackets %d", q.Len(), h.f.LimitPackets)

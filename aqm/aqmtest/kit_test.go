@@ -33,6 +33,10 @@ type broken struct {
 	// For "reorders": packets taken out and put back at the tail, which the
 	// FIFO counted as dequeued and enqueued once more.
 	requeued aqm.Count
+
+	// For "segments-as-one": the Segments of packets the wrapper hid from
+	// the FIFO, which then counts each super-packet as one packet.
+	hidden map[Payload]uint16
 }
 
 // singleOnly hides every method of a queue but those of aqm.Queue, so that
@@ -60,6 +64,17 @@ func (b *broken) Enqueue(p aqm.Packet[Payload], now aqm.Time) aqm.Verdict {
 			b.early.Add(p.Size)
 			return aqm.DroppedEarly
 		}
+	case "segments-as-one":
+		if b.hidden == nil {
+			b.hidden = make(map[Payload]uint16)
+		}
+		segs := p.Segments
+		p.Segments = 0
+		v := b.Queue.Enqueue(p, now)
+		if v.Accepted() && segs != 0 {
+			b.hidden[p.Payload] = segs
+		}
+		return v
 	case "parks-idle-start":
 		// RED's old defect: an idle start recorded at a far-future reading
 		// stays ahead of the clock, and arrivals "before" it are refused.
@@ -113,6 +128,13 @@ func (b *broken) Dequeue(now aqm.Time) (aqm.Packet[Payload], bool) {
 	case "restamps":
 		p, ok := b.Queue.Dequeue(now)
 		p.Enqueued = now
+		return p, ok
+	case "segments-as-one":
+		p, ok := b.Queue.Dequeue(now)
+		if segs, hid := b.hidden[p.Payload]; ok && hid {
+			p.Segments = segs
+			delete(b.hidden, p.Payload)
+		}
 		return p, ok
 	case "parks-idle-start":
 		p, ok := b.Queue.Dequeue(now)
@@ -184,6 +206,7 @@ func TestKitCatchesBrokenQueues(t *testing.T) {
 		{"stray-bits", 64, []string{"StrayECNBits", "FIFO"}, "stray ECN bits"},
 		{"miscounts", 64, []string{"FIFO", "Limits"}, "Stats.Dequeued"},
 		{"overfills", 32, []string{"Limits", "RandomTraces"}, "exceeds LimitPackets 32"},
+		{"segments-as-one", 64, []string{"GSO", "GSOLimits", "Properties"}, "(Len in wire packets: 1 queued packets)"},
 	}
 	for _, c := range cases {
 		t.Run(c.fault, func(t *testing.T) {
@@ -517,7 +540,7 @@ func TestBurstNeverUsesSeedZero(t *testing.T) {
 		return inner(seed, onDrop)
 	}
 	require.NoError(t, fuzzOne(f, randomBytes(3, 64), 0))
-	require.Len(t, seeds, 3, "one queue for the op-by-op run, two for the burst comparison")
+	require.Len(t, seeds, 4, "one queue for the op-by-op run, two for the burst comparison, one for the run as GSO super-packets")
 	require.NotZero(t, seeds[1])
 	require.Equal(t, seeds[1], seeds[2])
 }

@@ -32,6 +32,10 @@ type Op struct {
 	Size uint32
 	Hash uint32
 	ECN  aqm.ECN
+	// Segments is the packets' [aqm.Meta.Segments]: above one, each is a
+	// GSO super-packet of that many wire packets. [Decode] leaves it zero;
+	// the GSO checks set it.
+	Segments uint16
 }
 
 func (o Op) String() string {
@@ -41,6 +45,9 @@ func (o Op) String() string {
 	}
 	if o.Kind == OpDequeue {
 		return fmt.Sprintf("deq×%d %s", o.Count, t)
+	}
+	if o.Segments > 1 {
+		return fmt.Sprintf("enq×%d %s size=%d segs=%d hash=%#x ecn=%#x", o.Count, t, o.Size, o.Segments, o.Hash, uint8(o.ECN))
 	}
 	return fmt.Sprintf("enq×%d %s size=%d hash=%#x ecn=%#x", o.Count, t, o.Size, o.Hash, uint8(o.ECN))
 }

@@ -70,7 +70,8 @@ func shrinkTrace(f Factory, data []byte, qseed uint64) []byte {
 // then plays it again as bursts (runs of ops at one instant joined into one
 // call of up to 300 packets) on two queues of the same seed, one through
 // the burst path and one through loops of single calls, and fails on any
-// difference between them.
+// difference between them, and plays it once more with its arrivals made
+// GSO super-packets (as the GSO check does).
 // A package's whole fuzz target is:
 //
 //	func FuzzQueue(f *testing.F) { aqmtest.Fuzz(f, factory) }
@@ -96,6 +97,12 @@ func fuzzOne(fac Factory, data []byte, seed uint64) error {
 	}
 	if err := runBurst(fac, seed, burstSteps(ops, randomTraceBudget)); err != nil {
 		return fmt.Errorf("burst path differs from the loop: %w", err)
+	}
+	if fac.SkipGSO {
+		return nil
+	}
+	if err := runTraceBudget(fac, seed, gsoOps(ops), randomTraceBudget); err != nil {
+		return fmt.Errorf("as GSO super-packets: %w", err)
 	}
 	return nil
 }
