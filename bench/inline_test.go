@@ -10,7 +10,7 @@ import (
 // inlineWant lists, per package directory, the per-packet methods that must
 // stay inlinable (type arguments dropped from the names).
 var inlineWant = []string{
-	"fifo (*Queue).Len", "aqm (*Stats).NoteSize", "aqm (*Count).Add", "aqm Time.Since",
+	"fifo (*Queue).Len", "aqm (*Stats).NoteSize", "aqm (*Count).Add", "aqm (*Count).AddMeta", "aqm Meta.SegmentCount", "aqm Time.Since",
 	"internal/ring ring.(*Ring).PushBack", "internal/ring ring.(*Ring).PopFront",
 	"internal/rng (*Source).Uint64", // Uint32 and Float64 cost 83-85, just over the budget of 80
 }
