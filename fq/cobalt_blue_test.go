@@ -30,7 +30,7 @@ func TestCobaltPolicesECNFlowsThatIgnoreMarks(t *testing.T) {
 	var hashes [flows]uint32
 	used := map[int]bool{}
 	for f, h := 0, uint32(1); f < flows; h++ {
-		if b := q.Flow(h).Bucket; !used[b] {
+		if b := flowState(q.Flow(h)).Bucket; !used[b] {
 			used[b], hashes[f] = true, h
 			f++
 		}

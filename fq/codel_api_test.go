@@ -38,7 +38,7 @@ func TestCoDelSeed(t *testing.T) {
 	a.Enqueue(cpkt(1, 100, 7), ct0)
 	require.NoError(t, a.Reconfigure(CoDelConfig{QuantumBytes: 300}))
 	require.Equal(t, before, buckets(a))
-	require.Equal(t, 1, a.Flow(7).Packets, "the flow kept its place")
+	require.Equal(t, 1, flowState(a.Flow(7)).Packets, "the flow kept its place")
 	require.Equal(t, 300, a.Config().QuantumBytes)
 }
 

@@ -57,7 +57,7 @@ func TestCoDelPropertyDRRFairness(t *testing.T) {
 		for range len(sizes) { // n flows hold n*len(sizes) packets: stay backlogged
 			before := make([]int, nFlows)
 			for i, h := range hs {
-				before[i] = q.Flow(h).Deficit
+				before[i] = flowState(q.Flow(h)).Deficit
 			}
 			p, ok := q.Dequeue(ct0)
 			if !ok {
@@ -70,7 +70,7 @@ func TestCoDelPropertyDRRFairness(t *testing.T) {
 				if p.Hash == h {
 					charge = int(p.Size)
 				}
-				grants[i] += (q.Flow(h).Deficit - before[i] + charge) / quantum
+				grants[i] += (flowState(q.Flow(h)).Deficit - before[i] + charge) / quantum
 			}
 			lo, hi := sent[0], sent[0]
 			gl, gh := grants[0], grants[0]
@@ -120,10 +120,10 @@ func TestCoDelPropertySparseFlow(t *testing.T) {
 		waiting, behind, bound := false, int64(0), int64(0)
 		round := int64(nBulk) * int64(quantum+M)
 		for _, g := range gaps {
-			if !waiting && g%3 == 0 && q.Flow(sparse).Packets == 0 {
-				newBefore, before := q.Detail().NewFlowsLen, q.Flow(sparse)
+			if !waiting && g%3 == 0 && flowState(q.Flow(sparse)).Packets == 0 {
+				newBefore, before := q.Detail().NewFlowsLen, flowState(q.Flow(sparse))
 				q.Enqueue(cpkt(1<<40, uint32(g)*5, sparse), ct0)
-				f := q.Flow(sparse)
+				f := flowState(q.Flow(sparse))
 				if !before.New && !before.Old && !(f.New && f.Deficit == quantum) {
 					return false // an idle flow's arrival must join the new list with a quantum
 				}

@@ -767,7 +767,7 @@ func runFQCRefTrace(t *testing.T, c fqcRefCase, seed uint64, ops int) fqcRefCove
 	for i := range hashes {
 		hashes[i] = uint32(src.Uint64())
 		// The only use of the fast code's classification (see fqcRef).
-		bucket[hashes[i]] = q.Flow(hashes[i]).Bucket
+		bucket[hashes[i]] = flowState(q.Flow(hashes[i])).Bucket
 	}
 	pickHash := func() uint32 {
 		u := src.Float64()
@@ -801,7 +801,7 @@ func runFQCRefTrace(t *testing.T, c fqcRefCase, seed uint64, ops int) fqcRefCove
 		require.Equal(t, ms, s, where(op, "stats"))
 		for _, h := range hashes {
 			b := bucket[h]
-			ff := q.Flow(h)
+			ff := flowState(q.Flow(h))
 			mf := m.flows[b]
 			if mf == nil {
 				mf = &fqcRefFlow{}

@@ -154,7 +154,7 @@ func TestCoDelBatchDrop(t *testing.T) {
 			d := q.Detail()
 			require.Equal(t, uint64(c.wantDrops), d.DropOverlimit)
 			require.Zero(t, d.DropOvermemory)
-			require.Equal(t, uint32(c.wantDrops), q.Flow(h[1]).CoDel.Count, "count bumped by the drops")
+			require.Equal(t, uint32(c.wantDrops), flowState(q.Flow(h[1])).CoDel.Count, "count bumped by the drops")
 			s := q.Stats()
 			require.Equal(t, uint64(c.wantDrops), s.DroppedOverlimit.Packets)
 			require.Equal(t, uint64(c.wantDrops), s.DroppedQueued.Packets)
@@ -241,7 +241,7 @@ func TestCoDelCountBumpKeepsInvSqrt(t *testing.T) {
 		now += aqm.Time(time.Millisecond)
 		q.Dequeue(now)
 	}
-	st := q.Flow(h[0]).CoDel
+	st := flowState(q.Flow(h[0])).CoDel
 	require.True(t, st.Dropping)
 	require.Equal(t, uint32(1), st.Count)
 	// Overload: fill up to the limit; the fat flow h[0] loses a batch and its
@@ -250,7 +250,7 @@ func TestCoDelCountBumpKeepsInvSqrt(t *testing.T) {
 		id++
 		q.Enqueue(cpkt(id, 1000, h[0]), now)
 	}
-	st = q.Flow(h[0]).CoDel
+	st = flowState(q.Flow(h[0])).CoDel
 	bumped := st.Count
 	require.Greater(t, bumped, uint32(1))
 	require.InDelta(t, 4294967296/sqrtf(bumped), float64(st.InvSqrt), 2, "cached 1/sqrt(count) follows the bump")
@@ -304,7 +304,7 @@ func TestCoDelGuardScope(t *testing.T) {
 				// target.
 				qq.Enqueue(cpkt(uint64(k), 1000, fat), now)
 				qq.Enqueue(cpkt(uint64(k), 1000, fat), now)
-				for qq.Flow(thin).Packets < 2 {
+				for flowState(qq.Flow(thin)).Packets < 2 {
 					qq.Enqueue(cpkt(uint64(k), 1000, thin), now-aqm.Time(20*time.Millisecond))
 				}
 				qq.Dequeue(now)
@@ -329,9 +329,9 @@ func TestCoDelReconfigure(t *testing.T) {
 	for i := range uint64(80) {
 		q.Enqueue(cpkt(i, 100, uint32(i%5)), ct0)
 	}
-	before := q.Flow(1)
+	before := flowState(q.Flow(1))
 	require.NoError(t, q.Reconfigure(CoDelConfig{Flows: 8, LimitPackets: 100, QuantumBytes: 300}))
-	require.Equal(t, before, q.Flow(1))
+	require.Equal(t, before, flowState(q.Flow(1)))
 	require.NoError(t, q.Reconfigure(CoDelConfig{Flows: 8, LimitPackets: 50}))
 	require.Equal(t, 80, q.Len())
 	require.Equal(t, aqm.DroppedOverlimit, q.Enqueue(cpkt(999, 1, 0), ct0))

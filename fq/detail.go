@@ -86,6 +86,9 @@ type FlowQueue struct {
 	Old bool
 }
 
+// active reports whether the flow queue holds packets or is on a list.
+func (f FlowQueue) active() bool { return f.Packets > 0 || f.New || f.Old }
+
 // flowQueue returns the scheduler's state of the flow queue that packets
 // with the given hash go to, and its AQM state. It walks that flow's
 // packets to count them.
@@ -143,10 +146,13 @@ type CoDelFlow struct {
 }
 
 // Flow returns the state of the flow queue that packets with the given
-// hash go to. It walks that flow's packets to count them.
-func (q *CoDel[T]) Flow(hash uint32) CoDelFlow {
+// hash go to, and whether that flow queue is active (holds packets or is
+// on a scheduling list). The state is returned either way: an idle flow
+// queue's controller keeps its count for the flow's return. It walks that
+// flow's packets to count them.
+func (q *CoDel[T]) Flow(hash uint32) (CoDelFlow, bool) {
 	f, cv := q.flowQueue(hash)
-	return CoDelFlow{FlowQueue: f, CoDel: cv.State()}
+	return CoDelFlow{FlowQueue: f, CoDel: cv.State()}, f.active()
 }
 
 // CobaltDetail is the FQ-COBALT-specific state of a [Cobalt] queue.
@@ -194,10 +200,13 @@ type CobaltFlow struct {
 }
 
 // Flow returns the state of the flow queue that packets with the given
-// hash go to. It walks that flow's packets to count them.
-func (q *Cobalt[T]) Flow(hash uint32) CobaltFlow {
+// hash go to, and whether that flow queue is active (holds packets or is
+// on a scheduling list). The state is returned either way: an idle flow
+// queue's controller keeps its count for the flow's return. It walks that
+// flow's packets to count them.
+func (q *Cobalt[T]) Flow(hash uint32) (CobaltFlow, bool) {
 	f, cv := q.flowQueue(hash)
-	return CobaltFlow{FlowQueue: f, Cobalt: cv.State()}
+	return CobaltFlow{FlowQueue: f, Cobalt: cv.State()}, f.active()
 }
 
 // PIEDetail is the FQ-PIE-specific state of a [PIE] queue, the analogue of
@@ -244,8 +253,11 @@ type PIEFlow struct {
 }
 
 // Flow returns the state of the flow queue that packets with the given
-// hash go to. It walks that flow's packets to count them.
-func (q *PIE[T]) Flow(hash uint32) PIEFlow {
+// hash go to, and whether that flow queue is active (holds packets or is
+// on a scheduling list). The state is returned either way: an idle flow
+// queue's controller keeps its count for the flow's return. It walks that
+// flow's packets to count them.
+func (q *PIE[T]) Flow(hash uint32) (PIEFlow, bool) {
 	f, cv := q.flowQueue(hash)
-	return PIEFlow{FlowQueue: f, PIE: cv.State()}
+	return PIEFlow{FlowQueue: f, PIE: cv.State()}, f.active()
 }

@@ -67,17 +67,17 @@ func TestCobaltPropertyBlueIsolated(t *testing.T) {
 			return false
 		}
 		for h := uint32(1); h <= uint32(sparse); h++ {
-			if q.Flow(h).Bucket == q.Flow(0).Bucket {
+			if flowState(q.Flow(h)).Bucket == flowState(q.Flow(0)).Bucket {
 				return true // a collision: the flows share a queue, nothing to isolate
 			}
 		}
 		lost := mixRun(q, sparse, over, time.Millisecond, 3*time.Second, &sparseDrops)
-		if q.Flow(0).Cobalt.BlueProbability == 0 || lost != 0 {
-			t.Logf("unresponsive p %v, sparse lost %d", q.Flow(0).Cobalt.BlueProbability, lost)
+		if flowState(q.Flow(0)).Cobalt.BlueProbability == 0 || lost != 0 {
+			t.Logf("unresponsive p %v, sparse lost %d", flowState(q.Flow(0)).Cobalt.BlueProbability, lost)
 			return false
 		}
 		for h := uint32(1); h <= uint32(sparse); h++ {
-			if q.Flow(h).Cobalt.BlueProbability != 0 {
+			if flowState(q.Flow(h)).Cobalt.BlueProbability != 0 {
 				return false
 			}
 		}
@@ -104,17 +104,17 @@ func TestPIEPropertyProbabilityIsolated(t *testing.T) {
 			return false
 		}
 		for h := uint32(1); h <= uint32(sparse); h++ {
-			if q.Flow(h).Bucket == q.Flow(0).Bucket {
+			if flowState(q.Flow(h)).Bucket == flowState(q.Flow(0)).Bucket {
 				return true
 			}
 		}
 		lost := mixRun(q, sparse, over, time.Millisecond, 3*time.Second, &sparseDrops)
-		if q.Flow(0).PIE.Prob == 0 || q.Detail().EarlyDrops == 0 || lost != 0 {
-			t.Logf("unresponsive p %v, early drops %d, sparse lost %d", q.Flow(0).PIE.Prob, q.Detail().EarlyDrops, lost)
+		if flowState(q.Flow(0)).PIE.Prob == 0 || q.Detail().EarlyDrops == 0 || lost != 0 {
+			t.Logf("unresponsive p %v, early drops %d, sparse lost %d", flowState(q.Flow(0)).PIE.Prob, q.Detail().EarlyDrops, lost)
 			return false
 		}
 		for h := uint32(1); h <= uint32(sparse); h++ {
-			if q.Flow(h).PIE.Prob != 0 {
+			if flowState(q.Flow(h)).PIE.Prob != 0 {
 				return false
 			}
 		}

@@ -469,7 +469,7 @@ func TestCobaltMatchesReference(t *testing.T) {
 		r := &refCobalt{target: int64(c.Target), interval: int64(c.Interval), ceil: int64(c.BlueThreshold),
 			inc: c.BlueIncrement, dec: c.BlueDecrement, ecn: !c.DisableECN, seed: c.Seed}
 		m := newRefFQ(c.QuantumBytes, r)
-		d, k := refTrace(t, g, q, func(h uint32) int { return q.Flow(h).Bucket }, m, &qd, &qw, 3000)
+		d, k := refTrace(t, g, q, func(h uint32) int { return flowState(q.Flow(h)).Bucket }, m, &qd, &qw, 3000)
 		require.Zero(t, q.Detail().DropOverlimit, "the trace must stay below the limits")
 		drops, marks, blue = drops+d, marks+k, blue+int(q.Detail().BlueDrops)
 	}
@@ -502,11 +502,11 @@ func TestPIEMatchesReference(t *testing.T) {
 		require.NoError(t, err)
 		r := newRefPIE(q.Config())
 		m := newRefFQ(q.Config().QuantumBytes, r)
-		_, k := refTrace(t, g, q, func(h uint32) int { return q.Flow(h).Bucket }, m, &qd, &qw, 3000)
+		_, k := refTrace(t, g, q, func(h uint32) int { return flowState(q.Flow(h)).Bucket }, m, &qd, &qw, 3000)
 		require.Zero(t, q.Detail().DropOverlimit, "the trace must stay below the limits")
 		for b, f := range m.flows {
 			for h := uint32(0); h < 16; h++ {
-				if qf := q.Flow(h); qf.Bucket == b {
+				if qf := flowState(q.Flow(h)); qf.Bucket == b {
 					require.InDelta(t, f.pie.prob, qf.PIE.Prob, 1e-9, "trace %d flow %d", tr, b)
 					require.Equal(t, time.Duration(f.pie.burst), qf.PIE.BurstAllowance)
 				}
