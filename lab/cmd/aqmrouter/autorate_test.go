@@ -4,6 +4,7 @@ import (
 	"context"
 	"net"
 	"net/netip"
+	"os"
 	"strings"
 	"testing"
 	"time"
@@ -162,5 +163,32 @@ func TestAutorateLoop(t *testing.T) {
 	}
 	if l.ctl.Rate() != 20*aqm.Mbit {
 		t.Errorf("rate %v moved without a load report", l.ctl.Rate())
+	}
+}
+
+// TestProberICMP protects the ICMP prober: echo requests to 127.0.0.1 come
+// back as round trips (the kernel answers them), through a raw socket.
+func TestProberICMP(t *testing.T) {
+	if os.Geteuid() != 0 {
+		t.Skip("needs root: an ICMP raw socket")
+	}
+	p, err := newProber(reflector{icmp: true, addr: "127.0.0.1"}, time.Now())
+	if err != nil {
+		t.Skipf("no raw ICMP socket: %v", err)
+	}
+	defer p.Close()
+	buf := make([]byte, 1500)
+	for range 3 {
+		if err := p.send(time.Now()); err != nil {
+			t.Fatal(err)
+		}
+		p.raw.SetReadDeadline(time.Now().Add(5 * time.Second))
+		rtt, err := p.read(buf)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if rtt <= 0 {
+			t.Errorf("round trip %v", rtt)
+		}
 	}
 }
