@@ -151,7 +151,8 @@ func autorateSuite(o Options) []Config {
 		extra []string
 	}{
 		{"+autorate", mean, []string{"-autorate", ServerAddr + "/24", "-reflectors", fmt.Sprintf("udp:%s:%d", ServerAddr, udpPort),
-			"-autorate-min", (lo / 2).String(), "-autorate-max", hi.String(), "-autorate-delay", "15ms", "-probe-interval", "50ms"}},
+			"-autorate-min", (lo / 2).String(), "-autorate-max", hi.String(), "-autorate-delay", "15ms", "-probe-interval", "50ms",
+			"-autorate-max-increase", "0.1"}},
 		{"@mean", mean, nil},
 		{"@min", lo, nil},
 	} {

@@ -26,6 +26,7 @@ type autorateOptions struct {
 	interval    time.Duration
 	threshold   time.Duration
 	achievedCut float64
+	maxIncrease float64
 	logFile     string
 
 	prefix netip.Prefix
@@ -51,6 +52,8 @@ func addAutorateFlags(fs *flag.FlagSet, a *autorateOptions) {
 	fs.Var(tcDuration{&a.threshold}, "autorate-delay", "autorate's delay threshold on the RTT (`time`); increases are full below a third of it, cuts full above twice it")
 	a.achievedCut = autorate.DefaultAchievedCut
 	fs.Float64Var(&a.achievedCut, "autorate-achieved-cut", a.achievedCut, "a cut may go to this `share` of the achieved rate (0: cuts scale the rate alone)")
+	a.maxIncrease = autorate.DefaultMaxIncrease
+	fs.Float64Var(&a.maxIncrease, "autorate-max-increase", a.maxIncrease, "the largest `share` an increase adds, once per 200 ms report")
 	fs.StringVar(&a.logFile, "autorate-log", "", "write every sample, report and rate change as CSV to `file`")
 }
 
@@ -94,7 +97,7 @@ func (a *autorateOptions) config(cfg router.Config) (autorate.Config, error) {
 	c := autorate.Config{
 		MinRate: a.min, BaseRate: cfg.Rate, MaxRate: a.max, Reflectors: len(a.refl),
 		DelayThreshold: a.threshold, FullIncreaseBelow: a.threshold / 3, FullCutAbove: 2 * a.threshold,
-		AchievedCut: a.achievedCut,
+		AchievedCut: a.achievedCut, MaxIncrease: a.maxIncrease,
 	}
 	if err := c.Validate(); err != nil {
 		return autorate.Config{}, err

@@ -25,7 +25,7 @@ func TestAutorateFlags(t *testing.T) {
 	}
 	want := autorate.Config{MinRate: 5 * aqm.Mbit, BaseRate: 20 * aqm.Mbit, MaxRate: 40 * aqm.Mbit, Reflectors: 3,
 		DelayThreshold: 15 * time.Millisecond, FullIncreaseBelow: 5 * time.Millisecond, FullCutAbove: 30 * time.Millisecond,
-		AchievedCut: autorate.DefaultAchievedCut}
+		AchievedCut: autorate.DefaultAchievedCut, MaxIncrease: autorate.DefaultMaxIncrease}
 	if o.arCfg != want {
 		t.Errorf("config %+v, want %+v", o.arCfg, want)
 	}
@@ -51,6 +51,7 @@ func TestAutorateFlags(t *testing.T) {
 		"-autorate-min 5mbit -autorate-max 40mbit -autorate 10.0.0.1 -rate 20mbit -reflectors justahost",
 		ok + "-rate 50mbit -autorate 10.0.0.1", // base above max
 		ok + "-rate 20mbit -autorate 10.0.0.1 -autorate-achieved-cut 1",
+		ok + "-rate 20mbit -autorate 10.0.0.1 -autorate-max-increase 2",
 		"-rate 20mbit -reflectors h:1", // no -autorate
 	} {
 		if _, err := parseFlags(strings.Fields(bad), nil); err == nil {

@@ -58,6 +58,8 @@
 //	                          increases are full below D/3, cuts above 2D
 //	-autorate-achieved-cut F  a cut may go to F times the achieved rate
 //	                          (0.9; 0 scales the rate alone)
+//	-autorate-max-increase F  the largest share an increase adds (0.04),
+//	                          at most once per 200 ms report
 //	-autorate-log FILE        every sample, report and decision as CSV
 //
 // The router sends the probes itself, so they take the host's routes, not
