@@ -287,8 +287,10 @@ const (
 // capacity drains the device's queue; every other setting is
 // cake-autorate's default. arFast starts from the trace's mean, raises by
 // up to 10% at most every 100 ms, cuts by up to 40% or to 0.9 of the
-// achieved rate, and judges the round trip on thresholds of 5, 15 and
-// 30 ms (FullIncreaseBelow, DelayThreshold, FullCutAbove).
+// achieved rate, judges the round trip on thresholds of 5, 15 and 30 ms
+// (FullIncreaseBelow, DelayThreshold, FullCutAbove), and calls two
+// delayed samples of six bufferbloat, as cake-autorate's Starlink example
+// configuration does.
 func autorateConfig(t *Trace, v autorateVariant) autorate.Config {
 	lo, hi := t.WindowBps(autorateWindow, traceSpan(t))
 	lo = max(lo, 200e3)
@@ -301,6 +303,7 @@ func autorateConfig(t *Trace, v autorateVariant) autorate.Config {
 		c.BaseRate = min(max(aqm.Rate(t.MeanBps(traceSpan(t))), c.MinRate), c.MaxRate)
 		c.MaxIncrease, c.IncreaseRefractory, c.MaxCut = 0.1, 100*time.Millisecond, 0.4
 		c.FullIncreaseBelow, c.DelayThreshold, c.FullCutAbove = 5*time.Millisecond, 15*time.Millisecond, 30*time.Millisecond
+		c.DetectionThreshold = 2 // cake-autorate's Starlink example
 	}
 	return c
 }
@@ -337,7 +340,7 @@ func init() {
 	registerPath(AQM{Name: "fq-codel+autorate-achieved", Desc: "as fq-codel+autorate, with cuts to 0.9 of the achieved rate when that is lower " +
 		"(cake-autorate up to v3.0)", New: autorated(arAchieved)})
 	registerPath(AQM{Name: "fq-codel+autorate-fast", Desc: "as fq-codel+autorate-achieved, with the base at the trace's mean, increases of up to 10% " +
-		"every 100 ms, cuts of up to 40%, and delay thresholds of 5, 15 and 30 ms on the RTT", New: autorated(arFast)})
+		"every 100 ms, cuts of up to 40%, delay thresholds of 5, 15 and 30 ms on the RTT, and bufferbloat at 2 delayed samples of 6", New: autorated(arFast)})
 	oracle := func(lag time.Duration) func(e Env) (aqm.Queue[uint64], error) {
 		return func(e Env) (aqm.Queue[uint64], error) {
 			if err := need(e); err != nil {
