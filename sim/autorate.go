@@ -289,8 +289,8 @@ const (
 // up to 10% at most every 100 ms, cuts by up to 40% or to 0.9 of the
 // achieved rate, judges the round trip on thresholds of 5, 15 and 30 ms
 // (FullIncreaseBelow, DelayThreshold, FullCutAbove), and calls two
-// delayed samples of six bufferbloat, as cake-autorate's Starlink example
-// configuration does.
+// delayed samples of six bufferbloat, as the Starlink example
+// configuration cake-autorate shipped before v3.2 does.
 func autorateConfig(t *Trace, v autorateVariant) autorate.Config {
 	lo, hi := t.WindowBps(autorateWindow, traceSpan(t))
 	lo = max(lo, 200e3)
@@ -303,7 +303,7 @@ func autorateConfig(t *Trace, v autorateVariant) autorate.Config {
 		c.BaseRate = min(max(aqm.Rate(t.MeanBps(traceSpan(t))), c.MinRate), c.MaxRate)
 		c.MaxIncrease, c.IncreaseRefractory, c.MaxCut = 0.1, 100*time.Millisecond, 0.4
 		c.FullIncreaseBelow, c.DelayThreshold, c.FullCutAbove = 5*time.Millisecond, 15*time.Millisecond, 30*time.Millisecond
-		c.DetectionThreshold = 2 // cake-autorate's Starlink example
+		c.DetectionThreshold = 2 // cake-autorate's Starlink example before v3.2
 	}
 	return c
 }
