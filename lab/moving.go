@@ -152,7 +152,7 @@ func autorateSuite(o Options) []Config {
 	}{
 		{"+autorate", mean, []string{"-autorate", ServerAddr + "/24", "-reflectors", fmt.Sprintf("udp:%s:%d", ServerAddr, udpPort),
 			"-autorate-min", (lo / 2).String(), "-autorate-max", hi.String(), "-autorate-delay", "15ms", "-probe-interval", "50ms",
-			"-autorate-max-increase", "0.1"}},
+			"-autorate-max-increase", "0.1", "-autorate-detection", "2"}},
 		{"@mean", mean, nil},
 		{"@min", lo, nil},
 	} {

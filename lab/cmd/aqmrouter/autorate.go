@@ -27,6 +27,7 @@ type autorateOptions struct {
 	threshold   time.Duration
 	achievedCut float64
 	maxIncrease float64
+	detection   int
 	logFile     string
 
 	prefix netip.Prefix
@@ -54,6 +55,8 @@ func addAutorateFlags(fs *flag.FlagSet, a *autorateOptions) {
 	fs.Float64Var(&a.achievedCut, "autorate-achieved-cut", a.achievedCut, "a cut may go to this `share` of the achieved rate (0: cuts scale the rate alone)")
 	a.maxIncrease = autorate.DefaultMaxIncrease
 	fs.Float64Var(&a.maxIncrease, "autorate-max-increase", a.maxIncrease, "the largest `share` an increase adds, once per 200 ms report")
+	a.detection = autorate.DefaultDetectionThreshold
+	fs.IntVar(&a.detection, "autorate-detection", a.detection, "how many `samples` of the last 6 must be delayed to call bufferbloat")
 	fs.StringVar(&a.logFile, "autorate-log", "", "write every sample, report and rate change as CSV to `file`")
 }
 
@@ -97,7 +100,7 @@ func (a *autorateOptions) config(cfg router.Config) (autorate.Config, error) {
 	c := autorate.Config{
 		MinRate: a.min, BaseRate: cfg.Rate, MaxRate: a.max, Reflectors: len(a.refl),
 		DelayThreshold: a.threshold, FullIncreaseBelow: a.threshold / 3, FullCutAbove: 2 * a.threshold,
-		AchievedCut: a.achievedCut, MaxIncrease: a.maxIncrease,
+		AchievedCut: a.achievedCut, MaxIncrease: a.maxIncrease, DetectionThreshold: a.detection,
 	}
 	if err := c.Validate(); err != nil {
 		return autorate.Config{}, err

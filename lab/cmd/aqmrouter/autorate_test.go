@@ -19,13 +19,13 @@ import (
 // reflector, flags without -autorate).
 func TestAutorateFlags(t *testing.T) {
 	o, err := parseFlags(strings.Fields("-rate 20mbit -autorate 10.201.2.2 -autorate-min 5mbit -autorate-max 40mbit "+
-		"-reflectors udp:10.201.2.2:5202,10.201.2.3:7,icmp:10.201.2.4 -autorate-delay 15ms -probe-interval 150ms"), nil)
+		"-reflectors udp:10.201.2.2:5202,10.201.2.3:7,icmp:10.201.2.4 -autorate-delay 15ms -probe-interval 150ms -autorate-detection 2"), nil)
 	if err != nil {
 		t.Fatal(err)
 	}
 	want := autorate.Config{MinRate: 5 * aqm.Mbit, BaseRate: 20 * aqm.Mbit, MaxRate: 40 * aqm.Mbit, Reflectors: 3,
 		DelayThreshold: 15 * time.Millisecond, FullIncreaseBelow: 5 * time.Millisecond, FullCutAbove: 30 * time.Millisecond,
-		AchievedCut: autorate.DefaultAchievedCut, MaxIncrease: autorate.DefaultMaxIncrease}
+		AchievedCut: autorate.DefaultAchievedCut, MaxIncrease: autorate.DefaultMaxIncrease, DetectionThreshold: 2}
 	if o.arCfg != want {
 		t.Errorf("config %+v, want %+v", o.arCfg, want)
 	}
@@ -52,6 +52,7 @@ func TestAutorateFlags(t *testing.T) {
 		ok + "-rate 50mbit -autorate 10.0.0.1", // base above max
 		ok + "-rate 20mbit -autorate 10.0.0.1 -autorate-achieved-cut 1",
 		ok + "-rate 20mbit -autorate 10.0.0.1 -autorate-max-increase 2",
+		ok + "-rate 20mbit -autorate 10.0.0.1 -autorate-detection 7",
 		"-rate 20mbit -reflectors h:1", // no -autorate
 	} {
 		if _, err := parseFlags(strings.Fields(bad), nil); err == nil {

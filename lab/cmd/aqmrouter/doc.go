@@ -60,6 +60,8 @@
 //	                          (0.9; 0 scales the rate alone)
 //	-autorate-max-increase F  the largest share an increase adds (0.04),
 //	                          at most once per 200 ms report
+//	-autorate-detection N     delayed samples of the last 6 that call
+//	                          bufferbloat (3)
 //	-autorate-log FILE        every sample, report and decision as CSV
 //
 // The router sends the probes itself, so they take the host's routes, not
