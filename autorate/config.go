@@ -28,8 +28,12 @@ const (
 	DefaultBaselineFall = 0.9
 	DefaultDeltaAlpha   = 0.095
 
-	DefaultMinCut      = 0.01
-	DefaultMaxCut      = 0.25
+	DefaultMinCut = 0.01
+	DefaultMaxCut = 0.25
+	// DefaultAchievedCut is the factor cake-autorate up to v3.0 applied
+	// to the achieved rate on bufferbloat (achieved_rate_adjust_down_bufferbloat);
+	// the zero Config leaves it off, as cake-autorate since v3.1 does.
+	DefaultAchievedCut = 0.9
 	DefaultMaxIncrease = 0.04
 	DefaultDecayStep   = 0.01
 	DefaultHighLoad    = 0.75
@@ -109,6 +113,17 @@ type Config struct {
 	// two ends of its scale, 0 < MinCut ≤ MaxCut < 1; defaults 0.01 and
 	// 0.25 (cake-autorate's factors 0.99 and 0.75).
 	MinCut, MaxCut float64
+	// AchievedCut, when set, lets a cut go straight to AchievedCut times
+	// the last achieved rate: the new rate is the lower of that and the
+	// scaled cut, unless that is at or below MinRate (then the scaled cut
+	// alone). When the upstream capacity falls, the achieved rate falls
+	// with it within a round trip (the senders are clocked by the
+	// bottleneck), so one cut lands near the new capacity instead of
+	// several MaxCut steps a CutRefractory apart. In [0, 1); zero (the
+	// default) leaves cuts to the scale alone, as cake-autorate since
+	// v3.1 does; [DefaultAchievedCut] (0.9) is the factor of its earlier
+	// versions.
+	AchievedCut float64
 	// MinIncrease and MaxIncrease are the fractions an increase adds at the
 	// two ends of its scale, 0 ≤ MinIncrease ≤ MaxIncrease ≤ 1; defaults 0
 	// and 0.04 (cake-autorate's factors 1.0 and 1.04).
@@ -248,6 +263,8 @@ func (c Config) Validate() error {
 				rule = "must be in [0, 1]"
 			case oneOK:
 				rule = "must be in (0, 1]"
+			case zeroOK:
+				rule = "must be in [0, 1)"
 			}
 			bad(field, v, rule)
 		}
@@ -260,6 +277,7 @@ func (c Config) Validate() error {
 	if fraction("MaxCut", d.MaxCut, false, false) && minCut && d.MaxCut < d.MinCut {
 		bad("MaxCut", d.MaxCut, "must be at least MinCut")
 	}
+	fraction("AchievedCut", d.AchievedCut, true, false)
 	minInc := fraction("MinIncrease", d.MinIncrease, true, true)
 	if fraction("MaxIncrease", d.MaxIncrease, false, true) && minInc && d.MaxIncrease < d.MinIncrease {
 		bad("MaxIncrease", d.MaxIncrease, "must be at least MinIncrease")

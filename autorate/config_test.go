@@ -76,6 +76,8 @@ func TestValidateNamesFields(t *testing.T) {
 		{Config{MinCut: 1, MaxCut: math.Inf(1)}, []string{"MinCut", "MaxCut"}},
 		{Config{MinIncrease: 0.1, MaxIncrease: 0.05}, []string{"MaxIncrease"}},
 		{Config{MinIncrease: -1}, []string{"MinIncrease"}},
+		{Config{AchievedCut: 1}, []string{"AchievedCut"}},
+		{Config{AchievedCut: -0.1, MinCut: math.NaN()}, []string{"MinCut", "AchievedCut"}},
 		{Config{DecayStep: 1, HighLoad: 2}, []string{"DecayStep", "HighLoad"}},
 		{Config{CutRefractory: 2 * time.Hour, IncreaseRefractory: -1, DecayRefractory: -1}, []string{"CutRefractory", "IncreaseRefractory", "DecayRefractory"}},
 		{Config{PacketBytes: 70000, Reflectors: 300}, []string{"PacketBytes", "Reflectors"}},
@@ -101,6 +103,7 @@ func TestValidateNamesFields(t *testing.T) {
 		require.Equal(t, before.MaxCut, tc.cfg.MaxCut) // NaN-free fields: Validate did not write
 	}
 	require.EqualError(t, Config{DelayThreshold: 5 * ms}.Validate(), "autorate: FullIncreaseBelow (10ms) must be less than DelayThreshold (5ms)")
+	require.EqualError(t, Config{AchievedCut: 1}.Validate(), "autorate: AchievedCut (1) must be in [0, 1)")
 }
 
 func unjoin(err error) []error {

@@ -74,6 +74,9 @@ type Stats struct {
 	// Cuts, Increases, Decays and Fallbacks count the decisions of each
 	// kind (a Fallback at BaseRate counts although the rate did not move).
 	Cuts, Increases, Decays, Fallbacks uint64
+	// AchievedCuts counts the cuts that went to AchievedCut times the
+	// achieved rate rather than to the scaled cut.
+	AchievedCuts uint64
 	// Rested and Readmitted count reflectors taken out of and put back into
 	// the detection window by the health checks.
 	Rested, Readmitted uint64
@@ -319,9 +322,18 @@ func (c *Controller) decide(now aqm.Time) Decision {
 		full := c.threshold(cfg.FullCutAbove)
 		f := clamp01((avg - thr) / (full - thr))
 		cut := cfg.MinCut + f*(cfg.MaxCut-cfg.MinCut)
+		next := c.scale(1 - cut)
+		if cfg.AchievedCut > 0 {
+			// cake-autorate up to v3.0: the lower of the two, unless the
+			// achieved one is at the minimum or below.
+			if a := aqm.Rate(math.Round(cfg.AchievedCut * float64(c.achieved))); a > cfg.MinRate && a < next {
+				next = a
+				c.stats.AchievedCuts++
+			}
+		}
 		c.lastCut, c.lastChange = now, now
 		c.stats.Cuts++
-		return c.apply(Cut, c.scale(1-cut))
+		return c.apply(Cut, next)
 	case c.high:
 		if !cutFree || !c.fresh || !since(c.lastIncrease, now, cfg.IncreaseRefractory) {
 			return c.hold()
@@ -395,7 +407,7 @@ func (c *Controller) tick(now aqm.Time) Decision {
 		c.stats.Fallbacks++
 		// The window's samples are stale and so is any load report.
 		clear(c.deltas)
-		c.delayed, c.head, c.fresh = 0, 0, false
+		c.delayed, c.head, c.fresh, c.achieved = 0, 0, false, 0
 		c.lastChange = now
 		return c.apply(Fallback, c.cfg.BaseRate)
 	}

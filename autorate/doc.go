@@ -38,7 +38,11 @@
 //   - Bufferbloat, at least DetectionThreshold delayed samples in the
 //     window: unless within CutRefractory of the last cut, cut
 //     rate ← rate·(1 − c), c = MinCut + f·(MaxCut − MinCut),
-//     f = clamp((δ̄ − thr)/(thr_FullCutAbove − thr), 0, 1).
+//     f = clamp((δ̄ − thr)/(thr_FullCutAbove − thr), 0, 1). With
+//     AchievedCut a set, the cut goes instead to a·A, A the last achieved
+//     rate, when a·A is lower and above MinRate: the senders are clocked
+//     by the bottleneck, so after a fall in capacity A is already near the
+//     new capacity and one cut gets there.
 //   - High load (the last achieved rate ≥ HighLoad·rate): unless within
 //     CutRefractory of the last cut or IncreaseRefractory of the last
 //     increase, and only with an achieved rate reported since the last
@@ -93,6 +97,7 @@
 //	BaselineFall         0.9       weight    alpha_baseline_decrease
 //	DeltaAlpha           0.095     weight    alpha_delta_ewma
 //	MinCut, MaxCut       0.01, 0.25 fraction shaper_rate_{min,max}_adjust_down_bufferbloat 0.99, 0.75
+//	AchievedCut          0 (off)   fraction  achieved_rate_adjust_down_bufferbloat 0.9 (up to v3.0)
 //	MinIncrease          0         fraction  shaper_rate_min_adjust_up_load_high 1.0
 //	MaxIncrease          0.04      fraction  shaper_rate_max_adjust_up_load_high 1.04
 //	DecayStep            0.01      fraction  shaper_rate_adjust_{down,up}_load_low 0.99, 1.01
@@ -118,6 +123,15 @@
 //     upload together and keeps the δ EWMA only while both directions'
 //     loads are low; here only this direction's load counts. Feed a
 //     direction's one-way delays, or round-trip times to both.
+//   - Delays are judged as given. Fed round-trip times from ICMP echo,
+//     cake-autorate takes half of each as both directions' one-way delay,
+//     so its 30 ms threshold is a 60 ms rise in the round trip; feed half
+//     the RTT for its behaviour, or the whole RTT for thresholds twice as
+//     strict.
+//   - Cuts scale the rate, as cake-autorate's since v3.1 do; its earlier
+//     versions cut to the lower of 0.9 of the rate and 0.9 of the
+//     achieved rate (when above the minimum), which AchievedCut brings
+//     back on top of the scaled cut. It is off by default.
 //   - A reflector's first sample sets its baseline; cake-autorate starts
 //     every baseline at 100 ms and lets the fast fall pull it down.
 //   - Increases have their own refractory period, IncreaseRefractory;

@@ -25,7 +25,8 @@ type model struct {
 	delayed []bool
 
 	highLoad    bool
-	reportSince bool // an achieved rate came after the last increase
+	reportSince bool     // an achieved rate came after the last increase
+	lastReport  aqm.Rate // the last achieved rate; zero after a fallback
 
 	first       bool
 	lastJudged  aqm.Time
@@ -169,7 +170,7 @@ func (m *model) housekeeping(now aqm.Time) Action {
 		m.fallen = true
 		m.stats.Fallbacks++
 		m.judged, m.delayed = nil, nil
-		m.reportSince = false
+		m.reportSince, m.lastReport = false, 0
 		m.changes = append(m.changes, now)
 		m.rate = m.cfg.BaseRate
 		return Fallback
@@ -179,7 +180,7 @@ func (m *model) housekeeping(now aqm.Time) Action {
 
 func (m *model) achieved(now aqm.Time, r aqm.Rate) Action {
 	a := m.housekeeping(now)
-	m.reportSince = true
+	m.reportSince, m.lastReport = true, r
 	m.highLoad = float64(r) >= m.cfg.HighLoad*float64(m.rate)
 	return a
 }
@@ -248,7 +249,17 @@ func (m *model) judge(now aqm.Time, i int, d time.Duration, a Action) Action {
 		}
 		f := (mean - thr) / (m.thr(m.cfg.FullCutAbove) - thr)
 		f = math.Min(1, math.Max(0, f))
-		m.rate = m.bound(float64(m.rate) * (1 - (m.cfg.MinCut + f*(m.cfg.MaxCut-m.cfg.MinCut))))
+		scaled := m.bound(float64(m.rate) * (1 - (m.cfg.MinCut + f*(m.cfg.MaxCut-m.cfg.MinCut))))
+		m.rate = scaled
+		// The achieved rate's share, when set, is taken if it is lower
+		// than the scaled cut and above the minimum.
+		if m.cfg.AchievedCut != 0 {
+			share := aqm.Rate(math.Round(m.cfg.AchievedCut * float64(m.lastReport)))
+			if share > m.cfg.MinRate && share < scaled {
+				m.rate = share
+				m.stats.AchievedCuts++
+			}
+		}
 		m.cuts = append(m.cuts, now)
 		m.changes = append(m.changes, now)
 		m.stats.Cuts++
@@ -298,7 +309,11 @@ var referenceConfigs = map[string]Config{
 		Reflectors: 4, ResponseDeadline: 400 * ms, HealthInterval: 300 * ms, OffenceWindow: 10, OffenceThreshold: 2,
 		ComparisonInterval: 2 * time.Second, BaselineSpread: 15 * ms, DeltaSpread: 5 * ms, RestTime: 3 * time.Second,
 		ProbeTimeout: 4 * time.Second},
-	"slow link": {MinRate: 500 * aqm.Kbit, BaseRate: 2 * aqm.Mbit, MaxRate: 5 * aqm.Mbit, PacketBytes: 9000, DetectionWindow: 64, DetectionThreshold: 20},
+	"achieved": {MinRate: 2 * aqm.Mbit, BaseRate: 30 * aqm.Mbit, MaxRate: 120 * aqm.Mbit, AchievedCut: DefaultAchievedCut,
+		DelayThreshold: 15 * ms, FullIncreaseBelow: 5 * ms, FullCutAbove: 30 * ms, MaxCut: 0.4, MaxIncrease: 0.1,
+		IncreaseRefractory: 100 * ms},
+	"achieved, narrow": {MinRate: 20 * aqm.Mbit, BaseRate: 25 * aqm.Mbit, MaxRate: 30 * aqm.Mbit, AchievedCut: 0.5},
+	"slow link":        {MinRate: 500 * aqm.Kbit, BaseRate: 2 * aqm.Mbit, MaxRate: 5 * aqm.Mbit, PacketBytes: 9000, DetectionWindow: 64, DetectionThreshold: 20},
 }
 
 // TestReference protects every decision against the slow model: on random
@@ -314,6 +329,7 @@ func TestReference(t *testing.T) {
 		traces = 8
 	}
 	actions := map[Action]int{}
+	var achievedCuts, scaledCuts uint64
 	for name, cfg := range referenceConfigs {
 		for tr := range traces {
 			g := rand.New(rand.NewPCG(seed, uint64(tr)))
@@ -345,11 +361,18 @@ func TestReference(t *testing.T) {
 				}
 			}
 			require.Equal(t, m.stats, c.Stats(), "%s trace %d", name, tr)
+			if cfg.AchievedCut != 0 {
+				achievedCuts += m.stats.AchievedCuts
+				scaledCuts += m.stats.Cuts - m.stats.AchievedCuts
+			}
 		}
 	}
-	// The traces exercise every kind of decision.
+	// The traces exercise every kind of decision, and cuts both to the
+	// achieved rate's share and past it.
 	for a := Hold; a <= Fallback; a++ {
 		require.Positive(t, actions[a], "no %v in the traces", a)
 	}
+	require.Positive(t, achievedCuts, "no cut to the achieved rate")
+	require.Positive(t, scaledCuts, "no scaled cut with AchievedCut set")
 	t.Logf("actions: %v", actions)
 }

@@ -94,6 +94,47 @@ func TestCutSteps(t *testing.T) {
 	require.Equal(t, uint64(3), c.Stats().Cuts)
 }
 
+// TestAchievedCutSteps protects AchievedCut: a cut goes to AchievedCut
+// times the last achieved rate when that is lower than the scaled cut and
+// above MinRate, and to the scaled cut otherwise; a fallback forgets the
+// achieved rate. The delays are TestCutSteps', so the scaled cuts are
+// worked out as there: 41635973 at 150 ms, but 0.9 of 30 Mbit/s is lower:
+// 27000000; at 450 ms the full 0.25 of that, 20250000, since 0.9 of
+// 5 Mbit/s is below MinRate; at 750 ms the full cut again, 15187500, below
+// 0.9 of 20 Mbit/s.
+func TestAchievedCutSteps(t *testing.T) {
+	cfg := stepConfig
+	cfg.AchievedCut = DefaultAchievedCut
+	c := newStep(t, cfg)
+	run(t, c, []op{
+		load(0, 30*aqm.Mbit, 50*aqm.Mbit), // not high: no increase
+		sample(0, 0, 20*ms, Hold, 50*aqm.Mbit),
+		sample(50, 0, 120*ms, Hold, 50*aqm.Mbit),
+		sample(100, 0, 120*ms, Hold, 50*aqm.Mbit),
+		sample(150, 0, 120*ms, Cut, 27*aqm.Mbit), // 0.9·30 Mbit/s < 41635973
+		load(200, 5*aqm.Mbit, 27*aqm.Mbit),
+		sample(200, 0, 120*ms, Hold, 27*aqm.Mbit),
+		sample(449, 0, 120*ms, Hold, 27*aqm.Mbit),
+		sample(450, 0, 120*ms, Cut, 20250000), // 4.5 Mbit/s is below MinRate: scaled
+		load(500, 20*aqm.Mbit, 20250000),
+		sample(500, 0, 20*ms, Hold, 20250000),
+		sample(750, 0, 20*ms, Cut, 15187500), // scaled, below 18 Mbit/s
+	})
+	require.Equal(t, uint64(3), c.Stats().Cuts)
+	require.Equal(t, uint64(1), c.Stats().AchievedCuts)
+	// After a fallback the achieved rate is forgotten: bufferbloat before
+	// the next report is cut on the scale alone, from BaseRate.
+	run(t, c, []op{load(800, 25*aqm.Mbit, 15187500), tick(10800, Fallback, 50*aqm.Mbit)})
+	require.Equal(t, Hold, c.Sample(at(11000), 0, 20*ms).Action)
+	for _, t0 := range []int{11050, 11100} {
+		require.Equal(t, Hold, c.Sample(at(t0), 0, 120*ms).Action)
+	}
+	d := c.Sample(at(11150), 0, 120*ms)
+	require.Equal(t, Cut, d.Action)
+	require.Greater(t, d.Rate, 40*aqm.Mbit, "a cut to 0.9 of the achieved rate before the fallback")
+	require.Equal(t, uint64(1), c.Stats().AchievedCuts)
+}
+
 // TestIncreaseSteps protects the increase: only under high load (achieved
 // ≥ 75% of the rate), once per achieved-rate report and IncreaseRefractory,
 // by MinIncrease + f·(MaxIncrease − MinIncrease) with f the mean rise's

@@ -63,6 +63,9 @@ type Config struct {
 	Paths []time.Duration `json:"paths,omitempty"`
 	// RouterExtra are flags passed verbatim to the router.
 	RouterExtra []string `json:"router_extra,omitempty"`
+	// Moving, if set, is a kernel htb on r1 after the router whose rate
+	// follows a schedule (see Moving).
+	Moving *Moving `json:"moving,omitempty"`
 	// Note says what the test is modelled on.
 	Note string `json:"note,omitempty"`
 }
@@ -70,6 +73,9 @@ type Config struct {
 // Name is the configuration's label within its test.
 func (c Config) Name() string {
 	s := c.Queue.Label()
+	if c.Moving != nil {
+		s += c.Moving.Label
+	}
 	if c.ECN {
 		s += "+ecn"
 	}

@@ -347,6 +347,13 @@ func (l *Lab) RunOne(ctx context.Context, cfg Config) (Result, error) {
 	// Plans, one per client namespace in use.
 	run := token()
 	epoch := time.Now().Add(time.Second)
+	if cfg.Moving != nil {
+		stopMoving, err := startMoving(ctx, t.Router, "r1", cfg.Moving, epoch, cfg.RTT)
+		if err != nil {
+			return res, fmt.Errorf("moving bottleneck: %v", err)
+		}
+		defer stopMoving()
+	}
 	plans := map[int]*Plan{}
 	plan := func(k int) *Plan {
 		if plans[k] == nil {

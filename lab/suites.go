@@ -45,7 +45,7 @@ func DefaultOptions() Options {
 }
 
 // Tests lists the suites by name, in the order `aqmlab all` runs them.
-var Tests = []string{"rrul", "tcp_nup", "rtt_fair", "square", "speedtest", "red", "flood"}
+var Tests = []string{"rrul", "tcp_nup", "rtt_fair", "square", "speedtest", "red", "flood", "autorate"}
 
 // TestInfo is one line per suite, for -h.
 var TestInfo = map[string]string{
@@ -56,6 +56,7 @@ var TestInfo = map[string]string{
 	"speedtest": "one BBR download as NDT7 runs it, one CUBIC upload as iperf3 does; htb with and without burst, FIFO, CoDel, FQ-CoDel, SFQ",
 	"red":       "10 Reno uploads, MSS 536, 2 Mb/s, 40 ms, 50-packet limit: red, gentle-red, ared",
 	"flood":     "UDP flood at twice the rate beside one TCP upload and the probe: one 5-tuple, then a new random port per packet",
+	"autorate":  "4 uploads through the router's FQ-CoDel into a kernel htb on r1 whose rate steps 40, 10, 40 Mb/s: the router under autorate, fixed at the mean, at the minimum",
 }
 
 func (o Options) base(test string) Config {
@@ -141,6 +142,8 @@ func Suite(test string, o Options) ([]Config, error) {
 	}
 	w := Window{From: o.Idle, To: o.Idle + o.Duration}
 	switch test {
+	case "autorate":
+		return autorateSuite(o), nil
 	case "rrul":
 		return o.each(test, func(c *Config) {
 			c.Load = []Window{w}

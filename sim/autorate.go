@@ -45,6 +45,13 @@ type shapedPath struct {
 	released   uint64 // bytes released since the last report
 	reflector  map[int32]int
 
+	// An oracle instead of a controller: every oracleStep the rate is
+	// oracleShare of the capacity's mean over the oracleStep that ended
+	// oracleLag ago (nil trace: none).
+	oracle     *Trace
+	oracleLag  time.Duration
+	nextOracle aqm.Time
+
 	fifoDrops   aqm.Count
 	inFIFO      aqm.Count // packets the router counted as dequeued still in the FIFO
 	minRate     float64
@@ -98,8 +105,29 @@ func (p *shapedPath) refill(t aqm.Time) {
 	p.clock = t
 }
 
-// advance runs the achieved-rate reports due up to t, then refills to t.
+// Oracle settings: the rate's update period and its share of the
+// capacity.
+const (
+	oracleStep  = 50 * time.Millisecond
+	oracleShare = 0.9
+)
+
+// advance runs the achieved-rate reports (or the oracle's updates) due up
+// to t, then refills to t.
 func (p *shapedPath) advance(t aqm.Time) {
+	if p.oracle != nil {
+		if p.nextOracle == 0 {
+			p.nextOracle = t
+		}
+		for p.nextOracle <= t {
+			p.refill(p.nextOracle)
+			end := p.nextOracle.Sub(epoch) - p.oracleLag
+			if end >= oracleStep {
+				p.setRate(max(oracleShare*p.oracle.BitsBetween(end-oracleStep, end)/oracleStep.Seconds(), 100e3))
+			}
+			p.nextOracle = p.nextOracle.Add(oracleStep)
+		}
+	}
 	if p.ctl != nil {
 		if p.nextReport == 0 {
 			p.nextReport = t.Add(p.reports)
@@ -224,6 +252,9 @@ const (
 	autorateWindow   = time.Second
 	autorateProbes   = 3
 	autorateProbeGap = 150 * time.Millisecond // 20 Hz over the three reflectors
+	// autorateJitter spreads the flows' starts: enough to desynchronise
+	// the bulk flows, small against the probes' 50 ms spacing.
+	autorateJitter = 10 * time.Millisecond
 )
 
 // traceSpan is the span of the trace the AQMs see: its period, or a minute.
@@ -234,20 +265,45 @@ func traceSpan(t *Trace) time.Duration {
 	return time.Minute
 }
 
+// Variants of the autorate scenario's controller.
+type autorateVariant uint8
+
+const (
+	// arDefaults is cake-autorate's defaults.
+	arDefaults autorateVariant = iota
+	// arAchieved adds cuts to 0.9 of the achieved rate (cake-autorate up
+	// to v3.0).
+	arAchieved
+	// arFast adds those cuts to faster steps and to delay thresholds
+	// half the defaults, for a goal of 30 ms on the round trip.
+	arFast
+)
+
 // autorateConfig is the controller's configuration for a trace: what a
 // user who measured the link would set, after cake-autorate's guidance:
-// the minimum at the lowest rate seen (the lowest 1 s mean), the maximum
-// at the highest, the base at the minimum, every other setting
-// cake-autorate's default. The "fast" variant starts from the trace's mean
-// and steps harder: increases of up to 10% at most every 100 ms, cuts of
-// up to 40%.
-func autorateConfig(t *Trace, fast bool) autorate.Config {
+// the maximum at the highest rate seen (the highest 1 s mean), the base at
+// the lowest 1 s mean, and the minimum at half of that, since on a path
+// where the shaper sits before the bottleneck only a rate below the
+// capacity drains the device's queue; every other setting is
+// cake-autorate's default. arFast starts from the trace's mean, raises by
+// up to 10% at most every 100 ms, cuts by up to 40% or to 0.9 of the
+// achieved rate, judges the round trip on thresholds of 5, 15 and 30 ms
+// (FullIncreaseBelow, DelayThreshold, FullCutAbove), and calls two
+// delayed samples of six bufferbloat, as the Starlink example
+// configuration cake-autorate shipped before v3.2 does.
+func autorateConfig(t *Trace, v autorateVariant) autorate.Config {
 	lo, hi := t.WindowBps(autorateWindow, traceSpan(t))
-	lo = max(lo, 100e3)
-	c := autorate.Config{MinRate: aqm.Rate(lo), BaseRate: aqm.Rate(lo), MaxRate: aqm.Rate(max(hi, lo))}
-	if fast {
+	lo = max(lo, 200e3)
+	c := autorate.Config{MinRate: aqm.Rate(lo / 2), BaseRate: aqm.Rate(lo), MaxRate: aqm.Rate(max(hi, lo))}
+	switch v {
+	case arAchieved:
+		c.AchievedCut = autorate.DefaultAchievedCut
+	case arFast:
+		c.AchievedCut = autorate.DefaultAchievedCut
 		c.BaseRate = min(max(aqm.Rate(t.MeanBps(traceSpan(t))), c.MinRate), c.MaxRate)
 		c.MaxIncrease, c.IncreaseRefractory, c.MaxCut = 0.1, 100*time.Millisecond, 0.4
+		c.FullIncreaseBelow, c.DelayThreshold, c.FullCutAbove = 5*time.Millisecond, 15*time.Millisecond, 30*time.Millisecond
+		c.DetectionThreshold = 2 // cake-autorate's Starlink example before v3.2
 	}
 	return c
 }
@@ -266,12 +322,12 @@ func init() {
 		}
 		return nil
 	}
-	autorated := func(fast bool) func(e Env) (aqm.Queue[uint64], error) {
+	autorated := func(v autorateVariant) func(e Env) (aqm.Queue[uint64], error) {
 		return func(e Env) (aqm.Queue[uint64], error) {
 			if err := need(e); err != nil {
 				return nil, err
 			}
-			ctl, err := autorate.New(autorateConfig(e.Capacity, fast))
+			ctl, err := autorate.New(autorateConfig(e.Capacity, v))
 			if err != nil {
 				return nil, err
 			}
@@ -279,10 +335,29 @@ func init() {
 		}
 	}
 	registerPath(AQM{Name: "fq-codel+autorate", Desc: "FQ-CoDel behind a shaper an autorate controller drives from the pings' RTTs " +
-		"(min and base: the trace's lowest 1 s mean; max: its highest; cake-autorate's defaults otherwise), then a 600-packet drop-tail device buffer",
-		New: autorated(false)})
-	registerPath(AQM{Name: "fq-codel+autorate-fast", Desc: "as fq-codel+autorate, with the base at the trace's mean, increases of up to 10% " +
-		"every 100 ms and cuts of up to 40%", New: autorated(true)})
+		"(max: the trace's highest 1 s mean; base: its lowest; min: half that; cake-autorate's defaults otherwise), " +
+		"then a 600-packet drop-tail device buffer", New: autorated(arDefaults)})
+	registerPath(AQM{Name: "fq-codel+autorate-achieved", Desc: "as fq-codel+autorate, with cuts to 0.9 of the achieved rate when that is lower " +
+		"(cake-autorate up to v3.0)", New: autorated(arAchieved)})
+	registerPath(AQM{Name: "fq-codel+autorate-fast", Desc: "as fq-codel+autorate-achieved, with the base at the trace's mean, increases of up to 10% " +
+		"every 100 ms, cuts of up to 40%, delay thresholds of 5, 15 and 30 ms on the RTT, and bufferbloat at 2 delayed samples of 6", New: autorated(arFast)})
+	oracle := func(lag time.Duration) func(e Env) (aqm.Queue[uint64], error) {
+		return func(e Env) (aqm.Queue[uint64], error) {
+			if err := need(e); err != nil {
+				return nil, err
+			}
+			p, err := newShapedPath(e, e.Capacity.MeanBps(traceSpan(e.Capacity)), nil)
+			if err != nil {
+				return nil, err
+			}
+			p.oracle, p.oracleLag = e.Capacity, lag
+			return p, nil
+		}
+	}
+	registerPath(AQM{Name: "fq-codel@oracle", Desc: "FQ-CoDel behind a shaper that knows the trace: every 50 ms, 0.9 of the capacity's " +
+		"mean over the last 50 ms (a bound no controller reaches)", New: oracle(0)})
+	registerPath(AQM{Name: "fq-codel@oracle-300ms", Desc: "as fq-codel@oracle, with the capacity learnt 300 ms late " +
+		"(about what six probes at 20 Hz take to show a change)", New: oracle(300 * time.Millisecond)})
 	registerPath(AQM{Name: "fq-codel@mean", Desc: "FQ-CoDel behind a shaper fixed at the trace's mean, then a 600-packet drop-tail device buffer",
 		New: func(e Env) (aqm.Queue[uint64], error) {
 			if err := need(e); err != nil {
@@ -305,7 +380,7 @@ func init() {
 var AutorateTraces = []string{"step-down-up.rate", "cellular-fading.mahi", "starlink-15s.rate"}
 
 // AutorateAQMs are the autorate scenario's queues.
-var AutorateAQMs = []string{"fq-codel+autorate", "fq-codel+autorate-fast", "fq-codel@mean", "fq-codel@min"}
+var AutorateAQMs = []string{"fq-codel+autorate", "fq-codel+autorate-achieved", "fq-codel+autorate-fast", "fq-codel@oracle-300ms", "fq-codel@mean", "fq-codel@min"}
 
 // tracesDir is where the shipped traces are, found from this source file
 // so that the command works from any directory of the checkout.
@@ -321,10 +396,12 @@ var autorateScenario = Scenario{
 	Name: "autorate",
 	Desc: "a link whose capacity follows a trace (a step down and up; a fading cellular delivery trace; a Starlink-like " +
 		"rate with a reconfiguration every 15 s) behind a 600-packet drop-tail device buffer; in front of it FQ-CoDel " +
-		"behind a shaper driven by an autorate controller (cake-autorate's defaults, and a faster setting) from three ping " +
-		"flows' RTTs (30, 35, 40 ms; 20 Hz in all), " +
-		"beside the shaper fixed at the trace's mean and at its lowest 1 s mean; 4 CUBIC flows (RTT 30 ms); " +
-		"one trace period (at least 30 s), first 5 s excluded. The shaper sits before the bottleneck, as on an upload",
+		"behind a shaper driven by an autorate controller (cake-autorate's defaults; with cuts to the achieved rate; and a " +
+		"faster setting with tighter delay thresholds) from three ping flows' RTTs (30, 35, 40 ms; replies evenly spaced, " +
+		"20 Hz in all), beside a shaper that learns the capacity 300 ms late (a bound for a controller that reacts " +
+		"as fast as its probes allow), and the shaper fixed at the trace's mean and at its lowest 1 s mean; " +
+		"4 CUBIC flows (RTT 30 ms); one trace period (at least 30 s), first 5 s excluded. The shaper sits before " +
+		"the bottleneck, as on an upload",
 	Published: "cake-autorate's aim: latency kept low on variable-rate links while most of the capacity is used; " +
 		"a fixed rate at the mean bloats in the dips, one at the minimum wastes the rest",
 	DefaultReps: 1,
@@ -351,15 +428,19 @@ var autorateScenario = Scenario{
 			rtts := orRTTs(o.RTTs, []time.Duration{30 * time.Millisecond})
 			cfg := Config{
 				RateBps: tr.MeanBps(traceSpan(tr)), Capacity: tr, Duration: orDur(o.Duration, d), Seed: o.Seed,
-				StartJitter: 100 * time.Millisecond, Series: o.Series,
+				StartJitter: autorateJitter, Series: o.Series,
 			}
 			cfg.Warmup = min(5*time.Second, cfg.Duration/4)
 			for i := range orInt(o.Flows, 4) {
 				cfg.Flows = append(cfg.Flows, FlowSpec{Kind: CUBIC, RTT: rtts[i%len(rtts)], Group: "bulk"})
 			}
+			// The probes' replies arrive evenly spaced, as cake-autorate
+			// staggers its pingers: probe i is sent i·gap/n after the first,
+			// less its longer path (i·5 ms).
 			for i := range autorateProbes {
-				cfg.Flows = append(cfg.Flows, FlowSpec{Kind: Ping, RTT: rtts[0] + time.Duration(i)*5*time.Millisecond,
-					Interval: autorateProbeGap, Start: time.Duration(i) * autorateProbeGap / autorateProbes, Group: "probe"})
+				extra := time.Duration(i) * 5 * time.Millisecond
+				cfg.Flows = append(cfg.Flows, FlowSpec{Kind: Ping, RTT: rtts[0] + extra,
+					Interval: autorateProbeGap, Start: time.Duration(i)*autorateProbeGap/autorateProbes - extra, Group: "probe"})
 			}
 			for _, a := range names {
 				runs = append(runs, Run{Scenario: "autorate", Group: tr.Name, AQM: a, BufferPackets: 1000, Config: cfg,

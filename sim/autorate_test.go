@@ -9,8 +9,8 @@ import (
 	"github.com/stretchr/testify/require"
 )
 
-// TestAutorateScenario protects the scenario's point on the step trace
-// : the shaper fixed at the trace's minimum wastes capacity
+// TestAutorateScenario protects the scenario's point on the step trace:
+// the shaper fixed at the trace's minimum wastes capacity
 // and the one at its mean bloats in the dip, while the autorate-driven
 // shaper uses more than the first and queues far less than the second;
 // and the controller actually moved the rate (cuts and increases).
@@ -85,4 +85,50 @@ func TestShapedPathConservation(t *testing.T) {
 	// 8 Mbit/s plus at most the burst.
 	require.LessOrEqual(t, float64(out)*8, 8e6*last.Sub(first).Seconds()+8*4000)
 	require.Positive(t, q.fifoDrops.Packets+q.Stats().DroppedOverlimit.Packets)
+}
+
+// TestAutorateStarlink protects the fast setting on the Starlink-like
+// trace: probe latency p95 under 30 ms while using at least 80% of the
+// capacity, where the shaper fixed at the mean bloats and the one at the
+// minimum wastes half.
+func TestAutorateStarlink(t *testing.T) {
+	sc, err := LookupScenario("autorate")
+	require.NoError(t, err)
+	runs, err := sc.Runs(Options{Seed: 1, AQMs: []string{"fq-codel+autorate-fast", "fq-codel@mean", "fq-codel@min"}})
+	require.NoError(t, err)
+	got := map[string]*Result{}
+	for _, r := range runs {
+		if r.Group == "starlink-15s" {
+			res, err := r.Execute()
+			require.NoError(t, err)
+			got[r.AQM] = res
+		}
+	}
+	require.Len(t, got, 3)
+	p95 := func(a string) time.Duration { return got[a].DelayHistogram("ping").Quantile(0.95) }
+	require.Less(t, p95("fq-codel+autorate-fast"), 30*time.Millisecond)
+	require.GreaterOrEqual(t, got["fq-codel+autorate-fast"].Utilization, 0.8)
+	require.Greater(t, p95("fq-codel@mean"), 100*time.Millisecond)
+	require.Less(t, got["fq-codel@min"].Utilization, 0.6)
+}
+
+// TestOraclePath protects the oracle shaper the scenario measures
+// controllers against: every 50 ms its rate is 0.9 of the capacity's mean
+// over the 50 ms that ended its lag ago.
+func TestOraclePath(t *testing.T) {
+	tr, err := StepTrace("step", 0, RateChange{RateBps: 40e6}, RateChange{At: time.Second, RateBps: 10e6})
+	require.NoError(t, err)
+	for _, lag := range []time.Duration{0, 300 * time.Millisecond} {
+		q, err := newShapedPath(Env{BufferPackets: 100, MSS: 1500, Seed: 1, Capacity: tr,
+			OnDrop: func(aqm.Packet[uint64], aqm.Verdict) {}}, 25e6, nil)
+		require.NoError(t, err)
+		q.oracle, q.oracleLag = tr, lag
+		rateAt := func(d time.Duration) float64 {
+			q.pump(epoch.Add(d))
+			return q.rate
+		}
+		require.InDelta(t, 36e6, rateAt(900*time.Millisecond), 1, "lag %v", lag)
+		require.InDelta(t, 36e6, rateAt(time.Second+lag), 1, "lag %v: the step is not known yet", lag)
+		require.InDelta(t, 9e6, rateAt(time.Second+lag+60*time.Millisecond), 1, "lag %v", lag)
+	}
 }

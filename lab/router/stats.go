@@ -94,7 +94,8 @@ type QueueStats struct {
 	Written Count `json:"written"`
 	// Dropped counts the packets dropped, by reason.
 	Dropped Drops `json:"dropped"`
-	// Marked counts the packets the queue marked CE (aqm.Stats.Marked).
+	// Marked counts the packets the queue marked CE (aqm.Stats.Marked), in
+	// wire packets: a kept GSO super-packet counts its segments.
 	Marked uint64 `json:"marked"`
 	// CEWritten counts the marked packets whose header was set to CE on
 	// their way out.

@@ -124,7 +124,7 @@ func run(args []string) int {
 				return 2
 			}
 			for i := range c {
-				c[i].RouterExtra = strings.Fields(*routerArgs)
+				c[i].RouterExtra = append(c[i].RouterExtra, strings.Fields(*routerArgs)...)
 				if len(algs) > 1 {
 					c[i].Test += "-" + alg
 				}

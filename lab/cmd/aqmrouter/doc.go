@@ -42,6 +42,37 @@
 //	-drain D          at exit, send what is queued for at most D (1s), then
 //	                  drop the rest (counted as flushed); 0 drops at once
 //
+// # Autorate
+//
+// With -autorate, one direction's rate follows the link beyond the router,
+// as cake-autorate adjusts CAKE's (package autorate holds the controller):
+//
+//	aqmrouter -aqm fq-codel -rate 20mbit -autorate 10.201.2.0/24 \
+//	  -autorate-min 5mbit -autorate-max 60mbit -reflectors udp:10.201.2.2:5202,icmp:10.201.2.3
+//
+//	-autorate ADDR|PREFIX     the direction whose rate is driven; -rate is
+//	                          its base rate (where it starts and decays to)
+//	-autorate-min, -autorate-max  the rate's bounds (tc syntax)
+//	-reflectors LIST          udp:HOST:PORT (a UDP echo that returns the
+//	                          datagram) or icmp:HOST (ICMP echo; root)
+//	-probe-interval D         each reflector's probe period (300ms); the
+//	                          probes of all reflectors are spread evenly
+//	-autorate-delay D         the delay threshold on the RTT (30ms);
+//	                          increases are full below D/3, cuts above 2D
+//	-autorate-achieved-cut F  a cut may go to F times the achieved rate
+//	                          (0.9; 0 scales the rate alone)
+//	-autorate-max-increase F  the largest share an increase adds (0.04),
+//	                          at most once per 200 ms report
+//	-autorate-detection N     delayed samples of the last 6 that call
+//	                          bufferbloat (3)
+//	-autorate-log FILE        every sample, report and decision as CSV
+//
+// The router sends the probes itself, so they take the host's routes, not
+// the TUN: they see the queues beyond the router (the bottleneck the rate
+// should sit just below) and not the router's own. The achieved rate is
+// what the direction wrote in each 200 ms. Without a reply for 10 s the
+// rate falls back to -rate. The exit line gives the controller's counts.
+//
 // A CAKE queue shapes to the rate itself (its link preset); its front then
 // runs unshaped. The other queues get their algorithm's preset for the rate
 // (limits of four 100 ms round trips at it), or their defaults at rate 0.

@@ -10,6 +10,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/aqmkit/aqmkit/autorate"
 	"github.com/aqmkit/aqmkit/front"
 	"github.com/aqmkit/aqmkit/lab/router"
 	"github.com/aqmkit/aqmkit/queues"
@@ -26,6 +27,8 @@ type options struct {
 	cpuprof string
 	offload bool
 	cfg     router.Config
+	ar      autorateOptions
+	arCfg   autorate.Config // the controller's, when -autorate is set
 }
 
 // tcDuration is a time.Duration flag in tc's syntax: a decimal number with
@@ -135,6 +138,7 @@ func parseFlags(args []string, out io.Writer) (options, error) {
 	fs.StringVar(&o.cpuprof, "cpuprofile", "", "write a Go CPU profile of the whole run to `file`")
 	fs.Var(tcDuration{&o.report}, "report", "print a stat line on stderr every `interval` (0: never)")
 	o.report = 10 * time.Second
+	addAutorateFlags(fs, &o.ar)
 	usage := func(w io.Writer) {
 		fmt.Fprintln(w, summary)
 		fmt.Fprintln(w, "\nUsage: aqmrouter [flags]\n\nFlags:")
@@ -170,6 +174,10 @@ func parseFlags(args []string, out io.Writer) (options, error) {
 		o.metrics = addr
 	}
 	if err := o.cfg.Validate(); err != nil {
+		return o, err
+	}
+	var err error
+	if o.arCfg, err = o.ar.config(o.cfg); err != nil {
 		return o, err
 	}
 	return o, nil

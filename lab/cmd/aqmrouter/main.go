@@ -91,6 +91,11 @@ func run(args []string, stdout, stderr io.Writer) int {
 			}
 		}
 	}
+	ar, err := startAutorate(&o, logf)
+	if err != nil {
+		logf("%v", err)
+		return 1
+	}
 	r, err := router.New(o.cfg, devs...)
 	if err != nil {
 		logf("%v", err)
@@ -124,10 +129,23 @@ func run(args []string, stdout, stderr io.Writer) int {
 			reportEvery(ctx, o.report, r, stderr)
 		}()
 	}
+	if ar != nil {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			if err := ar.run(ctx); err != nil {
+				logf("autorate: %v", err)
+				stop()
+			}
+		}()
+	}
 	start := time.Now()
 	runErr := r.Run(ctx)
 	stop()
 	wg.Wait()
+	if ar != nil {
+		logf("autorate: %s", ar.summary())
+	}
 	s := r.Stats()
 	fmt.Fprintf(stderr, "aqmrouter: exit after %.1fs: %s\n", time.Since(start).Seconds(), line(s))
 	status := 0

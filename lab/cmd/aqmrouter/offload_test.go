@@ -117,8 +117,10 @@ func TestOffloadPath(t *testing.T) {
 			t.Logf("router: read %d packets %d bytes (%.0f bytes each), written %d (%.0f bytes each), dropped %d, marked %d, CE written %d covering %d segments, %d split; capture: %d data segments (at most %d bytes), %d CE; ACK queue %+v",
 				u.Read.Packets, u.Read.Bytes, float64(u.Read.Bytes)/float64(u.Read.Packets), u.Written.Packets, float64(u.Written.Bytes)/float64(u.Written.Packets),
 				s.Dropped.Total, u.Marked, u.CEWritten, u.CEWrittenSegments, u.Split, segs, maxLen, ceSegs, s.Queues[down].Dropped)
-			if !s.Conserved() || s.Dropped.Total != 0 {
-				t.Errorf("stats: conserved %v, dropped %+v; want no drop", s.Conserved(), s.Dropped)
+			// The AQM may drop a packet that is not ECN-capable (Linux
+			// sends retransmissions Not-ECT); nothing else may be lost.
+			if !s.Conserved() || s.Dropped.Total != s.Dropped.Early || (!c.ce && s.Dropped.Early != 0) {
+				t.Errorf("stats: conserved %v, dropped %+v; want no drop but the AQM's", s.Conserved(), s.Dropped)
 			}
 			if n := snmpTCP(t, l.s, "InCsumErrors"); n != 0 {
 				t.Errorf("server: %d TCP checksum errors", n)
