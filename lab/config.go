@@ -15,20 +15,35 @@ type Queue struct {
 	Router string `json:"router,omitempty"`
 	// Limit is the router's packet limit (-limit); 0 keeps its preset.
 	Limit int `json:"limit,omitempty"`
+	// Params sets fields of the router queue's Config (-params, as
+	// name=value,...); "" keeps the preset.
+	Params string `json:"params,omitempty"`
+	// Name, when set, is the queue's label in reports instead of one made
+	// from Router, Limit and Params ("no-guard" for
+	// fq-codel[disable-flood-guard=true]).
+	Name string `json:"name,omitempty"`
 	// Kernel, when set, is the kernel anchor: the router only delays.
 	Kernel *KernelQdisc `json:"kernel,omitempty"`
 }
 
-// Label names the queue in reports: "fq-codel", "fifo1000",
+// Label names the queue in reports: its Name if set, else "fq-codel",
+// "fifo1000", "fq-codel[disable-flood-guard=true]",
 // "kernel:htb+pfifo1000".
 func (q Queue) Label() string {
 	if q.Kernel != nil {
 		return "kernel:" + q.Kernel.Label()
 	}
-	if q.Limit > 0 {
-		return fmt.Sprintf("%s%d", q.Router, q.Limit)
+	if q.Name != "" {
+		return q.Name
 	}
-	return q.Router
+	s := q.Router
+	if q.Limit > 0 {
+		s = fmt.Sprintf("%s%d", q.Router, q.Limit)
+	}
+	if q.Params != "" {
+		s += "[" + q.Params + "]"
+	}
+	return s
 }
 
 // Window is a span of load, as offsets from the run's epoch.

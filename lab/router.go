@@ -98,11 +98,34 @@ type RouterProc struct {
 
 // RouterArgs is what one router instance is asked to do.
 type RouterArgs struct {
-	AQM   string
-	Rate  string // tc syntax; "0" = unshaped
-	Delay time.Duration
-	Limit int      // packets; passed as -limit when the router has it
-	Extra []string // more flags, verbatim
+	AQM    string
+	Rate   string // tc syntax; "0" = unshaped
+	Delay  time.Duration
+	Limit  int      // packets; passed as -limit when the router has it
+	Params string   // the queue's settings, passed as -params
+	Extra  []string // more flags, verbatim
+}
+
+// argv is the ip command line that runs rc in ns for a: the router's
+// flags from a, -limit and -params only when set, which rc must have.
+func (a RouterArgs) argv(rc RouterCommand, ns, dev, statsPath string) ([]string, error) {
+	args := append([]string{"netns", "exec", ns}, niceArgs()...)
+	args = append(args, rc.Argv...)
+	args = append(args, "-tun", dev, "-aqm", a.AQM, "-rate", a.Rate, "-delay", fmt.Sprintf("%dus", a.Delay.Microseconds()), "-stats", statsPath)
+	if a.Limit > 0 {
+		if !rc.Has("limit") {
+			return nil, fmt.Errorf("the router has no -limit flag (asked for %d packets)", a.Limit)
+		}
+		args = append(args, "-limit", fmt.Sprint(a.Limit))
+	}
+	if a.Params != "" {
+		if !rc.Has("params") {
+			return nil, fmt.Errorf("the router has no -params flag (asked for %s)", a.Params)
+		}
+		args = append(args, "-params", a.Params)
+	}
+	args = append(args, a.Extra...)
+	return args, nil
 }
 
 // StartRouter starts rc in ns with a TUN device dev, routes table 100 to
@@ -111,16 +134,10 @@ func StartRouter(ctx context.Context, rc RouterCommand, ns, dev, statsDir string
 	rp := &RouterProc{NS: ns, Dev: dev, statsPath: filepath.Join(statsDir, ns+"-"+dev+".stats.json"),
 		done: make(chan struct{}), stopSampl: make(chan struct{}), sampled: make(chan struct{})}
 	os.Remove(rp.statsPath)
-	args := append([]string{"netns", "exec", ns}, niceArgs()...)
-	args = append(args, rc.Argv...)
-	args = append(args, "-tun", dev, "-aqm", a.AQM, "-rate", a.Rate, "-delay", fmt.Sprintf("%dus", a.Delay.Microseconds()), "-stats", rp.statsPath)
-	if a.Limit > 0 {
-		if !rc.Has("limit") {
-			return nil, fmt.Errorf("the router has no -limit flag (asked for %d packets)", a.Limit)
-		}
-		args = append(args, "-limit", fmt.Sprint(a.Limit))
+	args, err := a.argv(rc, ns, dev, rp.statsPath)
+	if err != nil {
+		return nil, err
 	}
-	args = append(args, a.Extra...)
 	rp.cmd = exec.Command("ip", args...)
 	rp.cmd.Stderr = &rp.stderr
 	rp.cmd.Stdout = &rp.stderr

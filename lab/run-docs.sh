@@ -18,6 +18,13 @@
 #   e  the flood, one 5-tuple and random ports, every registry queue, router
 #      memory, one repetition (26 runs, ~9 min)
 #   f  the speed-test study and the RED study (not in the default; ~25 min)
+#   g  the flood with the flood guard on and off: FQ-CoDel, CAKE, FQ-COBALT,
+#      FQ-PIE each both ways, and FIFO 1000; one 5-tuple and random ports
+#      (54 runs, ~21 min)
+#   h  rrul, 50 Mb/s, CUBIC and BBR, the guard on and off: FQ-CoDel, CAKE,
+#      and FIFO 1000 (30 runs, ~12 min)
+#   i  tcp_nup, 4 uploads, 50 Mb/s, CUBIC and BBR: FIFO 1000 and FQ-CoDel,
+#      the lab's side of the simulator's cross-check (12 runs, ~5 min)
 set -eu
 cd "$(dirname "$0")"
 OUT=${1:-docs-out}
@@ -38,6 +45,8 @@ stage() {
 }
 
 FQ=fifo:1000,fq-codel,cake,fq-cobalt,fq-pie
+NG=fq-codel,fq-codel-noguard=fq-codel[disable-flood-guard=true],cake,cake-noguard=cake[disable-flood-guard=true]
+NG4=$NG,fq-cobalt,fq-cobalt-noguard=fq-cobalt[disable-flood-guard=true],fq-pie,fq-pie-noguard=fq-pie[disable-flood-guard=true]
 ALL=fifo:1000,red,gentle-red,ared,codel,cobalt,pie,dualpi2,fq-codel,fq-cobalt,fq-pie,sfq,cake
 for s in $STAGES; do
 	case $s in
@@ -50,8 +59,11 @@ for s in $STAGES; do
 		stage f-speedtest -rate 50mbit -rtt 20ms -reps 3 speedtest
 		stage f-red -reps 1 red
 		;;
+	g) stage g-flood-guard -rate 50mbit -rtt 20ms -duration 15s -reps 3 -queues "$NG4,fifo:1000" -plots=false flood ;;
+	h) stage h-rrul-guard -rate 50mbit -rtt 20ms -duration 15s -cc cubic,bbr -reps 3 -queues "$NG,fifo:1000" rrul ;;
+	i) stage i-nup -rate 50mbit -rtt 20ms -duration 15s -cc cubic,bbr -reps 3 -n 4 -queues fifo:1000,fq-codel tcp_nup ;;
 	*)
-		echo "run-docs.sh: unknown stage $s (a b c d e f)" >&2
+		echo "run-docs.sh: unknown stage $s (a b c d e f g h i)" >&2
 		exit 2
 		;;
 	esac

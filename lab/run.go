@@ -269,7 +269,7 @@ func (l *Lab) RunOne(ctx context.Context, cfg Config) (Result, error) {
 	}
 
 	// Router: the queue under test, or delay only for a kernel anchor.
-	ra := RouterArgs{AQM: cfg.Queue.Router, Rate: cfg.Rate.String(), Delay: cfg.RTT / 2, Limit: cfg.Queue.Limit, Extra: cfg.RouterExtra}
+	ra := RouterArgs{AQM: cfg.Queue.Router, Rate: cfg.Rate.String(), Delay: cfg.RTT / 2, Limit: cfg.Queue.Limit, Params: cfg.Queue.Params, Extra: cfg.RouterExtra}
 	if k := cfg.Queue.Kernel; k != nil {
 		ra = RouterArgs{AQM: "fifo", Rate: "0", Delay: cfg.RTT / 2}
 		if k.Kind == "netem" {

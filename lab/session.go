@@ -96,6 +96,10 @@ func (s *Session) Run(ctx context.Context, cfgs []Config, reps int) error {
 			s.Skipped = append(s.Skipped, fmt.Sprintf("%s %s: the stand-in router has only fifo", c.Test, c.Name()))
 			continue
 		}
+		if c.Queue.Kernel == nil && c.Queue.Params != "" && !s.Router.Has("params") {
+			s.Skipped = append(s.Skipped, fmt.Sprintf("%s %s: the router has no -params flag", c.Test, c.Name()))
+			continue
+		}
 		if c.Queue.Kernel == nil && c.Queue.Limit > 0 && !s.Router.Has("limit") {
 			logf("aqmlab: the router has no -limit flag: %s %s runs with the queue's preset limit", c.Test, c.Name())
 			c.Queue.Limit = 0

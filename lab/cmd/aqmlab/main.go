@@ -52,7 +52,7 @@ func run(args []string) int {
 	ecn := fs.Bool("ecn", false, "net.ipv4.tcp_ecn=1 in the client and server namespaces (else 0)")
 	n := fs.Int("n", d.N, "uploads in tcp_nup")
 	reps := fs.Int("reps", 3, "repetitions; the order of configurations rotates each time")
-	queues := fs.String("queues", "", "router AQMs, comma-separated (name or name:limit, e.g. fifo:1000,fq-codel); \"none\" for none; empty = each test's default")
+	queues := fs.String("queues", "", "router queues, comma-separated, each [label=]name[:limit][[params]] (e.g. fifo:1000,fq-codel,no-guard=fq-codel[disable-flood-guard=true]; params as aqmrouter -params); \"none\" for none; empty = each test's default")
 	kernel := fs.String("kernel", "", "kernel anchors, comma-separated (pfifo:1000, pfifo:100, fq_codel, cake, fq_pie, pie, red, netem; add @15k for an htb burst); \"none\" for none; empty = each test's default")
 	router := fs.String("router", "", "router program; \"standin\" = the lab's FIFO-only stand-in; empty = go build ./cmd/aqmrouter")
 	routerArgs := fs.String("router-args", "", "more flags for the router, space-separated")
@@ -96,7 +96,7 @@ func run(args []string) int {
 		}
 	}
 	o := lab.Options{Rate: rate, RTT: *rtt, Duration: *dur, Idle: *idle, Warmup: *warm, ECN: *ecn, N: *n}
-	if o.Queues, err = parseQueues(*queues); err != nil {
+	if o.Queues, err = lab.ParseQueues(*queues); err != nil {
 		fmt.Fprintln(os.Stderr, "aqmlab: -queues:", err)
 		return 2
 	}
@@ -170,27 +170,6 @@ func routerCommand(ctx context.Context, path string) (lab.RouterCommand, error) 
 		return lab.RouterCommand{}, fmt.Errorf("no ./cmd/aqmrouter here to build: run from the lab module, pass -router PATH, or -router standin")
 	}
 	return lab.RouterFromPath(path)
-}
-
-func parseQueues(s string) ([]lab.Queue, error) {
-	if s == "" {
-		return nil, nil
-	}
-	if s == "none" {
-		return []lab.Queue{}, nil
-	}
-	var out []lab.Queue
-	for _, f := range strings.Split(s, ",") {
-		name, lim, _ := strings.Cut(strings.TrimSpace(f), ":")
-		q := lab.Queue{Router: name}
-		if lim != "" {
-			if _, err := fmt.Sscan(lim, &q.Limit); err != nil || q.Limit <= 0 {
-				return nil, fmt.Errorf("%q: limit must be a positive number of packets", f)
-			}
-		}
-		out = append(out, q)
-	}
-	return out, nil
 }
 
 func parseKernel(s string) ([]lab.KernelQdisc, error) {
