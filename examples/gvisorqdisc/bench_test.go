@@ -144,3 +144,36 @@ func med(xs []float64) float64 {
 	}
 	return (s[len(s)/2-1] + s[len(s)/2]) / 2
 }
+
+// BenchmarkQDisc writes bursts of 1000 packets through one queue at a time
+// (fifo, fq-codel, cake), for profiling one path alone: it reports the
+// process's CPU time per packet and the dispatcher's looks at the queue
+// per 1000 packets (each a lock, a clock reading and, when it found the
+// queue empty, a park).
+func BenchmarkQDisc(b *testing.B) {
+	for _, name := range []string{"fifo", "fq-codel", "cake"} {
+		b.Run(name, func(b *testing.B) {
+			c := &counter{done: make(chan struct{}, 1)}
+			q, err := New(c, Config{Queue: name, Options: queues.Options{LimitPackets: 1000, Seed: 1}})
+			if err != nil {
+				b.Fatal(err)
+			}
+			pkts := benchPackets()
+			burst(q, c, pkts)
+			w0 := q.Front().Detail().Wakeups
+			var cpu time.Duration
+			n := 0
+			for b.Loop() {
+				d, _ := burst(q, c, pkts)
+				cpu += d
+				n += len(pkts)
+			}
+			b.ReportMetric(float64(cpu.Nanoseconds())/float64(n), "cpu-ns/pkt")
+			b.ReportMetric(float64(q.Front().Detail().Wakeups-w0)*1000/float64(n), "looks/kpkt")
+			q.Close()
+			for _, p := range pkts {
+				p.DecRef()
+			}
+		})
+	}
+}
