@@ -49,6 +49,18 @@ func benchPackets() []*stack.PacketBuffer {
 	return pkts
 }
 
+// benchPacketsTCP are 1000 TCP packets of 1,400 bytes in 16 flows, each
+// carrying in PacketBuffer.Hash a random value per flow, as netstack's
+// TCP endpoints set it.
+func benchPacketsTCP() []*stack.PacketBuffer {
+	pkts := make([]*stack.PacketBuffer, 1000)
+	for i := range pkts {
+		pkts[i] = packet4(0, l4{proto: header.TCPProtocolNumber, srcPort: uint16(5000 + i%16), dstPort: 9}, 1400-40, 0, 0)
+		pkts[i].Hash = uint32(i%16+1) * 0x9e3779b9
+	}
+	return pkts
+}
+
 // burst writes every packet of pkts through qd and waits until the lower
 // endpoint has them all; it returns the process CPU time and the wall time
 // this took.
@@ -71,7 +83,14 @@ func burst(qd stack.QueueingDiscipline, c *counter, pkts []*stack.PacketBuffer) 
 // process's CPU time (the producer, the dispatcher, the runtime) per
 // packet. It reports the median cpu-ns/pkt of each variant and the median
 // and range of each ratio to gVisor's fifo. Run with -benchtime 11x or so.
-func BenchmarkCPUPerPacket(b *testing.B) {
+// The packets are UDP, whose flow hash the qdisc computes.
+func BenchmarkCPUPerPacket(b *testing.B) { cpuPerPacket(b, benchPackets()) }
+
+// BenchmarkCPUPerPacketTCP is BenchmarkCPUPerPacket with TCP packets that
+// carry netstack's endpoint hash.
+func BenchmarkCPUPerPacketTCP(b *testing.B) { cpuPerPacket(b, benchPacketsTCP()) }
+
+func cpuPerPacket(b *testing.B, pkts []*stack.PacketBuffer) {
 	type variant struct {
 		name string
 		qd   stack.QueueingDiscipline
@@ -94,7 +113,6 @@ func BenchmarkCPUPerPacket(b *testing.B) {
 			return q
 		})
 	}
-	pkts := benchPackets()
 	const bursts = 20      // per variant and round: 20,000 packets
 	for _, v := range vs { // warm up
 		burst(v.qd, v.c, pkts)
