@@ -368,3 +368,24 @@ func TestMetaNeeds(t *testing.T) {
 	require.Equal(t, needECN|needHash, q.need)
 	q.Close()
 }
+
+// TestMetaEndpointHash protects the use of netstack's endpoint hash: a
+// packet that carries one (as TCP endpoints set it) gets it as its flow
+// hash, with the ECN codepoint and size of its own header, in IPv4 and
+// IPv6; the same packet without it gets the keyed SipHash of its headers;
+// and a queue that does not keep flows apart never sees it.
+func TestMetaEndpointHash(t *testing.T) {
+	h := iphdr.NewHasherWithKey(1, 2)
+	tcp := l4{proto: header.TCPProtocolNumber, srcPort: 40000, dstPort: 443}
+	for _, pkt := range []*stack.PacketBuffer{packet4(46<<2|2, tcp, 300, 0, 0), packet6(10<<2|1, tcp, 300)} {
+		full, err := h.Meta(bytesOf(pkt))
+		require.NoError(t, err)
+		require.NotEqual(t, aqm.NotECT, full.ECN)
+		require.Equal(t, full, meta(&h, pkt, needECN|needHash))
+		pkt.Hash = 0x5eed1234
+		require.Equal(t, aqm.Meta{Size: uint32(pkt.Size()), Hash: 0x5eed1234, ECN: full.ECN}, meta(&h, pkt, needECN|needHash))
+		require.Equal(t, aqm.Meta{Size: uint32(pkt.Size()), ECN: full.ECN}, meta(&h, pkt, needECN))
+		require.Equal(t, aqm.Meta{Size: uint32(pkt.Size())}, meta(&h, pkt, 0))
+		pkt.DecRef()
+	}
+}
