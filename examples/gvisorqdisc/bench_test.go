@@ -24,6 +24,10 @@ type counter struct {
 	done   chan struct{}
 }
 
+// MaxHeaderLength reports that the counter, like a TUN device, adds no
+// link header.
+func (c *counter) MaxHeaderLength() uint16 { return 0 }
+
 func (c *counter) WritePackets(l stack.PacketBufferList) (int, tcpip.Error) {
 	k := int64(l.Len())
 	if n := c.n.Add(k); n >= c.target.Load() && n-k < c.target.Load() {
