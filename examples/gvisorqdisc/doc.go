@@ -16,13 +16,16 @@
 //
 // # Classification and marking
 //
-// The queue's [aqm.Meta] comes from the headers netstack already built:
-// the size is pkt.Size(), the ECN codepoint is read from the IP header,
-// and the flow hash is a keyed SipHash (package iphdr) of the addresses,
-// protocol and ports, or the ICMP echo identifier, read from the network
-// and transport headers without touching the payload. Every protocol gets
-// a flow of its own, not only TCP (whose PacketBuffer.Hash is the one
-// netstack sets).
+// The queue's [aqm.Meta] comes from the headers netstack already built,
+// read where they lie: the size is pkt.Size(), the ECN codepoint is read
+// from the IP header, and the flow hash is netstack's own endpoint hash
+// (PacketBuffer.Hash, which every TCP endpoint sets on the packets it
+// sends, to a random value per connection) or, for a packet without one
+// (UDP, ICMP, forwarded packets), a keyed SipHash (package iphdr) of the
+// addresses, protocol and ports, or the ICMP echo identifier. Either way
+// the queue mixes it with its own secret key, and the payload is never
+// touched. Behind a link endpoint that adds no link header
+// (MaxHeaderLength 0, as a TUN), the link header is not looked up.
 //
 // When the queue marks a packet, its IP header gets CE when it leaves:
 // in IPv4 with the header checksum updated incrementally (RFC 1624), in

@@ -27,6 +27,9 @@ type need uint8
 const (
 	needECN  need = 1 << iota // the queue marks (queues.Spec.Marks)
 	needHash                  // the queue keeps flows apart
+	// linkless says that the lower endpoint adds no link header (its
+	// MaxHeaderLength is 0), so no packet has one: headers need not ask.
+	linkless
 )
 
 // flowQueues are the registry's queues that keep flows apart by
@@ -35,24 +38,69 @@ var flowQueues = map[string]bool{"fq-codel": true, "fq-cobalt": true, "fq-pie": 
 
 // meta returns the queue's view of pkt: its size (pkt.Size(), every byte
 // the link will carry) and, as far as the queue needs them, its ECN
-// codepoint and the keyed flow hash of its addresses, protocol and ports.
-// It reads the headers netstack already built, copying at most
-// maxHeaderBytes of them into a buffer on the stack and never touching
-// the payload.
+// codepoint and a flow hash. It reads the headers netstack already built,
+// in place where they lie side by side, and never touches the payload.
 //
-// The copy ends within or after the transport header, so its IP length
-// field is set to what was copied before the hasher reads it: the length
-// is no part of the flow key, and the packet itself is not changed.
+// The flow hash is netstack's own endpoint hash (PacketBuffer.Hash) when
+// the packet carries one: a TCP endpoint sets it on every packet it sends,
+// to a random value drawn when the endpoint is created, so it tells
+// connections apart as the 5-tuple does and no sender can choose it; the
+// queue mixes it with its own secret key as it mixes every hash. Other
+// packets (UDP, ICMP, forwarded ones) get the keyed SipHash of their
+// addresses, protocol and ports from package iphdr, read from a copy of
+// at most maxHeaderBytes of the headers whose IP length field is set to
+// what was copied: the length is no part of the flow key, and the packet
+// itself is not changed.
 func meta(h *iphdr.Hasher, pkt *stack.PacketBuffer, n need) aqm.Meta {
 	size := uint32(min(pkt.Size(), 1<<32-1))
-	switch n {
-	case 0:
+	n, nolink := n&^linkless, n&linkless != 0
+	if n == 0 {
 		return aqm.Meta{Size: size}
-	case needECN:
-		return aqm.Meta{Size: size, ECN: ecnOf(pkt.NetworkHeader().Slice())}
+	}
+	hb, inPlace := headers(pkt, nolink)
+	if !inPlace {
+		return metaSlow(h, pkt, n, size)
+	}
+	if n == needECN || pkt.Hash != 0 {
+		m := aqm.Meta{Size: size, ECN: ecnOf(hb)}
+		if n&needHash != 0 {
+			m.Hash = pkt.Hash
+		}
+		return m
+	}
+	if len(hb) >= 20 && hb[0] == 0x45 {
+		// IPv4 without options, the common case: its flow key lies in
+		// the first 20+transportKeyBytes bytes.
+		var buf [20 + transportKeyBytes]byte
+		return hashCopy(h, buf[:], hb, size)
 	}
 	var buf [maxHeaderBytes]byte
-	k := copyHeaders(buf[:], pkt)
+	return hashCopy(h, buf[:], hb, size)
+}
+
+// metaSlow is meta for a packet whose headers do not lie side by side in
+// its first view: each header is read through its own header view.
+func metaSlow(h *iphdr.Hasher, pkt *stack.PacketBuffer, n need, size uint32) aqm.Meta {
+	nh := pkt.NetworkHeader().Slice()
+	if n == needECN || pkt.Hash != 0 {
+		m := aqm.Meta{Size: size, ECN: ecnOf(nh)}
+		if n&needHash != 0 {
+			m.Hash = pkt.Hash
+		}
+		return m
+	}
+	var buf [maxHeaderBytes]byte
+	k := copy(buf[:], nh)
+	th := pkt.TransportHeader().Slice()
+	k += copy(buf[k:], th[:min(len(th), transportKeyBytes)])
+	return hashCopy(h, buf[:k], buf[:k], size)
+}
+
+// hashCopy copies as much of the headers hb as fits into buf, sets the
+// copy's IP length field to its length, and returns the Meta that h
+// computes from it, with the given size. buf and hb may be the same.
+func hashCopy(h *iphdr.Hasher, buf, hb []byte, size uint32) aqm.Meta {
+	k := copy(buf, hb)
 	b := buf[:k]
 	switch {
 	case k >= 20 && b[0]>>4 == 4:
@@ -77,24 +125,24 @@ func ecnOf(nh []byte) aqm.ECN {
 	return aqm.NotECT
 }
 
-// copyHeaders copies pkt's network header and the start of its transport
-// header into buf and returns how many bytes it copied.
-//
-// The headers a stack pushes onto an outgoing packet lie side by side at
-// the start of its first buffer view, link header first; when they all
-// fit there, they are read in one place. Otherwise (headers spread over
-// views, as in some forwarded packets) each is read through its own
-// header view.
-func copyHeaders(buf []byte, pkt *stack.PacketBuffer) int {
+// headers returns pkt's network and transport headers in place, and true,
+// when they lie side by side at the start of its first buffer view, as
+// the headers a stack pushes onto an outgoing packet do (link header
+// first). Otherwise (headers spread over views, as in some forwarded
+// packets) it returns false. With nolink the link header is known to be
+// empty, which saves asking for it: netstack's header accessor costs
+// some 15 ns even for an empty header.
+func headers(pkt *stack.PacketBuffer, nolink bool) ([]byte, bool) {
 	vl, off := pkt.AsViewList()
 	hs := pkt.HeaderSize()
 	if first := vl.Front(); first != nil && hs > 0 && first.Size()-off >= hs {
-		link := len(pkt.LinkHeader().Slice()) // no pull-up when there is none
-		return copy(buf, first.AsSlice()[off+link:off+hs])
+		link := 0
+		if !nolink {
+			link = len(pkt.LinkHeader().Slice()) // no pull-up when there is none
+		}
+		return first.AsSlice()[off+link : off+hs], true
 	}
-	n := copy(buf, pkt.NetworkHeader().Slice())
-	th := pkt.TransportHeader().Slice()
-	return n + copy(buf[n:], th[:min(len(th), transportKeyBytes)])
+	return nil, false
 }
 
 // setCE marks pkt Congestion Experienced in its IP header, as the queue

@@ -128,6 +128,12 @@ func New(lower stack.LinkWriter, cfg Config) (*QDisc, error) {
 	if flowQueues[spec.Name] {
 		q.need |= needHash | needECN
 	}
+	if m, ok := lower.(interface{ MaxHeaderLength() uint16 }); ok && m.MaxHeaderLength() == 0 && q.need != 0 {
+		// A link endpoint reserves its MaxHeaderLength in front of every
+		// packet and pushes its header there; with none, no packet it
+		// writes carries a link header.
+		q.need |= linkless
+	}
 	if opts.Seed != 0 {
 		q.h = iphdr.NewHasherWithKey(opts.Seed, ^opts.Seed)
 	} else {

@@ -6,6 +6,7 @@ import (
 	"time"
 
 	"github.com/stretchr/testify/require"
+	"gvisor.dev/gvisor/pkg/buffer"
 	"gvisor.dev/gvisor/pkg/tcpip"
 	"gvisor.dev/gvisor/pkg/tcpip/checksum"
 	"gvisor.dev/gvisor/pkg/tcpip/header"
@@ -45,6 +46,8 @@ func TestMetaMatchesWholePacket(t *testing.T) {
 			got := meta(&h, pkt, needHash|needECN)
 			require.Equal(t, want, got)
 			require.Equal(t, uint32(pkt.Size()), got.Size)
+			require.Equal(t, want, meta(&h, pkt, needHash|needECN|linkless))
+			require.Equal(t, aqm.Meta{Size: want.Size, ECN: want.ECN}, meta(&h, pkt, needECN|linkless))
 		})
 		hashes[name] = meta(&h, pkt, needHash|needECN).Hash
 		pkt.DecRef()
@@ -368,3 +371,88 @@ func TestMetaNeeds(t *testing.T) {
 	require.Equal(t, needECN|needHash, q.need)
 	q.Close()
 }
+
+// TestMetaEndpointHash protects the use of netstack's endpoint hash: a
+// packet that carries one (as TCP endpoints set it) gets it as its flow
+// hash, with the ECN codepoint and size of its own header, in IPv4 and
+// IPv6; the same packet without it gets the keyed SipHash of its headers;
+// and a queue that does not keep flows apart never sees it.
+func TestMetaEndpointHash(t *testing.T) {
+	h := iphdr.NewHasherWithKey(1, 2)
+	tcp := l4{proto: header.TCPProtocolNumber, srcPort: 40000, dstPort: 443}
+	for _, pkt := range []*stack.PacketBuffer{packet4(46<<2|2, tcp, 300, 0, 0), packet6(10<<2|1, tcp, 300)} {
+		full, err := h.Meta(bytesOf(pkt))
+		require.NoError(t, err)
+		require.NotEqual(t, aqm.NotECT, full.ECN)
+		require.Equal(t, full, meta(&h, pkt, needECN|needHash))
+		pkt.Hash = 0x5eed1234
+		require.Equal(t, aqm.Meta{Size: uint32(pkt.Size()), Hash: 0x5eed1234, ECN: full.ECN}, meta(&h, pkt, needECN|needHash))
+		require.Equal(t, aqm.Meta{Size: uint32(pkt.Size()), ECN: full.ECN}, meta(&h, pkt, needECN))
+		require.Equal(t, aqm.Meta{Size: uint32(pkt.Size())}, meta(&h, pkt, 0))
+		pkt.DecRef()
+	}
+}
+
+// TestMetaBehindLinkHeader protects classification of packets that carry
+// a link header (an Ethernet NIC's): the Meta skips it and equals that of
+// the same packet without one, and a lower endpoint that adds a link
+// header never gets the linkless shortcut, while one that adds none does.
+func TestMetaBehindLinkHeader(t *testing.T) {
+	h := iphdr.NewHasherWithKey(1, 2)
+	tcp := l4{proto: header.TCPProtocolNumber, srcPort: 40000, dstPort: 443}
+	for _, mk := range []func() *stack.PacketBuffer{
+		func() *stack.PacketBuffer { return packet4(46<<2|2, tcp, 300, 0, 0) },
+		func() *stack.PacketBuffer { return packet6(10<<2|1, udp, 300) },
+	} {
+		plain := mk()
+		want := meta(&h, plain, needHash|needECN)
+		require.NotEqual(t, aqm.NotECT, want.ECN)
+		plain.DecRef()
+		// The same headers with 14 bytes of link header in front, all in
+		// the first view as a stack builds them.
+		pkt := relinked(mk(), 14)
+		require.Equal(t, want.Size+14, uint32(pkt.Size()))
+		got := meta(&h, pkt, needHash|needECN)
+		require.Equal(t, want.Hash, got.Hash)
+		require.Equal(t, want.ECN, got.ECN)
+		require.Equal(t, want.ECN, meta(&h, pkt, needECN).ECN)
+		pkt.DecRef()
+	}
+	for mhl, wantLinkless := range map[uint16]bool{0: true, 14: false} {
+		q, err := New(&headerRecorder{mhl: mhl}, Config{})
+		require.NoError(t, err)
+		require.Equal(t, wantLinkless, q.need&linkless != 0, "MaxHeaderLength %d", mhl)
+		q.Close()
+	}
+}
+
+// relinked returns a packet with pkt's headers and payload and n bytes of
+// link header in front of them, all headers in its first view; it
+// releases pkt.
+func relinked(pkt *stack.PacketBuffer, n int) *stack.PacketBuffer {
+	nh := append([]byte(nil), pkt.NetworkHeader().Slice()...)
+	th := append([]byte(nil), pkt.TransportHeader().Slice()...)
+	payload := append([]byte(nil), pkt.Data().AsRange().ToSlice()...)
+	proto := pkt.NetworkProtocolNumber
+	pkt.DecRef()
+	out := stack.NewPacketBuffer(stack.PacketBufferOptions{
+		ReserveHeaderBytes: n + len(nh) + len(th),
+		Payload:            buffer.MakeWithData(payload),
+	})
+	copy(out.TransportHeader().Push(len(th)), th)
+	copy(out.NetworkHeader().Push(len(nh)), nh)
+	link := out.LinkHeader().Push(n)
+	for i := range link {
+		link[i] = 0x45 // looks like an IPv4 header's first byte, to mislead
+	}
+	out.NetworkProtocolNumber = proto
+	return out
+}
+
+// headerRecorder is a recorder whose link header is mhl bytes at most.
+type headerRecorder struct {
+	recorder
+	mhl uint16
+}
+
+func (r *headerRecorder) MaxHeaderLength() uint16 { return r.mhl }
