@@ -213,13 +213,15 @@ func runLoad(t *testing.T, cfg Config) loadResult {
 	var received atomic.Int64
 	var wg sync.WaitGroup
 	wg.Add(2)
-	go func() { // B's sink
+	stop := time.Now().Add(warmup + loadedFor)
+	go func() { // B's sink, bounded too: a FIN stuck behind a loaded stack must not hang the test
 		defer wg.Done()
 		c, err := ln.Accept()
 		if err != nil {
 			return
 		}
 		defer c.Close()
+		_ = c.SetReadDeadline(stop.Add(5 * time.Second))
 		buf := make([]byte, 64<<10)
 		for {
 			n, err := c.Read(buf)
@@ -231,7 +233,6 @@ func runLoad(t *testing.T, cfg Config) loadResult {
 	}()
 	conn, err := gonet.DialTCP(p.a, tcpip.FullAddress{NIC: 1, Addr: addrB, Port: bulkPort}, ipv4.ProtocolNumber)
 	require.NoError(t, err)
-	stop := time.Now().Add(warmup + loadedFor)
 	go func() { // A's bulk sender, bounded by stop
 		defer wg.Done()
 		defer conn.Close()
