@@ -22,7 +22,12 @@ import (
 //     in the shared queue, and nothing is diverted while guests are held);
 //   - the candidate that recurs while its bucket is empty and none of its
 //     packets is in the shared queue becomes the owner (owners are never
-//     diverted, so their packets are all in the bucket);
+//     diverted, so their packets are all in the bucket), unless the owner
+//     came in between: each arrival of the owner forgets the candidate, so
+//     an active owner keeps its bucket however often its empty bucket is
+//     visited by a hash that recurs (a flood that draws its ports from a
+//     finite range repeats a hash within a bucket every few dozen
+//     packets);
 //   - a new hash is a guest if no packet of the bucket is in the shared
 //     queue and the admission budget has a token: one per guardCost
 //     packets sent, at most guardBurst saved; otherwise it is diverted.
@@ -85,16 +90,24 @@ type guardState struct {
 // the shared queue) and the mark its node carries. The owner's arrivals
 // take the inlined test only.
 func (q *sched[T, A]) route(h, idx uint32) (uint32, uint8) {
-	if q.owns(h, idx) {
+	if q.owned(h, idx) {
 		return idx, 0
 	}
 	return q.routeNew(h, idx)
 }
 
-// owns reports whether h is bucket idx's owner (route's inlined test).
-func (q *sched[T, A]) owns(h, idx uint32) bool {
+// owned reports whether h is bucket idx's owner (route's inlined test)
+// and, if it is, forgets the bucket's candidate, so that a candidate takes
+// the bucket over only by recurring before the owner does. Forgetting it
+// keeps every flow's order: the bucket's last diverted number bounds the
+// former candidate's packets in the shared queue as candLast did.
+func (q *sched[T, A]) owned(h, idx uint32) bool {
 	e := &q.g.ids[idx]
-	return e.owner == h && e.flags&idOwner != 0
+	if e.owner != h || e.flags&idOwner == 0 {
+		return false
+	}
+	e.flags &^= idCand
+	return true
 }
 
 // routeNew is route for an arrival that is not its bucket's owner's; see

@@ -260,3 +260,115 @@ func TestGuardZeroAllocs(t *testing.T) {
 		require.NotZero(t, promoted, name)
 	}
 }
+
+func (q *CoDel[T]) bucketOwner(h uint32) (uint32, uint32, bool) {
+	idx := q.bucket(h)
+	return idx, q.g.ids[idx].owner, q.g.ids[idx].flags&idOwner != 0
+}
+func (q *Cobalt[T]) bucketOwner(h uint32) (uint32, uint32, bool) {
+	idx := q.bucket(h)
+	return idx, q.g.ids[idx].owner, q.g.ids[idx].flags&idOwner != 0
+}
+func (q *PIE[T]) bucketOwner(h uint32) (uint32, uint32, bool) {
+	idx := q.bucket(h)
+	return idx, q.g.ids[idx].owner, q.g.ids[idx].flags&idOwner != 0
+}
+
+// TestGuardOwnerKeepsBucket protects an active owner's bucket from a hash
+// that recurs into it: a flood that draws its ports from a finite range
+// repeats a hash within a bucket every few dozen of the bucket's packets,
+// and such a hash, arriving again while the owner's sparse bucket is
+// empty, must not take the bucket over while the owner keeps sending. The
+// trace is TestGuardFloodOfFreshHashes' (fresh hashes at twice the link's
+// rate, a backlogged flow, a 10 ms probe that owns its bucket before the
+// flood), with one more hash of the probe's bucket every 50 ms. The probe
+// keeps its bucket, loses nothing and waits under 5 ms; the recurring hash
+// is never promoted. Without the rule, FQ-PIE's shared queue (sojourn up
+// to its 15 ms Target, longer than the probe's interval) kept the diverted
+// probe there for good.
+func TestGuardOwnerKeepsBucket(t *testing.T) {
+	const bulk, probe = 0xb01c, 0x9e0be
+	var queuedBulk, probeLost int
+	drop := func(p aqm.Packet[uint64], _ aqm.Verdict) {
+		switch p.Hash {
+		case bulk:
+			queuedBulk--
+		case probe:
+			probeLost++
+		}
+	}
+	type owned interface {
+		guardQueue
+		bucketOwner(h uint32) (idx, owner uint32, set bool)
+	}
+	for name, gq := range guardQueues(t, false, 1000, drop) {
+		q := gq.(owned)
+		queuedBulk, probeLost = 0, 0
+		pb, _, _ := q.bucketOwner(probe)
+		var thief uint32 // another hash of the probe's bucket
+		for h := uint32(1); ; h++ {
+			if idx, _, _ := q.bucketOwner(h); idx == pb && h != probe && h != bulk {
+				thief = h
+				break
+			}
+		}
+		rnd := rand.New(rand.NewPCG(7, 7))
+		now := ct0
+		var probeSent, probeGot, thiefSent int
+		var probeWait time.Duration
+		id := uint64(0)
+		tick := 120 * time.Microsecond // two flood packets per departure
+		for step := range 100_000 {
+			now += aqm.Time(tick)
+			flood := step > 2000 // the probe owns its bucket before
+			if flood {
+				id++
+				q.Enqueue(cpkt(id, 1500, rnd.Uint32()), now)
+				for k := 0; queuedBulk < 64 && k < 4; k++ {
+					id++
+					if q.Enqueue(cpkt(id|1<<40, 1500, bulk), now).Accepted() {
+						queuedBulk++
+					} else {
+						break
+					}
+				}
+				if step%417 == 5 { // every ~50 ms, between probes
+					id++
+					thiefSent++
+					q.Enqueue(cpkt(id|1<<42, 1500, thief), now)
+				}
+			}
+			if step%84 == 0 { // every ~10 ms
+				id++
+				probeSent++
+				q.Enqueue(cpkt(id|1<<41, 64, probe), now)
+			}
+			if step%2 == 1 {
+				p, ok := q.Dequeue(now)
+				if !ok {
+					continue
+				}
+				switch p.Hash {
+				case bulk:
+					queuedBulk--
+				case probe:
+					probeGot++
+					// After the flood's first 240 ms: its onset spends
+					// the saved admissions, a burst of new flows ahead
+					// of the probe on the new list.
+					if step > 4000 {
+						probeWait = max(probeWait, p.Enqueued.Since(now))
+					}
+				}
+			}
+		}
+		_, owner, set := q.bucketOwner(probe)
+		_, _, promoted := q.guardCounts()
+		t.Logf("%s: probe %d/%d, lost %d, max wait %v, thief sent %d, promoted %d, owner %#x", name, probeGot, probeSent, probeLost, probeWait, thiefSent, promoted, owner)
+		require.Greater(t, thiefSent, 200, name)
+		require.True(t, set, name)
+		require.Equal(t, uint32(probe), owner, name)
+		require.Zero(t, probeLost, name)
+		require.Less(t, probeWait, 5*time.Millisecond, name)
+	}
+}
