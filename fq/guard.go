@@ -36,8 +36,8 @@ import (
 // FIFO (every removal, sent or dropped, takes its head), so packet s has
 // left once leftSeq > s. A bucket keeps the number of its last diverted
 // packet and of its candidate's, both upper bounds. The shared queue keeps
-// no packet longer than the flows' Target at an arrival: older heads are
-// dropped, at most two per diverted arrival.
+// no packet longer than the flows' Target, at most guardMaxSpan, at an
+// arrival: older heads are dropped, at most two per diverted arrival.
 
 // Marks a node carries for the flood guard.
 const (
@@ -53,6 +53,13 @@ const (
 	guardBurst = 64
 	// guardTrim is the most shared-queue heads one diversion drops.
 	guardTrim = 2
+	// guardMaxSpan caps the shared queue's sojourn limit. Under a flood
+	// the shared queue stays full to its limit, and a new flow there joins
+	// its bucket only once none of its packets is left in the shared
+	// queue, so only a flow whose packets come further apart than the
+	// limit gets out: with 15 ms (FQ-PIE's Target) a 10 ms probe never
+	// did. 5 ms is the CoDel family's default Target.
+	guardMaxSpan = 5 * time.Millisecond
 )
 
 // Bits of guardID.flags.
@@ -203,10 +210,11 @@ func (q *sched[T, A]) trimShared(now aqm.Time) {
 	}
 }
 
-// setGuard turns the guard on or off; span is the shared queue's sojourn
-// limit. A change resets the guard's state.
+// setGuard turns the guard on or off; span (the flows' Target), at most
+// guardMaxSpan, is the shared queue's sojourn limit. A change resets the
+// guard's state.
 func (q *sched[T, A]) setGuard(on bool, span time.Duration) {
-	q.g.span = aqm.Time(span)
+	q.g.span = aqm.Time(min(span, guardMaxSpan))
 	if on != q.guard {
 		q.guard = on
 		q.resetGuard()

@@ -372,3 +372,75 @@ func TestGuardOwnerKeepsBucket(t *testing.T) {
 		require.Less(t, probeWait, 5*time.Millisecond, name)
 	}
 }
+
+// TestGuardLateFlowGetsOut protects a flow that starts during a flood: a
+// 10 ms probe that starts half a second into TestGuardFloodOfFreshHashes'
+// flood (with its backlogged flow), when the admission budget is spent,
+// waits in the shared queue at first but gets its bucket within its first
+// ten packets, and then waits under 5 ms and is never lost; at eight start
+// times, since whether the probe's first packet finds a token depends on
+// the phase. The shared queue's sojourn limit is at most 5 ms for that:
+// under the flood the shared queue stays full to its limit, and with
+// FQ-PIE's 15 ms Target as the limit the probe's previous packet was
+// always still there when the next came, so a probe that did not find a
+// token never left the shared queue.
+func TestGuardLateFlowGetsOut(t *testing.T) {
+	const bulk, probe = 0xb01c, 0x9e0be
+	var queuedBulk int
+	drop := func(p aqm.Packet[uint64], _ aqm.Verdict) {
+		if p.Hash == bulk {
+			queuedBulk--
+		}
+	}
+	for phase := range 8 {
+		for name, q := range guardQueues(t, false, 1000, drop) {
+			queuedBulk = 0
+			rnd := rand.New(rand.NewPCG(9, 9))
+			now := ct0
+			var probeSent, probeGot, lateSent, lateGot int
+			var lateWait time.Duration
+			id := uint64(0)
+			tick := 120 * time.Microsecond // two flood packets per departure
+			start := 4000 + 11*phase
+			settled := start + 10*84
+			for step := range 30_000 {
+				now += aqm.Time(tick)
+				id++
+				q.Enqueue(cpkt(id, 1500, rnd.Uint32()), now)
+				for k := 0; queuedBulk < 64 && k < 4; k++ {
+					id++
+					if q.Enqueue(cpkt(id|1<<39, 1500, bulk), now).Accepted() {
+						queuedBulk++
+					} else {
+						break
+					}
+				}
+				if step >= start && (step-start)%84 == 0 { // every ~10 ms
+					id++
+					probeSent++
+					if step >= settled {
+						lateSent++
+					}
+					q.Enqueue(cpkt(id|uint64(step)<<40, 64, probe), now)
+				}
+				if step%2 == 1 {
+					p, ok := q.Dequeue(now)
+					if ok && p.Hash == bulk {
+						queuedBulk--
+					}
+					if ok && p.Hash == probe {
+						probeGot++
+						if int(p.Payload>>40) >= settled {
+							lateGot++
+							lateWait = max(lateWait, p.Enqueued.Since(now))
+						}
+					}
+				}
+			}
+			t.Logf("phase %d %s: probe %d/%d, after its tenth packet %d/%d, max wait %v", phase, name, probeGot, probeSent, lateGot, lateSent, lateWait)
+			require.Greater(t, lateSent, 250, name)
+			require.Equal(t, lateSent, lateGot, name)
+			require.Less(t, lateWait, 5*time.Millisecond, name)
+		}
+	}
+}
