@@ -1,11 +1,13 @@
 package fq
 
 import (
+	"fmt"
 	"math/rand/v2"
 	"testing"
 	"time"
 
 	"github.com/aqmkit/aqmkit/aqm"
+	"github.com/aqmkit/aqmkit/pie"
 	"github.com/stretchr/testify/require"
 )
 
@@ -441,6 +443,95 @@ func TestGuardLateFlowGetsOut(t *testing.T) {
 			require.Greater(t, lateSent, 250, name)
 			require.Equal(t, lateSent, lateGot, name)
 			require.Less(t, lateWait, 5*time.Millisecond, name)
+		}
+	}
+}
+
+// guardCountsExact reports how the guard's counts differ from the packets
+// queued: the numbers handed out and not yet left against the shared
+// queue's packets, and each bucket's guests against its guest-marked
+// packets. Empty if they agree.
+func guardCountsExact[T, A any](q *sched[T, A]) []string {
+	var bad []string
+	if n := int(q.g.divSeq - q.g.leftSeq); n != q.sharedLen() {
+		bad = append(bad, fmt.Sprintf("shared: %d numbers out, %d packets", n, q.sharedLen()))
+	}
+	for i := range q.g.ids {
+		n := 0
+		for j := q.flows[i].head; j != cqNone; j = q.nodes[j].next {
+			if q.nodes[j].mark == markGuest {
+				n++
+			}
+		}
+		if int(q.g.ids[i].guests) != n {
+			bad = append(bad, fmt.Sprintf("bucket %d: %d guests counted, %d queued", i, q.g.ids[i].guests, n))
+		}
+	}
+	return bad
+}
+
+// TestGuardCountsExact protects the guard's counts from arrivals the
+// queue refuses after routing them: FQ-PIE's controllers decide at
+// arrival, after the guard chose the bucket or the shared queue, and an
+// early drop there must give back the guest's place or the diverted
+// packet's number. Otherwise each such drop left a bucket counting a guest
+// it no longer held (so it never admitted another hash) or the shared
+// queue counting a packet that never came (so every bucket looked busy
+// for one more departure, a lag that grows with every drop). A flood of
+// fresh hashes at twice the rate beside a backlogged flow that stays a
+// guest of its bucket (it never empties it, so it never becomes the owner)
+// and whose packets PIE drops; the counts must match the queued packets
+// throughout, for all three queues.
+func TestGuardCountsExact(t *testing.T) {
+	const bulk = 0xb01c
+	queued := 0
+	drop := func(p aqm.Packet[uint64], _ aqm.Verdict) {
+		if p.Hash == bulk {
+			queued--
+		}
+	}
+	for name, q := range guardQueues(t, false, 1000, drop) {
+		queued = 0
+		rnd := rand.New(rand.NewPCG(11, 11))
+		now := ct0
+		id := uint64(0)
+		var s *sched[uint64, pie.Controller]
+		check := func() []string { return nil }
+		switch q := q.(type) {
+		case *CoDel[uint64]:
+			check = func() []string { return guardCountsExact(&q.sched) }
+		case *Cobalt[uint64]:
+			check = func() []string { return guardCountsExact(&q.sched) }
+		case *PIE[uint64]:
+			s = &q.sched
+			check = func() []string { return guardCountsExact(s) }
+		}
+		early := uint64(0)
+		for step := range 40_000 {
+			now += aqm.Time(120 * time.Microsecond)
+			id++
+			q.Enqueue(cpkt(id, 1500, rnd.Uint32()), now)
+			for k := 0; queued < 64 && k < 4; k++ {
+				id++
+				v := q.Enqueue(cpkt(id|1<<40, 1500, bulk), now)
+				if v.Accepted() {
+					queued++
+				} else if v == aqm.DroppedEarly {
+					early++
+				}
+			}
+			if step%2 == 1 {
+				if p, ok := q.Dequeue(now); ok && p.Hash == bulk {
+					queued--
+				}
+			}
+			if step%1000 == 999 {
+				require.Empty(t, check(), "%s at step %d", name, step)
+			}
+		}
+		t.Logf("%s: backlogged flow's early drops %d", name, early)
+		if s != nil {
+			require.NotZero(t, early, name)
 		}
 	}
 }
