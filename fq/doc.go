@@ -101,8 +101,9 @@
 // a new flow that starts during a flood has its first packets in the
 // shared queue until it recurs with none of them left there, which a flow
 // whose packets come more than the shared queue's sojourn limit apart does
-// at its next packet, and a denser one only after a pause that long. The guard costs one compare per arrival of
-// an owner and 28 bytes per flow.
+// at its next packet, and a denser one only after a pause that long. The
+// guard costs one compare (and one store) per arrival of an owner and 28
+// bytes per flow.
 //
 // # Parameters
 //
