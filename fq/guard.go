@@ -162,9 +162,9 @@ func (q *sched[T, A]) routeNew(h, idx uint32) (uint32, uint8) {
 // unroute undoes route's count of an arrival with hash h that was routed
 // with mark and then refused (FQ-PIE decides after the route): a diverted
 // packet gives its number back, so leftSeq keeps counting the shared
-// queue's removals, and a guest leaves the bucket's count. The bucket's lastDiv and candLast may still hold the number given
-// back; as upper bounds they stay true, and the number is reused by the
-// next diversion.
+// queue's removals, and a guest leaves the bucket's count. The bucket's
+// lastDiv and candLast may still hold the number given back; as upper
+// bounds they stay true, and the next diversion reuses the number.
 func (q *sched[T, A]) unroute(mark uint8, h uint32) {
 	switch mark {
 	case markShared:
