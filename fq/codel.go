@@ -319,7 +319,7 @@ func (q *CoDel[T]) EnqueueBatch(ps []aqm.Packet[T], vs []aqm.Verdict, now aqm.Ti
 		}
 		size := p.Size
 		idx := idxs[k]
-		if q.guard && !q.owns(p.Hash, idx) {
+		if q.guard && !q.owned(p.Hash, idx) {
 			// Not its bucket's owner: the flood guard decides, on the
 			// single path.
 			v := q.Enqueue(*p, now)

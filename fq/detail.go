@@ -41,8 +41,9 @@ type SchedulerDetail struct {
 	MaxFlowBacklog int `metric:"max_flow_backlog_bytes,gauge"`
 	// GuardDiverted counts arrivals the flood guard sent to the shared
 	// queue, GuardDropped the shared queue's packets it dropped for waiting
-	// longer than Target ([aqm.DroppedOverlimit]), GuardPromoted the flows
-	// that earned a flow queue by recurring (see the package doc).
+	// longer than Target, at most 5 ms ([aqm.DroppedOverlimit]),
+	// GuardPromoted the flows that earned a flow queue by recurring (see
+	// the package doc).
 	GuardDiverted uint64 `metric:"diverted_flood_guard_packets,counter"`
 	GuardDropped  uint64 `metric:"dropped_flood_guard_packets,counter"`
 	GuardPromoted uint64 `metric:"promoted_flood_guard_flows,counter"`

@@ -72,18 +72,22 @@
 // recur from packets that do not:
 //
 //   - each bucket remembers its owner, a hash that recurred there while
-//     the bucket was empty, and a candidate, the last other hash it saw;
-//     the owner's packets go to the bucket exactly as without the guard;
+//     the bucket was empty, and a candidate, the last other hash it saw
+//     since the owner's last packet; the owner's packets go to the bucket
+//     exactly as without the guard;
 //   - a packet of another hash is let into the bucket as a guest (served
 //     with the bucket, as without the guard) when the admission budget has
 //     a token, earned at one per eight packets sent and saved up to 64, or
 //     when its hash is the candidate and recurs; a candidate that recurs
-//     while its bucket is empty becomes the owner;
+//     while its bucket is empty, before the owner comes again, becomes the
+//     owner (so an owner that keeps sending keeps its bucket, however
+//     often a flood that draws its ports from a finite range repeats a
+//     hash there);
 //   - every other packet waits in one shared queue, which has its own AQM
 //     (as a flow queue does), joins the old list only (never the new one)
-//     and keeps no packet longer than Target: at each arrival it takes,
-//     it drops up to two heads that have waited longer, as
-//     [aqm.DroppedOverlimit] (GuardDropped in the Detail).
+//     and keeps no packet longer than Target, at most 5 ms: at each
+//     arrival it takes, it drops up to two heads that have waited longer,
+//     as [aqm.DroppedOverlimit] (GuardDropped in the Detail).
 //
 // So a stream of one-packet flows gets at most an eighth of the link
 // through the new list and one flow's share through the shared queue, and
@@ -95,8 +99,11 @@
 // their number in the shared queue, can still be there). Ordinary traffic
 // starts far fewer than one flow per eight packets and sees no difference;
 // a new flow that starts during a flood has its first packets in the
-// shared queue until it recurs. The guard costs one compare per arrival of
-// an owner and 28 bytes per flow.
+// shared queue until it recurs with none of them left there, which a flow
+// whose packets come more than the shared queue's sojourn limit apart does
+// at its next packet, and a denser one only after a pause that long. The
+// guard costs one compare (and one store) per arrival of an owner and 28
+// bytes per flow.
 //
 // # Parameters
 //
@@ -282,8 +289,9 @@
 //   - FQ-COBALT and FQ-PIE give each flow its own random stream (as
 //     ns-3's children have), derived from Seed.
 //   - The flood guard is the scheduler's, with FQ-COBALT's and FQ-PIE's
-//     Target as the shared queue's sojourn limit (5 ms and 15 ms by
-//     default); Linux and ns-3 have none.
+//     Target, at most 5 ms, as the shared queue's sojourn limit (5 ms for
+//     both by default; FQ-PIE's 15 ms Target is cut); Linux and ns-3 have
+//     none.
 //   - Per-flow state is kept for the life of the queue (ns-3 creates
 //     children lazily and keeps them; Linux preallocates): a flow that goes
 //     idle keeps its probability, which decays (PIE's idle decay of 2% per

@@ -22,7 +22,12 @@ import (
 //     in the shared queue, and nothing is diverted while guests are held);
 //   - the candidate that recurs while its bucket is empty and none of its
 //     packets is in the shared queue becomes the owner (owners are never
-//     diverted, so their packets are all in the bucket);
+//     diverted, so their packets are all in the bucket), unless the owner
+//     came in between: each arrival of the owner forgets the candidate, so
+//     an active owner keeps its bucket however often its empty bucket is
+//     visited by a hash that recurs (a flood that draws its ports from a
+//     finite range repeats a hash within a bucket every few dozen
+//     packets);
 //   - a new hash is a guest if no packet of the bucket is in the shared
 //     queue and the admission budget has a token: one per guardCost
 //     packets sent, at most guardBurst saved; otherwise it is diverted.
@@ -31,8 +36,8 @@ import (
 // FIFO (every removal, sent or dropped, takes its head), so packet s has
 // left once leftSeq > s. A bucket keeps the number of its last diverted
 // packet and of its candidate's, both upper bounds. The shared queue keeps
-// no packet longer than the flows' Target at an arrival: older heads are
-// dropped, at most two per diverted arrival.
+// no packet longer than the flows' Target, at most guardMaxSpan, at an
+// arrival: older heads are dropped, at most two per diverted arrival.
 
 // Marks a node carries for the flood guard.
 const (
@@ -48,6 +53,13 @@ const (
 	guardBurst = 64
 	// guardTrim is the most shared-queue heads one diversion drops.
 	guardTrim = 2
+	// guardMaxSpan caps the shared queue's sojourn limit. Under a flood
+	// the shared queue stays full to its limit, and a new flow there joins
+	// its bucket only once none of its packets is left in the shared
+	// queue, so only a flow whose packets come further apart than the
+	// limit gets out: with 15 ms (FQ-PIE's Target) a 10 ms probe never
+	// did. 5 ms is the CoDel family's default Target.
+	guardMaxSpan = 5 * time.Millisecond
 )
 
 // Bits of guardID.flags.
@@ -85,16 +97,24 @@ type guardState struct {
 // the shared queue) and the mark its node carries. The owner's arrivals
 // take the inlined test only.
 func (q *sched[T, A]) route(h, idx uint32) (uint32, uint8) {
-	if q.owns(h, idx) {
+	if q.owned(h, idx) {
 		return idx, 0
 	}
 	return q.routeNew(h, idx)
 }
 
-// owns reports whether h is bucket idx's owner (route's inlined test).
-func (q *sched[T, A]) owns(h, idx uint32) bool {
+// owned reports whether h is bucket idx's owner (route's inlined test)
+// and, if it is, forgets the bucket's candidate, so that a candidate takes
+// the bucket over only by recurring before the owner does. Forgetting it
+// keeps every flow's order: the bucket's last diverted number bounds the
+// former candidate's packets in the shared queue as candLast did.
+func (q *sched[T, A]) owned(h, idx uint32) bool {
 	e := &q.g.ids[idx]
-	return e.owner == h && e.flags&idOwner != 0
+	if e.owner != h || e.flags&idOwner == 0 {
+		return false
+	}
+	e.flags &^= idCand
+	return true
 }
 
 // routeNew is route for an arrival that is not its bucket's owner's; see
@@ -137,6 +157,21 @@ func (q *sched[T, A]) routeNew(h, idx uint32) (uint32, uint8) {
 	e.flags |= idCand
 	g.diverted++
 	return g.shared, markShared
+}
+
+// unroute undoes route's count of an arrival with hash h that was routed
+// with mark and then refused (FQ-PIE decides after the route): a diverted
+// packet gives its number back, so leftSeq keeps counting the shared
+// queue's removals, and a guest leaves the bucket's count. The bucket's
+// lastDiv and candLast may still hold the number given back; as upper
+// bounds they stay true, and the next diversion reuses the number.
+func (q *sched[T, A]) unroute(mark uint8, h uint32) {
+	switch mark {
+	case markShared:
+		q.g.divSeq--
+	case markGuest:
+		q.left(markGuest, h)
+	}
 }
 
 // takeToken tops the admission budget up for the packets sent since the
@@ -190,10 +225,11 @@ func (q *sched[T, A]) trimShared(now aqm.Time) {
 	}
 }
 
-// setGuard turns the guard on or off; span is the shared queue's sojourn
-// limit. A change resets the guard's state.
+// setGuard turns the guard on or off; span (the flows' Target), at most
+// guardMaxSpan, is the shared queue's sojourn limit. A change resets the
+// guard's state.
 func (q *sched[T, A]) setGuard(on bool, span time.Duration) {
-	q.g.span = aqm.Time(span)
+	q.g.span = aqm.Time(min(span, guardMaxSpan))
 	if on != q.guard {
 		q.guard = on
 		q.resetGuard()

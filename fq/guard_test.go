@@ -1,11 +1,13 @@
 package fq
 
 import (
+	"fmt"
 	"math/rand/v2"
 	"testing"
 	"time"
 
 	"github.com/aqmkit/aqmkit/aqm"
+	"github.com/aqmkit/aqmkit/pie"
 	"github.com/stretchr/testify/require"
 )
 
@@ -258,5 +260,278 @@ func TestGuardZeroAllocs(t *testing.T) {
 		require.NotZero(t, div, name)
 		require.NotZero(t, dropped, name)
 		require.NotZero(t, promoted, name)
+	}
+}
+
+func (q *CoDel[T]) bucketOwner(h uint32) (uint32, uint32, bool) {
+	idx := q.bucket(h)
+	return idx, q.g.ids[idx].owner, q.g.ids[idx].flags&idOwner != 0
+}
+func (q *Cobalt[T]) bucketOwner(h uint32) (uint32, uint32, bool) {
+	idx := q.bucket(h)
+	return idx, q.g.ids[idx].owner, q.g.ids[idx].flags&idOwner != 0
+}
+func (q *PIE[T]) bucketOwner(h uint32) (uint32, uint32, bool) {
+	idx := q.bucket(h)
+	return idx, q.g.ids[idx].owner, q.g.ids[idx].flags&idOwner != 0
+}
+
+// TestGuardOwnerKeepsBucket protects an active owner's bucket from a hash
+// that recurs into it: a flood that draws its ports from a finite range
+// repeats a hash within a bucket every few dozen of the bucket's packets,
+// and such a hash, arriving again while the owner's sparse bucket is
+// empty, must not take the bucket over while the owner keeps sending. The
+// trace is TestGuardFloodOfFreshHashes' (fresh hashes at twice the link's
+// rate, a backlogged flow, a 10 ms probe that owns its bucket before the
+// flood), with one more hash of the probe's bucket every 50 ms. The probe
+// keeps its bucket, loses nothing and waits under 5 ms; the recurring hash
+// is never promoted. Without the rule, FQ-PIE's shared queue (sojourn up
+// to its 15 ms Target, longer than the probe's interval) kept the diverted
+// probe there for good.
+func TestGuardOwnerKeepsBucket(t *testing.T) {
+	const bulk, probe = 0xb01c, 0x9e0be
+	var queuedBulk, probeLost int
+	drop := func(p aqm.Packet[uint64], _ aqm.Verdict) {
+		switch p.Hash {
+		case bulk:
+			queuedBulk--
+		case probe:
+			probeLost++
+		}
+	}
+	type owned interface {
+		guardQueue
+		bucketOwner(h uint32) (idx, owner uint32, set bool)
+	}
+	for name, gq := range guardQueues(t, false, 1000, drop) {
+		q := gq.(owned)
+		queuedBulk, probeLost = 0, 0
+		pb, _, _ := q.bucketOwner(probe)
+		var thief uint32 // another hash of the probe's bucket
+		for h := uint32(1); ; h++ {
+			if idx, _, _ := q.bucketOwner(h); idx == pb && h != probe && h != bulk {
+				thief = h
+				break
+			}
+		}
+		rnd := rand.New(rand.NewPCG(7, 7))
+		now := ct0
+		var probeSent, probeGot, thiefSent int
+		var probeWait time.Duration
+		id := uint64(0)
+		tick := 120 * time.Microsecond // two flood packets per departure
+		for step := range 100_000 {
+			now += aqm.Time(tick)
+			flood := step > 2000 // the probe owns its bucket before
+			if flood {
+				id++
+				q.Enqueue(cpkt(id, 1500, rnd.Uint32()), now)
+				for k := 0; queuedBulk < 64 && k < 4; k++ {
+					id++
+					if q.Enqueue(cpkt(id|1<<40, 1500, bulk), now).Accepted() {
+						queuedBulk++
+					} else {
+						break
+					}
+				}
+				if step%417 == 5 { // every ~50 ms, between probes
+					id++
+					thiefSent++
+					q.Enqueue(cpkt(id|1<<42, 1500, thief), now)
+				}
+			}
+			if step%84 == 0 { // every ~10 ms
+				id++
+				probeSent++
+				q.Enqueue(cpkt(id|1<<41, 64, probe), now)
+			}
+			if step%2 == 1 {
+				p, ok := q.Dequeue(now)
+				if !ok {
+					continue
+				}
+				switch p.Hash {
+				case bulk:
+					queuedBulk--
+				case probe:
+					probeGot++
+					// After the flood's first 240 ms: its onset spends
+					// the saved admissions, a burst of new flows ahead
+					// of the probe on the new list.
+					if step > 4000 {
+						probeWait = max(probeWait, p.Enqueued.Since(now))
+					}
+				}
+			}
+		}
+		_, owner, set := q.bucketOwner(probe)
+		_, _, promoted := q.guardCounts()
+		t.Logf("%s: probe %d/%d, lost %d, max wait %v, thief sent %d, promoted %d, owner %#x", name, probeGot, probeSent, probeLost, probeWait, thiefSent, promoted, owner)
+		require.Greater(t, thiefSent, 200, name)
+		require.True(t, set, name)
+		require.Equal(t, uint32(probe), owner, name)
+		require.Zero(t, probeLost, name)
+		require.Less(t, probeWait, 5*time.Millisecond, name)
+	}
+}
+
+// TestGuardLateFlowGetsOut protects a flow that starts during a flood: a
+// 10 ms probe that starts half a second into TestGuardFloodOfFreshHashes'
+// flood (with its backlogged flow), when the admission budget is spent,
+// waits in the shared queue at first but gets its bucket within its first
+// ten packets, and then waits under 5 ms and is never lost; at eight start
+// times, since whether the probe's first packet finds a token depends on
+// the phase. The shared queue's sojourn limit is at most 5 ms for that:
+// under the flood the shared queue stays full to its limit, and with
+// FQ-PIE's 15 ms Target as the limit the probe's previous packet was
+// always still there when the next came, so a probe that did not find a
+// token never left the shared queue.
+func TestGuardLateFlowGetsOut(t *testing.T) {
+	const bulk, probe = 0xb01c, 0x9e0be
+	var queuedBulk int
+	drop := func(p aqm.Packet[uint64], _ aqm.Verdict) {
+		if p.Hash == bulk {
+			queuedBulk--
+		}
+	}
+	for phase := range 8 {
+		for name, q := range guardQueues(t, false, 1000, drop) {
+			queuedBulk = 0
+			rnd := rand.New(rand.NewPCG(9, 9))
+			now := ct0
+			var probeSent, probeGot, lateSent, lateGot int
+			var lateWait time.Duration
+			id := uint64(0)
+			tick := 120 * time.Microsecond // two flood packets per departure
+			start := 4000 + 11*phase
+			settled := start + 10*84
+			for step := range 30_000 {
+				now += aqm.Time(tick)
+				id++
+				q.Enqueue(cpkt(id, 1500, rnd.Uint32()), now)
+				for k := 0; queuedBulk < 64 && k < 4; k++ {
+					id++
+					if q.Enqueue(cpkt(id|1<<39, 1500, bulk), now).Accepted() {
+						queuedBulk++
+					} else {
+						break
+					}
+				}
+				if step >= start && (step-start)%84 == 0 { // every ~10 ms
+					id++
+					probeSent++
+					if step >= settled {
+						lateSent++
+					}
+					q.Enqueue(cpkt(id|uint64(step)<<40, 64, probe), now)
+				}
+				if step%2 == 1 {
+					p, ok := q.Dequeue(now)
+					if ok && p.Hash == bulk {
+						queuedBulk--
+					}
+					if ok && p.Hash == probe {
+						probeGot++
+						if int(p.Payload>>40) >= settled {
+							lateGot++
+							lateWait = max(lateWait, p.Enqueued.Since(now))
+						}
+					}
+				}
+			}
+			t.Logf("phase %d %s: probe %d/%d, after its tenth packet %d/%d, max wait %v", phase, name, probeGot, probeSent, lateGot, lateSent, lateWait)
+			require.Greater(t, lateSent, 250, name)
+			require.Equal(t, lateSent, lateGot, name)
+			require.Less(t, lateWait, 5*time.Millisecond, name)
+		}
+	}
+}
+
+// guardCountsExact reports how the guard's counts differ from the packets
+// queued: the numbers handed out and not yet left against the shared
+// queue's packets, and each bucket's guests against its guest-marked
+// packets. Empty if they agree.
+func guardCountsExact[T, A any](q *sched[T, A]) []string {
+	var bad []string
+	if n := int(q.g.divSeq - q.g.leftSeq); n != q.sharedLen() {
+		bad = append(bad, fmt.Sprintf("shared: %d numbers out, %d packets", n, q.sharedLen()))
+	}
+	for i := range q.g.ids {
+		n := 0
+		for j := q.flows[i].head; j != cqNone; j = q.nodes[j].next {
+			if q.nodes[j].mark == markGuest {
+				n++
+			}
+		}
+		if int(q.g.ids[i].guests) != n {
+			bad = append(bad, fmt.Sprintf("bucket %d: %d guests counted, %d queued", i, q.g.ids[i].guests, n))
+		}
+	}
+	return bad
+}
+
+// TestGuardCountsExact protects the guard's counts from arrivals the
+// queue refuses after routing them: FQ-PIE's controllers decide at
+// arrival, after the guard chose the bucket or the shared queue, and an
+// early drop there must give back the guest's place or the diverted
+// packet's number. Otherwise each such drop left a bucket counting a guest
+// it no longer held (so it never admitted another hash) or the shared
+// queue counting a packet that never came (so every bucket looked busy
+// for one more departure, a lag that grows with every drop). A flood of
+// fresh hashes at twice the rate beside a backlogged flow that stays a
+// guest of its bucket (it never empties it, so it never becomes the owner)
+// and whose packets PIE drops; the counts must match the queued packets
+// throughout, for all three queues.
+func TestGuardCountsExact(t *testing.T) {
+	const bulk = 0xb01c
+	queued := 0
+	drop := func(p aqm.Packet[uint64], _ aqm.Verdict) {
+		if p.Hash == bulk {
+			queued--
+		}
+	}
+	for name, q := range guardQueues(t, false, 1000, drop) {
+		queued = 0
+		rnd := rand.New(rand.NewPCG(11, 11))
+		now := ct0
+		id := uint64(0)
+		var s *sched[uint64, pie.Controller]
+		check := func() []string { return nil }
+		switch q := q.(type) {
+		case *CoDel[uint64]:
+			check = func() []string { return guardCountsExact(&q.sched) }
+		case *Cobalt[uint64]:
+			check = func() []string { return guardCountsExact(&q.sched) }
+		case *PIE[uint64]:
+			s = &q.sched
+			check = func() []string { return guardCountsExact(s) }
+		}
+		early := uint64(0)
+		for step := range 40_000 {
+			now += aqm.Time(120 * time.Microsecond)
+			id++
+			q.Enqueue(cpkt(id, 1500, rnd.Uint32()), now)
+			for k := 0; queued < 64 && k < 4; k++ {
+				id++
+				v := q.Enqueue(cpkt(id|1<<40, 1500, bulk), now)
+				if v.Accepted() {
+					queued++
+				} else if v == aqm.DroppedEarly {
+					early++
+				}
+			}
+			if step%2 == 1 {
+				if p, ok := q.Dequeue(now); ok && p.Hash == bulk {
+					queued--
+				}
+			}
+			if step%1000 == 999 {
+				require.Empty(t, check(), "%s at step %d", name, step)
+			}
+		}
+		t.Logf("%s: backlogged flow's early drops %d", name, early)
+		if s != nil {
+			require.NotZero(t, early, name)
+		}
 	}
 }

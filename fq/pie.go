@@ -200,6 +200,9 @@ func (q *PIE[T]) Enqueue(p aqm.Packet[T], now aqm.Time) aqm.Verdict {
 	case aqm.Marked:
 		p.ECN = aqm.CE
 	case aqm.DroppedEarly, aqm.DroppedOverload:
+		if mark != 0 {
+			q.unroute(mark, p.Hash)
+		}
 		q.d.EarlyDrops += uint64(p.SegmentCount())
 		q.stats.CountDropMeta(v, p.Meta, false)
 		return v

@@ -24,6 +24,7 @@ const (
 	floodWarmup   = 5 * time.Second
 	floodBuffer   = 1000
 	floodProbe    = 10 * time.Millisecond
+	floodLabPorts = 65536 - 1024 // the lab's flood: source ports in [1024, 65536)
 )
 
 // Flood marks one flow of a run's Config.Flows as a flood and says how its
@@ -39,6 +40,12 @@ type Flood struct {
 	// Unguarded turns the fair queues' flood guard off (FQ-CoDel,
 	// FQ-COBALT, FQ-PIE and CAKE behave as Linux's fq_codel and cake).
 	Unguarded bool `json:",omitempty"`
+	// Ports, with RandomPorts, draws each packet's source port from Ports
+	// values (the lab's flood draws from [1024, 65536): 64512), so a hash
+	// recurs now and then, and within one bucket of a 1024-bucket table
+	// about every 63rd flood packet of that bucket repeats the one before.
+	// Zero gives every packet a fresh hash.
+	Ports int `json:",omitempty"`
 }
 
 // floodQueue gives every packet of the flood's flow a fresh hash before
@@ -47,17 +54,29 @@ type floodQueue struct {
 	aqm.Queue[uint64]
 	hash  uint32 // the flood flow's hash
 	state uint64 // SplitMix64 state of the per-packet hashes
+	ports uint64 // source ports drawn from; 0: a fresh hash per packet
 }
 
 func (w *floodQueue) Enqueue(p aqm.Packet[uint64], now aqm.Time) aqm.Verdict {
 	if p.Hash == w.hash {
 		w.state += 0x9e3779b97f4a7c15
-		z := w.state
-		z = (z ^ z>>30) * 0xbf58476d1ce4e5b9
-		z = (z ^ z>>27) * 0x94d049bb133111eb
-		p.Hash = uint32((z ^ z>>31) >> 32)
+		z := splitmix(w.state)
+		if w.ports > 0 {
+			// The port is a uniform draw; the hash of the 5-tuple it makes
+			// is a fixed function of it.
+			port := (z >> 32) * w.ports >> 32
+			z = splitmix(uint64(w.hash)<<32 ^ port)
+		}
+		p.Hash = uint32(z >> 32)
 	}
 	return w.Queue.Enqueue(p, now)
+}
+
+// splitmix is SplitMix64's finaliser.
+func splitmix(z uint64) uint64 {
+	z = (z ^ z>>30) * 0xbf58476d1ce4e5b9
+	z = (z ^ z>>27) * 0x94d049bb133111eb
+	return z ^ z>>31
 }
 
 // wrap returns q as the run's flood needs it: with the guard off if
@@ -83,7 +102,10 @@ func (fl *Flood) wrap(q aqm.Queue[uint64], cfg *Config) (aqm.Queue[uint64], erro
 	// the flood's flow has id Flow; its hash is the one the simulator gives it.
 	tcp := cfg.TCP
 	h := newFlow(int32(fl.Flow), cfg.Flows[fl.Flow], false, max(cfg.MSS, DefaultMSS), &tcp).hash
-	return &floodQueue{Queue: q, hash: h, state: cfg.Seed ^ 0x243f6a8885a308d3}, nil
+	if fl.Ports < 0 {
+		return nil, fmt.Errorf("sim: Flood.Ports (%d) must not be negative", fl.Ports)
+	}
+	return &floodQueue{Queue: q, hash: h, state: cfg.Seed ^ 0x243f6a8885a308d3, ports: uint64(fl.Ports)}, nil
 }
 
 // unguard turns the flood guard of a fair queue off (the queue is empty).
@@ -117,17 +139,20 @@ var floodScenario = Scenario{
 	Desc: "a 50 Mb/s link, RTT 20 ms: one CUBIC upload and a UDP probe every 10 ms, and from 2 s a UDP flood at twice " +
 		"the link's rate from the same host, either with new random ports on every packet (a new flow hash per packet) " +
 		"or as one 5-tuple; 1000-packet buffer; 30 s, first 5 s excluded. Variant 'unguarded': the fair queues with their " +
-		"flood guard off, as Linux's fq_codel and cake",
+		"flood guard off, as Linux's fq_codel and cake. Variant 'ports': the random ports drawn, as the lab's flood draws them, " +
+		"from 64512 source ports, so that hashes recur",
 	DefaultReps: 2,
-	Variants:    []string{"unguarded"},
+	Variants:    []string{"unguarded", "ports"},
 	Runs: func(o Options) ([]Run, error) {
-		unguarded := false
+		unguarded, ports := false, 0
 		switch o.Variant {
 		case "":
 		case "unguarded":
 			unguarded = true
+		case "ports":
+			ports = floodLabPorts
 		default:
-			return nil, fmt.Errorf("flood: unknown variant %q (want unguarded or none)", o.Variant)
+			return nil, fmt.Errorf("flood: unknown variant %q (want unguarded, ports or none)", o.Variant)
 		}
 		names, err := pickAQMs(o, FloodAQMs)
 		if err != nil {
@@ -154,9 +179,12 @@ var floodScenario = Scenario{
 			if unguarded {
 				g += " unguarded"
 			}
+			if ports > 0 && random {
+				g += fmt.Sprintf(" (%d)", ports)
+			}
 			for _, a := range names {
 				runs = append(runs, Run{Scenario: "flood", Group: g, AQM: a, BufferPackets: floodBuffer, Config: cfg,
-					Flood: &Flood{Flow: 2, RandomPorts: random, Unguarded: unguarded}})
+					Flood: &Flood{Flow: 2, RandomPorts: random, Unguarded: unguarded, Ports: ports}})
 			}
 		}
 		return runs, nil
