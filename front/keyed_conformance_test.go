@@ -33,6 +33,9 @@ func TestKeyedConformance(t *testing.T) {
 		"plain":   {},
 		"quantum": {QuantumBytes: 300},
 	} {
+		if testing.Short() && name != "plain" {
+			continue // one configuration is enough for the short suite (it runs under -race in CI)
+		}
 		t.Run(name, func(t *testing.T) { aqmtest.Run(t, keyedFactory(cfg)) })
 	}
 }
