@@ -51,11 +51,7 @@ func AgentMain(args []string) int {
 	case "sysctl":
 		err = agentSysctl(args[1:])
 	case "offload":
-		var lines []string
-		lines, err = DisableOffloads(args[1:]...)
-		for _, l := range lines {
-			fmt.Println(l)
-		}
+		err = agentOffload(args[1:])
 	case "standin":
 		err = StandinMain(args[1:])
 	case "timerlag":
@@ -68,6 +64,39 @@ func AgentMain(args []string) int {
 		return 1
 	}
 	return 0
+}
+
+// agentOffload is the offload role: "get IF...", "off IF..." or "set
+// STATE..." (each STATE an IfOffloads line, "c0: tso on, gso on, gro
+// off"); it prints the state read back, one line per interface.
+func agentOffload(args []string) error {
+	if len(args) == 0 {
+		return fmt.Errorf("offload: want get, off or set")
+	}
+	var got []IfOffloads
+	var err error
+	switch args[0] {
+	case "get":
+		got, err = ReadOffloads(args[1:]...)
+	case "off":
+		got, err = DisableOffloads(args[1:]...)
+	case "set":
+		want := make([]IfOffloads, 0, len(args)-1)
+		for _, a := range args[1:] {
+			o, err := ParseIfOffloads(a)
+			if err != nil {
+				return err
+			}
+			want = append(want, o)
+		}
+		got, err = SetOffloads(want)
+	default:
+		return fmt.Errorf("offload: unknown action %q (want get, off or set)", args[0])
+	}
+	for _, o := range got {
+		fmt.Println(o)
+	}
+	return err
 }
 
 // agentSysctl writes KEY=VALUE pairs under /proc/sys of the calling

@@ -34,6 +34,9 @@ type Result struct {
 	Seq    int       `json:"seq"` // position in the whole schedule, from 0
 	Start  time.Time `json:"start"`
 	Err    string    `json:"err,omitempty"`
+	// Offloads is every veth's TSO, GSO and GRO state during the run, as
+	// read back when it was set (Topology.Offloads).
+	Offloads []string `json:"offloads,omitempty"`
 
 	IdleMedianMs float64 `json:"idle_median_ms"`
 	IdleP99Ms    float64 `json:"idle_p99_ms"`

@@ -2,6 +2,7 @@ package lab
 
 import (
 	"fmt"
+	"strings"
 	"time"
 
 	"github.com/aqmkit/aqmkit/aqm"
@@ -46,6 +47,90 @@ func (q Queue) Label() string {
 	return s
 }
 
+// Offload says what a run does with segmentation offloads.
+type Offload struct {
+	// Veth leaves TSO, GSO and GRO on every veth as the kernel sets them
+	// when it creates the pair (true); false turns all three off, so that
+	// every queue sees packets of at most the MTU. With them on, TCP's
+	// super-packets of up to 64 KiB reach the router whole through its
+	// TUN's offloads (aqmrouter -offload, its default).
+	Veth bool `json:"veth"`
+	// GSO, when set, is passed to the router as -gso: auto (split
+	// super-packets below 1 Gb/s, keep them unshaped or faster), split or
+	// keep (queued whole, counted as their segments). "" keeps the
+	// router's default, auto.
+	GSO string `json:"gso,omitempty"`
+}
+
+// GSOPolicies are the values of Offload.GSO (besides "").
+var GSOPolicies = []string{"auto", "split", "keep"}
+
+// Label is "" for offloads off with the router's default policy, else
+// "+offload" for the veths' offloads on and "+gso-POLICY" for a policy:
+// "+offload+gso-keep".
+func (o Offload) Label() string {
+	s := ""
+	if o.Veth {
+		s += "+offload"
+	}
+	if o.GSO != "" {
+		s += "+gso-" + o.GSO
+	}
+	return s
+}
+
+// String is the offload as ParseOffloads reads it: "off", "on",
+// "on:keep".
+func (o Offload) String() string {
+	s := "off"
+	if o.Veth {
+		s = "on"
+	}
+	if o.GSO != "" {
+		s += ":" + o.GSO
+	}
+	return s
+}
+
+// ParseOffloads reads aqmlab's -offloads: a comma-separated list of off
+// or on (the veths' offloads), each with an optional :POLICY for the
+// router's -gso (auto, split, keep): "off,on:auto,on:keep". "" is off.
+func ParseOffloads(s string) ([]Offload, error) {
+	if strings.TrimSpace(s) == "" {
+		return []Offload{{}}, nil
+	}
+	var out []Offload
+	for _, f := range strings.Split(s, ",") {
+		f = strings.TrimSpace(f)
+		veth, gso, _ := strings.Cut(f, ":")
+		var o Offload
+		switch veth {
+		case "off":
+		case "on":
+			o.Veth = true
+		default:
+			return nil, fmt.Errorf("%q: want off or on, with an optional :auto, :split or :keep", f)
+		}
+		if strings.Contains(f, ":") {
+			ok := false
+			for _, p := range GSOPolicies {
+				ok = ok || gso == p
+			}
+			if !ok {
+				return nil, fmt.Errorf("%q: GSO policy %q is not auto, split or keep", f, gso)
+			}
+			o.GSO = gso
+		}
+		for _, prev := range out {
+			if prev == o {
+				return nil, fmt.Errorf("%q: given twice", f)
+			}
+		}
+		out = append(out, o)
+	}
+	return out, nil
+}
+
 // Window is a span of load, as offsets from the run's epoch.
 type Window struct {
 	From time.Duration `json:"from_ns"`
@@ -76,6 +161,9 @@ type Config struct {
 	// Paths are extra client paths with these added RTTs (rtt_fair); a
 	// flow's Path k+1 runs from path k's client.
 	Paths []time.Duration `json:"paths,omitempty"`
+	// Offload is the run's segmentation offloads: the veths' and the
+	// router's policy for super-packets.
+	Offload Offload `json:"offload"`
 	// RouterExtra are flags passed verbatim to the router.
 	RouterExtra []string `json:"router_extra,omitempty"`
 	// Moving, if set, is a kernel htb on r1 after the router whose rate
@@ -94,7 +182,7 @@ func (c Config) Name() string {
 	if c.ECN {
 		s += "+ecn"
 	}
-	return s
+	return s + c.Offload.Label()
 }
 
 // End is the offset at which the run's probe stops.
@@ -134,6 +222,9 @@ func (c Config) Validate() error {
 		if f.Stop <= f.Start || f.Path > len(c.Paths) {
 			return fmt.Errorf("lab: %s: flow %d: span %v..%v or path %d out of range", c.Test, f.ID, f.Start, f.Stop, f.Path)
 		}
+	}
+	if g := c.Offload.GSO; g != "" && g != "auto" && g != "split" && g != "keep" {
+		return fmt.Errorf("lab: %s: Config.Offload.GSO %q is not auto, split or keep", c.Test, g)
 	}
 	if c.Flows == nil && c.Floods == nil {
 		return fmt.Errorf("lab: %s: no load", c.Test)

@@ -16,7 +16,7 @@ import (
 
 // CSVHeader is the header of runs.csv: one row per run.
 var CSVHeader = []string{
-	"test", "config", "rep", "seq", "start", "queue", "rate_bps", "rtt_ms", "ecn", "flows",
+	"test", "config", "rep", "seq", "start", "queue", "rate_bps", "rtt_ms", "ecn", "offloads", "gso", "flows",
 	"idle_median_ms", "added_p50_ms", "added_p90_ms", "added_p99_ms", "grade", "grade_p99",
 	"probe_sent", "probe_lost", "probe_loss",
 	"goodput_up_bps", "goodput_down_bps", "share", "jain",
@@ -49,7 +49,8 @@ func CSVRow(r Result) []string {
 	c := r.Config
 	return []string{
 		c.Test, c.Name(), strconv.Itoa(r.Rep), strconv.Itoa(r.Seq), r.Start.UTC().Format("2006-01-02T15:04:05.000Z"),
-		c.Queue.Label(), strconv.FormatUint(uint64(c.Rate), 10), fnum(ms(c.RTT)), strconv.FormatBool(c.ECN), strconv.Itoa(len(c.Flows)),
+		c.Queue.Label(), strconv.FormatUint(uint64(c.Rate), 10), fnum(ms(c.RTT)), strconv.FormatBool(c.ECN),
+		map[bool]string{false: "off", true: "on"}[c.Offload.Veth], c.Offload.GSO, strconv.Itoa(len(c.Flows)),
 		fnum(r.IdleMedianMs), fnum(r.AddedP50Ms), fnum(r.AddedP90Ms), fnum(r.AddedP99Ms), r.Grade, r.GradeP99,
 		strconv.Itoa(r.ProbeSent), strconv.Itoa(r.ProbeLost), fnum(r.ProbeLoss),
 		fnum(r.GoodputUpBps), fnum(r.GoodputDownBps), fnum(r.Share), fnum(r.Jain),
@@ -233,9 +234,13 @@ func WriteSummaryCSV(w io.Writer, ss []Summary) error {
 // Report is results.json.
 type Report struct {
 	Namespaces []string `json:"namespaces"`
-	Offloads   []string `json:"offloads"`
-	Skipped    []string `json:"skipped"`
-	Runs       []Result `json:"runs"`
+	// Offloads is the veths' offload state when the reports were
+	// written (each run has its own in Result.Offloads); KernelOffloads
+	// the kernel's own settings, which a run with Offload.Veth has.
+	Offloads       []string `json:"offloads"`
+	KernelOffloads []string `json:"kernel_offloads,omitempty"`
+	Skipped        []string `json:"skipped"`
+	Runs           []Result `json:"runs"`
 }
 
 // WriteReports writes results.json, runs.csv, summary.csv, summary.txt
@@ -243,7 +248,7 @@ type Report struct {
 func WriteReports(dir string, rs []Result, skipped []string, topo *Topology, plots bool) error {
 	rep := Report{Skipped: skipped, Runs: rs}
 	if topo != nil {
-		rep.Namespaces, rep.Offloads = topo.Namespaces(), topo.Offloads
+		rep.Namespaces, rep.Offloads, rep.KernelOffloads = topo.Namespaces(), topo.Offloads, topo.KernelOffloads
 	}
 	b, err := json.MarshalIndent(rep, "", " ")
 	if err != nil {

@@ -103,6 +103,7 @@ type RouterArgs struct {
 	Delay  time.Duration
 	Limit  int      // packets; passed as -limit when the router has it
 	Params string   // the queue's settings, passed as -params
+	GSO    string   // the router's super-packet policy, passed as -gso
 	Extra  []string // more flags, verbatim
 }
 
@@ -123,6 +124,12 @@ func (a RouterArgs) argv(rc RouterCommand, ns, dev, statsPath string) ([]string,
 			return nil, fmt.Errorf("the router has no -params flag (asked for %s)", a.Params)
 		}
 		args = append(args, "-params", a.Params)
+	}
+	if a.GSO != "" {
+		if !rc.Has("gso") {
+			return nil, fmt.Errorf("the router has no -gso flag (asked for %s)", a.GSO)
+		}
+		args = append(args, "-gso", a.GSO)
 	}
 	args = append(args, a.Extra...)
 	return args, nil

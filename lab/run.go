@@ -243,6 +243,14 @@ func (l *Lab) RunOne(ctx context.Context, cfg Config) (Result, error) {
 		}
 	}
 
+	// The veths' offloads, as the configuration asks.
+	if t.OffloadsOn != cfg.Offload.Veth || t.Offloads == nil {
+		if err := t.SetOffloads(ctx, cfg.Offload.Veth); err != nil {
+			return res, err
+		}
+	}
+	res.Offloads = slices.Clone(t.Offloads)
+
 	// Server agent.
 	srv, srvOut, err := t.startAgent(t.Server, "server", "-addr", ServerAddr, "-tcp", fmt.Sprint(tcpPort),
 		"-udp", fmt.Sprint(udpPort), "-sink", fmt.Sprint(sinkPort), "-for", (end + 2*time.Minute).String())
@@ -269,9 +277,10 @@ func (l *Lab) RunOne(ctx context.Context, cfg Config) (Result, error) {
 	}
 
 	// Router: the queue under test, or delay only for a kernel anchor.
-	ra := RouterArgs{AQM: cfg.Queue.Router, Rate: cfg.Rate.String(), Delay: cfg.RTT / 2, Limit: cfg.Queue.Limit, Params: cfg.Queue.Params, Extra: cfg.RouterExtra}
+	ra := RouterArgs{AQM: cfg.Queue.Router, Rate: cfg.Rate.String(), Delay: cfg.RTT / 2, Limit: cfg.Queue.Limit, Params: cfg.Queue.Params,
+		GSO: cfg.Offload.GSO, Extra: cfg.RouterExtra}
 	if k := cfg.Queue.Kernel; k != nil {
-		ra = RouterArgs{AQM: "fifo", Rate: "0", Delay: cfg.RTT / 2}
+		ra = RouterArgs{AQM: "fifo", Rate: "0", Delay: cfg.RTT / 2, GSO: cfg.Offload.GSO}
 		if k.Kind == "netem" {
 			ra.Delay = 0
 		}
@@ -432,7 +441,9 @@ func (l *Lab) RunOne(ctx context.Context, cfg Config) (Result, error) {
 	procs := rp.Samples()
 	st, raw, serr := rp.Stop()
 	routerStopped = true
+	offl := res.Offloads
 	res = Analyze(cfg, clients, epoch, procs)
+	res.Offloads = offl
 	res.Start = epoch
 	res.Load1 = load1
 	res.OtherLabs = others.stop()

@@ -66,6 +66,14 @@ func (s *Session) Run(ctx context.Context, cfgs []Config, reps int) error {
 	for _, l := range topo.Offloads {
 		logf("aqmlab: offloads %s", l)
 	}
+	for _, c := range cfgs {
+		if c.Offload.Veth {
+			for _, l := range topo.KernelOffloads {
+				logf("aqmlab: offloads on (the kernel's own) %s", l)
+			}
+			break
+		}
+	}
 	tmp, err := os.MkdirTemp("", "aqmlab-run-")
 	if err != nil {
 		return err
@@ -98,6 +106,10 @@ func (s *Session) Run(ctx context.Context, cfgs []Config, reps int) error {
 		}
 		if c.Queue.Kernel == nil && c.Queue.Params != "" && !s.Router.Has("params") {
 			s.Skipped = append(s.Skipped, fmt.Sprintf("%s %s: the router has no -params flag", c.Test, c.Name()))
+			continue
+		}
+		if c.Offload.GSO != "" && !s.Router.Has("gso") {
+			s.Skipped = append(s.Skipped, fmt.Sprintf("%s %s: the router has no -gso flag", c.Test, c.Name()))
 			continue
 		}
 		if c.Queue.Kernel == nil && c.Queue.Limit > 0 && !s.Router.Has("limit") {

@@ -47,12 +47,25 @@ type Topology struct {
 	ID                     string // aqmlab-<pid>-<hex>
 	Client, Router, Server string
 	Paths                  []Path
-	// Offloads has one line per veth with its TSO, GSO and GRO state.
+	// Offloads has one line per veth with its TSO, GSO and GRO state, as
+	// last set and read back ("r/r0: tso off, gso off, gro off").
 	Offloads []string
+	// KernelOffloads are the veths' offload settings as the kernel
+	// created them, read before NewTopology turned them off: what
+	// SetOffloads(ctx, true) restores.
+	KernelOffloads []string
+	// OffloadsOn says whether the veths have the kernel's own offload
+	// settings (true) or TSO, GSO and GRO off (false, as NewTopology
+	// leaves them).
+	OffloadsOn bool
 	// Exe is the executable the agents run as (the harness's own).
 	Exe string
 
 	created []string // namespaces to delete, in creation order
+	// veths are each namespace's veth names; defaults their offload
+	// state as the kernel created them (IfOffloads lines).
+	veths    map[string][]string
+	defaults map[string][]string
 }
 
 // Namespaces returns every namespace of t.
@@ -112,8 +125,8 @@ func Preflight() error {
 	return nil
 }
 
-// NewTopology builds the namespaces, veths, addresses and routes, turns the
-// veths' offloads off, and returns the topology. extras adds one longer
+// NewTopology builds the namespaces, veths, addresses and routes, reads
+// the veths' offload settings, turns them off (see SetOffloads), and returns the topology. extras adds one longer
 // path per value (see Path). On error everything created is removed.
 func NewTopology(ctx context.Context, extras []time.Duration) (t *Topology, err error) {
 	exe, err := os.Executable()
@@ -176,19 +189,53 @@ func NewTopology(ctx context.Context, extras []time.Duration) (t *Topology, err 
 		offl[p.Hop] = []string{"h0", "h1"}
 		offl[t.Router] = append(offl[t.Router], fmt.Sprintf("r%d", 2+k))
 	}
+	t.veths = offl
+	t.defaults = map[string][]string{}
 	for _, ns := range t.created {
 		if len(offl[ns]) == 0 {
 			continue
 		}
-		out, err := t.agent(ctx, ns, append([]string{"offload"}, offl[ns]...)...)
+		out, err := t.agent(ctx, ns, append([]string{"offload", "get"}, offl[ns]...)...)
 		if err != nil {
-			return t, fmt.Errorf("turning offloads off in %s: %v", ns, err)
+			return t, fmt.Errorf("reading offloads in %s: %v", ns, err)
 		}
-		for _, l := range strings.Split(strings.TrimSpace(out), "\n") {
-			t.Offloads = append(t.Offloads, strings.TrimPrefix(ns, id+"-")+"/"+l)
+		t.defaults[ns] = strings.Split(strings.TrimSpace(out), "\n")
+		for _, l := range t.defaults[ns] {
+			t.KernelOffloads = append(t.KernelOffloads, strings.TrimPrefix(ns, id+"-")+"/"+l)
 		}
 	}
+	if err := t.SetOffloads(ctx, false); err != nil {
+		return t, err
+	}
 	return t, nil
+}
+
+// SetOffloads gives every veth of t the kernel's own TSO, GSO and GRO
+// settings, as read when t was built (on), or turns all three off (off),
+// and keeps the state read back in t.Offloads. Turned off, every queue on
+// the path sees packets of at most the MTU; left on, TCP's super-packets
+// of up to 64 KiB cross the veths whole, and the router takes them
+// through its TUN's offloads.
+func (t *Topology) SetOffloads(ctx context.Context, on bool) error {
+	var lines []string
+	for _, ns := range t.created {
+		if len(t.veths[ns]) == 0 {
+			continue
+		}
+		args := append([]string{"offload", "off"}, t.veths[ns]...)
+		if on {
+			args = append([]string{"offload", "set"}, t.defaults[ns]...)
+		}
+		out, err := t.agent(ctx, ns, args...)
+		if err != nil {
+			return fmt.Errorf("setting offloads in %s: %v", ns, err)
+		}
+		for _, l := range strings.Split(strings.TrimSpace(out), "\n") {
+			lines = append(lines, strings.TrimPrefix(ns, t.ID+"-")+"/"+l)
+		}
+	}
+	t.Offloads, t.OffloadsOn = lines, on
+	return nil
 }
 
 // routerSysctls are the settings of a forwarding namespace: forwarding on,

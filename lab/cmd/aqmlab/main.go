@@ -12,6 +12,7 @@ import (
 	"os"
 	"os/signal"
 	"path/filepath"
+	"slices"
 	"strings"
 	"syscall"
 
@@ -38,7 +39,20 @@ func usage(fs *flag.FlagSet) func() {
 	}
 }
 
-func run(args []string) int {
+// invocation is what the command line asks for.
+type invocation struct {
+	cfgs   []lab.Config
+	reps   int
+	router string
+	out    string
+	plots  bool
+	clean  bool
+}
+
+// parse reads the command line into an invocation, building every run's
+// configuration; it needs neither root nor a network. A code other than
+// -1 ends the program with it (0 after -h, 2 for bad flags).
+func parse(args []string) (inv invocation, code int) {
 	fs := flag.NewFlagSet("aqmlab", flag.ContinueOnError)
 	fs.Usage = usage(fs)
 	d := lab.DefaultOptions()
@@ -50,21 +64,97 @@ func run(args []string) int {
 	warm := fs.Duration("warmup", d.Warmup, "start of the load left out of latency and goodput")
 	cc := fs.String("cc", d.CC, "congestion control of the bulk flows: cubic, bbr, reno; a comma-separated list runs each test once per algorithm, interleaved, as TEST-CC (rrul-cubic, rrul-bbr); speedtest and red keep their own")
 	ecn := fs.Bool("ecn", false, "net.ipv4.tcp_ecn=1 in the client and server namespaces (else 0)")
+	offloads := fs.String("offloads", "off", "the veths' TSO, GSO and GRO: off, or on (as the kernel sets them), each with an optional :auto, :split or :keep passed to the router as -gso; a comma-separated list runs every configuration once per setting, interleaved, labelled +offload and +gso-POLICY (off,on:split,on:keep)")
 	n := fs.Int("n", d.N, "uploads in tcp_nup")
-	reps := fs.Int("reps", 3, "repetitions; the order of configurations rotates each time")
+	fs.IntVar(&inv.reps, "reps", 3, "repetitions; the order of configurations rotates each time")
 	queues := fs.String("queues", "", "router queues, comma-separated, each [label=]name[:limit][[params]] (e.g. fifo:1000,fq-codel,no-guard=fq-codel[disable-flood-guard=true]; params as aqmrouter -params); \"none\" for none; empty = each test's default")
 	kernel := fs.String("kernel", "", "kernel anchors, comma-separated (pfifo:1000, pfifo:100, fq_codel, cake, fq_pie, pie, red, netem; add @15k for an htb burst); \"none\" for none; empty = each test's default")
-	router := fs.String("router", "", "router program; \"standin\" = the lab's FIFO-only stand-in; empty = go build ./cmd/aqmrouter")
+	fs.StringVar(&inv.router, "router", "", "router program; \"standin\" = the lab's FIFO-only stand-in; empty = go build ./cmd/aqmrouter")
 	routerArgs := fs.String("router-args", "", "more flags for the router, space-separated")
-	out := fs.String("out", "aqmlab-out", "directory for JSON, CSV and plots")
-	plots := fs.Bool("plots", true, "write PNG plots")
+	fs.StringVar(&inv.out, "out", "aqmlab-out", "directory for JSON, CSV and plots")
+	fs.BoolVar(&inv.plots, "plots", true, "write PNG plots")
 	fs.IntVar(&lab.Nice, "nice", lab.Nice, "niceness of the router and the agents (negative = ahead of other work on the machine)")
-	clean := fs.Bool("clean", false, "remove namespaces left by killed aqmlab runs, then exit")
+	fs.BoolVar(&inv.clean, "clean", false, "remove namespaces left by killed aqmlab runs, then exit")
 	if err := fs.Parse(args); err != nil {
 		if errors.Is(err, flag.ErrHelp) {
-			return 0
+			return inv, 0
 		}
-		return 2
+		return inv, 2
+	}
+	if inv.clean {
+		return inv, -1
+	}
+	tests := fs.Args()
+	if len(tests) == 0 {
+		fs.Usage()
+		return inv, 2
+	}
+	if len(tests) == 1 && tests[0] == "all" {
+		tests = lab.Tests
+	}
+	ccs := strings.Split(*cc, ",")
+	for i := range ccs {
+		if ccs[i] = strings.TrimSpace(ccs[i]); ccs[i] == "" {
+			fmt.Fprintf(os.Stderr, "aqmlab: -cc %q: an empty name\n", *cc)
+			return inv, 2
+		}
+	}
+	offl, err := lab.ParseOffloads(*offloads)
+	if err != nil {
+		fmt.Fprintln(os.Stderr, "aqmlab: -offloads:", err)
+		return inv, 2
+	}
+	o := lab.Options{Rate: rate, RTT: *rtt, Duration: *dur, Idle: *idle, Warmup: *warm, ECN: *ecn, N: *n}
+	if o.Queues, err = lab.ParseQueues(*queues); err != nil {
+		fmt.Fprintln(os.Stderr, "aqmlab: -queues:", err)
+		return inv, 2
+	}
+	if o.Kernel, err = parseKernel(*kernel); err != nil {
+		fmt.Fprintln(os.Stderr, "aqmlab: -kernel:", err)
+		return inv, 2
+	}
+	if *queues != "" && *kernel == "" {
+		o.Kernel = []lab.KernelQdisc{}
+	}
+	if *kernel != "" && *queues == "" {
+		o.Queues = []lab.Queue{}
+	}
+	for _, t := range tests {
+		algs := ccs
+		if t == "speedtest" || t == "red" { // their flows' algorithms are part of the test
+			algs = ccs[:1]
+		}
+		for _, alg := range algs {
+			o.CC = alg
+			c, err := lab.Suite(t, o)
+			if err != nil {
+				fmt.Fprintln(os.Stderr, "aqmlab:", err)
+				return inv, 2
+			}
+			for i := range c {
+				c[i].RouterExtra = append(c[i].RouterExtra, strings.Fields(*routerArgs)...)
+				if len(algs) > 1 {
+					c[i].Test += "-" + alg
+				}
+			}
+			// Each offload setting runs every configuration of the test,
+			// next to each other in the schedule.
+			for _, cfg := range c {
+				for _, of := range offl {
+					cfg.Offload = of
+					cfg.RouterExtra = slices.Clone(cfg.RouterExtra)
+					inv.cfgs = append(inv.cfgs, cfg)
+				}
+			}
+		}
+	}
+	return inv, -1
+}
+
+func run(args []string) int {
+	inv, code := parse(args)
+	if code >= 0 {
+		return code
 	}
 	if err := lab.Preflight(); err != nil {
 		fmt.Fprintln(os.Stderr, "aqmlab:", err)
@@ -77,75 +167,23 @@ func run(args []string) int {
 	for _, r := range removed {
 		fmt.Fprintln(os.Stderr, "aqmlab: removed leftover namespace", r)
 	}
-	if *clean {
+	if inv.clean {
 		return 0
-	}
-	tests := fs.Args()
-	if len(tests) == 0 {
-		fs.Usage()
-		return 2
-	}
-	if len(tests) == 1 && tests[0] == "all" {
-		tests = lab.Tests
-	}
-	ccs := strings.Split(*cc, ",")
-	for i := range ccs {
-		if ccs[i] = strings.TrimSpace(ccs[i]); ccs[i] == "" {
-			fmt.Fprintf(os.Stderr, "aqmlab: -cc %q: an empty name\n", *cc)
-			return 2
-		}
-	}
-	o := lab.Options{Rate: rate, RTT: *rtt, Duration: *dur, Idle: *idle, Warmup: *warm, ECN: *ecn, N: *n}
-	if o.Queues, err = lab.ParseQueues(*queues); err != nil {
-		fmt.Fprintln(os.Stderr, "aqmlab: -queues:", err)
-		return 2
-	}
-	if o.Kernel, err = parseKernel(*kernel); err != nil {
-		fmt.Fprintln(os.Stderr, "aqmlab: -kernel:", err)
-		return 2
-	}
-	if *queues != "" && *kernel == "" {
-		o.Kernel = []lab.KernelQdisc{}
-	}
-	if *kernel != "" && *queues == "" {
-		o.Queues = []lab.Queue{}
-	}
-	var cfgs []lab.Config
-	for _, t := range tests {
-		algs := ccs
-		if t == "speedtest" || t == "red" { // their flows' algorithms are part of the test
-			algs = ccs[:1]
-		}
-		for _, alg := range algs {
-			o.CC = alg
-			c, err := lab.Suite(t, o)
-			if err != nil {
-				fmt.Fprintln(os.Stderr, "aqmlab:", err)
-				return 2
-			}
-			for i := range c {
-				c[i].RouterExtra = append(c[i].RouterExtra, strings.Fields(*routerArgs)...)
-				if len(algs) > 1 {
-					c[i].Test += "-" + alg
-				}
-			}
-			cfgs = append(cfgs, c...)
-		}
 	}
 
 	ctx, stop := signal.NotifyContext(context.Background(), syscall.SIGINT, syscall.SIGTERM)
 	defer stop()
-	rc, err := routerCommand(ctx, *router)
+	rc, err := routerCommand(ctx, inv.router)
 	if err != nil {
 		fmt.Fprintln(os.Stderr, "aqmlab:", err)
 		return 1
 	}
-	if err := os.MkdirAll(*out, 0o755); err != nil {
+	if err := os.MkdirAll(inv.out, 0o755); err != nil {
 		fmt.Fprintln(os.Stderr, "aqmlab:", err)
 		return 1
 	}
-	s := &lab.Session{Router: rc, Progress: os.Stderr, OutDir: *out, Plots: *plots}
-	if err := s.Run(ctx, cfgs, *reps); err != nil {
+	s := &lab.Session{Router: rc, Progress: os.Stderr, OutDir: inv.out, Plots: inv.plots}
+	if err := s.Run(ctx, inv.cfgs, inv.reps); err != nil {
 		fmt.Fprintln(os.Stderr, "aqmlab:", err)
 		return 1
 	}
