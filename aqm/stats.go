@@ -89,19 +89,7 @@ func (s Stats) Offered() Count {
 // if queued is true (the packet had been accepted). A verdict that is not a
 // drop is ignored.
 func (s *Stats) CountDrop(why Verdict, size uint32, queued bool) {
-	switch why {
-	case DroppedOverlimit:
-		s.DroppedOverlimit.Add(size)
-	case DroppedEarly:
-		s.DroppedEarly.Add(size)
-	case DroppedOverload:
-		s.DroppedOverload.Add(size)
-	default:
-		return
-	}
-	if queued {
-		s.DroppedQueued.Add(size)
-	}
+	s.CountDropMeta(why, Meta{Size: size}, queued)
 }
 
 // CountDropMeta is [Stats.CountDrop] for the packet m describes: it counts
