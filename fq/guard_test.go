@@ -7,7 +7,6 @@ import (
 	"time"
 
 	"github.com/aqmkit/aqmkit/aqm"
-	"github.com/aqmkit/aqmkit/pie"
 	"github.com/stretchr/testify/require"
 )
 
@@ -38,6 +37,86 @@ func guardQueues(t *testing.T, off bool, limit int, drop aqm.DropFunc[uint64]) m
 	return map[string]guardQueue{"fq-codel": c, "fq-cobalt": b, "fq-pie": p}
 }
 
+// The guard tests' flood: a link sending one 1500-byte packet every 240 µs
+// (50 Mb/s), fresh hashes arriving at twice that rate, a backlogged flow
+// kept at 64 queued packets and a 64-byte probe.
+const (
+	floodTick        = 120 * time.Microsecond // two flood packets per departure
+	bulkHash         = 0xb01c
+	probeHash        = 0x9e0be
+	floodBulkBacklog = 64
+)
+
+// floodRig drives one queue through the flood and keeps the counts the
+// guard tests check; its drop function keeps bulkQueued and probeLost
+// right whatever the queue drops.
+type floodRig struct {
+	q          guardQueue
+	rnd        *rand.Rand
+	now        aqm.Time
+	id         uint64
+	bulkQueued int // the backlogged flow's packets in the queue
+	bulkEarly  int // the backlogged flow's arrivals refused early
+	probeLost  int // probe packets the queue dropped
+}
+
+// floodRigs returns a rig for each of the three queues (guard off or on,
+// 1000 packets), with its own random stream from seed.
+func floodRigs(t *testing.T, off bool, seed uint64) map[string]*floodRig {
+	t.Helper()
+	rigs := map[string]*floodRig{}
+	for _, name := range []string{"fq-codel", "fq-cobalt", "fq-pie"} {
+		r := &floodRig{rnd: rand.New(rand.NewPCG(seed, seed)), now: ct0}
+		r.q = guardQueues(t, off, 1000, r.drop)[name]
+		rigs[name] = r
+	}
+	return rigs
+}
+
+func (r *floodRig) drop(p aqm.Packet[uint64], _ aqm.Verdict) {
+	switch p.Hash {
+	case bulkHash:
+		r.bulkQueued--
+	case probeHash:
+		r.probeLost++
+	}
+}
+
+// tick moves the clock on by one flood interarrival.
+func (r *floodRig) tick() { r.now += aqm.Time(floodTick) }
+
+// flood offers one packet of a fresh hash and tops the backlogged flow up
+// to its backlog, at most four packets at a time.
+func (r *floodRig) flood() {
+	r.send(1500, r.rnd.Uint32(), 0)
+	for k := 0; r.bulkQueued < floodBulkBacklog && k < 4; k++ {
+		v := r.send(1500, bulkHash, 1<<40)
+		if !v.Accepted() {
+			if v == aqm.DroppedEarly {
+				r.bulkEarly++
+			}
+			break
+		}
+		r.bulkQueued++
+	}
+}
+
+// send offers a packet of the given size and hash, whose payload is a
+// fresh id ORed with tag.
+func (r *floodRig) send(size, hash uint32, tag uint64) aqm.Verdict {
+	r.id++
+	return r.q.Enqueue(cpkt(r.id|tag, size, hash), r.now)
+}
+
+// depart dequeues one packet, counting the backlogged flow's departures.
+func (r *floodRig) depart() (aqm.Packet[uint64], bool) {
+	p, ok := r.q.Dequeue(r.now)
+	if ok && p.Hash == bulkHash {
+		r.bulkQueued--
+	}
+	return p, ok
+}
+
 // TestGuardFloodOfFreshHashes protects the flood guard's purpose: a link
 // sending one 1500-byte packet every 240 µs (50 Mb/s), a sender of fresh
 // hashes at twice that rate, a backlogged flow that keeps 64 packets
@@ -47,63 +126,37 @@ func guardQueues(t *testing.T, off bool, limit int, drop aqm.DropFunc[uint64]) m
 // backlogged flow gets almost nothing, which is what the guard is for.
 func TestGuardFloodOfFreshHashes(t *testing.T) {
 	for _, off := range []bool{false, true} {
-		const bulk, probe = 0xb01c, 0x9e0be
-		var queuedBulk, probeLost int
-		drop := func(p aqm.Packet[uint64], _ aqm.Verdict) {
-			switch p.Hash {
-			case bulk:
-				queuedBulk--
-			case probe:
-				probeLost++
-			}
-		}
-		for name, q := range guardQueues(t, off, 1000, drop) {
-			queuedBulk, probeLost = 0, 0
-			rnd := rand.New(rand.NewPCG(5, 5))
-			now := ct0
+		for name, r := range floodRigs(t, off, 5) {
 			var sent, bulkSent, probeSent, probeGot int
 			var probeWait time.Duration
-			id := uint64(0)
-			tick := 120 * time.Microsecond // two flood packets per departure
 			for step := range 200_000 {
-				now += aqm.Time(tick)
-				id++
-				q.Enqueue(cpkt(id, 1500, rnd.Uint32()), now)
-				for k := 0; queuedBulk < 64 && k < 4; k++ {
-					id++
-					if q.Enqueue(cpkt(id|1<<40, 1500, bulk), now).Accepted() {
-						queuedBulk++
-					} else {
-						break
-					}
-				}
+				r.tick()
+				r.flood()
 				if step%84 == 0 { // every ~10 ms
-					id++
 					probeSent++
-					q.Enqueue(cpkt(id|1<<41, 64, probe), now)
+					r.send(64, probeHash, 1<<41)
 				}
 				if step%2 == 1 {
-					p, ok := q.Dequeue(now)
+					p, ok := r.depart()
 					if !ok {
 						continue
 					}
 					sent++
 					switch p.Hash {
-					case bulk:
+					case bulkHash:
 						bulkSent++
-						queuedBulk--
-					case probe:
+					case probeHash:
 						probeGot++
 						// The probe's first packets are a new flow's:
 						// they may wait in the shared queue until it
 						// has recurred.
 						if step > 1000 {
-							probeWait = max(probeWait, p.Enqueued.Since(now))
+							probeWait = max(probeWait, p.Enqueued.Since(r.now))
 						}
 					}
 				}
 			}
-			div, _, _ := q.guardCounts()
+			div, _, _ := r.q.guardCounts()
 			share := float64(bulkSent) / float64(sent)
 			t.Logf("%s guard off %v: bulk share %.3f, probe %d/%d, max wait %v, diverted %d", name, off, share, probeGot, probeSent, probeWait, div)
 			if off {
@@ -113,7 +166,7 @@ func TestGuardFloodOfFreshHashes(t *testing.T) {
 			}
 			require.Greater(t, share, 0.25, name)
 			require.Equal(t, probeSent, probeGot, name)
-			require.Zero(t, probeLost, name)
+			require.Zero(t, r.probeLost, name)
 			require.Less(t, probeWait, 5*time.Millisecond, name)
 			require.Greater(t, div, uint64(100_000), name)
 		}
@@ -289,88 +342,55 @@ func (q *PIE[T]) bucketOwner(h uint32) (uint32, uint32, bool) {
 // to its 15 ms Target, longer than the probe's interval) kept the diverted
 // probe there for good.
 func TestGuardOwnerKeepsBucket(t *testing.T) {
-	const bulk, probe = 0xb01c, 0x9e0be
-	var queuedBulk, probeLost int
-	drop := func(p aqm.Packet[uint64], _ aqm.Verdict) {
-		switch p.Hash {
-		case bulk:
-			queuedBulk--
-		case probe:
-			probeLost++
-		}
-	}
 	type owned interface {
 		guardQueue
 		bucketOwner(h uint32) (idx, owner uint32, set bool)
 	}
-	for name, gq := range guardQueues(t, false, 1000, drop) {
-		q := gq.(owned)
-		queuedBulk, probeLost = 0, 0
-		pb, _, _ := q.bucketOwner(probe)
+	for name, r := range floodRigs(t, false, 7) {
+		q := r.q.(owned)
+		pb, _, _ := q.bucketOwner(probeHash)
 		var thief uint32 // another hash of the probe's bucket
 		for h := uint32(1); ; h++ {
-			if idx, _, _ := q.bucketOwner(h); idx == pb && h != probe && h != bulk {
+			if idx, _, _ := q.bucketOwner(h); idx == pb && h != probeHash && h != bulkHash {
 				thief = h
 				break
 			}
 		}
-		rnd := rand.New(rand.NewPCG(7, 7))
-		now := ct0
 		var probeSent, probeGot, thiefSent int
 		var probeWait time.Duration
-		id := uint64(0)
-		tick := 120 * time.Microsecond // two flood packets per departure
 		for step := range 100_000 {
-			now += aqm.Time(tick)
-			flood := step > 2000 // the probe owns its bucket before
-			if flood {
-				id++
-				q.Enqueue(cpkt(id, 1500, rnd.Uint32()), now)
-				for k := 0; queuedBulk < 64 && k < 4; k++ {
-					id++
-					if q.Enqueue(cpkt(id|1<<40, 1500, bulk), now).Accepted() {
-						queuedBulk++
-					} else {
-						break
-					}
-				}
+			r.tick()
+			if step > 2000 { // the probe owns its bucket before the flood
+				r.flood()
 				if step%417 == 5 { // every ~50 ms, between probes
-					id++
 					thiefSent++
-					q.Enqueue(cpkt(id|1<<42, 1500, thief), now)
+					r.send(1500, thief, 1<<42)
 				}
 			}
 			if step%84 == 0 { // every ~10 ms
-				id++
 				probeSent++
-				q.Enqueue(cpkt(id|1<<41, 64, probe), now)
+				r.send(64, probeHash, 1<<41)
 			}
 			if step%2 == 1 {
-				p, ok := q.Dequeue(now)
-				if !ok {
-					continue
-				}
-				switch p.Hash {
-				case bulk:
-					queuedBulk--
-				case probe:
+				p, ok := r.depart()
+				if ok && p.Hash == probeHash {
 					probeGot++
 					// After the flood's first 240 ms: its onset spends
 					// the saved admissions, a burst of new flows ahead
 					// of the probe on the new list.
 					if step > 4000 {
-						probeWait = max(probeWait, p.Enqueued.Since(now))
+						probeWait = max(probeWait, p.Enqueued.Since(r.now))
 					}
 				}
 			}
 		}
-		_, owner, set := q.bucketOwner(probe)
+		_, owner, set := q.bucketOwner(probeHash)
 		_, _, promoted := q.guardCounts()
-		t.Logf("%s: probe %d/%d, lost %d, max wait %v, thief sent %d, promoted %d, owner %#x", name, probeGot, probeSent, probeLost, probeWait, thiefSent, promoted, owner)
+		t.Logf("%s: probe %d/%d, lost %d, max wait %v, thief sent %d, promoted %d, owner %#x", name, probeGot, probeSent, r.probeLost, probeWait, thiefSent, promoted, owner)
 		require.Greater(t, thiefSent, 200, name)
 		require.True(t, set, name)
-		require.Equal(t, uint32(probe), owner, name)
-		require.Zero(t, probeLost, name)
+		require.Equal(t, uint32(probeHash), owner, name)
+		require.Zero(t, r.probeLost, name)
 		require.Less(t, probeWait, 5*time.Millisecond, name)
 	}
 }
@@ -387,54 +407,29 @@ func TestGuardOwnerKeepsBucket(t *testing.T) {
 // always still there when the next came, so a probe that did not find a
 // token never left the shared queue.
 func TestGuardLateFlowGetsOut(t *testing.T) {
-	const bulk, probe = 0xb01c, 0x9e0be
-	var queuedBulk int
-	drop := func(p aqm.Packet[uint64], _ aqm.Verdict) {
-		if p.Hash == bulk {
-			queuedBulk--
-		}
-	}
 	for phase := range 8 {
-		for name, q := range guardQueues(t, false, 1000, drop) {
-			queuedBulk = 0
-			rnd := rand.New(rand.NewPCG(9, 9))
-			now := ct0
+		for name, r := range floodRigs(t, false, 9) {
 			var probeSent, probeGot, lateSent, lateGot int
 			var lateWait time.Duration
-			id := uint64(0)
-			tick := 120 * time.Microsecond // two flood packets per departure
 			start := 4000 + 11*phase
 			settled := start + 10*84
 			for step := range 30_000 {
-				now += aqm.Time(tick)
-				id++
-				q.Enqueue(cpkt(id, 1500, rnd.Uint32()), now)
-				for k := 0; queuedBulk < 64 && k < 4; k++ {
-					id++
-					if q.Enqueue(cpkt(id|1<<39, 1500, bulk), now).Accepted() {
-						queuedBulk++
-					} else {
-						break
-					}
-				}
+				r.tick()
+				r.flood()
 				if step >= start && (step-start)%84 == 0 { // every ~10 ms
-					id++
 					probeSent++
 					if step >= settled {
 						lateSent++
 					}
-					q.Enqueue(cpkt(id|uint64(step)<<40, 64, probe), now)
+					r.send(64, probeHash, uint64(step)<<40)
 				}
 				if step%2 == 1 {
-					p, ok := q.Dequeue(now)
-					if ok && p.Hash == bulk {
-						queuedBulk--
-					}
-					if ok && p.Hash == probe {
+					p, ok := r.depart()
+					if ok && p.Hash == probeHash {
 						probeGot++
 						if int(p.Payload>>40) >= settled {
 							lateGot++
-							lateWait = max(lateWait, p.Enqueued.Since(now))
+							lateWait = max(lateWait, p.Enqueued.Since(r.now))
 						}
 					}
 				}
@@ -483,55 +478,29 @@ func guardCountsExact[T, A any](q *sched[T, A]) []string {
 // and whose packets PIE drops; the counts must match the queued packets
 // throughout, for all three queues.
 func TestGuardCountsExact(t *testing.T) {
-	const bulk = 0xb01c
-	queued := 0
-	drop := func(p aqm.Packet[uint64], _ aqm.Verdict) {
-		if p.Hash == bulk {
-			queued--
-		}
-	}
-	for name, q := range guardQueues(t, false, 1000, drop) {
-		queued = 0
-		rnd := rand.New(rand.NewPCG(11, 11))
-		now := ct0
-		id := uint64(0)
-		var s *sched[uint64, pie.Controller]
-		check := func() []string { return nil }
-		switch q := q.(type) {
+	for name, r := range floodRigs(t, false, 11) {
+		var check func() []string
+		switch q := r.q.(type) {
 		case *CoDel[uint64]:
 			check = func() []string { return guardCountsExact(&q.sched) }
 		case *Cobalt[uint64]:
 			check = func() []string { return guardCountsExact(&q.sched) }
 		case *PIE[uint64]:
-			s = &q.sched
-			check = func() []string { return guardCountsExact(s) }
+			check = func() []string { return guardCountsExact(&q.sched) }
 		}
-		early := uint64(0)
 		for step := range 40_000 {
-			now += aqm.Time(120 * time.Microsecond)
-			id++
-			q.Enqueue(cpkt(id, 1500, rnd.Uint32()), now)
-			for k := 0; queued < 64 && k < 4; k++ {
-				id++
-				v := q.Enqueue(cpkt(id|1<<40, 1500, bulk), now)
-				if v.Accepted() {
-					queued++
-				} else if v == aqm.DroppedEarly {
-					early++
-				}
-			}
+			r.tick()
+			r.flood()
 			if step%2 == 1 {
-				if p, ok := q.Dequeue(now); ok && p.Hash == bulk {
-					queued--
-				}
+				r.depart()
 			}
 			if step%1000 == 999 {
 				require.Empty(t, check(), "%s at step %d", name, step)
 			}
 		}
-		t.Logf("%s: backlogged flow's early drops %d", name, early)
-		if s != nil {
-			require.NotZero(t, early, name)
+		t.Logf("%s: backlogged flow's early drops %d", name, r.bulkEarly)
+		if _, isPIE := r.q.(*PIE[uint64]); isPIE {
+			require.NotZero(t, r.bulkEarly, name)
 		}
 	}
 }
