@@ -185,42 +185,29 @@ func (q *QDisc) dropQueued(p Packet, why aqm.Verdict) {
 // BatchSize at a time, at the rate, until the front is closed and empty.
 func (q *QDisc) dispatch() {
 	defer close(q.done)
-	buf := make([]Packet, lookBatches*BatchSize)
+	buf := make([]Packet, BatchSize)
 	var batch stack.PacketBufferList
 	for {
 		n, err := q.f.DequeueBatch(context.Background(), buf)
 		if err != nil {
 			return // closed and drained
 		}
-		for i := 0; i < n; i += BatchSize {
-			q.write(&batch, buf[i:min(i+BatchSize, n)])
+		for i := range buf[:n] {
+			pkt := buf[i].Payload
+			if buf[i].ECN == aqm.CE && setCE(pkt) {
+				q.marks.Add(1)
+			}
+			if q.onDequeue != nil {
+				q.onDequeue(pkt)
+			}
+			batch.PushBack(pkt)
 		}
 		clear(buf[:n]) // in one sweep: a store per packet costs more
-	}
-}
-
-// lookBatches is how many batches of BatchSize the dispatcher takes from
-// the front in one look (one lock, one clock reading), so that the cost of
-// a look is shared by more packets when the queue holds many.
-const lookBatches = 2
-
-// write hands ps to the lower endpoint in one WritePackets call and
-// releases the queue's references.
-func (q *QDisc) write(batch *stack.PacketBufferList, ps []Packet) {
-	for i := range ps {
-		pkt := ps[i].Payload
-		if ps[i].ECN == aqm.CE && setCE(pkt) {
-			q.marks.Add(1)
+		if w, _ := q.lower.WritePackets(batch); w < n {
+			q.unsent.Add(uint64(n - max(w, 0)))
 		}
-		if q.onDequeue != nil {
-			q.onDequeue(pkt)
-		}
-		batch.PushBack(pkt)
+		batch.Reset() // releases the queue's references
 	}
-	if w, _ := q.lower.WritePackets(*batch); w < len(ps) {
-		q.unsent.Add(uint64(len(ps) - max(w, 0)))
-	}
-	batch.Reset() // releases the queue's references
 }
 
 // Close implements [stack.QueueingDiscipline]: it refuses new packets,
