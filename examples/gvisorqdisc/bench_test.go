@@ -30,10 +30,16 @@ func (c *counter) MaxHeaderLength() uint16 { return 0 }
 
 func (c *counter) WritePackets(l stack.PacketBufferList) (int, tcpip.Error) {
 	k := int64(l.Len())
+	c.add(k)
+	return int(k), nil
+}
+
+// add counts k packets as arrived (written, or dropped where a test
+// counts drops) and tells the waiter when the target is reached.
+func (c *counter) add(k int64) {
 	if n := c.n.Add(k); n >= c.target.Load() && n-k < c.target.Load() {
 		c.done <- struct{}{}
 	}
-	return int(k), nil
 }
 
 // cpuTime returns the CPU time the process has used, user and system.
