@@ -201,8 +201,8 @@ func (q *QDisc) dispatch() {
 				q.onDequeue(pkt)
 			}
 			batch.PushBack(pkt)
-			buf[i] = Packet{}
 		}
+		clear(buf[:n]) // in one sweep: a store per packet costs more
 		if w, _ := q.lower.WritePackets(batch); w < n {
 			q.unsent.Add(uint64(n - max(w, 0)))
 		}
