@@ -92,6 +92,15 @@ type TCPConfig struct {
 	// HyStart makes CUBIC flows leave slow start by HyStart++ (RFC 9406),
 	// as [FlowSpec.HyStart] does for one flow.
 	HyStart bool
+
+	// AckAggregation gives BBR flows Linux's allowance for ACK aggregation
+	// (since Linux 4.20): once the pipe is full, BBR's window target grows
+	// by the most data recently ACKed beyond what its bandwidth estimate
+	// predicts, so that a sender whose ACKs come in bursts keeps sending
+	// through the silences between them. ns-3 3.37's TcpBbr has a variant
+	// that restarts its measurement every 4 KB ACKed, which keeps the
+	// allowance near one ACK's worth; the ns3 profile leaves it off.
+	AckAggregation bool
 }
 
 // Growth selects how an ACK opens the congestion window.
@@ -139,13 +148,14 @@ func NS3TCP() TCPConfig {
 // segments ACKed, whole segments, Reno's ssthresh from cwnd, SACK loss
 // marking by RFC 6675's IsLost (RACK and TLP are not modelled), PRR, an RTO
 // of srtt + max(4·rttvar, 200 ms) with timestamp samples, timestamps on,
-// initial window 10, CUBIC with HyStart++.
+// initial window 10, CUBIC with HyStart++, BBR with its ACK-aggregation
+// allowance.
 func LinuxTCP() TCPConfig {
 	return TCPConfig{
 		Profile: "linux", AckEvery: 2, DelayedAckTimeout: 40 * time.Millisecond, QuickAcks: 16,
 		Growth: GrowABC, Ssthresh: SsthreshCwnd, PRR: true,
 		MinRTO: 200 * time.Millisecond, LinuxRTO: true, TimestampBytes: 12, InitialWindow: 10,
-		HyStart: true,
+		HyStart: true, AckAggregation: true,
 	}
 }
 
