@@ -97,9 +97,9 @@ type TCPConfig struct {
 	// (since Linux 4.20): once the pipe is full, BBR's window target grows
 	// by the most data recently ACKed beyond what its bandwidth estimate
 	// predicts, so that a sender whose ACKs come in bursts keeps sending
-	// through the silences between them. ns-3 3.37's TcpBbr has a variant
-	// that restarts its measurement every 4 KB ACKed, which keeps the
-	// allowance near one ACK's worth; the ns3 profile leaves it off.
+	// through the silences between them. ns-3's TcpBbr has a variant that
+	// restarts its measurement every 4 KB ACKed, which keeps the allowance
+	// near one ACK's worth; the ns3 profile leaves it off.
 	AckAggregation bool
 }
 
@@ -134,7 +134,8 @@ const (
 // NS3TCP returns ns-3 3.37's default TCP socket: delayed ACKs (every second
 // segment, 200 ms), NewReno growth once per ACK, whole segments, ssthresh
 // from the pipe, RFC 6675 IsLost, PRR, RFC 6298 RTO with a 1 s minimum and
-// Karn's rule, timestamps on, initial window 10.
+// Karn's rule, timestamps on, initial window 10, BBR without the
+// ACK-aggregation allowance.
 func NS3TCP() TCPConfig {
 	return TCPConfig{
 		Profile: "ns3", AckEvery: 2, DelayedAckTimeout: 200 * time.Millisecond,
