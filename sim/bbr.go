@@ -28,6 +28,11 @@ const (
 	bbrMinTSORateBps = 1.2e6 // below it the send quantum is one packet
 	bbrCycleLen      = 8
 	bbrCycleRand     = 7 // random start phase: 7 − rand[0, 7) before the first advance
+
+	// ACK aggregation (TCPConfig.AckAggregation), Linux's constants.
+	bbrExtraAckedRounds = 5                      // rounds per slot of the two-slot max filter
+	bbrExtraAckedMax    = 100 * time.Millisecond // cap: this long at BtlBw
+	bbrAckEpochReset    = 1 << 20                // packets: an epoch this long restarts
 )
 
 // bbrCycleGains is ProbeBW's pacing-gain cycle.
@@ -94,6 +99,15 @@ type bbrState struct {
 	probeRTTDone      aqm.Time
 	probeRTTRoundDone bool
 
+	// ACK aggregation: the epoch's start and packets ACKed since, and the
+	// largest excess in each of two slots that take turns every
+	// bbrExtraAckedRounds rounds (a max over the last 5 to 10 rounds)
+	ackEpochStart  aqm.Time
+	ackEpochAcked  int64
+	extraAcked     [2]float64
+	extraAckedIdx  int
+	extraAckedRnds int
+
 	// recovery
 	priorCwnd    float64
 	conservation bool
@@ -108,6 +122,7 @@ func (s *Sim) bbrInit(f *flow, start aqm.Time) {
 	b.minRTTStamp = start
 	b.mode, b.pacingGain, b.cwndGain = bbrStartup, bbrHighGain, bbrHighGain
 	b.deliveredTime = start
+	b.ackEpochStart = start
 }
 
 // bbrSeed runs when the flow starts: it takes the handshake's RTT, which
@@ -247,6 +262,9 @@ func (s *Sim) bbrOnAck(f *flow, ack, sack int64, echo aqm.Time, rexmit bool) {
 			if !rs.appLimited || bw >= b.maxBw {
 				b.updateMaxBw(bw)
 			}
+			if s.cfg.TCP.AckAggregation {
+				b.updateAckAggregation(s.now, acked, f.cwnd)
+			}
 		}
 	}
 	if echo > 0 && acked > 0 {
@@ -302,6 +320,37 @@ func (b *bbrState) updateMaxBw(bw float64) {
 			b.maxBw = max(b.maxBw, b.bwVal[j])
 		}
 	}
+}
+
+// updateAckAggregation measures, for an ACK at now that delivered acked
+// packets, how far deliveries since the epoch's start run ahead of BtlBw:
+// an epoch restarts whenever they fall behind (or after 2^20 packets), and
+// the excess, at most cwnd, feeds the windowed maximum. Linux runs it on
+// ACKs with a valid rate sample, as here.
+func (b *bbrState) updateAckAggregation(now aqm.Time, acked int64, cwnd float64) {
+	if b.roundStart {
+		if b.extraAckedRnds++; b.extraAckedRnds >= bbrExtraAckedRounds {
+			b.extraAckedRnds = 0
+			b.extraAckedIdx ^= 1
+			b.extraAcked[b.extraAckedIdx] = 0
+		}
+	}
+	expected := math.Floor(b.maxBw * now.Sub(b.ackEpochStart).Seconds())
+	if float64(b.ackEpochAcked) <= expected || b.ackEpochAcked+acked >= bbrAckEpochReset {
+		b.ackEpochAcked, b.ackEpochStart, expected = 0, now, 0
+	}
+	b.ackEpochAcked += acked
+	extra := min(float64(b.ackEpochAcked)-expected, math.Floor(cwnd))
+	b.extraAcked[b.extraAckedIdx] = max(b.extraAcked[b.extraAckedIdx], extra)
+}
+
+// aggregationCwnd is the window added for ACK aggregation: the windowed
+// maximum excess, at most 100 ms at BtlBw, once the pipe is full.
+func (b *bbrState) aggregationCwnd() float64 {
+	if !b.fullBwReached {
+		return 0
+	}
+	return min(max(b.extraAcked[0], b.extraAcked[1]), math.Floor(b.maxBw*bbrExtraAckedMax.Seconds()))
 }
 
 // bdp is the window for gain g in packets (the initial window before any
@@ -418,15 +467,15 @@ func (s *Sim) bbrSetPacing(f *flow) {
 	}
 }
 
-// bbrSetCwnd moves the window toward gain × BDP plus the send-quantum
-// allowance.
+// bbrSetCwnd moves the window toward gain × BDP plus the ACK-aggregation
+// and send-quantum allowances.
 func (s *Sim) bbrSetCwnd(f *flow, acked, lost int64) {
 	b := f.bbr
 	if acked > 0 {
 		if lost > 0 {
 			f.cwnd = max(f.cwnd-float64(lost), 1)
 		}
-		target := f.bbrInflight(b.cwndGain)
+		target := f.bbrQuantize(b.bdp(b.cwndGain) + b.aggregationCwnd())
 		switch {
 		case b.conservation:
 			f.cwnd = max(f.cwnd, float64(f.pipe()+acked))

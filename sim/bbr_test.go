@@ -6,6 +6,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/aqmkit/aqmkit/aqm"
 	"github.com/stretchr/testify/require"
 )
 
@@ -78,9 +79,10 @@ func TestBBRStartupAndDrain(t *testing.T) {
 // packets for at least 200 ms. With an ACK for every segment (the setting of
 // the BBR self-checks) each flow probes every 10 s and, after the first
 // episode, the two flows' episodes coincide (they see the same minimum and
-// expire together). With Linux's delayed ACKs the flows take turns: each
-// one's probe drains the queue far enough to refresh the other's min_rtt,
-// so each flow probes every 20 s and the pair every 10 s.
+// expire together). With Linux's delayed ACKs and ACK-aggregation
+// allowance the two flows' episodes overlap, or the flows take turns (each
+// one's probe draining the queue far enough to refresh the other's
+// min_rtt); either way the pair probes every 10 s.
 func TestBBRProbeRTT(t *testing.T) {
 	type episode struct{ from, to time.Duration }
 	run := func(tcp TCPConfig) [2][]episode {
@@ -142,7 +144,7 @@ func TestBBRProbeRTT(t *testing.T) {
 	slices.Sort(starts)
 	merged := starts[:1]
 	for _, x := range starts[1:] {
-		if x-merged[len(merged)-1] > 2*bbrTestRTT {
+		if x-merged[len(merged)-1] > bbrProbeRTTTime {
 			merged = append(merged, x)
 		}
 	}
@@ -206,4 +208,120 @@ func TestBBRStartsBehindStandingQueue(t *testing.T) {
 	r := mustRun(t, cfg, fifoQ(1000))
 	t.Logf("BBR %.1f Mb/s, CUBIC %.1f Mb/s", r.Group("test").GoodputMbps, r.Group("cross").GoodputMbps)
 	require.Greater(t, r.Group("test").GoodputMbps, 20.0)
+}
+
+// aggState is a BBR state past Startup with BtlBw 1 packet per ms, for the
+// scripted ACK-aggregation checks.
+func aggState() *bbrState {
+	return &bbrState{maxBw: 1000, fullBwReached: true, minRTT: 20 * time.Millisecond}
+}
+
+// TestBBRAckAggregationSmoothClock protects the estimator's zero point: ACKs
+// that arrive at exactly BtlBw restart the epoch on every ACK, so the excess
+// never exceeds one ACK's packets.
+func TestBBRAckAggregationSmoothClock(t *testing.T) {
+	b := aggState()
+	for i := range 1000 { // 2 packets every 2 ms
+		b.updateAckAggregation(aqm.Time(i+1)*aqm.Time(2*time.Millisecond), 2, 100)
+	}
+	require.Equal(t, 2.0, b.aggregationCwnd())
+}
+
+// TestBBRAckAggregationBurst protects the measured excess and Linux's caps:
+// after a silence, a stretch ACK for 30 packets followed by ACKs at BtlBw
+// raises the allowance by the 30 packets; the excess is capped at the window
+// and the allowance at 100 ms at BtlBw; nothing is added before the pipe is
+// full.
+func TestBBRAckAggregationBurst(t *testing.T) {
+	ms := aqm.Time(time.Millisecond)
+	script := func(b *bbrState, burst int64, cwnd float64) {
+		b.updateAckAggregation(ms, 1, cwnd)
+		b.updateAckAggregation(31*ms, burst, cwnd) // 30 ms silent: the epoch restarts here
+		for i := range 20 {
+			b.updateAckAggregation(aqm.Time(32+i)*ms, 1, cwnd) // then at BtlBw
+		}
+	}
+	b := aggState()
+	script(b, 30, 1000)
+	require.Equal(t, 30.0, b.aggregationCwnd(), "the burst's excess over BtlBw × elapsed")
+
+	b = aggState()
+	script(b, 30, 12.7)
+	require.Equal(t, 12.0, b.aggregationCwnd(), "capped at the (whole-packet) window")
+
+	b = aggState()
+	script(b, 300, 1000)
+	require.Equal(t, 100.0, b.aggregationCwnd(), "capped at 100 ms × BtlBw")
+
+	b = aggState()
+	b.fullBwReached = false
+	script(b, 30, 1000)
+	require.Zero(t, b.aggregationCwnd(), "no allowance before the pipe is full")
+	b.fullBwReached = true
+	require.Equal(t, 30.0, b.aggregationCwnd(), "but the excess is measured all along")
+}
+
+// TestBBRAckAggregationEpochAndWindow protects the epoch rule and the
+// two-slot window: an epoch lasts while deliveries run ahead of BtlBw (a
+// burst then a steady excess keeps adding up), restarts once they fall
+// behind, and after 2^20 packets; a peak is forgotten after 5 to 10 rounds.
+func TestBBRAckAggregationEpochAndWindow(t *testing.T) {
+	ms := aqm.Time(time.Millisecond)
+	b := aggState()
+	b.updateAckAggregation(ms, 10, 1000)  // epoch starts: excess 10
+	b.updateAckAggregation(2*ms, 2, 1000) // 12 acked, 1 expected: 11
+	b.updateAckAggregation(3*ms, 2, 1000) // 14 acked, 2 expected: 12
+	require.Equal(t, 12.0, b.aggregationCwnd())
+	require.Equal(t, ms, b.ackEpochStart, "the epoch holds while ahead")
+	b.updateAckAggregation(20*ms, 1, 1000) // 14 ≤ 19 expected: restart, excess 1
+	require.Equal(t, 20*ms, b.ackEpochStart, "the epoch restarts once behind")
+	require.EqualValues(t, 1, b.ackEpochAcked)
+
+	b.ackEpochAcked = bbrAckEpochReset - 1
+	b.updateAckAggregation(21*ms, 1, 1000)
+	require.Equal(t, 21*ms, b.ackEpochStart, "an epoch of 2^20 packets restarts")
+
+	// The window: the peak of 12 sits in slot 0; rounds 1–4 keep it, the
+	// 5th switches to slot 1 (which keeps it too), the 10th clears slot 0.
+	b = aggState()
+	b.updateAckAggregation(ms, 12, 1000)
+	now := ms
+	round := func() {
+		now += 20 * ms
+		b.roundStart = true
+		b.updateAckAggregation(now, 1, 1000) // behind BtlBw: a new epoch, excess 1
+		b.roundStart = false
+	}
+	for range 9 {
+		round()
+		require.Equal(t, 12.0, b.aggregationCwnd(), "kept within 10 rounds")
+	}
+	round()
+	require.Equal(t, 1.0, b.aggregationCwnd(), "forgotten after 10 rounds")
+}
+
+// TestBBRAckAggregationStretchAcks protects the allowance on a whole path:
+// a receiver that ACKs every 16th segment makes the ACK clock bursty, and
+// with the switch on the flow's window grows by about one stretch ACK
+// beyond BBR's 2 BDP; with it off the estimator stays idle.
+func TestBBRAckAggregationStretchAcks(t *testing.T) {
+	run := func(on bool) (*Sim, *Result) {
+		tcp := LinuxTCP()
+		tcp.Profile, tcp.AckEvery, tcp.AckAggregation = "stretch", 16, on
+		cfg := Config{RateBps: bbrTestRate, Duration: 20 * time.Second, Warmup: 5 * time.Second, TCP: tcp,
+			Flows: []FlowSpec{{Kind: BBR, RTT: bbrTestRTT}}}
+		s, err := New(cfg, fifoQ(bbrTestBuf))
+		require.NoError(t, err)
+		return s, s.Run()
+	}
+	sOn, rOn := run(true)
+	sOff, rOff := run(false)
+	bOn, bOff := sOn.flows[0].bbr, sOff.flows[0].bbr
+	t.Logf("extra acked %v, cwnd %.0f vs %.0f, util %.3f vs %.3f", bOn.extraAcked, sOn.flows[0].cwnd,
+		sOff.flows[0].cwnd, rOn.Utilization, rOff.Utilization)
+	require.GreaterOrEqual(t, bOn.aggregationCwnd(), 14.0, "at least a stretch ACK's excess")
+	require.LessOrEqual(t, bOn.aggregationCwnd(), 0.1*bbrTestRate/8/DefaultMSS)
+	require.Equal(t, [2]float64{}, bOff.extraAcked, "the switch off measures nothing")
+	require.GreaterOrEqual(t, sOn.flows[0].cwnd, sOff.flows[0].cwnd+12)
+	require.Greater(t, rOn.Utilization, 0.97)
 }

@@ -70,10 +70,14 @@
 //     Drain, ProbeBW's 8-phase gain cycle from a random phase, ProbeRTT
 //     (4 packets for 200 ms and a round), pacing at 0.99·gain·BtlBw, a
 //     window of gain·BDP plus Linux's three send quanta, and packet
-//     conservation for a round on loss instead of a window cut. Not
-//     modelled: the ACK-aggregation allowance (delayed ACKs and the shaper
-//     do aggregate ACKs, so BBR's window here lacks that headroom) and the
-//     long-term ("policer") bandwidth estimator. A lone flow in a noise-free path would never enter ProbeRTT
+//     conservation for a round on loss instead of a window cut; with
+//     TCPConfig.AckAggregation (the linux profile), Linux's allowance for
+//     ACK aggregation: the most data ACKed beyond BtlBw × elapsed within
+//     an epoch, a max over 5–10 rounds capped at the window and at 100 ms
+//     of BtlBw, added to the window once the pipe is full. Not modelled:
+//     the long-term ("policer") bandwidth estimator, and the data
+//     aggregation of TSO, GRO and batching routers, which real paths add
+//     to the excess measured here. A lone flow in a noise-free path would never enter ProbeRTT
 //     (its RTT samples never rise above the minimum); here the queue its
 //     send quanta keep, or other flows, make them vary.
 //   - CBR: unresponsive constant-rate UDP, ECN-capable or not.

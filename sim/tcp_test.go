@@ -475,7 +475,7 @@ func TestTCPProfiles(t *testing.T) {
 		TimestampBytes: 12, InitialWindow: 10}, NS3TCP())
 	require.Equal(t, TCPConfig{Profile: "linux", AckEvery: 2, DelayedAckTimeout: 40 * time.Millisecond, QuickAcks: 16,
 		Growth: GrowABC, Ssthresh: SsthreshCwnd, PRR: true, MinRTO: 200 * time.Millisecond, LinuxRTO: true,
-		TimestampBytes: 12, InitialWindow: 10, HyStart: true}, LinuxTCP())
+		TimestampBytes: 12, InitialWindow: 10, HyStart: true, AckAggregation: true}, LinuxTCP())
 	for _, name := range []string{"ns3", "linux"} {
 		p, err := TCPProfile(name)
 		require.NoError(t, err)

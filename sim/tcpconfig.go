@@ -92,6 +92,15 @@ type TCPConfig struct {
 	// HyStart makes CUBIC flows leave slow start by HyStart++ (RFC 9406),
 	// as [FlowSpec.HyStart] does for one flow.
 	HyStart bool
+
+	// AckAggregation gives BBR flows Linux's allowance for ACK aggregation
+	// (since Linux 4.20): once the pipe is full, BBR's window target grows
+	// by the most data recently ACKed beyond what its bandwidth estimate
+	// predicts, so that a sender whose ACKs come in bursts keeps sending
+	// through the silences between them. ns-3's TcpBbr has a variant that
+	// restarts its measurement every 4 KB ACKed, which keeps the allowance
+	// near one ACK's worth; the ns3 profile leaves it off.
+	AckAggregation bool
 }
 
 // Growth selects how an ACK opens the congestion window.
@@ -125,7 +134,8 @@ const (
 // NS3TCP returns ns-3 3.37's default TCP socket: delayed ACKs (every second
 // segment, 200 ms), NewReno growth once per ACK, whole segments, ssthresh
 // from the pipe, RFC 6675 IsLost, PRR, RFC 6298 RTO with a 1 s minimum and
-// Karn's rule, timestamps on, initial window 10.
+// Karn's rule, timestamps on, initial window 10, BBR without the
+// ACK-aggregation allowance.
 func NS3TCP() TCPConfig {
 	return TCPConfig{
 		Profile: "ns3", AckEvery: 2, DelayedAckTimeout: 200 * time.Millisecond,
@@ -139,13 +149,14 @@ func NS3TCP() TCPConfig {
 // segments ACKed, whole segments, Reno's ssthresh from cwnd, SACK loss
 // marking by RFC 6675's IsLost (RACK and TLP are not modelled), PRR, an RTO
 // of srtt + max(4·rttvar, 200 ms) with timestamp samples, timestamps on,
-// initial window 10, CUBIC with HyStart++.
+// initial window 10, CUBIC with HyStart++, BBR with its ACK-aggregation
+// allowance.
 func LinuxTCP() TCPConfig {
 	return TCPConfig{
 		Profile: "linux", AckEvery: 2, DelayedAckTimeout: 40 * time.Millisecond, QuickAcks: 16,
 		Growth: GrowABC, Ssthresh: SsthreshCwnd, PRR: true,
 		MinRTO: 200 * time.Millisecond, LinuxRTO: true, TimestampBytes: 12, InitialWindow: 10,
-		HyStart: true,
+		HyStart: true, AckAggregation: true,
 	}
 }
 
