@@ -37,7 +37,9 @@
 // window growth once per ACK (RFC 5681, ns-3) or by segments ACKed (ABC,
 // Linux), whole-segment sending (RFC 6675 (C)), what a loss halves (the
 // pipe, the window or the flight), RFC 6675's IsLost with DupThresh 3 or
-// FACK, PRR (RFC 6937), the RFC 6298 or Linux RTO with a per-stack
+// FACK, whether a SACKed retransmission stays in the pipe until
+// cumulatively ACKed (ns-3) or leaves it (RFC 6675, Linux), PRR
+// (RFC 6937), the RFC 6298 or Linux RTO with a per-stack
 // minimum, Karn's rule, the 12-byte timestamp option and the initial
 // window. The scenarios choose a profile (red-family ns3, the others
 // linux), the command's -tcp flag overrides it, and every result carries

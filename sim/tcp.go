@@ -75,6 +75,9 @@ type flow struct {
 	prrDelivered, prrOut, recoverFS int64
 	perAck                          bool // grows once per ACK (TCPConfig.Growth)
 	fack                            bool // FACK loss marking (TCPConfig.FACK)
+	// keepRetx keeps SACKed retransmissions in retxd, and so in the pipe,
+	// until the cumulative ACK passes them (TCPConfig.SackedRetransInPipe).
+	keepRetx bool
 
 	// SACK scoreboard (RFC 6675) over [sndUna, highSent)
 	sacked, retxd     seqSet   // SACKed segments; retransmitted and not yet SACKed/ACKed
@@ -151,7 +154,7 @@ func newFlow(id int32, fs FlowSpec, short bool, mss int, tcp *TCPConfig) *flow {
 		hystart: hystart, noRTTIndep: fs.PragueNoRTTIndependence,
 		hash: uint32(id+1) * hashMul,
 		cwnd: float64(tcp.InitialWindow), ssthresh: math.Inf(1), rto: initRTO, recover: -1, alpha: 1,
-		perAck: tcp.Growth == GrowPerAck && fs.Kind != Prague, fack: tcp.FACK,
+		perAck: tcp.Growth == GrowPerAck && fs.Kind != Prague, fack: tcp.FACK, keepRetx: tcp.SackedRetransInPipe,
 		top: [3]int64{-1, -1, -1}, quick: tcp.QuickAcks,
 	}
 	if f.rtt == 0 {
@@ -290,6 +293,9 @@ func (f *flow) advanceUna(ack int64) (fresh int64) {
 	for seq := f.sndUna; seq < ack; seq++ {
 		if f.sacked.has(seq, f.sndUna) {
 			f.sacked.del(seq)
+			if f.keepRetx && f.retxd.has(seq, f.sndUna) {
+				f.retxd.del(seq)
+			}
 			continue
 		}
 		fresh++
@@ -320,7 +326,7 @@ func (f *flow) onSack(seq int64) bool {
 	if seq < f.lostEnd {
 		f.lostHoles--
 	}
-	if f.retxd.has(seq, f.sndUna) {
+	if !f.keepRetx && f.retxd.has(seq, f.sndUna) {
 		f.retxd.del(seq)
 	}
 	f.highSack = max(f.highSack, seq+1)

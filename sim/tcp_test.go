@@ -404,6 +404,35 @@ func TestPRR(t *testing.T) {
 	require.EqualValues(t, 10, f.pipe(), "without PRR the window fills at once")
 }
 
+// TestSackedRetransInPipe protects ns-3's count of retransmissions: with
+// segments 0 and 1 of 20 lost and both retransmitted, the SACK of the
+// retransmitted 1 (the retransmitted 0 lost again) leaves the pipe as it
+// was under the ns3 profile, which forgets the retransmitted mark only on a
+// cumulative ACK, and takes one segment out of it under RFC 6675's count;
+// the cumulative ACK past both forgets the mark in either case.
+func TestSackedRetransInPipe(t *testing.T) {
+	rfc := NS3TCP()
+	rfc.Profile, rfc.SackedRetransInPipe = "ns3-rfc6675-pipe", false
+	for _, tc := range []struct {
+		tcp  TCPConfig
+		drop int64 // how much the SACK of the retransmission lowers the pipe
+	}{{NS3TCP(), 0}, {rfc, 1}} {
+		s, f := scripted(t, tc.tcp)
+		lossAt(s, f, 20, 2)
+		require.True(t, f.retxd.has(0, f.sndUna), "%s: the fast retransmit", tc.tcp)
+		if !f.retxd.has(1, f.sndUna) {
+			s.sendData(f, 1)
+		}
+		f.cwnd = 0 // send nothing more: watch the count alone
+		before := f.pipe()
+		s.onAck(f, 0, 1, 0, s.now, true)
+		require.True(t, f.sacked.has(1, f.sndUna))
+		require.Equal(t, before-tc.drop, f.pipe(), "%s: the pipe after the SACK of the retransmitted 1", tc.tcp)
+		s.onAck(f, 2, -1, 0, s.now, true)
+		require.Zero(t, f.retxd.n, "%s: no retransmission left below the cumulative ACK", tc.tcp)
+	}
+}
+
 // TestRTO protects the retransmission timer: RFC 6298's
 // max(srtt + 4·rttvar, MinRTO) with ns-3's 1 s and Linux's
 // srtt + max(4·rttvar, 200 ms); Karn's rule (no sample from an ACK of a
@@ -471,7 +500,7 @@ func TestRTO(t *testing.T) {
 // the zero TCPConfig as Linux's, and validation naming the field.
 func TestTCPProfiles(t *testing.T) {
 	require.Equal(t, TCPConfig{Profile: "ns3", AckEvery: 2, DelayedAckTimeout: 200 * time.Millisecond,
-		Growth: GrowPerAck, Ssthresh: SsthreshPipe, PRR: true, MinRTO: time.Second, Karn: true,
+		Growth: GrowPerAck, Ssthresh: SsthreshPipe, SackedRetransInPipe: true, PRR: true, MinRTO: time.Second, Karn: true,
 		TimestampBytes: 12, InitialWindow: 10}, NS3TCP())
 	require.Equal(t, TCPConfig{Profile: "linux", AckEvery: 2, DelayedAckTimeout: 40 * time.Millisecond, QuickAcks: 16,
 		Growth: GrowABC, Ssthresh: SsthreshCwnd, PRR: true, MinRTO: 200 * time.Millisecond, LinuxRTO: true,

@@ -62,6 +62,17 @@ type TCPConfig struct {
 	// lie above it (ns-3; Linux's SACK scoreboard without RACK).
 	FACK bool
 
+	// SackedRetransInPipe keeps a retransmitted segment counted in the
+	// pipe after the receiver SACKs it, until the cumulative ACK passes
+	// it or a timeout resets the scoreboard, as ns-3 3.37's transmit
+	// buffer does (it forgets a segment's retransmitted mark only when the
+	// segment is cumulatively ACKed). While the cumulative ACK waits behind
+	// a lost retransmission, the pipe then holds one phantom segment for
+	// every other retransmission delivered, and the sender slows down
+	// until its timeout. False takes a SACKed segment out of the pipe,
+	// retransmitted or not (RFC 6675, Linux).
+	SackedRetransInPipe bool
+
 	// PRR paces retransmissions and new data during fast recovery by
 	// Proportional Rate Reduction (RFC 6937, with the slow-start reduction
 	// bound, as ns-3 and Linux). False sets cwnd to ssthresh on entering
@@ -133,13 +144,14 @@ const (
 
 // NS3TCP returns ns-3 3.37's default TCP socket: delayed ACKs (every second
 // segment, 200 ms), NewReno growth once per ACK, whole segments, ssthresh
-// from the pipe, RFC 6675 IsLost, PRR, RFC 6298 RTO with a 1 s minimum and
+// from the pipe, RFC 6675 IsLost, SACKed retransmissions kept in the pipe
+// until cumulatively ACKed, PRR, RFC 6298 RTO with a 1 s minimum and
 // Karn's rule, timestamps on, initial window 10, BBR without the
 // ACK-aggregation allowance.
 func NS3TCP() TCPConfig {
 	return TCPConfig{
 		Profile: "ns3", AckEvery: 2, DelayedAckTimeout: 200 * time.Millisecond,
-		Growth: GrowPerAck, Ssthresh: SsthreshPipe, PRR: true,
+		Growth: GrowPerAck, Ssthresh: SsthreshPipe, SackedRetransInPipe: true, PRR: true,
 		MinRTO: time.Second, Karn: true, TimestampBytes: 12, InitialWindow: 10,
 	}
 }

@@ -120,6 +120,71 @@ struct Recorder
 
 Recorder g;
 
+// With -traceUntil, every sender's socket reports its scoreboard changes on
+// stderr until then, one line each: "trace <s> <flow> <what> <value>", what
+// being cwnd, ssthresh, inflight (bytes), state (TcpSocketState::TcpCongState_t)
+// or tx (the segment's first byte; value negative for a retransmission).
+double traceUntil = 0;
+std::vector<uint32_t> traceHighTx;
+
+void
+TraceLine(uint32_t flow, const char* what, double v)
+{
+    double t = Simulator::Now().GetSeconds();
+    if (t < traceUntil)
+    {
+        std::fprintf(stderr, "trace %.6f %u %s %.0f\n", t, flow, what, v);
+    }
+}
+
+void
+OnCwnd(uint32_t flow, uint32_t, uint32_t v)
+{
+    TraceLine(flow, "cwnd", v);
+}
+
+void
+OnSsthresh(uint32_t flow, uint32_t, uint32_t v)
+{
+    TraceLine(flow, "ssthresh", v);
+}
+
+void
+OnInFlight(uint32_t flow, uint32_t, uint32_t v)
+{
+    TraceLine(flow, "inflight", v);
+}
+
+void
+OnState(uint32_t flow, TcpSocketState::TcpCongState_t, TcpSocketState::TcpCongState_t v)
+{
+    TraceLine(flow, "state", v);
+}
+
+void
+OnTx(uint32_t flow, Ptr<const Packet> p, const TcpHeader& h, Ptr<const TcpSocketBase>)
+{
+    if (p->GetSize() == 0)
+    {
+        return;
+    }
+    uint32_t seq = h.GetSequenceNumber().GetValue();
+    bool retx = seq < traceHighTx[flow];
+    traceHighTx[flow] = std::max(traceHighTx[flow], seq + p->GetSize());
+    TraceLine(flow, "tx", retx ? -double(seq) : double(seq));
+}
+
+void
+ConnectTrace(uint32_t flow, uint32_t node)
+{
+    std::string base = "/NodeList/" + std::to_string(node) + "/$ns3::TcpL4Protocol/SocketList/0/";
+    Config::ConnectWithoutContext(base + "CongestionWindow", MakeBoundCallback(&OnCwnd, flow));
+    Config::ConnectWithoutContext(base + "SlowStartThreshold", MakeBoundCallback(&OnSsthresh, flow));
+    Config::ConnectWithoutContext(base + "BytesInFlight", MakeBoundCallback(&OnInFlight, flow));
+    Config::ConnectWithoutContext(base + "CongState", MakeBoundCallback(&OnState, flow));
+    Config::ConnectWithoutContext(base + "Tx", MakeBoundCallback(&OnTx, flow));
+}
+
 void
 OnSinkRx(uint32_t flow, Ptr<const Packet> p, const Address&)
 {
@@ -261,6 +326,7 @@ main(int argc, char* argv[])
     cmd.AddValue("limit", "queue disc limit, packets", s.discLimit);
     cmd.AddValue("device", "bottleneck device queue, packets (ns-3's default is 100)", s.devicePackets);
     cmd.AddValue("aredBottom", "ARED's lower bound on max_p (0: ns-3's automatic value)", s.aredBottom);
+    cmd.AddValue("traceUntil", "trace every sender's scoreboard on stderr until this time, s", traceUntil);
     cmd.AddValue("header", "print the CSV header before the row", header);
     cmd.Parse(argc, argv);
     if (s.flows == 0 || s.flows > 250 || s.warmupS < 0 || s.durationS <= s.warmupS ||
@@ -375,7 +441,16 @@ main(int argc, char* argv[])
         source.SetAttribute("MaxBytes", UintegerValue(0));
         source.SetAttribute("SendSize", UintegerValue(s.segmentBytes));
         ApplicationContainer sourceApp = source.Install(senders.Get(i));
-        sourceApp.Start(Seconds(s.startS + jitter->GetValue()));
+        double start = s.startS + jitter->GetValue();
+        sourceApp.Start(Seconds(start));
+        if (traceUntil > 0)
+        {
+            traceHighTx.push_back(0);
+            Simulator::Schedule(Seconds(start) + NanoSeconds(1),
+                                &ConnectTrace,
+                                i,
+                                senders.Get(i)->GetId());
+        }
     }
 
     Simulator::Schedule(Seconds(s.warmupS), &AtWarmup);
