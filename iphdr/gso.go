@@ -112,6 +112,26 @@ func GSOSegments(pkt []byte, h VnetHdr) (int, error) {
 	return l.count(), nil
 }
 
+// GSOWireSize returns how many IP bytes the packet pkt with virtio-net
+// header h puts on the wire: for a single packet (GSONone) len(pkt), and
+// for a super-packet the sum of the sizes of the segments [SplitGSO] cuts
+// it into, each with its own IP and transport headers, that is the
+// packet's length plus (segments − 1) × its header length. No link-layer
+// header or framing is counted. A queue charges a kept super-packet these
+// bytes in [aqm.Meta.Size], so that a shaper and byte limits see what the
+// link will carry. It returns len(pkt) with the errors of [GSOSegments],
+// and never allocates.
+func GSOWireSize(pkt []byte, h VnetHdr) (int, error) {
+	if !h.IsGSO() {
+		return len(pkt), h.Check()
+	}
+	l, err := layout(pkt, h)
+	if err != nil {
+		return len(pkt), err
+	}
+	return l.end + (l.count()-1)*l.hdr, nil
+}
+
 // SplitGSO cuts the super-packet pkt, described by its virtio-net header
 // h, into the packets it stands for, as a segmentation offload would put
 // them on the wire: segment i goes into bufs[i][:sizes[i]], and SplitGSO

@@ -214,6 +214,42 @@ func TestSplitGSOReference(t *testing.T) {
 	}
 }
 
+// TestGSOWireSizeReference protects the wire charge of a super-packet: over
+// every reference case (IPv4 and IPv6, TCP and UDP, options, tails),
+// GSOWireSize equals the bytes of the segments built from scratch and the
+// sum of the sizes SplitGSO writes; a plain packet is charged its length.
+func TestGSOWireSizeReference(t *testing.T) {
+	bufs := make([][]byte, 64)
+	for i := range bufs {
+		bufs[i] = make([]byte, 2048)
+	}
+	sizes := make([]int, 64)
+	for _, c := range gsoCases() {
+		p, h := c.super()
+		ref := 0
+		for _, w := range c.want() {
+			ref += len(w)
+		}
+		got, err := GSOWireSize(p, h)
+		require.NoError(t, err, "%v", c)
+		require.Equal(t, ref, got, "%v", c)
+		n, err := SplitGSO(p, h, bufs, sizes)
+		require.NoError(t, err, "%v", c)
+		split := 0
+		for _, s := range sizes[:n] {
+			split += s
+		}
+		require.Equal(t, split, got, "%v", c)
+		if n > 1 {
+			require.Greater(t, got, len(p), "%v", c)
+		}
+	}
+	p := v4(0, 6, srcA4, dstB4, 0, nil, tcp(1, 2, data(3000)))
+	got, err := GSOWireSize(p, VnetHdr{})
+	require.NoError(t, err)
+	require.Equal(t, len(p), got)
+}
+
 // TestSplitGSOCE protects marking: a super-packet marked CE by SetCE (as
 // the queue marks it) splits into segments that all carry CE, with IPv4
 // header checksums that verify, and equal to segments built CE from
@@ -317,7 +353,7 @@ func TestGSOSegmentsSingle(t *testing.T) {
 	require.Equal(t, p, b[0][:s[0]])
 }
 
-// TestSplitGSOZeroAllocs protects the hot path: counting and splitting
+// TestSplitGSOZeroAllocs protects the hot path: counting, charging and splitting
 // allocate nothing beyond the caller's buffers.
 func TestSplitGSOZeroAllocs(t *testing.T) {
 	c := gsoCase{v6: true, tcp: true, flags: tcpACK | tcpPSH, mss: 1440, payload: data(60000)}
@@ -333,15 +369,16 @@ func TestSplitGSOZeroAllocs(t *testing.T) {
 		sinkU32 = uint32(len(p))
 		hh, _ := ParseVnetHdr(raw[:])
 		n, _ := GSOSegments(p, hh)
+		w, _ := GSOWireSize(p, hh)
 		m, _ := SplitGSO(p, hh, bufs, sizes)
-		sinkU32 += uint32(n + m)
+		sinkU32 += uint32(n + m + w)
 	}))
 }
 
 // FuzzSplitGSO protects SplitGSO and GSOSegments against any packet and
 // header: no panic, nothing written past the buffers, the two agree on the
-// count, and every segment is a valid IP packet whose transport checksum
-// verifies.
+// count, GSOWireSize equals the bytes SplitGSO writes, and every segment is
+// a valid IP packet whose transport checksum verifies.
 func FuzzSplitGSO(f *testing.F) {
 	for i, c := range gsoCases() {
 		if i%37 != 0 {
@@ -365,6 +402,10 @@ func FuzzSplitGSO(f *testing.F) {
 			return
 		}
 		cnt, cerr := GSOSegments(p, h)
+		wire, werr := GSOWireSize(p, h)
+		if werr != cerr {
+			t.Fatalf("GSOWireSize %v, GSOSegments %v", werr, cerr)
+		}
 		n, err := SplitGSO(p, h, bufs, sizes)
 		if err != nil {
 			if n != 0 {
@@ -377,6 +418,13 @@ func FuzzSplitGSO(f *testing.F) {
 		}
 		if cerr != nil || cnt != n {
 			t.Fatalf("GSOSegments %d %v, SplitGSO %d", cnt, cerr, n)
+		}
+		total := 0
+		for _, s := range sizes[:n] {
+			total += s
+		}
+		if wire != total {
+			t.Fatalf("GSOWireSize %d, SplitGSO wrote %d bytes", wire, total)
 		}
 		if !h.IsGSO() {
 			return
