@@ -117,9 +117,9 @@ func GSOSegments(pkt []byte, h VnetHdr) (int, error) {
 // for a super-packet the sum of the sizes of the segments [SplitGSO] cuts
 // it into, each with its own IP and transport headers, that is the
 // packet's length plus (segments − 1) × its header length. No link-layer
-// header or framing is counted. A queue charges a kept super-packet these
-// bytes in [aqm.Meta.Size], so that a shaper and byte limits see what the
-// link will carry. It returns len(pkt) with the errors of [GSOSegments],
+// header or framing is counted. A caller that queues a super-packet whole
+// can put these bytes in [aqm.Meta.Size], so that a shaper and byte limits
+// see what the link will carry. It returns len(pkt) with the errors of [GSOSegments],
 // and never allocates.
 func GSOWireSize(pkt []byte, h VnetHdr) (int, error) {
 	if !h.IsGSO() {
