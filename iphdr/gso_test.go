@@ -194,11 +194,7 @@ func (c gsoCase) String() string {
 // identification, sequence number, flags and checksums; and GSOSegments
 // agrees on the count.
 func TestSplitGSOReference(t *testing.T) {
-	bufs := make([][]byte, 64)
-	for i := range bufs {
-		bufs[i] = make([]byte, 2048)
-	}
-	sizes := make([]int, 64)
+	bufs, sizes := splitBufs(2048)
 	for _, c := range gsoCases() {
 		p, h := c.super()
 		want := c.want()
@@ -219,11 +215,7 @@ func TestSplitGSOReference(t *testing.T) {
 // GSOWireSize equals the bytes of the segments built from scratch and the
 // sum of the sizes SplitGSO writes; a plain packet is charged its length.
 func TestGSOWireSizeReference(t *testing.T) {
-	bufs := make([][]byte, 64)
-	for i := range bufs {
-		bufs[i] = make([]byte, 2048)
-	}
-	sizes := make([]int, 64)
+	bufs, sizes := splitBufs(2048)
 	for _, c := range gsoCases() {
 		p, h := c.super()
 		ref := 0
@@ -358,11 +350,7 @@ func TestGSOSegmentsSingle(t *testing.T) {
 func TestSplitGSOZeroAllocs(t *testing.T) {
 	c := gsoCase{v6: true, tcp: true, flags: tcpACK | tcpPSH, mss: 1440, payload: data(60000)}
 	p, h := c.super()
-	bufs := make([][]byte, 64)
-	for i := range bufs {
-		bufs[i] = make([]byte, 1600)
-	}
-	sizes := make([]int, 64)
+	bufs, sizes := splitBufs(1600)
 	var raw [VnetHdrLen]byte
 	require.NoError(t, h.Put(raw[:]))
 	require.Zero(t, testing.AllocsPerRun(50, func() {
@@ -391,11 +379,7 @@ func FuzzSplitGSO(f *testing.F) {
 		f.Add(raw[:], p)
 	}
 	f.Add([]byte{1, 1, 0, 0, 1, 0, 20, 0, 16, 0}, []byte{0x45})
-	bufs := make([][]byte, 64)
-	for i := range bufs {
-		bufs[i] = make([]byte, 1600)
-	}
-	sizes := make([]int, 64)
+	bufs, sizes := splitBufs(1600)
 	f.Fuzz(func(t *testing.T, raw, p []byte) {
 		h, err := ParseVnetHdr(raw)
 		if err != nil && err != ErrVnetHdr {
@@ -459,15 +443,21 @@ func FuzzSplitGSO(f *testing.F) {
 func BenchmarkSplitGSO(b *testing.B) {
 	c := gsoCase{tcp: true, flags: tcpACK | tcpPSH, mss: 1448, payload: data(45 * 1448)}
 	p, h := c.super()
-	bufs := make([][]byte, 64)
-	for i := range bufs {
-		bufs[i] = make([]byte, 1600)
-	}
-	sizes := make([]int, 64)
+	bufs, sizes := splitBufs(1600)
 	b.SetBytes(int64(len(p)))
 	for b.Loop() {
 		if _, err := SplitGSO(p, h, bufs, sizes); err != nil {
 			b.Fatal(err)
 		}
 	}
+}
+
+// splitBufs returns 64 segment buffers of size bytes each, and 64 sizes,
+// for SplitGSO.
+func splitBufs(size int) ([][]byte, []int) {
+	bufs := make([][]byte, 64)
+	for i := range bufs {
+		bufs[i] = make([]byte, size)
+	}
+	return bufs, make([]int, 64)
 }
