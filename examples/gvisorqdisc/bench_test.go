@@ -174,6 +174,20 @@ func med(xs []float64) float64 {
 	return (s[len(s)/2-1] + s[len(s)/2]) / 2
 }
 
+// runBursts sends pkts through q once per b.Loop iteration, reports the
+// CPU time per packet as cpu-ns/pkt and returns how many packets it sent.
+func runBursts(b *testing.B, q stack.QueueingDiscipline, c *counter, pkts []*stack.PacketBuffer) int {
+	var cpu time.Duration
+	n := 0
+	for b.Loop() {
+		d, _ := burst(q, c, pkts)
+		cpu += d
+		n += len(pkts)
+	}
+	b.ReportMetric(float64(cpu.Nanoseconds())/float64(n), "cpu-ns/pkt")
+	return n
+}
+
 // BenchmarkQDisc writes bursts of 1000 packets through one queue at a time
 // (gVisor's fifo, then fifo, fq-codel, cake), for profiling one path alone: it reports the
 // process's CPU time per packet and the dispatcher's looks at the queue
@@ -185,14 +199,7 @@ func BenchmarkQDisc(b *testing.B) {
 		q := fifo.New(c, 1, 1000)
 		pkts := benchPackets()
 		burst(q, c, pkts)
-		var cpu time.Duration
-		n := 0
-		for b.Loop() {
-			d, _ := burst(q, c, pkts)
-			cpu += d
-			n += len(pkts)
-		}
-		b.ReportMetric(float64(cpu.Nanoseconds())/float64(n), "cpu-ns/pkt")
+		runBursts(b, q, c, pkts)
 		q.Close()
 		for _, p := range pkts {
 			p.DecRef()
@@ -208,14 +215,7 @@ func BenchmarkQDisc(b *testing.B) {
 			pkts := benchPackets()
 			burst(q, c, pkts)
 			w0 := q.Front().Detail().Wakeups
-			var cpu time.Duration
-			n := 0
-			for b.Loop() {
-				d, _ := burst(q, c, pkts)
-				cpu += d
-				n += len(pkts)
-			}
-			b.ReportMetric(float64(cpu.Nanoseconds())/float64(n), "cpu-ns/pkt")
+			n := runBursts(b, q, c, pkts)
 			b.ReportMetric(float64(q.Front().Detail().Wakeups-w0)*1000/float64(n), "looks/kpkt")
 			q.Close()
 			for _, p := range pkts {
