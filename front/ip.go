@@ -100,9 +100,12 @@ type IPConfig struct {
 	// segments; to split instead, cut it with iphdr.SplitGSO before
 	// Enqueue when [GSOPolicy.Split] says so for the front's rate. The
 	// front never coalesces packets, so a mark covers exactly the
-	// segments of the packet the queue marked. Size reports the IP bytes,
-	// header excluded. A Buf whose header is bad is queued as not IP
-	// ([IPDetail.NotIP]).
+	// segments of the packet the queue marked. Size counts IP bytes, the
+	// virtio-net header excluded; for a super-packet it is the bytes its
+	// segments put on the wire, each with its own IP and transport headers
+	// (iphdr.GSOWireSize), so that the rate, byte limits and Stats agree
+	// with what the link carries whether the packet is split or kept. A
+	// Buf whose header is bad is queued as not IP ([IPDetail.NotIP]).
 	VnetHdr bool
 }
 
@@ -291,8 +294,11 @@ func (x *IP[C]) classify(b []byte) (aqm.Meta, C, error) {
 		return aqm.Meta{Size: uint32(len(ip))}, zero, herr
 	}
 	if err == nil && h.IsGSO() {
-		if n, gerr := iphdr.GSOSegments(ip, h); gerr == nil {
+		n, gerr := iphdr.GSOSegments(ip, h)
+		w, werr := iphdr.GSOWireSize(ip, h)
+		if gerr == nil && werr == nil {
 			m.Segments = uint16(min(n, 0xffff))
+			m.Size = uint32(min(w, 1<<31))
 		}
 	}
 	return m, info, err

@@ -3,6 +3,7 @@ package front
 import (
 	"encoding/binary"
 	"testing"
+	"time"
 
 	"github.com/stretchr/testify/require"
 
@@ -60,8 +61,11 @@ func (q *markSome) Enqueue(p aqm.Packet[*Buf], now aqm.Time) aqm.Verdict {
 
 // superUDP4 is a virtio-net header and an IPv4 UDP GSO super-packet of
 // segs datagrams of 1000 bytes, ECT(0).
-func superUDP4(segs int) []byte {
-	ip := make([]byte, 28+1000*segs)
+func superUDP4(segs int) []byte { return superUDP4Of(segs, 1000) }
+
+// superUDP4Of is superUDP4 with datagrams of mss bytes.
+func superUDP4Of(segs, mss int) []byte {
+	ip := make([]byte, 28+mss*segs)
 	ip[0], ip[1], ip[8], ip[9] = 0x45, 2, 64, 17
 	binary.BigEndian.PutUint16(ip[2:], uint16(len(ip)))
 	copy(ip[12:], []byte{10, 0, 0, 1, 192, 0, 2, 9})
@@ -69,7 +73,7 @@ func superUDP4(segs int) []byte {
 	binary.BigEndian.PutUint16(ip[20:], 4000)
 	binary.BigEndian.PutUint16(ip[22:], 443)
 	binary.BigEndian.PutUint16(ip[24:], uint16(len(ip)-20))
-	h := iphdr.VnetHdr{Flags: iphdr.VnetNeedsCsum, GSOType: iphdr.GSOUDPL4, GSOSize: 1000, CsumStart: 20, CsumOffset: 6}
+	h := iphdr.VnetHdr{Flags: iphdr.VnetNeedsCsum, GSOType: iphdr.GSOUDPL4, GSOSize: uint16(mss), CsumStart: 20, CsumOffset: 6}
 	b := make([]byte, iphdr.VnetHdrLen)
 	_ = h.Put(b)
 	return append(b, ip...)
@@ -134,6 +138,63 @@ func TestIPVnetKeep(t *testing.T) {
 	}
 	d := f.Detail()
 	require.Equal(t, uint64(1), d.RewrittenCE.Packets)
-	require.Equal(t, uint64(1000*5+28), d.RewrittenCE.Bytes)
+	require.Equal(t, uint64(5*(1000+28)), d.RewrittenCE.Bytes, "a kept super-packet counts its segments' wire bytes")
 	require.Zero(t, d.NotIP.Packets)
+	st := f.Stats()
+	require.Equal(t, uint64(16*28+16*1000), st.Dequeued.Bytes, "wire bytes of 16 segments")
+}
+
+// TestIPVnetKeepRate protects the rate of an IP front that keeps GSO
+// super-packets whole: it charges each one the bytes its segments put on
+// the wire, one set of IP and UDP headers per segment, so that at no
+// moment has it released more wire bytes than rate × time + burst + one
+// packet. Charged only its own length, a super-packet of 40 datagrams of
+// 100 bytes would cost 4028 bytes for 5120 on the wire, 27 % over the rate.
+func TestIPVnetKeepRate(t *testing.T) {
+	const (
+		segs, mss = 40, 100
+		wire      = segs * (mss + 28)
+		rate      = 8 * aqm.Mbit // one byte per microsecond
+		burst     = 3000
+		steps     = 200 // of 1 ms
+	)
+	pool, err := NewPool(PoolConfig{BufferBytes: iphdr.VnetHdrLen + 65535, MaxFree: 128})
+	require.NoError(t, err)
+	q, err := fifo.New[*Buf](fifo.Config{LimitPackets: 100000}, pool.Drop)
+	require.NoError(t, err)
+	clk := clock.NewManual(clock.Epoch)
+	f, err := NewIP(HashIP(q, iphdr.NewHasherWithKey(1, 2)), clk, IPConfig{Config: Config{Rate: rate, BurstBytes: burst}, Pool: pool, VnetHdr: true})
+	require.NoError(t, err)
+	pkt := superUDP4Of(segs, mss)
+	for range 80 {
+		b := pool.Get()
+		b.B = b.B[:copy(b.B, pkt)]
+		v, err := f.Enqueue(b)
+		require.NoError(t, err)
+		require.True(t, v.Accepted())
+	}
+	bs := make([]*Buf, 16)
+	released := 0
+	for step := 1; step <= steps; step++ {
+		clk.Advance(time.Millisecond)
+		for {
+			n, _ := f.TryDequeueBatch(bs)
+			if n == 0 {
+				break
+			}
+			for _, b := range bs[:n] {
+				h, err := iphdr.ParseVnetHdr(b.B)
+				require.NoError(t, err)
+				w, err := iphdr.GSOWireSize(b.B[iphdr.VnetHdrLen:], h)
+				require.NoError(t, err)
+				require.Equal(t, wire, w)
+				released += w
+				pool.Put(b)
+			}
+		}
+		limit := step*1000 + burst + wire
+		require.LessOrEqual(t, released, limit, "after %d ms: %d wire bytes released, rate allows %d", step, released, limit)
+	}
+	require.GreaterOrEqual(t, released, steps*1000-wire, "the front must still deliver its rate")
+	require.Equal(t, uint64(released), f.Stats().Dequeued.Bytes)
 }
