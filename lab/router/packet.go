@@ -95,7 +95,8 @@ func forIP(q aqm.Queue[[]byte], off int) (aqm.Queue[[]byte], classifier) {
 }
 
 // cakeIP is a CAKE queue behind CAKE's classifier. Its Enqueue reads the
-// packet's headers and hands CAKE the Meta and Info the classifier found;
+// packet's headers and hands CAKE the Meta and Info the classifier found,
+// with the router's Size and Segments;
 // the front calls it under its lock, so the classifier is never used
 // concurrently. It implements aqm.Paced, so the front waits for CAKE's
 // shaper.
@@ -116,9 +117,11 @@ func (c *cakeIP) Enqueue(p aqm.Packet[[]byte], now aqm.Time) aqm.Verdict {
 	if err != nil {
 		// Not a parseable IP packet: CAKE queues it as one flow of best
 		// effort, not ECN-capable, so it can be dropped but never marked.
-		return c.q.Enqueue(aqm.Packet[[]byte]{Payload: p.Payload, Meta: aqm.Meta{Size: uint32(len(ip)), Segments: p.Segments}}, now)
+		return c.q.Enqueue(aqm.Packet[[]byte]{Payload: p.Payload, Meta: aqm.Meta{Size: p.Size, Segments: p.Segments}}, now)
 	}
-	m.Segments = p.Segments
+	// The router's Size and Segments stand: for a kept super-packet they
+	// count its segments' wire bytes, which the classifier cannot know.
+	m.Size, m.Segments = p.Size, p.Segments
 	p.Meta = m
 	return c.q.EnqueueInfo(p, info, now)
 }

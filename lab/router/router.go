@@ -126,7 +126,9 @@ type Config struct {
 	// virtio-net header (iphdr.VnetHdr): a TUN opened with offloads
 	// (tun.Config.Offload), whose reads may be GSO super-packets of up to
 	// 64 KiB. Queues then see the IP packet behind the header, and the
-	// counters count IP bytes. Read buffers are DefaultVnetBufferSize; a
+	// counters and the rate count IP bytes: for a super-packet kept whole,
+	// the bytes its segments put on the wire, each segment with its own IP
+	// and transport headers (iphdr.GSOWireSize). Read buffers are DefaultVnetBufferSize; a
 	// packet that fits SegmentBufferSize is copied into a buffer of that
 	// size before it is queued, so that only kept super-packets hold big
 	// buffers in a queue.
@@ -433,7 +435,7 @@ func (d *Queue) write(ps [][]byte) {
 		n, err := d.dev.WriteBatch(ps)
 		for _, p := range ps[:n] {
 			d.c.writtenPackets.Add(1)
-			d.c.writtenBytes.Add(uint64(len(p) - d.r.off))
+			d.c.writtenBytes.Add(uint64(d.r.wireBytes(p)))
 			d.r.put(p)
 		}
 		if n >= len(ps) {
@@ -629,10 +631,13 @@ func (r *Router) offer(bufs [][]byte, i, size int, noBuffer bool, sp *splitter) 
 		}
 		return nil
 	}
-	segs := 1
+	segs, wire := 1, len(ip)
 	if vh.IsGSO() {
 		if n, err := iphdr.GSOSegments(ip, vh); err == nil {
 			segs = n
+			if w, err := iphdr.GSOWireSize(ip, vh); err == nil {
+				wire = w
+			}
 			if d.split && n > 1 && n <= MaxSplitSegments && d.offerSplit(ip, vh, n, sp) {
 				d.c.split.Add(1)
 				return d
@@ -647,8 +652,9 @@ func (r *Router) offer(bufs [][]byte, i, size int, noBuffer bool, sp *splitter) 
 			payload, copied = b[:copy(b, p)], true
 		}
 	}
-	d.c.read(len(ip))
+	d.c.read(wire)
 	m := d.cls.classify(ip)
+	m.Size = uint32(wire) // a kept super-packet is charged what its segments put on the wire
 	m.Segments = uint16(min(segs, 0xffff))
 	switch {
 	case d.enqueue(payload, m):
@@ -674,6 +680,23 @@ func (r *Router) segments(p []byte) int {
 	}
 	n, _ := iphdr.GSOSegments(p[r.off:], h)
 	return n
+}
+
+// wireBytes returns the IP bytes the buffer p puts on the wire: without
+// VnetHdr its length, and with it the IP packet's length or, for a GSO
+// super-packet, the bytes of its segments, headers included
+// (iphdr.GSOWireSize).
+func (r *Router) wireBytes(p []byte) int {
+	if r.off == 0 {
+		return len(p)
+	}
+	ip := p[min(r.off, len(p)):]
+	h, err := iphdr.ParseVnetHdr(p)
+	if err != nil {
+		return len(ip)
+	}
+	w, _ := iphdr.GSOWireSize(ip, h)
+	return w
 }
 
 // enqueue offers p (with its Meta m) to the front and counts a refusal; it
@@ -722,7 +745,8 @@ func (d *Queue) offerSplit(ip []byte, h iphdr.VnetHdr, n int, sp *splitter) bool
 	}
 	if k < n { // too few buffers: drop the super-packet, as the reader drops a packet it has none for
 		release(0)
-		d.c.read(len(ip))
+		w, _ := iphdr.GSOWireSize(ip, h)
+		d.c.read(w)
 		d.c.drop(dropNoBuffer)
 		return true
 	}
