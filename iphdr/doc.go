@@ -94,6 +94,21 @@
 // (and any link padding the caller left on). Callers that shape to a link
 // rate add the link or tunnel overhead themselves.
 //
+// # GSO super-packets
+//
+// A Linux TUN opened with IFF_VNET_HDR puts a virtio-net header
+// ([VnetHdr], [VnetHdrLen] bytes, read by [ParseVnetHdr]) before each
+// packet, and with its offloads on a packet may be a GSO super-packet: up
+// to 64 KiB of TCP or UDP payload behind one set of headers, standing for
+// the packets a segmentation offload will cut it into. [GSOSegments] says
+// how many ([aqm.Meta.Segments]), [GSOWireSize] how many IP bytes those
+// segments put on the wire, each with its own IP and transport headers
+// (the size to charge a super-packet a queue keeps whole), and [SplitGSO]
+// cuts it into its segments in the caller's buffers, with their headers
+// and checksums complete. They take the IP packet behind the header and
+// the parsed header, check one against the other ([ErrGSO]), and allocate
+// nothing.
+//
 // # Differences from Linux's flow dissector
 //
 //   - ICMP echo identifiers are in the key, so two pings between the same

@@ -124,7 +124,8 @@
 // (the router logs what it refused): -gso auto splits them into their
 // segments when -rate is set below 1 Gb/s, so that the queues see wire
 // packets, and keeps them whole unshaped or faster, one read and one write
-// per super-packet. With the veths' offloads off, as above, the kernel
+// per super-packet, charged to the rate and the counters as the bytes its
+// segments put on the wire. With the veths' offloads off, as above, the kernel
 // sends no super-packets and the queues see packets of at most the MTU
 // either way. The kernel's own packets
 // on tun0 (IPv6 router solicitations to ff02::2 when the link comes up) are
