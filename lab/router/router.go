@@ -128,10 +128,10 @@ type Config struct {
 	// 64 KiB. Queues then see the IP packet behind the header, and the
 	// counters and the rate count IP bytes: for a super-packet kept whole,
 	// the bytes its segments put on the wire, each segment with its own IP
-	// and transport headers (iphdr.GSOWireSize). Read buffers are DefaultVnetBufferSize; a
-	// packet that fits SegmentBufferSize is copied into a buffer of that
-	// size before it is queued, so that only kept super-packets hold big
-	// buffers in a queue.
+	// and transport headers (iphdr.GSOWireSize). Read buffers are
+	// DefaultVnetBufferSize; a packet that fits SegmentBufferSize is copied
+	// into a buffer of that size before it is queued, so that only kept
+	// super-packets hold big buffers in a queue.
 	VnetHdr bool
 	// GSO says what happens to a super-packet with VnetHdr: split into its
 	// segments (each queued, marked and written as its own packet, with a
@@ -638,7 +638,7 @@ func (r *Router) offer(bufs [][]byte, i, size int, noBuffer bool, sp *splitter) 
 			if w, err := iphdr.GSOWireSize(ip, vh); err == nil {
 				wire = w
 			}
-			if d.split && n > 1 && n <= MaxSplitSegments && d.offerSplit(ip, vh, n, sp) {
+			if d.split && n > 1 && n <= MaxSplitSegments && d.offerSplit(ip, vh, n, wire, sp) {
 				d.c.split.Add(1)
 				return d
 			}
@@ -721,12 +721,13 @@ type splitter struct {
 	sizes [MaxSplitSegments]int
 }
 
-// offerSplit cuts the super-packet ip (header h, n segments) into segment
-// buffers and offers each to the front as its own packet, behind a GSONone
-// header. It reports false, having queued nothing and holding no buffer,
-// if the segments do not fit a segment buffer; when too few buffers are
-// free, the super-packet is dropped (no_buffer).
-func (d *Queue) offerSplit(ip []byte, h iphdr.VnetHdr, n int, sp *splitter) bool {
+// offerSplit cuts the super-packet ip (header h, n segments, wire bytes
+// on the wire) into segment buffers and offers each to the front as its
+// own packet, behind a GSONone header. It reports false, having queued
+// nothing and holding no buffer, if the segments do not fit a segment
+// buffer; when too few buffers are free, the super-packet is dropped
+// (no_buffer) and counted as wire bytes read.
+func (d *Queue) offerSplit(ip []byte, h iphdr.VnetHdr, n, wire int, sp *splitter) bool {
 	r := d.r
 	k := 0
 	for ; k < n; k++ {
@@ -745,8 +746,7 @@ func (d *Queue) offerSplit(ip []byte, h iphdr.VnetHdr, n int, sp *splitter) bool
 	}
 	if k < n { // too few buffers: drop the super-packet, as the reader drops a packet it has none for
 		release(0)
-		w, _ := iphdr.GSOWireSize(ip, h)
-		d.c.read(w)
+		d.c.read(wire)
 		d.c.drop(dropNoBuffer)
 		return true
 	}
