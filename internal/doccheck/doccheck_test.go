@@ -397,3 +397,41 @@ func TestLinks(t *testing.T) {
 		t.Fatal("no links found: the extraction is broken")
 	}
 }
+
+// TestREADMEShape protects the README's promises to a first-time reader: at
+// most 250 lines, opening with the two set-up commands, and a section on
+// choosing a queue.
+func TestREADMEShape(t *testing.T) {
+	text, err := os.ReadFile(filepath.Join(root(t), "README.md"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	lines := strings.Split(strings.TrimRight(string(text), "\n"), "\n")
+	if len(lines) > 250 {
+		t.Errorf("README.md has %d lines, want at most 250", len(lines))
+	}
+	var first []string
+	for i, l := range lines {
+		if strings.HasPrefix(l, "```") {
+			for _, c := range lines[i+1:] {
+				if strings.HasPrefix(c, "```") {
+					break
+				}
+				first = append(first, strings.Fields(c)...)
+			}
+			break
+		}
+	}
+	cmds := strings.Join(first, " ")
+	for _, want := range []string{"go run ./sim/cmd/aqmsim", "go test " + module + "/..."} {
+		if !strings.Contains(cmds, want) {
+			t.Errorf("README.md's first block lacks %q: %q", want, cmds)
+		}
+	}
+	if n := strings.Count(cmds, "go run") + strings.Count(cmds, "go test"); n != 2 {
+		t.Errorf("README.md's first block has %d commands, want the two set-up commands", n)
+	}
+	if !strings.Contains(string(text), "\n## Choosing a queue\n") {
+		t.Error(`README.md lacks the section "## Choosing a queue"`)
+	}
+}
