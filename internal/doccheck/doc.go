@@ -1,7 +1,8 @@
 // Package doccheck holds the tests that keep the Go in the README and in
 // docs/ compiling, their relative links pointing at files and headings that
-// exist, and the README within its shape (at most 250 lines, the two set-up
-// commands first, a section on choosing a queue).
+// exist, the README within its shape (at most 250 lines, the two set-up
+// commands first, a section on choosing a queue), and the README, the guides
+// and the results free of notebook words ("session", "as before").
 //
 // Every ```go block in README.md and docs/**/*.md is type-checked against
 // the packages of the workspace as they are today:

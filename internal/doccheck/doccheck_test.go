@@ -435,3 +435,29 @@ func TestREADMEShape(t *testing.T) {
 		t.Error(`README.md lacks the section "## Choosing a queue"`)
 	}
 }
+
+// notebook matches words of a lab notebook that a guide, a result or the
+// README must not use: they speak of how the work was done, not of what a
+// reader can use.
+var notebook = regexp.MustCompile(`(?i)another lab'?s session|\bsessions?\b|\bas before\b|\bnothing yet\b`)
+
+// TestNoNotebookWords protects the README, the guides and the results from
+// notebook lines; design notes, which record how a decision was reached,
+// are exempt.
+func TestNoNotebookWords(t *testing.T) {
+	dir := root(t)
+	for _, f := range markdownFiles(t, dir) {
+		if f == "CHANGELOG.md" || strings.HasPrefix(f, "docs/design/") {
+			continue
+		}
+		text, err := os.ReadFile(filepath.Join(dir, f))
+		if err != nil {
+			t.Fatal(err)
+		}
+		for i, l := range strings.Split(string(text), "\n") {
+			if m := notebook.FindString(l); m != "" {
+				t.Errorf("%s:%d: %q: say what the reader can use, not how the work went", f, i+1, m)
+			}
+		}
+	}
+}
