@@ -86,7 +86,7 @@
 //     would escape through the interface and allocate.
 //   - Packet groups Size, Hash and ECN in the embedded [Meta], so that it
 //     has three fields and the compiler passes it in registers (see
-//     docs/performance.md). The fields read and set as p.Size, p.Hash and
+//     docs/guide/performance.md). The fields read and set as p.Size, p.Hash and
 //     p.ECN; only composite literals name Meta.
 //   - Drops of refused packets are reported by the Verdict only, never through
 //     DropFunc, so the caller sees each refused packet exactly once.

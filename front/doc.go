@@ -48,7 +48,7 @@
 // packets to a short hand-over buffer, each call stamped with its arrival
 // instant, and the consumer moves them into the queue at those instants
 // before each look, so the queue's work and memory stay on the consumer's
-// core. docs/performance.md has what this saves on measured machines and
+// core. docs/guide/performance.md has what this saves on measured machines and
 // how to measure it on yours.
 //
 // What a staged producer gives up is the verdict: it gets [aqm.Enqueued]

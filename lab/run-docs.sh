@@ -1,5 +1,5 @@
 #!/bin/sh
-# run-docs.sh runs the measurements of docs/lab.md: one aqmlab invocation
+# run-docs.sh runs the measurements of docs/results/lab.md: one aqmlab invocation
 # per stage, each interleaving its configurations and rotating their order
 # over 3 repetitions, into OUT/<stage>/ (summary.txt, summary.csv, runs.csv,
 # results.json, plots/), with the machine's load average before and after

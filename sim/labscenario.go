@@ -6,7 +6,7 @@ import (
 )
 
 // The lab scenario sets the simulator on the setup of the real-traffic lab
-// (lab/cmd/aqmlab, docs/lab.md): a 50 Mb/s bottleneck, a 20 ms base RTT, a
+// (lab/cmd/aqmlab, docs/results/lab.md): a 50 Mb/s bottleneck, a 20 ms base RTT, a
 // 1000-packet buffer, four long TCP flows and a probe every 10 ms, 15 s of
 // load of which the first 5 s are left out, the lab's tests tcp_nup and
 // rrul, each with CUBIC and with BBR, over the router's FIFO and FQ-CoDel.
@@ -94,12 +94,12 @@ func LabGoodputShare(r *Result) float64 {
 
 var labScenario = Scenario{
 	Name: "lab",
-	Desc: "the real-traffic lab's setup (docs/lab.md): 50 Mb/s, base RTT 20 ms, 1000-packet buffer, 15 s of which the first 5 s are " +
+	Desc: "the real-traffic lab's setup (docs/results/lab.md): 50 Mb/s, base RTT 20 ms, 1000-packet buffer, 15 s of which the first 5 s are " +
 		"left out, a 10 ms probe; tcp_nup (4 uploads) and rrul (4 uploads and 4 downloads on a two-way path, one queue per " +
 		"direction, the probe crossing both), each with CUBIC and BBR; the router's FIFO and FQ-CoDel. Variant 'one-way': " +
 		"rrul as 4 uploads and the downloads' ACKs as a constant stream of 52-byte packets at one per two link-rate segments " +
 		"in one queue, the probe's added delay doubled for the two directions",
-	Published: "the lab (docs/lab.md): rrul at 50 Mb/s (stage a) and tcp_nup at 50 Mb/s, added probe latency p50/p99 over " +
+	Published: "the lab (docs/results/lab.md): rrul at 50 Mb/s (stage a) and tcp_nup at 50 Mb/s, added probe latency p50/p99 over " +
 		"the idle RTT and goodput as a share of the rate",
 	DefaultReps: 5,
 	Variants:    []string{"one-way"},

@@ -3,7 +3,7 @@
 // packet at 50 Mb/s plus its 1 ms wake slack) over and over for -for and
 // prints the distribution of the oversleep in one line (lab.TimerLag). A
 // shaping router wakes on such a timer, so on a busy machine this
-// lateness is what its queue and its rate absorb (see docs/lab.md). aqmlab
+// lateness is what its queue and its rate absorb (see docs/results/lab.md). aqmlab
 // measures the same during every run. Run it at the lab's niceness:
 //
 //	nice -n -10 timerlag -for 10s
