@@ -232,11 +232,16 @@ func (f *Front[T]) Closed() bool {
 // recompute its wait. Queued packets are not touched. On a shard of a
 // [Sharded] front it changes the rate all shards share; prefer
 // [Sharded.SetRate], which also wakes the other shards' consumers.
-func (f *Front[T]) SetRate(r aqm.Rate) {
+//
+// A Front accepts every rate and returns nil; the error gives every front
+// and cake.Queue one SetRate shape (an autorate.Setter), and [IP.SetRate]
+// uses it to refuse a rate in front of a queue that paces itself.
+func (f *Front[T]) SetRate(r aqm.Rate) error {
 	f.mu.Lock()
 	f.applyLocked(func(c *Config) { c.Rate = r })
 	f.mu.Unlock()
 	f.signal()
+	return nil
 }
 
 // Reconfigure validates cfg and applies its rate and burst at the clock's

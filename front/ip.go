@@ -501,8 +501,7 @@ func (x *IP[C]) SetRate(r aqm.Rate) error {
 	if x.paced && r != 0 {
 		return checkIP(Config{Rate: r}, true)
 	}
-	x.f.SetRate(r)
-	return nil
+	return x.f.SetRate(r)
 }
 
 // Reconfigure validates cfg as [NewIP] does and applies it as

@@ -459,10 +459,13 @@ func (s *Sharded[T]) Flush(drop aqm.DropFunc[T]) int {
 }
 
 // SetRate changes the shared rate (see [Front.SetRate]) and wakes every
-// consumer.
-func (s *Sharded[T]) SetRate(r aqm.Rate) {
-	s.shards[0].SetRate(r)
+// consumer. Like Front.SetRate it accepts every rate and returns nil.
+func (s *Sharded[T]) SetRate(r aqm.Rate) error {
+	if err := s.shards[0].SetRate(r); err != nil {
+		return err
+	}
 	s.wakeAll()
+	return nil
 }
 
 // Reconfigure validates cfg and applies its rate and burst to the shared

@@ -624,22 +624,29 @@ func (d *Device) Close() error {
 
 // SetRate changes the rate at runtime (zero: unlimited). A queue that
 // paces itself (CAKE) takes the rate itself. It has no effect with
-// PassThrough.
-func (d *Device) SetRate(r aqm.Rate) {
+// PassThrough. It returns the queue's or the front's error, if one refused
+// the rate; a *Device is an autorate.Setter.
+func (d *Device) SetRate(r aqm.Rate) error {
 	if d.front == nil {
-		return
+		return nil
 	}
 	if d.shapes {
+		var err error
 		d.front.WithQueue(func(q aqm.Queue[uint32]) {
-			if p, ok := q.(interface{ SetRate(aqm.Rate) }); ok {
-				p.SetRate(r)
+			if p, ok := q.(interface{ SetRate(aqm.Rate) error }); ok {
+				err = p.SetRate(r)
 			}
 		})
-		d.front.SetRate(0) // wakes a consumer waiting for the old pace
-		return
+		if err != nil {
+			return err
+		}
+		return d.front.SetRate(0) // wakes a consumer waiting for the old pace
 	}
-	d.front.SetRate(r)
+	if err := d.front.SetRate(r); err != nil {
+		return err
+	}
 	d.setMode(r)
+	return nil
 }
 
 // Stats returns the queue's counters (zero with PassThrough).
