@@ -489,10 +489,16 @@ func (x *IP[C]) Close() { x.f.Close() }
 // Closed reports whether Close was called.
 func (x *IP[C]) Closed() bool { return x.f.Closed() }
 
-// Flush takes every queued packet out now and puts its buffer back into
-// the pool (counted in [PoolStats.Dropped]), as [Front.Flush] does, and
-// returns how many.
-func (x *IP[C]) Flush() int { return x.f.Flush(x.pool.Drop) }
+// Flush takes every queued packet out now, as [Front.Flush] does, hands
+// each to drop, and returns how many. A nil drop puts each buffer back into
+// the front's pool (counted in [PoolStats.Dropped]); a non-nil drop owns
+// the buffers it gets, as a consumer does.
+func (x *IP[C]) Flush(drop aqm.DropFunc[*Buf]) int {
+	if drop == nil {
+		drop = x.pool.Drop
+	}
+	return x.f.Flush(drop)
+}
 
 // SetRate changes the front's rate as [Front.SetRate] does. It refuses a
 // non-zero rate in front of a queue that paces itself with a

@@ -505,7 +505,7 @@ func TestIPRefusedBuffersReturn(t *testing.T) {
 		d = f.Detail()
 		require.Equal(t, uint64(3), d.RefusedClosed.Packets)
 		require.Equal(t, 6, d.Pool.Free, "the closed refusals reused and returned the same buffers")
-		require.Equal(t, 4, f.Flush())
+		require.Equal(t, 4, f.Flush(nil))
 		d = f.Detail()
 		require.Equal(t, 10, d.Pool.Free)
 		require.Equal(t, uint64(10), d.Pool.Allocated)

@@ -22,7 +22,7 @@ type IPPath interface {
 	Config() Config
 	Close()
 	Closed() bool
-	Flush() int
+	Flush(drop aqm.DropFunc[*Buf]) int
 	Len() int
 	Backlog() int
 	Stats() aqm.Stats
