@@ -88,8 +88,9 @@ type IPConfig struct {
 	// the shaper sees the tins and the overhead.
 	Config
 	// Pool receives every buffer the front refuses or drops; nil means a
-	// new pool with [PoolConfig]'s defaults, which [IP.Pool] returns.
+	// new pool with [PoolConfig]'s defaults, which [IP.Config] returns.
 	// Give the same pool's [Pool.Drop] to the queue as its DropFunc.
+	// Fixed when the front is made.
 	Pool *Pool
 	// VnetHdr says every Buf starts with a virtio-net header
 	// (iphdr.VnetHdr, as a TUN opened with IFF_VNET_HDR delivers it): the
@@ -106,6 +107,7 @@ type IPConfig struct {
 	// (iphdr.GSOWireSize), so that the rate, byte limits and Stats agree
 	// with what the link carries whether the packet is split or kept. A
 	// Buf whose header is bad is queued as not IP ([IPDetail.NotIP]).
+	// Fixed when the front is made.
 	VnetHdr bool
 }
 
@@ -208,9 +210,6 @@ func checkIP(cfg Config, paced bool) error {
 	}
 	return errors.Join(errs...)
 }
-
-// Pool returns the pool that receives the front's refused buffers.
-func (x *IP[C]) Pool() *Pool { return x.pool }
 
 // Enqueue classifies b's packet and offers it to the queue at the clock's
 // current time, as [Front.Enqueue] does. The front takes b in every case:
@@ -510,17 +509,31 @@ func (x *IP[C]) SetRate(r aqm.Rate) error {
 	return x.f.SetRate(r)
 }
 
-// Reconfigure validates cfg as [NewIP] does and applies it as
-// [Front.Reconfigure] does; on error nothing changes.
-func (x *IP[C]) Reconfigure(cfg Config) error {
-	if err := checkIP(cfg, x.paced); err != nil {
+// Reconfigure validates cfg as [NewIP] does and applies its rate, burst
+// and wake slack as [Front.Reconfigure] does. Pool and VnetHdr are fixed
+// when the front is made: a nil Pool keeps the pool in effect, and another
+// pool or VnetHdr value is refused with an [aqm.ConfigError] naming the
+// field. On error nothing changes.
+func (x *IP[C]) Reconfigure(cfg IPConfig) error {
+	errs := []error{checkIP(cfg.Config, x.paced)}
+	if cfg.Pool != nil && cfg.Pool != x.pool {
+		errs = append(errs, &aqm.ConfigError{Pkg: "front", Field: "Pool", Value: "another pool", Rule: "is fixed when the front is made"})
+	}
+	if cfg.VnetHdr != (x.off != 0) {
+		errs = append(errs, &aqm.ConfigError{Pkg: "front", Field: "VnetHdr", Value: cfg.VnetHdr, Rule: "is fixed when the front is made"})
+	}
+	if err := errors.Join(errs...); err != nil {
 		return err
 	}
-	return x.f.Reconfigure(cfg)
+	return x.f.Reconfigure(cfg.Config)
 }
 
-// Config returns the front's effective configuration (see [Front.Config]).
-func (x *IP[C]) Config() Config { return x.f.Config() }
+// Config returns the configuration in effect: the front's (see
+// [Front.Config]), its pool (the default one when none was given) and
+// VnetHdr.
+func (x *IP[C]) Config() IPConfig {
+	return IPConfig{Config: x.f.Config(), Pool: x.pool, VnetHdr: x.off != 0}
+}
 
 // WithQueue calls fn with the queue under the front's lock, as
 // [Front.WithQueue] does (for a queue wrapped by [HashIP], the queue

@@ -17,9 +17,8 @@ type IPPath interface {
 	DequeueBatch(ctx context.Context, bs []*Buf) (int, error)
 	TryDequeueBatch(bs []*Buf) (int, time.Duration)
 	Run(ctx context.Context, send func([]*Buf)) error
-	Pool() *Pool
 	SetRate(r aqm.Rate) error
-	Config() Config
+	Config() IPConfig
 	Close()
 	Closed() bool
 	Flush(drop aqm.DropFunc[*Buf]) int

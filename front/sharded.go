@@ -1,6 +1,7 @@
 package front
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"iter"
@@ -65,6 +66,7 @@ import (
 //
 // All methods are safe for concurrent use.
 type Sharded[T any] struct {
+	cfg       ShardedConfig // the fixed fields in effect; Config from shard 0
 	shards    []*Front[T]
 	shared    *sharedRate
 	split     *splitRate // with ShardedConfig.SplitRate, instead of shared
@@ -115,6 +117,10 @@ func NewSharded[T any](newQueue func(shard int) (aqm.Queue[T], error), c clock.C
 		n:      uint64(n),
 		ready:  make(chan struct{}, 1),
 		done:   make(chan struct{}),
+	}
+	s.cfg = ShardedConfig{Shards: n, SplitRate: cfg.SplitRate, Seed: s.key}
+	if cfg.SplitRate {
+		s.cfg.SplitPeriod = cmp.Or(cfg.SplitPeriod, DefaultSplitPeriod)
 	}
 	s.coarse, _ = c.(*clock.Coarse)
 	s.scratch.New = func() any { return new(scratch[T]) }
@@ -468,14 +474,43 @@ func (s *Sharded[T]) SetRate(r aqm.Rate) error {
 	return nil
 }
 
-// Reconfigure validates cfg and applies its rate and burst to the shared
-// bucket; on error nothing changes.
-func (s *Sharded[T]) Reconfigure(cfg Config) error {
-	if err := s.shards[0].Reconfigure(cfg); err != nil {
+// Reconfigure validates cfg and applies its rate, burst and wake slack to
+// all shards, as [Front.Reconfigure] does. Shards, SplitRate, SplitPeriod,
+// Seed and Staged are fixed when the front is made: a zero Shards,
+// SplitPeriod or Seed keeps the value in effect, and any other change is
+// refused with an [aqm.ConfigError] naming the field. On error nothing
+// changes.
+func (s *Sharded[T]) Reconfigure(cfg ShardedConfig) error {
+	if err := cfg.Validate(); err != nil {
+		return err
+	}
+	var errs []error
+	fixed := func(field string, v any, changed bool) {
+		if changed {
+			errs = append(errs, &aqm.ConfigError{Pkg: "front", Field: field, Value: v, Rule: "is fixed when the front is made"})
+		}
+	}
+	fixed("Shards", cfg.Shards, cfg.Shards != 0 && cfg.Shards != s.cfg.Shards)
+	fixed("SplitRate", cfg.SplitRate, cfg.SplitRate != s.cfg.SplitRate)
+	fixed("SplitPeriod", cfg.SplitPeriod, cfg.SplitPeriod != 0 && cfg.SplitPeriod != s.cfg.SplitPeriod)
+	fixed("Seed", cfg.Seed, cfg.Seed != 0 && cfg.Seed != s.cfg.Seed)
+	if err := errors.Join(errs...); err != nil {
+		return err
+	}
+	if err := s.shards[0].Reconfigure(cfg.Config); err != nil {
 		return err
 	}
 	s.wakeAll()
 	return nil
+}
+
+// Config returns the configuration in effect: the shared rate
+// configuration (see [Front.Config]), the number of shards, and the split
+// period and seed, defaults filled in.
+func (s *Sharded[T]) Config() ShardedConfig {
+	c := s.cfg
+	c.Config = s.shards[0].Config()
+	return c
 }
 
 func (s *Sharded[T]) wakeAll() {
@@ -483,9 +518,6 @@ func (s *Sharded[T]) wakeAll() {
 		f.signal()
 	}
 }
-
-// Config returns the effective shared rate configuration.
-func (s *Sharded[T]) Config() Config { return s.shards[0].Config() }
 
 // Len returns the number of packets queued in all shards.
 func (s *Sharded[T]) Len() int {

@@ -73,7 +73,7 @@ func TestNewIPMarksOnTheWire(t *testing.T) {
 	clk := clock.NewManual(clock.Epoch)
 	f, err := queues.NewIP("fq-codel", queues.Options{Seed: 1}, clk, front.IPConfig{})
 	require.NoError(t, err)
-	pool := f.Pool()
+	pool := f.Config().Pool
 	const n = 400
 	for i := range n {
 		b := pool.Get()
@@ -110,7 +110,7 @@ func TestNewIPCakeSeesDSCP(t *testing.T) {
 	f, err := queues.NewIP("cake", queues.Options{Rate: 10 * aqm.Mbit, Seed: 1}, clk, front.IPConfig{})
 	require.NoError(t, err)
 	for i, ds := range []byte{46 << 2, 0, 46 << 2, 0} {
-		b := f.Pool().Get()
+		b := f.Config().Pool.Get()
 		b.B = ipv4(b.B[:cap(b.B)], uint16(2000+i), ds, 500)
 		_, err := f.Enqueue(b)
 		require.NoError(t, err)
