@@ -103,3 +103,21 @@ func TestShardedConfigRoundTrip(t *testing.T) {
 	require.ElementsMatch(t, []string{"Shards", "Seed", "SplitPeriod", "SplitRate"}, configFields(err))
 	require.Equal(t, 5*aqm.Mbit, s.Config().Rate, "nothing changed")
 }
+
+// TestShardOutOfRange protects Sharded.Shard from a bad index: it reports
+// false instead of panicking, and returns every shard in range.
+func TestShardOutOfRange(t *testing.T) {
+	newQ := func(int) (aqm.Queue[int], error) { return fifo.New[int](fifo.Config{}, nil) }
+	s, err := front.NewSharded(newQ, nil, front.ShardedConfig{Shards: 2, Seed: 1})
+	require.NoError(t, err)
+	for _, i := range []int{-1, 2, 1 << 30} {
+		f, ok := s.Shard(i)
+		require.False(t, ok, "shard %d", i)
+		require.Nil(t, f)
+	}
+	for i := range s.Config().Shards {
+		f, ok := s.Shard(i)
+		require.True(t, ok)
+		require.NotNil(t, f)
+	}
+}

@@ -156,18 +156,20 @@ func NewSharded[T any](newQueue func(shard int) (aqm.Queue[T], error), c clock.C
 	return s, nil
 }
 
-// Shards returns the number of shards.
-func (s *Sharded[T]) Shards() int { return len(s.shards) }
-
 // Shard returns shard i, a [Front] over shard i's queue, for a per-shard
-// consumer or for its own Stats and WithQueue. Shard panics if i is out of
-// range, as a slice index does.
-func (s *Sharded[T]) Shard(i int) *Front[T] { return s.shards[i] }
+// consumer or for its own Stats and WithQueue, and false if i is not in
+// [0, Config().Shards).
+func (s *Sharded[T]) Shard(i int) (*Front[T], bool) {
+	if i < 0 || i >= len(s.shards) {
+		return nil, false
+	}
+	return s.shards[i], true
+}
 
-// ShardOf returns the shard a packet with this Hash goes to. The mapping is
+// shardOf returns the shard a packet with this Hash goes to. The mapping is
 // keyed by the configuration's Seed and mixes all 32 bits of the hash, so
 // it does not favour the bits a queue's own bucket mapping uses.
-func (s *Sharded[T]) ShardOf(hash uint32) int {
+func (s *Sharded[T]) shardOf(hash uint32) int {
 	// A 64-bit multiplicative mix of the keyed hash (odd constant: 2^64/φ),
 	// then Lemire's multiply-shift range reduction of its top 32 bits.
 	x := (uint64(hash) ^ s.key) * 0x9e3779b97f4a7c15
@@ -177,7 +179,7 @@ func (s *Sharded[T]) ShardOf(hash uint32) int {
 
 // Enqueue offers p to its shard; see [Front.Enqueue].
 func (s *Sharded[T]) Enqueue(p aqm.Packet[T]) (aqm.Verdict, error) {
-	return s.shards[s.ShardOf(p.Hash)].Enqueue(p)
+	return s.shards[s.shardOf(p.Hash)].Enqueue(p)
 }
 
 // shardChunk is how many packets EnqueueBatch sorts by shard at a time, on
@@ -213,7 +215,7 @@ func (s *Sharded[T]) EnqueueBatch(ps []aqm.Packet[T], vs []aqm.Verdict) (int, er
 		// Counting sort of the chunk's positions by shard, stable.
 		clear(count[:s.n+1])
 		for i := range chunk {
-			k := s.ShardOf(chunk[i].Hash)
+			k := s.shardOf(chunk[i].Hash)
 			idx[i] = uint8(k)
 			count[k+1]++
 		}
@@ -571,7 +573,8 @@ func (s *Sharded[T]) Detail() Detail {
 // Metrics lists the shards' Stats metrics summed, then the Detail metrics
 // (see [Sharded.Detail]); safe to call from any goroutine. The queues' own
 // Detail metrics are per shard and do not add up (a probability, a
-// controller's state): [Sharded.Shard](i).Metrics lists shard i's.
+// controller's state): the Metrics of the [Front] [Sharded.Shard] returns
+// for i list shard i's.
 func (s *Sharded[T]) Metrics() iter.Seq[aqm.Metric] {
 	st, d := s.Stats(), s.Detail()
 	return concat(st.Metrics(), d.Metrics())
