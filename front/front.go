@@ -3,7 +3,6 @@ package front
 import (
 	"errors"
 	"iter"
-	"reflect"
 	"sync"
 	"time"
 
@@ -120,10 +119,10 @@ var detailMetrics = metrics.Declare[Detail]("front_")
 // cfg's rate (none if cfg.Rate is zero); its bucket starts full. A nil c
 // means a new [clock.Coarse] over [clock.Mono], which the front refreshes
 // itself (see the package doc, Time). c must be safe for concurrent use.
-// New returns [ErrNilQueue] if q is nil and cfg's validation error if cfg is
-// invalid.
+// New returns [ErrNilQueue] if q is nil or holds a nil pointer (found by
+// calling q.Len once), and cfg's validation error if cfg is invalid.
 func New[T any](q aqm.Queue[T], c clock.Clock, cfg Config) (*Front[T], error) {
-	if isNil(q) {
+	if unusable(q) {
 		return nil, ErrNilQueue
 	}
 	if err := cfg.Validate(); err != nil {
@@ -145,16 +144,19 @@ func New[T any](q aqm.Queue[T], c clock.Clock, cfg Config) (*Front[T], error) {
 	return f, nil
 }
 
-// isNil reports whether q is nil or a nil pointer in an interface.
-func isNil(q any) bool {
+// unusable reports whether q is nil or cannot answer Len, as a nil pointer
+// in a non-nil interface cannot: the probe finds a typed nil of any queue
+// type without reflection, at the cost of one Len call when a front is made.
+func unusable[T any](q aqm.Queue[T]) (bad bool) {
 	if q == nil {
 		return true
 	}
-	v := reflect.ValueOf(q)
-	switch v.Kind() {
-	case reflect.Pointer, reflect.Map, reflect.Slice, reflect.Func, reflect.Chan, reflect.Interface:
-		return v.IsNil()
-	}
+	defer func() {
+		if recover() != nil {
+			bad = true
+		}
+	}()
+	q.Len()
 	return false
 }
 

@@ -159,13 +159,13 @@ type ipScratch[C any] struct {
 // naming Staged or Rate if cfg asks for a staged front or for a rate in
 // front of a queue that paces itself, besides cfg's validation errors.
 func NewIP[C any](q IPQueue[C], c clock.Clock, cfg IPConfig) (*IP[C], error) {
-	if isNil(q) {
+	if unusable[*Buf](q) {
 		return nil, ErrNilQueue
 	}
 	inner := aqm.Queue[*Buf](q)
 	var batch aqm.BatchQueue[*Buf]
 	if h, ok := any(q).(*hashedIP); ok {
-		if isNil(h.Queue) {
+		if unusable(h.Queue) {
 			return nil, ErrNilQueue
 		}
 		if reflect.ValueOf(h.Queue).MethodByName("ClassifyIP").IsValid() {

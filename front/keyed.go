@@ -209,7 +209,7 @@ func (k *Keyed[K, T]) create(key K, now aqm.Time) (slot int32, full bool) {
 		return none, true
 	}
 	q, err := k.newQueue(key)
-	if err != nil || isNil(q) {
+	if err != nil || unusable(q) {
 		return none, false
 	}
 	if k.free == none {
