@@ -74,7 +74,7 @@ type Config struct {
 	// when the consumer is slow or asleep. Fixed when the front is made.
 	Staged bool
 	// WakeSlack is how much later than the next departure a blocking
-	// consumer ([Front.DequeueBatch], [Front.Dequeue], [Front.Run]) may
+	// consumer ([Front.DequeueBatch], [Front.Run]) may
 	// sleep, so that each wake-up sends a batch instead of a packet or
 	// two: the credit earned meanwhile lets the packets that became due
 	// leave together. Zero means the default: the larger of

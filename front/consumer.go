@@ -361,8 +361,8 @@ func (f *Front[T]) DequeueBatch(ctx context.Context, buf []aqm.Packet[T]) (int, 
 	}
 }
 
-// Dequeue is DequeueBatch for one packet.
-func (f *Front[T]) Dequeue(ctx context.Context) (aqm.Packet[T], error) {
+// dequeue is DequeueBatch for one packet.
+func (f *Front[T]) dequeue(ctx context.Context) (aqm.Packet[T], error) {
 	f.cs.looking.Add(1)
 	defer f.cs.looking.Add(-1)
 	for {

@@ -219,13 +219,6 @@ func (f *Front[T]) Close() {
 	f.mu.Unlock()
 }
 
-// Closed reports whether Close was called.
-func (f *Front[T]) Closed() bool {
-	f.mu.Lock()
-	defer f.mu.Unlock()
-	return f.closed
-}
-
 // SetRate changes the rate at the clock's current time, from any goroutine,
 // as often as the link changes (an LTE or satellite rate controller may call
 // it tens of times a second). The credit earned up to now is settled at the

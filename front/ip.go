@@ -436,20 +436,6 @@ func (x *IP[C]) TryDequeueBatch(bs []*Buf) (n int, wait time.Duration) {
 	}
 }
 
-// Dequeue is DequeueBatch for one buffer.
-func (x *IP[C]) Dequeue(ctx context.Context) (*Buf, error) {
-	var b [1]*Buf
-	for {
-		p, err := x.f.Dequeue(ctx)
-		if err != nil {
-			return nil, err
-		}
-		ps := [1]aqm.Packet[*Buf]{p}
-		if x.deliver(ps[:], b[:]) == 1 {
-			return b[0], nil
-		}
-	}
-}
 
 // Run hands the queue's packets to send in batches of up to [RunBatch],
 // CE written where the queue marked them, at the front's rate (or the
@@ -484,9 +470,6 @@ func (x *IP[C]) Run(ctx context.Context, send func([]*Buf)) error {
 // Close is [Front.Close]: further packets are refused (their buffers go
 // back to the pool) and blocked consumers drain what is queued.
 func (x *IP[C]) Close() { x.f.Close() }
-
-// Closed reports whether Close was called.
-func (x *IP[C]) Closed() bool { return x.f.Closed() }
 
 // Flush takes every queued packet out now, as [Front.Flush] does, hands
 // each to drop, and returns how many. A nil drop puts each buffer back into
@@ -539,12 +522,6 @@ func (x *IP[C]) Config() IPConfig {
 // [Front.WithQueue] does (for a queue wrapped by [HashIP], the queue
 // itself). fn must not keep the queue or call the front.
 func (x *IP[C]) WithQueue(fn func(q aqm.Queue[*Buf])) { x.f.WithQueue(fn) }
-
-// Len returns the number of queued packets.
-func (x *IP[C]) Len() int { return x.f.Len() }
-
-// Backlog returns the number of queued bytes.
-func (x *IP[C]) Backlog() int { return x.f.Backlog() }
 
 // Stats returns a snapshot of the queue's counters.
 func (x *IP[C]) Stats() aqm.Stats { return x.f.Stats() }

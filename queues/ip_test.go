@@ -84,7 +84,7 @@ func TestNewIPMarksOnTheWire(t *testing.T) {
 	}
 	ce := 0
 	bs := make([]*front.Buf, 16)
-	for k := 0; f.Len() > 0; k++ {
+	for k := 0; f.Stats().Len > 0; k++ {
 		clk.Advance(10 * time.Millisecond) // every packet has waited far above CoDel's target
 		m, _ := f.TryDequeueBatch(bs)
 		for _, b := range bs[:m] {
@@ -116,7 +116,7 @@ func TestNewIPCakeSeesDSCP(t *testing.T) {
 		require.NoError(t, err)
 	}
 	var voice, other uint64
-	f.WithQueue(func(q aqm.Queue[*front.Buf]) {
+	f.(*front.IP[cake.Info]).WithQueue(func(q aqm.Queue[*front.Buf]) {
 		d := q.(*cake.Queue[*front.Buf]).Detail()
 		for _, tin := range d.Tins[:d.NumTins] {
 			if tin.Name == "Voice" {

@@ -381,7 +381,7 @@ func (d *Device) Read(bufs [][]byte, sizes []int, offset int) (int, error) {
 		d.modeMu.Unlock()
 		if direct {
 			d.devMu.Lock()
-			if d.front.Len() == 0 && !d.front.Closed() {
+			if d.front.Len() == 0 && !d.front.Detail().Closed {
 				out, err := d.readDirect(bufs[:n], sizes[:n], offset)
 				d.devMu.Unlock()
 				if out > 0 || err != nil {
@@ -393,7 +393,7 @@ func (d *Device) Read(bufs [][]byte, sizes []int, offset int) (int, error) {
 			// A backlog, left from a shaped period or by a failed device:
 			// it leaves first.
 			k, _ := d.front.TryDequeueBatch(d.cps[:n])
-			if k == 0 && d.front.Closed() && d.front.Len() == 0 {
+			if k == 0 && d.front.Detail().Closed && d.front.Len() == 0 {
 				return 0, d.closedErr()
 			}
 			if out := d.copyOut(d.cps[:k], bufs, sizes, offset); out > 0 {
