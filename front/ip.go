@@ -436,7 +436,6 @@ func (x *IP[C]) TryDequeueBatch(bs []*Buf) (n int, wait time.Duration) {
 	}
 }
 
-
 // Run hands the queue's packets to send in batches of up to [RunBatch],
 // CE written where the queue marked them, at the front's rate (or the
 // queue's own pace), until ctx ends (it returns ctx's error) or the front
