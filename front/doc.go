@@ -56,7 +56,7 @@
 // consumer moves them in go to [Front.OnRefused]'s function (they are in
 // the queue's Stats either way). The AQM still judges every packet at its
 // arrival instant, and the sojourn runs from the hand-over. When the
-// consumer is slow or asleep (a low rate), at most [StageLimit] packets
+// consumer is slow or asleep (a low rate), at most 256 packets
 // wait in the hand-over; the producer that finds it full moves them into
 // the queue itself, so the AQM's view lags by at most that many packets and
 // nothing is refused for lack of room. A consumer asleep until the next

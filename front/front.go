@@ -17,8 +17,8 @@ import (
 // once the front is closed and its queue is empty.
 var ErrClosed = errors.New("front: closed")
 
-// ErrNilQueue is returned by [New] and [NewSharded] for a nil queue.
-var ErrNilQueue = errors.New("front: the queue is nil")
+// errNilQueue is returned by [New] and [NewSharded] for a nil queue.
+var errNilQueue = errors.New("front: the queue is nil")
 
 // Front serialises access to one [aqm.Queue] for concurrent producers and a
 // blocking consumer, and optionally releases the packets at a rate. Once a
@@ -119,11 +119,11 @@ var detailMetrics = metrics.Declare[Detail]("front_")
 // cfg's rate (none if cfg.Rate is zero); its bucket starts full. A nil c
 // means a new [clock.Coarse] over [clock.Mono], which the front refreshes
 // itself (see the package doc, Time). c must be safe for concurrent use.
-// New returns [ErrNilQueue] if q is nil or holds a nil pointer (found by
+// New returns an error if q is nil or holds a nil pointer (found by
 // calling q.Len once), and cfg's validation error if cfg is invalid.
 func New[T any](q aqm.Queue[T], c clock.Clock, cfg Config) (*Front[T], error) {
 	if unusable(q) {
-		return nil, ErrNilQueue
+		return nil, errNilQueue
 	}
 	if err := cfg.Validate(); err != nil {
 		return nil, err

@@ -14,11 +14,11 @@ import (
 	"github.com/aqmkit/aqmkit/iphdr"
 )
 
-// ErrClassifiesIP is returned by [NewIP] for a queue wrapped by [HashIP]
+// errClassifiesIP is returned by [NewIP] for a queue wrapped by [HashIP]
 // that has a ClassifyIP method of its own, such as a CAKE queue: wrapped,
 // its host isolation, DiffServ tins and ACK filter would see none of what
 // its own classifier finds. Pass such a queue to NewIP as it is.
-var ErrClassifiesIP = errors.New("front: the queue classifies IP packets itself; pass it to NewIP without HashIP")
+var errClassifiesIP = errors.New("front: the queue classifies IP packets itself; pass it to NewIP without HashIP")
 
 // IPQueue is a queue of raw IP packets that says how to classify them:
 // [IP] calls ClassifyIP for every packet, on its single and its batch path
@@ -154,22 +154,22 @@ type ipScratch[C any] struct {
 
 // NewIP returns an IP front over q that reads time from c (nil: a
 // [clock.Coarse], as for [New]) with cfg's rate, burst and slack. It
-// returns [ErrNilQueue] for a nil queue, [ErrClassifiesIP] for a queue
-// with its own classifier wrapped by [HashIP], and a [aqm.ConfigError]
+// returns an error for a nil queue or for a queue with its own classifier
+// (a ClassifyIP method, as CAKE has) wrapped by [HashIP], and a [aqm.ConfigError]
 // naming Staged or Rate if cfg asks for a staged front or for a rate in
 // front of a queue that paces itself, besides cfg's validation errors.
 func NewIP[C any](q IPQueue[C], c clock.Clock, cfg IPConfig) (*IP[C], error) {
 	if unusable[*Buf](q) {
-		return nil, ErrNilQueue
+		return nil, errNilQueue
 	}
 	inner := aqm.Queue[*Buf](q)
 	var batch aqm.BatchQueue[*Buf]
 	if h, ok := any(q).(*hashedIP); ok {
 		if unusable(h.Queue) {
-			return nil, ErrNilQueue
+			return nil, errNilQueue
 		}
 		if reflect.ValueOf(h.Queue).MethodByName("ClassifyIP").IsValid() {
-			return nil, ErrClassifiesIP
+			return nil, errClassifiesIP
 		}
 		inner = h.Queue
 		batch, _ = h.Queue.(aqm.BatchQueue[*Buf])

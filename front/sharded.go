@@ -94,18 +94,18 @@ type scratch[T any] struct {
 // NewSharded returns a sharded front of cfg.Shards shards (zero means
 // runtime.GOMAXPROCS(0)); shard i's queue is newQueue(i). The clock c is
 // shared by all shards (nil means one [clock.Coarse] they all refresh).
-// It returns newQueue's first error, [ErrNilQueue] if newQueue returns a
-// nil queue, or cfg's validation error.
+// It returns newQueue's first error, an error if newQueue returns a nil
+// queue, or cfg's validation error.
 func NewSharded[T any](newQueue func(shard int) (aqm.Queue[T], error), c clock.Clock, cfg ShardedConfig) (*Sharded[T], error) {
 	if err := cfg.Validate(); err != nil {
 		return nil, err
 	}
 	if newQueue == nil {
-		return nil, ErrNilQueue
+		return nil, errNilQueue
 	}
 	n := cfg.Shards
 	if n == 0 {
-		n = min(runtime.GOMAXPROCS(0), MaxShards)
+		n = min(runtime.GOMAXPROCS(0), maxShards)
 	}
 	if c == nil {
 		c = clock.NewCoarse(nil)
@@ -120,7 +120,7 @@ func NewSharded[T any](newQueue func(shard int) (aqm.Queue[T], error), c clock.C
 	}
 	s.cfg = ShardedConfig{Shards: n, SplitRate: cfg.SplitRate, Seed: s.key}
 	if cfg.SplitRate {
-		s.cfg.SplitPeriod = cmp.Or(cfg.SplitPeriod, DefaultSplitPeriod)
+		s.cfg.SplitPeriod = cmp.Or(cfg.SplitPeriod, defaultSplitPeriod)
 	}
 	s.coarse, _ = c.(*clock.Coarse)
 	s.scratch.New = func() any { return new(scratch[T]) }
@@ -198,7 +198,7 @@ func (s *Sharded[T]) EnqueueBatch(ps []aqm.Packet[T], vs []aqm.Verdict) (int, er
 	var (
 		idx    [shardChunk]uint8
 		order  [shardChunk]uint8
-		count  [MaxShards + 1]uint16
+		count  [maxShards + 1]uint16
 		acc    int
 		clk    batchClock
 		closed bool
