@@ -10,8 +10,9 @@ import (
 )
 
 // Setter is what a [Controller] drives: anything that takes a shaping rate
-// and may refuse it. front.IP satisfies it; wrap a front.Front or
-// front.Sharded, whose SetRate cannot fail, in a [SetterFunc].
+// and may refuse it. Every front (front.Front, front.Sharded, front.IP) and
+// cake.Queue satisfies it; [SetterFunc] adapts a function, to set several
+// shapers at once or to log the rate.
 type Setter interface {
 	SetRate(aqm.Rate) error
 }

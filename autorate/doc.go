@@ -10,11 +10,10 @@
 // base station no AQM sees. A [Controller] is the decision half: the caller
 // sends the probes, measures the achieved rate, and hands both in with the
 // instant they arrived; the controller returns the rate to use and, given a
-// [Setter] with [Controller.Drive], applies it (front.IP, or front.Front and
-// front.Sharded through a [SetterFunc]).
+// [Setter] with [Controller.Drive], applies it (any front, or a cake.Queue).
 //
 //	c, _ := autorate.New(autorate.Config{MinRate: 10 * aqm.Mbit, BaseRate: 40 * aqm.Mbit, MaxRate: 200 * aqm.Mbit})
-//	c.Drive(autorate.SetterFunc(func(r aqm.Rate) error { f.SetRate(r); return nil }))
+//	c.Drive(f) // a front.Front, front.Sharded, front.IP or cake.Queue
 //	// for each probe reply:      c.Sample(now, reflector, rtt)
 //	// every 200 ms:              c.Achieved(now, bytesSent*8/elapsed)
 //	// every second or so:        c.Tick(now)

@@ -77,15 +77,21 @@ func addSpan(a, b int64) int64 {
 // "change bandwidth": every tin's threshold, COBALT target and interval,
 // flow quantum and (unless set explicitly) the byte limit follow. The
 // clocks already scheduled are kept; the new rate applies from the next
-// packet. Zero makes the queue unshaped.
-func (q *Queue[T]) SetRate(rate aqm.Rate) {
+// packet. Zero makes the queue unshaped. The configuration with the new
+// rate is validated first; on error, an [aqm.ConfigError], nothing
+// changes. The error also makes a *Queue an autorate.Setter.
+func (q *Queue[T]) SetRate(rate aqm.Rate) error {
 	c := q.cfg
 	c.Rate = rate
 	if q.memAuto {
 		c.MemoryLimitBytes = 0
 		c = c.withDefaults()
 	}
+	if err := c.Validate(); err != nil {
+		return err
+	}
 	q.apply(c)
+	return nil
 }
 
 // adjLen returns the length charged for a packet of size bytes: plus the

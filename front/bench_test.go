@@ -140,7 +140,7 @@ func runFront(b *testing.B, f frontLike, fl *flight, p, batch int) {
 		// One consumer per shard, as gVisor runs one dispatcher per queue
 		// and Linux one qdisc per transmit queue.
 		for i := range s.Shards() {
-			consumers.Go(func() { consume(s.Shard(i), send) })
+			consumers.Go(func() { consume(s.ShardAt(i), send) })
 		}
 	} else {
 		consumers.Go(func() { consume(f, send) })

@@ -25,15 +25,15 @@ const DefaultBurstTime = 5 * time.Millisecond
 // still leave right after another one.
 const DefaultMinBurstBytes = 3028
 
-// MaxShards is the largest number of shards of a [Sharded] front.
-const MaxShards = 256
+// maxShards is the largest number of shards of a [Sharded] front.
+const maxShards = 256
 
-// DefaultWakeSlack is the least default [Config.WakeSlack]: 1 ms.
-const DefaultWakeSlack = time.Millisecond
+// defaultWakeSlack is the least default [Config.WakeSlack]: 1 ms.
+const defaultWakeSlack = time.Millisecond
 
-// MaxWakeSlack is the largest [Config.WakeSlack]: 100 ms, already far more
+// maxWakeSlack is the largest [Config.WakeSlack]: 100 ms, already far more
 // delay than a queue should add on purpose.
-const MaxWakeSlack = 100 * time.Millisecond
+const maxWakeSlack = 100 * time.Millisecond
 
 // wakeFrameBytes is the full-size frame (1514 bytes, an Ethernet frame
 // without FCS) whose time at the rate the default wake slack covers.
@@ -68,28 +68,27 @@ type Config struct {
 	// behind a front cost about what it costs on one thread. The price: a
 	// producer no longer learns the queue's verdict. Packets the queue
 	// refuses are counted in its Stats and handed to the function set with
-	// [Front.OnRefused]. At most [StageLimit] packets wait in the hand-over;
+	// [Front.OnRefused]. At most 256 packets wait in the hand-over;
 	// a producer that finds it full moves them into the queue itself, so
 	// nothing is lost or reordered and the AQM still sees every packet
 	// when the consumer is slow or asleep. Fixed when the front is made.
 	Staged bool
 	// WakeSlack is how much later than the next departure a blocking
-	// consumer ([Front.DequeueBatch], [Front.Dequeue], [Front.Run]) may
-	// sleep, so that each wake-up sends a batch instead of a packet or
-	// two: the credit earned meanwhile lets the packets that became due
-	// leave together. Zero means the default: the larger of
-	// [DefaultWakeSlack] (1 ms) and one 1514-byte frame's time at the
-	// rate; behind a queue that paces itself ([aqm.Paced]) with no front
-	// rate, DefaultWakeSlack. With a rate the slack is cut to half the
-	// burst's time at the rate and to the time of the burst less one frame
-	// (none for a burst below a frame), so that the credit it earns stays
-	// well inside the bucket and the long-run rate is kept even when the
-	// timer fires late: the default burst gives 1 ms from 12 Mbit/s up,
-	// one frame's time below (12 ms at 1 Mbit/s). It must be in [0,
-	// [MaxWakeSlack]]; set 1 ns for wake-ups at the exact departure
-	// instant. The price is delay: a packet may leave up to the slack
-	// later than the rate allows, and it waits in the queue, where the AQM
-	// counts it. [Front.TryDequeueBatch] always reports the exact wait.
+	// consumer ([Front.DequeueBatch], [Front.Run]) may sleep, so that each
+	// wake-up sends a batch instead of a packet or two: the credit earned
+	// meanwhile lets the packets that became due leave together. Zero
+	// means the default: the larger of 1 ms and one 1514-byte frame's time
+	// at the rate; behind a queue that paces itself ([aqm.Paced]) with no
+	// front rate, 1 ms. With a rate the slack is cut to half the burst's
+	// time at the rate and to the time of the burst less one frame (none
+	// for a burst below a frame), so that the credit it earns stays well
+	// inside the bucket and the long-run rate is kept even when the timer
+	// fires late: the default burst gives 1 ms from 12 Mbit/s up, one
+	// frame's time below (12 ms at 1 Mbit/s). It must be in [0, 100ms];
+	// set 1 ns for wake-ups at the exact departure instant. The price is
+	// delay: a packet may leave up to the slack later than the rate
+	// allows, and it waits in the queue, where the AQM counts it.
+	// [Front.TryDequeueBatch] always reports the exact wait.
 	WakeSlack time.Duration
 }
 
@@ -100,8 +99,8 @@ func (c Config) Validate() error {
 	if c.BurstBytes < 0 || c.BurstBytes > MaxBurstBytes {
 		errs = append(errs, &aqm.ConfigError{Pkg: "front", Field: "BurstBytes", Value: c.BurstBytes, Rule: "must be in [0, 1073741824]"})
 	}
-	if c.WakeSlack < 0 || c.WakeSlack > MaxWakeSlack {
-		errs = append(errs, &aqm.ConfigError{Pkg: "front", Field: "WakeSlack", Value: c.WakeSlack, Rule: "must be in [0, " + MaxWakeSlack.String() + "]"})
+	if c.WakeSlack < 0 || c.WakeSlack > maxWakeSlack {
+		errs = append(errs, &aqm.ConfigError{Pkg: "front", Field: "WakeSlack", Value: c.WakeSlack, Rule: "must be in [0, " + maxWakeSlack.String() + "]"})
 	}
 	return errors.Join(errs...)
 }
@@ -113,14 +112,14 @@ func (c Config) wakeSlack(rate uint64, capacity int64) time.Duration {
 	s := c.WakeSlack
 	if rate == 0 {
 		if s == 0 {
-			s = DefaultWakeSlack
+			s = defaultWakeSlack
 		}
 		return s
 	}
 	if s == 0 {
 		// A frame's time: 1514 × 8 bits × 1e9 ns/s / rate, in units of
 		// 1e-9 bit (one unit per ns at 1 bit/s).
-		s = max(DefaultWakeSlack, time.Duration(ceilDiv(wakeFrameBytes*unitsPerByte, rate)))
+		s = max(defaultWakeSlack, time.Duration(ceilDiv(wakeFrameBytes*unitsPerByte, rate)))
 	}
 	// The credit earned in the slack must leave room in the bucket for a
 	// timer that fires late: at most half the burst, and at most the burst
@@ -164,7 +163,7 @@ func defaultBurst(rate uint64) int {
 // ShardedConfig configures a [Sharded] front.
 type ShardedConfig struct {
 	// Shards is the number of shards, each with its own queue and lock, in
-	// [1, MaxShards]. Zero means runtime.GOMAXPROCS(0), as gVisor's fifo
+	// [1, 256]. Zero means runtime.GOMAXPROCS(0), as gVisor's fifo
 	// qdisc does; Linux's mq gives one per TX queue.
 	Shards int
 	// Rate and BurstBytes describe ONE token bucket shared by all shards
@@ -176,8 +175,8 @@ type ShardedConfig struct {
 	// Fixed when the front is made.
 	SplitRate bool
 	// SplitPeriod is how often the shares of a split rate are
-	// recomputed, in [0, [MaxSplitPeriod]], at least [MinSplitPeriod]
-	// when set; zero means [DefaultSplitPeriod] (2 ms).
+	// recomputed, in [0, 100ms], at least 100µs when
+	// set; zero means 2 ms.
 	SplitPeriod time.Duration
 	// Seed keys the mix that maps a packet's Hash to a shard. Zero (the
 	// default, for production) draws a secret key from crypto/rand, so that
@@ -189,11 +188,11 @@ type ShardedConfig struct {
 // Validate reports every bad field, as [Config.Validate] does.
 func (c ShardedConfig) Validate() error {
 	var errs []error
-	if c.Shards < 0 || c.Shards > MaxShards {
+	if c.Shards < 0 || c.Shards > maxShards {
 		errs = append(errs, &aqm.ConfigError{Pkg: "front", Field: "Shards", Value: c.Shards, Rule: "must be in [0, 256]"})
 	}
-	if c.SplitPeriod != 0 && (c.SplitPeriod < MinSplitPeriod || c.SplitPeriod > MaxSplitPeriod) {
-		errs = append(errs, &aqm.ConfigError{Pkg: "front", Field: "SplitPeriod", Value: c.SplitPeriod, Rule: "must be 0 or in [" + MinSplitPeriod.String() + ", " + MaxSplitPeriod.String() + "]"})
+	if c.SplitPeriod != 0 && (c.SplitPeriod < minSplitPeriod || c.SplitPeriod > maxSplitPeriod) {
+		errs = append(errs, &aqm.ConfigError{Pkg: "front", Field: "SplitPeriod", Value: c.SplitPeriod, Rule: "must be 0 or in [" + minSplitPeriod.String() + ", " + maxSplitPeriod.String() + "]"})
 	}
 	if err := c.Config.Validate(); err != nil {
 		errs = append(errs, err)

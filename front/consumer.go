@@ -361,8 +361,8 @@ func (f *Front[T]) DequeueBatch(ctx context.Context, buf []aqm.Packet[T]) (int, 
 	}
 }
 
-// Dequeue is DequeueBatch for one packet.
-func (f *Front[T]) Dequeue(ctx context.Context) (aqm.Packet[T], error) {
+// dequeue is DequeueBatch for one packet.
+func (f *Front[T]) dequeue(ctx context.Context) (aqm.Packet[T], error) {
 	f.cs.looking.Add(1)
 	defer f.cs.looking.Add(-1)
 	for {
@@ -424,9 +424,12 @@ func (f *Front[T]) Run(ctx context.Context, send func([]aqm.Packet[T])) error {
 // to drop (with [aqm.DroppedOverlimit]) unless the queue itself drops it on
 // the way out, in which case the queue's DropFunc gets it as usual; so every
 // packet still leaves exactly once. It returns how many drop received (a
-// nil drop discards them). drop runs under the front's lock and must not
-// call the front; pass the same
-// function you gave the queue, to release buffers in one place. Flush after
+// nil drop discards them). Flush takes drop, rather than sending the
+// packets to the queue's DropFunc, because only the caller knows how to
+// release a payload it still holds elsewhere; every front flushes this
+// way ([IP.Flush]'s nil drop returns buffers to its pool). drop runs under
+// the front's lock and must not call the front; pass the same function you
+// gave the queue, to release buffers in one place. Flush after
 // Close is the "discard" shutdown; the queue's Stats count flushed packets
 // as dequeued, and [Detail.Flushed] counts them apart. A queue that paces
 // its own output ([aqm.Paced]) is asked for its held-back packets at the

@@ -56,7 +56,7 @@
 // consumer moves them in go to [Front.OnRefused]'s function (they are in
 // the queue's Stats either way). The AQM still judges every packet at its
 // arrival instant, and the sojourn runs from the hand-over. When the
-// consumer is slow or asleep (a low rate), at most [StageLimit] packets
+// consumer is slow or asleep (a low rate), at most 256 packets
 // wait in the hand-over; the producer that finds it full moves them into
 // the queue itself, so the AQM's view lags by at most that many packets and
 // nothing is refused for lack of room. A consumer asleep until the next
@@ -171,7 +171,19 @@
 // Close wakes a blocked consumer, which goes on taking what was queued, at
 // the rate, and then gets ErrClosed (Run returns nil). To discard the rest
 // instead, call [Front.Flush] after Close: it hands every queued packet to a
-// DropFunc of your choice, typically the one you gave the queue.
+// DropFunc of your choice, typically the one you gave the queue (an IP
+// front's Flush(nil) puts the buffers back into its pool).
+//
+// # One shape
+//
+// Every front ([Front], [Sharded], [IP]) has the same methods for the same
+// things: SetRate(r) error (as cake.Queue has, so that each is an
+// autorate.Setter), Flush(drop), Close, Stats, Detail, Metrics, and a
+// Reconfigure that takes the type its constructor takes and Config
+// returns, defaults filled in. A field fixed when the front is made
+// (Staged, Shards, SplitRate, Seed, Pool, VnetHdr) is refused by
+// Reconfigure with an [aqm.ConfigError] naming it when changed, and kept
+// when zero.
 //
 // # Time
 //

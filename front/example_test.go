@@ -98,7 +98,7 @@ func ExampleSharded() {
 	s.Close()
 	n := 0
 	_ = s.Run(context.Background(), func(ps []aqm.Packet[int]) { n += len(ps) })
-	fmt.Println(n, "packets sent;", s.Stats().Dequeued.Packets, "counted over", s.Shards(), "shards")
+	fmt.Println(n, "packets sent;", s.Stats().Dequeued.Packets, "counted over", s.Config().Shards, "shards")
 	// Output:
 	// 100 packets sent; 100 counted over 4 shards
 }

@@ -3,7 +3,6 @@ package front
 import (
 	"errors"
 	"iter"
-	"reflect"
 	"sync"
 	"time"
 
@@ -18,8 +17,8 @@ import (
 // once the front is closed and its queue is empty.
 var ErrClosed = errors.New("front: closed")
 
-// ErrNilQueue is returned by [New] and [NewSharded] for a nil queue.
-var ErrNilQueue = errors.New("front: the queue is nil")
+// errNilQueue is returned by [New] and [NewSharded] for a nil queue.
+var errNilQueue = errors.New("front: the queue is nil")
 
 // Front serialises access to one [aqm.Queue] for concurrent producers and a
 // blocking consumer, and optionally releases the packets at a rate. Once a
@@ -120,11 +119,11 @@ var detailMetrics = metrics.Declare[Detail]("front_")
 // cfg's rate (none if cfg.Rate is zero); its bucket starts full. A nil c
 // means a new [clock.Coarse] over [clock.Mono], which the front refreshes
 // itself (see the package doc, Time). c must be safe for concurrent use.
-// New returns [ErrNilQueue] if q is nil and cfg's validation error if cfg is
-// invalid.
+// New returns an error if q is nil or holds a nil pointer (found by
+// calling q.Len once), and cfg's validation error if cfg is invalid.
 func New[T any](q aqm.Queue[T], c clock.Clock, cfg Config) (*Front[T], error) {
-	if isNil(q) {
-		return nil, ErrNilQueue
+	if unusable(q) {
+		return nil, errNilQueue
 	}
 	if err := cfg.Validate(); err != nil {
 		return nil, err
@@ -145,16 +144,19 @@ func New[T any](q aqm.Queue[T], c clock.Clock, cfg Config) (*Front[T], error) {
 	return f, nil
 }
 
-// isNil reports whether q is nil or a nil pointer in an interface.
-func isNil(q any) bool {
+// unusable reports whether q is nil or cannot answer Len, as a nil pointer
+// in a non-nil interface cannot: the probe finds a typed nil of any queue
+// type without reflection, at the cost of one Len call when a front is made.
+func unusable[T any](q aqm.Queue[T]) (bad bool) {
 	if q == nil {
 		return true
 	}
-	v := reflect.ValueOf(q)
-	switch v.Kind() {
-	case reflect.Pointer, reflect.Map, reflect.Slice, reflect.Func, reflect.Chan, reflect.Interface:
-		return v.IsNil()
-	}
+	defer func() {
+		if recover() != nil {
+			bad = true
+		}
+	}()
+	q.Len()
 	return false
 }
 
@@ -217,13 +219,6 @@ func (f *Front[T]) Close() {
 	f.mu.Unlock()
 }
 
-// Closed reports whether Close was called.
-func (f *Front[T]) Closed() bool {
-	f.mu.Lock()
-	defer f.mu.Unlock()
-	return f.closed
-}
-
 // SetRate changes the rate at the clock's current time, from any goroutine,
 // as often as the link changes (an LTE or satellite rate controller may call
 // it tens of times a second). The credit earned up to now is settled at the
@@ -232,11 +227,16 @@ func (f *Front[T]) Closed() bool {
 // recompute its wait. Queued packets are not touched. On a shard of a
 // [Sharded] front it changes the rate all shards share; prefer
 // [Sharded.SetRate], which also wakes the other shards' consumers.
-func (f *Front[T]) SetRate(r aqm.Rate) {
+//
+// A Front accepts every rate and returns nil; the error gives every front
+// and cake.Queue one SetRate shape (an autorate.Setter), and [IP.SetRate]
+// uses it to refuse a rate in front of a queue that paces itself.
+func (f *Front[T]) SetRate(r aqm.Rate) error {
 	f.mu.Lock()
 	f.applyLocked(func(c *Config) { c.Rate = r })
 	f.mu.Unlock()
 	f.signal()
+	return nil
 }
 
 // Reconfigure validates cfg and applies its rate and burst at the clock's

@@ -14,11 +14,11 @@ import (
 	"github.com/aqmkit/aqmkit/iphdr"
 )
 
-// ErrClassifiesIP is returned by [NewIP] for a queue wrapped by [HashIP]
+// errClassifiesIP is returned by [NewIP] for a queue wrapped by [HashIP]
 // that has a ClassifyIP method of its own, such as a CAKE queue: wrapped,
 // its host isolation, DiffServ tins and ACK filter would see none of what
 // its own classifier finds. Pass such a queue to NewIP as it is.
-var ErrClassifiesIP = errors.New("front: the queue classifies IP packets itself; pass it to NewIP without HashIP")
+var errClassifiesIP = errors.New("front: the queue classifies IP packets itself; pass it to NewIP without HashIP")
 
 // IPQueue is a queue of raw IP packets that says how to classify them:
 // [IP] calls ClassifyIP for every packet, on its single and its batch path
@@ -88,8 +88,9 @@ type IPConfig struct {
 	// the shaper sees the tins and the overhead.
 	Config
 	// Pool receives every buffer the front refuses or drops; nil means a
-	// new pool with [PoolConfig]'s defaults, which [IP.Pool] returns.
+	// new pool with [PoolConfig]'s defaults, which [IP.Config] returns.
 	// Give the same pool's [Pool.Drop] to the queue as its DropFunc.
+	// Fixed when the front is made.
 	Pool *Pool
 	// VnetHdr says every Buf starts with a virtio-net header
 	// (iphdr.VnetHdr, as a TUN opened with IFF_VNET_HDR delivers it): the
@@ -106,6 +107,7 @@ type IPConfig struct {
 	// (iphdr.GSOWireSize), so that the rate, byte limits and Stats agree
 	// with what the link carries whether the packet is split or kept. A
 	// Buf whose header is bad is queued as not IP ([IPDetail.NotIP]).
+	// Fixed when the front is made.
 	VnetHdr bool
 }
 
@@ -152,22 +154,22 @@ type ipScratch[C any] struct {
 
 // NewIP returns an IP front over q that reads time from c (nil: a
 // [clock.Coarse], as for [New]) with cfg's rate, burst and slack. It
-// returns [ErrNilQueue] for a nil queue, [ErrClassifiesIP] for a queue
-// with its own classifier wrapped by [HashIP], and a [aqm.ConfigError]
+// returns an error for a nil queue or for a queue with its own classifier
+// (a ClassifyIP method, as CAKE has) wrapped by [HashIP], and a [aqm.ConfigError]
 // naming Staged or Rate if cfg asks for a staged front or for a rate in
 // front of a queue that paces itself, besides cfg's validation errors.
 func NewIP[C any](q IPQueue[C], c clock.Clock, cfg IPConfig) (*IP[C], error) {
-	if isNil(q) {
-		return nil, ErrNilQueue
+	if unusable[*Buf](q) {
+		return nil, errNilQueue
 	}
 	inner := aqm.Queue[*Buf](q)
 	var batch aqm.BatchQueue[*Buf]
 	if h, ok := any(q).(*hashedIP); ok {
-		if isNil(h.Queue) {
-			return nil, ErrNilQueue
+		if unusable(h.Queue) {
+			return nil, errNilQueue
 		}
 		if reflect.ValueOf(h.Queue).MethodByName("ClassifyIP").IsValid() {
-			return nil, ErrClassifiesIP
+			return nil, errClassifiesIP
 		}
 		inner = h.Queue
 		batch, _ = h.Queue.(aqm.BatchQueue[*Buf])
@@ -208,9 +210,6 @@ func checkIP(cfg Config, paced bool) error {
 	}
 	return errors.Join(errs...)
 }
-
-// Pool returns the pool that receives the front's refused buffers.
-func (x *IP[C]) Pool() *Pool { return x.pool }
 
 // Enqueue classifies b's packet and offers it to the queue at the clock's
 // current time, as [Front.Enqueue] does. The front takes b in every case:
@@ -437,21 +436,6 @@ func (x *IP[C]) TryDequeueBatch(bs []*Buf) (n int, wait time.Duration) {
 	}
 }
 
-// Dequeue is DequeueBatch for one buffer.
-func (x *IP[C]) Dequeue(ctx context.Context) (*Buf, error) {
-	var b [1]*Buf
-	for {
-		p, err := x.f.Dequeue(ctx)
-		if err != nil {
-			return nil, err
-		}
-		ps := [1]aqm.Packet[*Buf]{p}
-		if x.deliver(ps[:], b[:]) == 1 {
-			return b[0], nil
-		}
-	}
-}
-
 // Run hands the queue's packets to send in batches of up to [RunBatch],
 // CE written where the queue marked them, at the front's rate (or the
 // queue's own pace), until ctx ends (it returns ctx's error) or the front
@@ -486,13 +470,16 @@ func (x *IP[C]) Run(ctx context.Context, send func([]*Buf)) error {
 // back to the pool) and blocked consumers drain what is queued.
 func (x *IP[C]) Close() { x.f.Close() }
 
-// Closed reports whether Close was called.
-func (x *IP[C]) Closed() bool { return x.f.Closed() }
-
-// Flush takes every queued packet out now and puts its buffer back into
-// the pool (counted in [PoolStats.Dropped]), as [Front.Flush] does, and
-// returns how many.
-func (x *IP[C]) Flush() int { return x.f.Flush(x.pool.Drop) }
+// Flush takes every queued packet out now, as [Front.Flush] does, hands
+// each to drop, and returns how many. A nil drop puts each buffer back into
+// the front's pool (counted in [PoolStats.Dropped]); a non-nil drop owns
+// the buffers it gets, as a consumer does.
+func (x *IP[C]) Flush(drop aqm.DropFunc[*Buf]) int {
+	if drop == nil {
+		drop = x.pool.Drop
+	}
+	return x.f.Flush(drop)
+}
 
 // SetRate changes the front's rate as [Front.SetRate] does. It refuses a
 // non-zero rate in front of a queue that paces itself with a
@@ -501,32 +488,39 @@ func (x *IP[C]) SetRate(r aqm.Rate) error {
 	if x.paced && r != 0 {
 		return checkIP(Config{Rate: r}, true)
 	}
-	x.f.SetRate(r)
-	return nil
+	return x.f.SetRate(r)
 }
 
-// Reconfigure validates cfg as [NewIP] does and applies it as
-// [Front.Reconfigure] does; on error nothing changes.
-func (x *IP[C]) Reconfigure(cfg Config) error {
-	if err := checkIP(cfg, x.paced); err != nil {
+// Reconfigure validates cfg as [NewIP] does and applies its rate, burst
+// and wake slack as [Front.Reconfigure] does. Pool and VnetHdr are fixed
+// when the front is made: a nil Pool keeps the pool in effect, and another
+// pool or VnetHdr value is refused with an [aqm.ConfigError] naming the
+// field. On error nothing changes.
+func (x *IP[C]) Reconfigure(cfg IPConfig) error {
+	errs := []error{checkIP(cfg.Config, x.paced)}
+	if cfg.Pool != nil && cfg.Pool != x.pool {
+		errs = append(errs, &aqm.ConfigError{Pkg: "front", Field: "Pool", Value: "another pool", Rule: "is fixed when the front is made"})
+	}
+	if cfg.VnetHdr != (x.off != 0) {
+		errs = append(errs, &aqm.ConfigError{Pkg: "front", Field: "VnetHdr", Value: cfg.VnetHdr, Rule: "is fixed when the front is made"})
+	}
+	if err := errors.Join(errs...); err != nil {
 		return err
 	}
-	return x.f.Reconfigure(cfg)
+	return x.f.Reconfigure(cfg.Config)
 }
 
-// Config returns the front's effective configuration (see [Front.Config]).
-func (x *IP[C]) Config() Config { return x.f.Config() }
+// Config returns the configuration in effect: the front's (see
+// [Front.Config]), its pool (the default one when none was given) and
+// VnetHdr.
+func (x *IP[C]) Config() IPConfig {
+	return IPConfig{Config: x.f.Config(), Pool: x.pool, VnetHdr: x.off != 0}
+}
 
 // WithQueue calls fn with the queue under the front's lock, as
 // [Front.WithQueue] does (for a queue wrapped by [HashIP], the queue
 // itself). fn must not keep the queue or call the front.
 func (x *IP[C]) WithQueue(fn func(q aqm.Queue[*Buf])) { x.f.WithQueue(fn) }
-
-// Len returns the number of queued packets.
-func (x *IP[C]) Len() int { return x.f.Len() }
-
-// Backlog returns the number of queued bytes.
-func (x *IP[C]) Backlog() int { return x.f.Backlog() }
 
 // Stats returns a snapshot of the queue's counters.
 func (x *IP[C]) Stats() aqm.Stats { return x.f.Stats() }

@@ -350,7 +350,7 @@ func TestNewIPRefusals(t *testing.T) {
 	err = f.SetRate(aqm.Mbit)
 	require.Equal(t, []string{"Rate"}, field(err))
 	require.NoError(t, f.SetRate(0))
-	err = f.Reconfigure(front.Config{Rate: aqm.Mbit})
+	err = f.Reconfigure(front.IPConfig{Config: front.Config{Rate: aqm.Mbit}})
 	require.Equal(t, []string{"Rate"}, field(err))
 	require.Zero(t, f.Config().Rate)
 
@@ -360,7 +360,7 @@ func TestNewIPRefusals(t *testing.T) {
 	require.NoError(t, err)
 	require.NoError(t, ff.SetRate(2*aqm.Mbit))
 	require.Equal(t, 2*aqm.Mbit, ff.Config().Rate)
-	require.NotNil(t, ff.Pool(), "a default pool")
+	require.NotNil(t, ff.Config().Pool, "a default pool")
 }
 
 // markingFIFO marks every packet it hands out CE, as an AQM under
@@ -505,7 +505,7 @@ func TestIPRefusedBuffersReturn(t *testing.T) {
 		d = f.Detail()
 		require.Equal(t, uint64(3), d.RefusedClosed.Packets)
 		require.Equal(t, 6, d.Pool.Free, "the closed refusals reused and returned the same buffers")
-		require.Equal(t, 4, f.Flush())
+		require.Equal(t, 4, f.Flush(nil))
 		d = f.Detail()
 		require.Equal(t, 10, d.Pool.Free)
 		require.Equal(t, uint64(10), d.Pool.Allocated)

@@ -10,8 +10,8 @@ import (
 	"github.com/aqmkit/aqmkit/internal/metrics"
 )
 
-// ErrNilKey is returned by [NewKeyed] for a nil key function.
-var ErrNilKey = errors.New("front: the key function is nil")
+// errNilKey is returned by [NewKeyed] for a nil key function.
+var errNilKey = errors.New("front: the key function is nil")
 
 // Keyed is one queue per key (a VPN's peer, a proxy's destination), built on
 // demand, behind one scheduler that serves the keys with packets by deficit
@@ -122,17 +122,17 @@ const reclaimPerCall = 2
 
 // NewKeyed returns a Keyed queue that maps each packet to its key with key
 // and builds a key's queue with newQueue when its first packet arrives.
-// It returns [ErrNilKey] or [ErrNilQueue] for a nil key or newQueue, and
-// cfg's validation error.
+// It returns an error for a nil key or newQueue, and cfg's validation
+// error.
 func NewKeyed[K comparable, T any](key func(aqm.Packet[T]) K, newQueue func(K) (aqm.Queue[T], error), cfg KeyedConfig) (*Keyed[K, T], error) {
 	if err := cfg.Validate(); err != nil {
 		return nil, err
 	}
 	if key == nil {
-		return nil, ErrNilKey
+		return nil, errNilKey
 	}
 	if newQueue == nil {
-		return nil, ErrNilQueue
+		return nil, errNilQueue
 	}
 	cfg = cfg.withDefaults()
 	k := &Keyed[K, T]{
@@ -209,7 +209,7 @@ func (k *Keyed[K, T]) create(key K, now aqm.Time) (slot int32, full bool) {
 		return none, true
 	}
 	q, err := k.newQueue(key)
-	if err != nil || isNil(q) {
+	if err != nil || unusable(q) {
 		return none, false
 	}
 	if k.free == none {
@@ -434,9 +434,6 @@ func (k *Keyed[K, T]) Len() int { return k.len }
 
 // Backlog returns the number of bytes queued over all keys.
 func (k *Keyed[K, T]) Backlog() int { return k.backlog }
-
-// Keys returns the number of keys that have a queue.
-func (k *Keyed[K, T]) Keys() int { return k.live }
 
 // KeyStats returns the Stats of key's queue, and false if the key has none
 // (never seen, or reclaimed: its counters are then in the totals).

@@ -8,39 +8,39 @@ import (
 	"github.com/aqmkit/aqmkit/aqm"
 )
 
-// DefaultMaxKeys is the default [KeyedConfig.MaxKeys]: 1024 keys, a VPN's
+// defaultMaxKeys is the default [KeyedConfig.MaxKeys]: 1024 keys, a VPN's
 // peers or a proxy's busy destinations with room to spare.
-const DefaultMaxKeys = 1024
+const defaultMaxKeys = 1024
 
-// MaxKeyedKeys is the largest [KeyedConfig.MaxKeys]: 65536 keys. The key
+// maxKeyedKeys is the largest [KeyedConfig.MaxKeys]: 65536 keys. The key
 // slots are allocated when the front is made (see [KeyedDetail.MemoryBytes]).
-const MaxKeyedKeys = 1 << 16
+const maxKeyedKeys = 1 << 16
 
-// DefaultKeyIdleTime is the default [KeyedConfig.IdleTime]: 1 s, longer than
+// defaultKeyIdleTime is the default [KeyedConfig.IdleTime]: 1 s, longer than
 // any AQM interval (CoDel's 100 ms) and than a default burst's refill time,
 // so a key reclaimed after it has lost nothing a fresh queue lacks.
-const DefaultKeyIdleTime = time.Second
+const defaultKeyIdleTime = time.Second
 
-// MaxKeyIdleTime is the largest [KeyedConfig.IdleTime]: one hour.
-const MaxKeyIdleTime = time.Hour
+// maxKeyIdleTime is the largest [KeyedConfig.IdleTime]: one hour.
+const maxKeyIdleTime = time.Hour
 
-// DefaultQuantumBytes is the default [KeyedConfig.QuantumBytes]: 1514 bytes,
+// defaultQuantumBytes is the default [KeyedConfig.QuantumBytes]: 1514 bytes,
 // one full-size Ethernet frame, fq_codel's and CAKE's quantum.
-const DefaultQuantumBytes = 1514
+const defaultQuantumBytes = 1514
 
-// MaxQuantumBytes is the largest [KeyedConfig.QuantumBytes]: 1 MiB.
-const MaxQuantumBytes = 1 << 20
+// maxQuantumBytes is the largest [KeyedConfig.QuantumBytes]: 1 MiB.
+const maxQuantumBytes = 1 << 20
 
 // KeyedConfig configures a [Keyed] queue. The zero value is valid: up to
-// [DefaultMaxKeys] keys, reclaimed after [DefaultKeyIdleTime] empty, served
-// by deficit round robin with a [DefaultQuantumBytes] quantum, no rate.
+// 1024 keys, reclaimed after 1 s empty, served by deficit round robin
+// with a 1514-byte quantum, no rate.
 //
 // KeyRate shapes each key on its own; Rate shapes all keys together, shared
 // fairly in bytes between the keys that have packets. Both may be set: each
 // key is then held to KeyRate and all of them to Rate.
 type KeyedConfig struct {
 	// MaxKeys bounds the number of keys that have a queue at once, in [0,
-	// [MaxKeyedKeys]]; zero means [DefaultMaxKeys]. A packet for a new key
+	// 65536]; zero means 1024. A packet for a new key
 	// at the bound takes the slot of the key that has been idle (its queue
 	// empty) the longest, counted in [KeyedDetail.EvictedKeys]; when every
 	// key has packets queued it is refused with [aqm.DroppedOverlimit],
@@ -49,11 +49,11 @@ type KeyedConfig struct {
 	// IdleTime is how long a key's queue must stay empty before the key is
 	// reclaimed: its queue is let go, its counters are folded into the
 	// totals of [Keyed.Stats], and a later packet for the key builds a new
-	// queue. In [0, [MaxKeyIdleTime]]; zero means [DefaultKeyIdleTime].
+	// queue. In [0, 1h]; zero means 1 s.
 	IdleTime time.Duration
 	// QuantumBytes is how many bytes a key may send per round of the
 	// deficit round robin that serves the keys with packets, in [0,
-	// [MaxQuantumBytes]]; zero means [DefaultQuantumBytes].
+	// 1048576]; zero means 1514.
 	QuantumBytes int
 	// KeyRate is each key's own rate in bits per second of
 	// [aqm.Packet.Size]; zero means none.
@@ -79,14 +79,14 @@ func (c KeyedConfig) Validate() error {
 	bad := func(field string, v any, rule string) {
 		errs = append(errs, &aqm.ConfigError{Pkg: "front", Field: field, Value: v, Rule: rule})
 	}
-	if c.MaxKeys < 0 || c.MaxKeys > MaxKeyedKeys {
-		bad("MaxKeys", c.MaxKeys, "must be in [0, "+strconv.Itoa(MaxKeyedKeys)+"]")
+	if c.MaxKeys < 0 || c.MaxKeys > maxKeyedKeys {
+		bad("MaxKeys", c.MaxKeys, "must be in [0, "+strconv.Itoa(maxKeyedKeys)+"]")
 	}
-	if c.IdleTime < 0 || c.IdleTime > MaxKeyIdleTime {
-		bad("IdleTime", c.IdleTime, "must be in [0, "+MaxKeyIdleTime.String()+"]")
+	if c.IdleTime < 0 || c.IdleTime > maxKeyIdleTime {
+		bad("IdleTime", c.IdleTime, "must be in [0, "+maxKeyIdleTime.String()+"]")
 	}
-	if c.QuantumBytes < 0 || c.QuantumBytes > MaxQuantumBytes {
-		bad("QuantumBytes", c.QuantumBytes, "must be in [0, "+strconv.Itoa(MaxQuantumBytes)+"]")
+	if c.QuantumBytes < 0 || c.QuantumBytes > maxQuantumBytes {
+		bad("QuantumBytes", c.QuantumBytes, "must be in [0, "+strconv.Itoa(maxQuantumBytes)+"]")
 	}
 	if c.KeyBurstBytes < 0 || c.KeyBurstBytes > MaxBurstBytes {
 		bad("KeyBurstBytes", c.KeyBurstBytes, "must be in [0, "+strconv.Itoa(MaxBurstBytes)+"]")
@@ -101,13 +101,13 @@ func (c KeyedConfig) Validate() error {
 // in. The config must be valid.
 func (c KeyedConfig) withDefaults() KeyedConfig {
 	if c.MaxKeys == 0 {
-		c.MaxKeys = DefaultMaxKeys
+		c.MaxKeys = defaultMaxKeys
 	}
 	if c.IdleTime == 0 {
-		c.IdleTime = DefaultKeyIdleTime
+		c.IdleTime = defaultKeyIdleTime
 	}
 	if c.QuantumBytes == 0 {
-		c.QuantumBytes = DefaultQuantumBytes
+		c.QuantumBytes = defaultQuantumBytes
 	}
 	if c.KeyRate > 0 && c.KeyBurstBytes == 0 {
 		c.KeyBurstBytes = defaultBurst(uint64(c.KeyRate))

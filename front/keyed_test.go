@@ -435,7 +435,7 @@ func TestKeyedSharded(t *testing.T) {
 		}
 		for i := range s.Shards() {
 			for {
-				n, _ := s.Shard(i).TryDequeueBatch(buf)
+				n, _ := s.ShardAt(i).TryDequeueBatch(buf)
 				for _, p := range buf[:n] {
 					sent += uint64(p.Size)
 				}

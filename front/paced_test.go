@@ -186,7 +186,7 @@ func testPacedShards(t *testing.T, rates []aqm.Rate, staged bool) {
 		require.InEpsilon(t, want, float64(bytes), 0.01)
 		calls := 0
 		for i := range qs {
-			s.Shard(i).WithQueue(func(aqm.Queue[uint64]) { calls += qs[i].dequeues })
+			s.ShardAt(i).WithQueue(func(aqm.Queue[uint64]) { calls += qs[i].dequeues })
 		}
 		require.LessOrEqual(t, calls, int(2*packets)+20)
 	})

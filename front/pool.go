@@ -18,30 +18,30 @@ type Buf struct {
 	B []byte
 }
 
-// DefaultBufferBytes is the default [PoolConfig.BufferBytes]: 2048 bytes,
+// defaultBufferBytes is the default [PoolConfig.BufferBytes]: 2048 bytes,
 // a 1500-byte MTU with room to spare.
-const DefaultBufferBytes = 2048
+const defaultBufferBytes = 2048
 
-// MaxBufferBytes is the largest [PoolConfig.BufferBytes]: 1 MiB, above
+// maxBufferBytes is the largest [PoolConfig.BufferBytes]: 1 MiB, above
 // any IP packet (64 KiB, or a 4 GiB jumbogram nobody sends) and any GSO
 // batch a TUN device hands over.
-const MaxBufferBytes = 1 << 20
+const maxBufferBytes = 1 << 20
 
-// DefaultPoolFree is the default [PoolConfig.MaxFree]: 1024 buffers (2
+// defaultPoolFree is the default [PoolConfig.MaxFree]: 1024 buffers (2
 // MiB of the default buffers) kept for reuse.
-const DefaultPoolFree = 1024
+const defaultPoolFree = 1024
 
-// MaxPoolFree is the largest [PoolConfig.MaxFree]: 1<<20 buffers.
-const MaxPoolFree = 1 << 20
+// maxPoolFree is the largest [PoolConfig.MaxFree]: 1<<20 buffers.
+const maxPoolFree = 1 << 20
 
 // PoolConfig configures a [Pool].
 type PoolConfig struct {
 	// BufferBytes is the size of each buffer in bytes, in [0,
-	// MaxBufferBytes]. Zero means [DefaultBufferBytes].
+	// 1048576]. Zero means 2048.
 	BufferBytes int
 	// MaxFree is the most free buffers the pool keeps, in [0,
-	// MaxPoolFree]; a buffer put back beyond it is left to the garbage
-	// collector. Zero means [DefaultPoolFree]. It bounds the memory an
+	// 1048576]; a buffer put back beyond it is left to the garbage
+	// collector. Zero means 1024. It bounds the memory an
 	// idle pool retains; size it to the packets in flight (the queue's
 	// limit plus a batch or two) so that the steady state allocates
 	// nothing.
@@ -52,10 +52,10 @@ type PoolConfig struct {
 // [aqm.ErrInvalidConfig], joined with errors.Join. It does not modify c.
 func (c PoolConfig) Validate() error {
 	var errs []error
-	if c.BufferBytes < 0 || c.BufferBytes > MaxBufferBytes {
+	if c.BufferBytes < 0 || c.BufferBytes > maxBufferBytes {
 		errs = append(errs, &aqm.ConfigError{Pkg: "front", Field: "BufferBytes", Value: c.BufferBytes, Rule: "must be in [0, 1048576]"})
 	}
-	if c.MaxFree < 0 || c.MaxFree > MaxPoolFree {
+	if c.MaxFree < 0 || c.MaxFree > maxPoolFree {
 		errs = append(errs, &aqm.ConfigError{Pkg: "front", Field: "MaxFree", Value: c.MaxFree, Rule: "must be in [0, 1048576]"})
 	}
 	return errors.Join(errs...)
@@ -102,10 +102,10 @@ func NewPool(cfg PoolConfig) (*Pool, error) {
 		return nil, err
 	}
 	if cfg.BufferBytes == 0 {
-		cfg.BufferBytes = DefaultBufferBytes
+		cfg.BufferBytes = defaultBufferBytes
 	}
 	if cfg.MaxFree == 0 {
-		cfg.MaxFree = DefaultPoolFree
+		cfg.MaxFree = defaultPoolFree
 	}
 	return &Pool{free: make([]*Buf, 0, cfg.MaxFree), size: cfg.BufferBytes}, nil
 }

@@ -1,6 +1,7 @@
 package front
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"iter"
@@ -65,6 +66,7 @@ import (
 //
 // All methods are safe for concurrent use.
 type Sharded[T any] struct {
+	cfg       ShardedConfig // the fixed fields in effect; Config from shard 0
 	shards    []*Front[T]
 	shared    *sharedRate
 	split     *splitRate // with ShardedConfig.SplitRate, instead of shared
@@ -92,18 +94,18 @@ type scratch[T any] struct {
 // NewSharded returns a sharded front of cfg.Shards shards (zero means
 // runtime.GOMAXPROCS(0)); shard i's queue is newQueue(i). The clock c is
 // shared by all shards (nil means one [clock.Coarse] they all refresh).
-// It returns newQueue's first error, [ErrNilQueue] if newQueue returns a
-// nil queue, or cfg's validation error.
+// It returns newQueue's first error, an error if newQueue returns a nil
+// queue, or cfg's validation error.
 func NewSharded[T any](newQueue func(shard int) (aqm.Queue[T], error), c clock.Clock, cfg ShardedConfig) (*Sharded[T], error) {
 	if err := cfg.Validate(); err != nil {
 		return nil, err
 	}
 	if newQueue == nil {
-		return nil, ErrNilQueue
+		return nil, errNilQueue
 	}
 	n := cfg.Shards
 	if n == 0 {
-		n = min(runtime.GOMAXPROCS(0), MaxShards)
+		n = min(runtime.GOMAXPROCS(0), maxShards)
 	}
 	if c == nil {
 		c = clock.NewCoarse(nil)
@@ -115,6 +117,10 @@ func NewSharded[T any](newQueue func(shard int) (aqm.Queue[T], error), c clock.C
 		n:      uint64(n),
 		ready:  make(chan struct{}, 1),
 		done:   make(chan struct{}),
+	}
+	s.cfg = ShardedConfig{Shards: n, SplitRate: cfg.SplitRate, Seed: s.key}
+	if cfg.SplitRate {
+		s.cfg.SplitPeriod = cmp.Or(cfg.SplitPeriod, defaultSplitPeriod)
 	}
 	s.coarse, _ = c.(*clock.Coarse)
 	s.scratch.New = func() any { return new(scratch[T]) }
@@ -150,18 +156,20 @@ func NewSharded[T any](newQueue func(shard int) (aqm.Queue[T], error), c clock.C
 	return s, nil
 }
 
-// Shards returns the number of shards.
-func (s *Sharded[T]) Shards() int { return len(s.shards) }
-
 // Shard returns shard i, a [Front] over shard i's queue, for a per-shard
-// consumer or for its own Stats and WithQueue. Shard panics if i is out of
-// range, as a slice index does.
-func (s *Sharded[T]) Shard(i int) *Front[T] { return s.shards[i] }
+// consumer or for its own Stats and WithQueue, and false if i is not in
+// [0, Config().Shards).
+func (s *Sharded[T]) Shard(i int) (*Front[T], bool) {
+	if i < 0 || i >= len(s.shards) {
+		return nil, false
+	}
+	return s.shards[i], true
+}
 
-// ShardOf returns the shard a packet with this Hash goes to. The mapping is
+// shardOf returns the shard a packet with this Hash goes to. The mapping is
 // keyed by the configuration's Seed and mixes all 32 bits of the hash, so
 // it does not favour the bits a queue's own bucket mapping uses.
-func (s *Sharded[T]) ShardOf(hash uint32) int {
+func (s *Sharded[T]) shardOf(hash uint32) int {
 	// A 64-bit multiplicative mix of the keyed hash (odd constant: 2^64/φ),
 	// then Lemire's multiply-shift range reduction of its top 32 bits.
 	x := (uint64(hash) ^ s.key) * 0x9e3779b97f4a7c15
@@ -171,7 +179,7 @@ func (s *Sharded[T]) ShardOf(hash uint32) int {
 
 // Enqueue offers p to its shard; see [Front.Enqueue].
 func (s *Sharded[T]) Enqueue(p aqm.Packet[T]) (aqm.Verdict, error) {
-	return s.shards[s.ShardOf(p.Hash)].Enqueue(p)
+	return s.shards[s.shardOf(p.Hash)].Enqueue(p)
 }
 
 // shardChunk is how many packets EnqueueBatch sorts by shard at a time, on
@@ -190,7 +198,7 @@ func (s *Sharded[T]) EnqueueBatch(ps []aqm.Packet[T], vs []aqm.Verdict) (int, er
 	var (
 		idx    [shardChunk]uint8
 		order  [shardChunk]uint8
-		count  [MaxShards + 1]uint16
+		count  [maxShards + 1]uint16
 		acc    int
 		clk    batchClock
 		closed bool
@@ -207,7 +215,7 @@ func (s *Sharded[T]) EnqueueBatch(ps []aqm.Packet[T], vs []aqm.Verdict) (int, er
 		// Counting sort of the chunk's positions by shard, stable.
 		clear(count[:s.n+1])
 		for i := range chunk {
-			k := s.ShardOf(chunk[i].Hash)
+			k := s.shardOf(chunk[i].Hash)
 			idx[i] = uint8(k)
 			count[k+1]++
 		}
@@ -459,20 +467,52 @@ func (s *Sharded[T]) Flush(drop aqm.DropFunc[T]) int {
 }
 
 // SetRate changes the shared rate (see [Front.SetRate]) and wakes every
-// consumer.
-func (s *Sharded[T]) SetRate(r aqm.Rate) {
-	s.shards[0].SetRate(r)
-	s.wakeAll()
-}
-
-// Reconfigure validates cfg and applies its rate and burst to the shared
-// bucket; on error nothing changes.
-func (s *Sharded[T]) Reconfigure(cfg Config) error {
-	if err := s.shards[0].Reconfigure(cfg); err != nil {
+// consumer. Like Front.SetRate it accepts every rate and returns nil.
+func (s *Sharded[T]) SetRate(r aqm.Rate) error {
+	if err := s.shards[0].SetRate(r); err != nil {
 		return err
 	}
 	s.wakeAll()
 	return nil
+}
+
+// Reconfigure validates cfg and applies its rate, burst and wake slack to
+// all shards, as [Front.Reconfigure] does. Shards, SplitRate, SplitPeriod,
+// Seed and Staged are fixed when the front is made: a zero Shards,
+// SplitPeriod or Seed keeps the value in effect, and any other change is
+// refused with an [aqm.ConfigError] naming the field. On error nothing
+// changes.
+func (s *Sharded[T]) Reconfigure(cfg ShardedConfig) error {
+	if err := cfg.Validate(); err != nil {
+		return err
+	}
+	var errs []error
+	fixed := func(field string, v any, changed bool) {
+		if changed {
+			errs = append(errs, &aqm.ConfigError{Pkg: "front", Field: field, Value: v, Rule: "is fixed when the front is made"})
+		}
+	}
+	fixed("Shards", cfg.Shards, cfg.Shards != 0 && cfg.Shards != s.cfg.Shards)
+	fixed("SplitRate", cfg.SplitRate, cfg.SplitRate != s.cfg.SplitRate)
+	fixed("SplitPeriod", cfg.SplitPeriod, cfg.SplitPeriod != 0 && cfg.SplitPeriod != s.cfg.SplitPeriod)
+	fixed("Seed", cfg.Seed, cfg.Seed != 0 && cfg.Seed != s.cfg.Seed)
+	if err := errors.Join(errs...); err != nil {
+		return err
+	}
+	if err := s.shards[0].Reconfigure(cfg.Config); err != nil {
+		return err
+	}
+	s.wakeAll()
+	return nil
+}
+
+// Config returns the configuration in effect: the shared rate
+// configuration (see [Front.Config]), the number of shards, and the split
+// period and seed, defaults filled in.
+func (s *Sharded[T]) Config() ShardedConfig {
+	c := s.cfg
+	c.Config = s.shards[0].Config()
+	return c
 }
 
 func (s *Sharded[T]) wakeAll() {
@@ -480,9 +520,6 @@ func (s *Sharded[T]) wakeAll() {
 		f.signal()
 	}
 }
-
-// Config returns the effective shared rate configuration.
-func (s *Sharded[T]) Config() Config { return s.shards[0].Config() }
 
 // Len returns the number of packets queued in all shards.
 func (s *Sharded[T]) Len() int {
@@ -536,7 +573,8 @@ func (s *Sharded[T]) Detail() Detail {
 // Metrics lists the shards' Stats metrics summed, then the Detail metrics
 // (see [Sharded.Detail]); safe to call from any goroutine. The queues' own
 // Detail metrics are per shard and do not add up (a probability, a
-// controller's state): [Sharded.Shard](i).Metrics lists shard i's.
+// controller's state): the Metrics of the [Front] [Sharded.Shard] returns
+// for i list shard i's.
 func (s *Sharded[T]) Metrics() iter.Seq[aqm.Metric] {
 	st, d := s.Stats(), s.Detail()
 	return concat(st.Metrics(), d.Metrics())

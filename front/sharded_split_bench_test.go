@@ -44,7 +44,7 @@ func BenchmarkShardedRate(b *testing.B) {
 				b.ReportAllocs()
 				b.RunParallel(func(pb *testing.PB) {
 					i := int(next.Add(1)-1) % shards
-					f := s.Shard(i)
+					f := s.ShardAt(i)
 					p := aqm.Packet[uint64]{Meta: aqm.Meta{Size: 100, Hash: hash[i]}}
 					buf := make([]aqm.Packet[uint64], 1)
 					for pb.Next() {

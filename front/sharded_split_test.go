@@ -67,7 +67,7 @@ func (r *splitRig) run(t *testing.T, span time.Duration, measure time.Duration, 
 		}
 		for i := range r.hash {
 			for {
-				n, _ := r.s.Shard(i).TryDequeueBatch(r.buf)
+				n, _ := r.s.ShardAt(i).TryDequeueBatch(r.buf)
 				for _, p := range r.buf[:n] {
 					r.sent[i] += uint64(p.Size)
 					if k >= from {
@@ -127,7 +127,7 @@ func TestSplitRateHolds(t *testing.T) {
 			var offered uint64
 			for i := range shards {
 				offered += r.offer[i]
-				sst := r.s.Shard(i).Stats()
+				sst := r.s.ShardAt(i).Stats()
 				require.Equal(t, r.sent[i], sst.Dequeued.Bytes, "shard %d", i)
 				require.Equal(t, sst.Enqueued.Packets, sst.Dequeued.Packets+sst.DroppedQueued.Packets+uint64(sst.Len))
 			}
@@ -155,10 +155,10 @@ func TestSplitRateFollowsDemand(t *testing.T) {
 	out = r.run(t, span+time.Second, span, func(_, i int) float64 {
 		return []float64{2 * perStep(rate), 0}[i]
 	})
-	t.Logf("one busy: sent %v; shares %v / %v", out, r.s.Shard(0).Detail().Rate, r.s.Shard(1).Detail().Rate)
+	t.Logf("one busy: sent %v; shares %v / %v", out, r.s.ShardAt(0).Detail().Rate, r.s.ShardAt(1).Detail().Rate)
 	require.InEpsilon(t, float64(rate)/8*span.Seconds(), float64(out[0]), 0.01)
 	require.Zero(t, out[1])
-	require.Less(t, uint64(r.s.Shard(1).Detail().Rate), uint64(rate/100), "the idle shard's share went to the busy one")
+	require.Less(t, uint64(r.s.ShardAt(1).Detail().Rate), uint64(rate/100), "the idle shard's share went to the busy one")
 	require.Equal(t, rate, r.s.Detail().Rate)
 }
 
@@ -174,8 +174,8 @@ func TestSplitRateConfig(t *testing.T) {
 	r := newSplitRig(t, 3, 30*aqm.Mbit)
 	sum := func() (s aqm.Rate) {
 		for i := range 3 {
-			r.s.Shard(i).TryDequeueBatch(r.buf) // applies the latest share
-			s += r.s.Shard(i).Detail().Rate
+			r.s.ShardAt(i).TryDequeueBatch(r.buf) // applies the latest share
+			s += r.s.ShardAt(i).Detail().Rate
 		}
 		return s
 	}
@@ -185,7 +185,7 @@ func TestSplitRateConfig(t *testing.T) {
 	r.s.SetRate(12 * aqm.Mbit)
 	require.Equal(t, 12*aqm.Mbit, sum())
 	require.Equal(t, 12*aqm.Mbit, r.s.Config().Rate)
-	require.Equal(t, 12*aqm.Mbit, r.s.Shard(2).Config().Rate, "a shard reports the total rate")
+	require.Equal(t, 12*aqm.Mbit, r.s.ShardAt(2).Config().Rate, "a shard reports the total rate")
 	r.run(t, 100*time.Millisecond, 0, func(_, i int) float64 { return 2 * perStep(12*aqm.Mbit) })
 	require.Equal(t, 12*aqm.Mbit, sum())
 	out := r.run(t, 2*time.Second, time.Second, func(_, i int) float64 { return 2 * perStep(12*aqm.Mbit) })
@@ -205,7 +205,7 @@ func TestSplitRateAllocs(t *testing.T) {
 		r.clk.Advance(500 * time.Microsecond)
 		sinkN, sinkErr = r.s.EnqueueBatch(ps, vs)
 		for i := range 4 {
-			sinkN, _ = r.s.Shard(i).TryDequeueBatch(r.buf)
+			sinkN, _ = r.s.ShardAt(i).TryDequeueBatch(r.buf)
 		}
 	}))
 }
@@ -237,7 +237,7 @@ func TestSplitRateBlockingConsumers(t *testing.T) {
 					for k, h := range hash {
 						// Shard 0 always, shards 1 and 2 in turns of 100 ms.
 						if k == 0 || (ms/100)%2 == k-1 {
-							for s.Shard(k).Len() < 30 {
+							for s.ShardAt(k).Len() < 30 {
 								_, _ = s.Enqueue(aqm.Packet[uint64]{Meta: aqm.Meta{Size: 1000, Hash: h}})
 							}
 						}
@@ -253,7 +253,7 @@ func TestSplitRateBlockingConsumers(t *testing.T) {
 			}
 			if perShard {
 				for k := range s.Shards() {
-					wg.Go(func() { _ = s.Shard(k).Run(ctx, count) })
+					wg.Go(func() { _ = s.ShardAt(k).Run(ctx, count) })
 				}
 			} else {
 				wg.Go(func() { _ = s.Run(ctx, count) })

@@ -103,8 +103,8 @@ func TestShardedEnqueueBatchIsLoop(t *testing.T) {
 		require.Equal(t, want, acc)
 		var sum aqm.Stats
 		for k := range a.Shards() {
-			require.Equal(t, b.Shard(k).Stats(), a.Shard(k).Stats(), "shard %d", k)
-			st := a.Shard(k).Stats()
+			require.Equal(t, b.ShardAt(k).Stats(), a.ShardAt(k).Stats(), "shard %d", k)
+			st := a.ShardAt(k).Stats()
 			sum.Enqueued = sum.Enqueued.Plus(st.Enqueued)
 			sum.Dequeued = sum.Dequeued.Plus(st.Dequeued)
 			sum.DroppedOverlimit = sum.DroppedOverlimit.Plus(st.DroppedOverlimit)
@@ -238,7 +238,7 @@ func TestShardedSharedRate(t *testing.T) {
 			wg.Go(func() {
 				for ctx.Err() == nil {
 					for _, h := range hashes {
-						for s.Shard(s.ShardOf(h)).Len() < 50 {
+						for s.ShardAt(s.ShardOf(h)).Len() < 50 {
 							_, _ = s.Enqueue(aqm.Packet[uint64]{Meta: aqm.Meta{Size: 1000, Hash: h}})
 						}
 					}
@@ -249,7 +249,7 @@ func TestShardedSharedRate(t *testing.T) {
 			if perShard {
 				for k := range s.Shards() {
 					wg.Go(func() {
-						_ = s.Shard(k).Run(ctx, func(ps []aqm.Packet[uint64]) {
+						_ = s.ShardAt(k).Run(ctx, func(ps []aqm.Packet[uint64]) {
 							for _, p := range ps {
 								bytes[k].Add(uint64(p.Size))
 							}
@@ -279,7 +279,7 @@ func TestShardedSharedRate(t *testing.T) {
 			}
 			s.SetRate(2 * rate)
 			require.Equal(t, 2*rate, s.Config().Rate)
-			require.Equal(t, 2*rate, s.Shard(3).Config().Rate, "one rate for all shards")
+			require.Equal(t, 2*rate, s.ShardAt(3).Config().Rate, "one rate for all shards")
 		})
 	}
 }
@@ -298,7 +298,7 @@ func TestShardedCloseUnblocks(t *testing.T) {
 		}()
 		for k := range s.Shards() {
 			go func() {
-				_, err := s.Shard(k).DequeueBatch(context.Background(), make([]aqm.Packet[uint64], 4))
+				_, err := s.ShardAt(k).DequeueBatch(context.Background(), make([]aqm.Packet[uint64], 4))
 				errs <- err
 			}()
 		}

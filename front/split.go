@@ -15,15 +15,15 @@ import (
 // shard's lock and bucket per packet; what the shards share is read and
 // written once per period, through atomics.
 
-// DefaultSplitPeriod is the default [ShardedConfig.SplitPeriod]: 2 ms, the
+// defaultSplitPeriod is the default [ShardedConfig.SplitPeriod]: 2 ms, the
 // default burst's time, so that a share follows a change in demand within
 // about the time the bucket smooths over anyway.
-const DefaultSplitPeriod = 2 * time.Millisecond
+const defaultSplitPeriod = 2 * time.Millisecond
 
-// MinSplitPeriod and MaxSplitPeriod bound [ShardedConfig.SplitPeriod].
+// minSplitPeriod and maxSplitPeriod bound [ShardedConfig.SplitPeriod].
 const (
-	MinSplitPeriod = 100 * time.Microsecond
-	MaxSplitPeriod = 100 * time.Millisecond
+	minSplitPeriod = 100 * time.Microsecond
+	maxSplitPeriod = 100 * time.Millisecond
 )
 
 // splitBacklogPeriods is how many periods a shard's backlog is spread
@@ -78,7 +78,7 @@ type splitSlot struct {
 // with an equal share until the first rebalance. cfg.Rate is not zero.
 func newSplitRate(n int, cfg Config, period time.Duration) *splitRate {
 	if period == 0 {
-		period = DefaultSplitPeriod
+		period = defaultSplitPeriod
 	}
 	sp := &splitRate{cfg: cfg, period: period, slots: make([]splitSlot, n)}
 	sp.rate, sp.burst = uint64(cfg.Rate), cfg.burstBytes()
@@ -160,7 +160,7 @@ func (sp *splitRate) rebalance(now aqm.Time, force bool) {
 	}
 	sp.last = now
 	sp.next.Store(int64(now.Add(sp.period)))
-	var buf [MaxShards]float64
+	var buf [maxShards]float64
 	w := buf[:len(sp.slots)]
 	var total float64
 	for i := range sp.slots {
@@ -189,7 +189,7 @@ func (sp *splitRate) rebalance(now aqm.Time, force bool) {
 		}
 		total += w[i]
 	}
-	var sbuf [MaxShards]uint64
+	var sbuf [maxShards]uint64
 	shares := sbuf[:len(sp.slots)]
 	if total == 0 {
 		sp.even(shares)
@@ -233,7 +233,7 @@ func (sp *splitRate) setConfig(cfg Config) {
 	old := sp.rate
 	sp.cfg = cfg
 	sp.rate, sp.burst = uint64(cfg.Rate), cfg.burstBytes()
-	var sbuf [MaxShards]uint64
+	var sbuf [maxShards]uint64
 	shares := sbuf[:len(sp.slots)]
 	var sum uint64
 	for i := range shares {

@@ -6,11 +6,11 @@ import (
 	"github.com/aqmkit/aqmkit/aqm"
 )
 
-// StageLimit is how many packets a staged front ([Config.Staged]) holds
+// stageLimit is how many packets a staged front ([Config.Staged]) holds
 // handed over but not yet moved into its queue. A producer that would
 // exceed it moves the staged packets into the queue itself, then enqueues
 // its own, so nothing is refused for lack of room in the hand-over.
-const StageLimit = 256
+const stageLimit = 256
 
 // stage is the hand-over buffer of a staged front: producers append
 // packets under mu, the consumer swaps the whole buffer out under mu and
@@ -42,13 +42,13 @@ type staging[T any] struct {
 
 func newStage[T any]() (*stage[T], *staging[T]) {
 	s := &stage[T]{
-		pkts: make([]aqm.Packet[T], 0, StageLimit),
-		runs: make([]stagedRun, 0, StageLimit),
+		pkts: make([]aqm.Packet[T], 0, stageLimit),
+		runs: make([]stagedRun, 0, stageLimit),
 	}
 	g := &staging[T]{
-		pkts: make([]aqm.Packet[T], 0, StageLimit),
-		runs: make([]stagedRun, 0, StageLimit),
-		vts:  make([]aqm.Verdict, StageLimit),
+		pkts: make([]aqm.Packet[T], 0, stageLimit),
+		runs: make([]stagedRun, 0, stageLimit),
+		vts:  make([]aqm.Verdict, stageLimit),
 	}
 	return s, g
 }
@@ -80,7 +80,7 @@ func (c *batchClock) at(refresh bool, read func(bool) aqm.Time) aqm.Time {
 func (f *Front[T]) stageRun(ps []aqm.Packet[T], vs []aqm.Verdict, clk *batchClock) bool {
 	s := f.st
 	s.mu.Lock()
-	if s.closed || len(s.pkts)+len(ps) > StageLimit {
+	if s.closed || len(s.pkts)+len(ps) > stageLimit {
 		s.mu.Unlock()
 		return false
 	}

@@ -206,7 +206,7 @@ func TestStagedManyProducers(t *testing.T) {
 	for i := range s.Shards() {
 		consumers.Go(func() {
 			check := inOrder(t, producers, each)
-			err := s.Shard(i).Run(context.Background(), func(ps []aqm.Packet[uint64]) {
+			err := s.ShardAt(i).Run(context.Background(), func(ps []aqm.Packet[uint64]) {
 				for _, p := range ps {
 					check(p)
 					seen[p.Payload].Add(1)

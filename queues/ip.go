@@ -14,7 +14,7 @@ import (
 //
 //	f, err := queues.NewIP("fq-codel", queues.Options{Rate: 50 * aqm.Mbit}, nil, front.IPConfig{})
 //	go f.Run(ctx, func(bs []*front.Buf) { for _, b := range bs { dev.Write(b.B) } })
-//	b := f.Pool().Get(); n, _ := dev.Read(b.B); b.B = b.B[:n]; f.Enqueue(b)
+//	b := f.Config().Pool.Get(); n, _ := dev.Read(b.B); b.B = b.B[:n]; f.Enqueue(b)
 //
 // o.Rate both sizes the queue (its link preset) and sets the front's rate,
 // except for a queue that shapes itself ([Spec.Shapes], CAKE), which gets

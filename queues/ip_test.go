@@ -73,7 +73,7 @@ func TestNewIPMarksOnTheWire(t *testing.T) {
 	clk := clock.NewManual(clock.Epoch)
 	f, err := queues.NewIP("fq-codel", queues.Options{Seed: 1}, clk, front.IPConfig{})
 	require.NoError(t, err)
-	pool := f.Pool()
+	pool := f.Config().Pool
 	const n = 400
 	for i := range n {
 		b := pool.Get()
@@ -84,7 +84,7 @@ func TestNewIPMarksOnTheWire(t *testing.T) {
 	}
 	ce := 0
 	bs := make([]*front.Buf, 16)
-	for k := 0; f.Len() > 0; k++ {
+	for k := 0; f.Stats().Len > 0; k++ {
 		clk.Advance(10 * time.Millisecond) // every packet has waited far above CoDel's target
 		m, _ := f.TryDequeueBatch(bs)
 		for _, b := range bs[:m] {
@@ -110,13 +110,13 @@ func TestNewIPCakeSeesDSCP(t *testing.T) {
 	f, err := queues.NewIP("cake", queues.Options{Rate: 10 * aqm.Mbit, Seed: 1}, clk, front.IPConfig{})
 	require.NoError(t, err)
 	for i, ds := range []byte{46 << 2, 0, 46 << 2, 0} {
-		b := f.Pool().Get()
+		b := f.Config().Pool.Get()
 		b.B = ipv4(b.B[:cap(b.B)], uint16(2000+i), ds, 500)
 		_, err := f.Enqueue(b)
 		require.NoError(t, err)
 	}
 	var voice, other uint64
-	f.WithQueue(func(q aqm.Queue[*front.Buf]) {
+	f.(*front.IP[cake.Info]).WithQueue(func(q aqm.Queue[*front.Buf]) {
 		d := q.(*cake.Queue[*front.Buf]).Detail()
 		for _, tin := range d.Tins[:d.NumTins] {
 			if tin.Name == "Voice" {

@@ -13,6 +13,7 @@ import (
 	"gvisor.dev/gvisor/pkg/tcpip/stack"
 
 	"github.com/aqmkit/aqmkit/aqm"
+	aqmfifo "github.com/aqmkit/aqmkit/fifo"
 	"github.com/aqmkit/aqmkit/front"
 )
 
@@ -184,7 +185,7 @@ func consume(f *front.Front[*stack.PacketBuffer], s *sink) {
 func benchSharded(b *testing.B, p, shards, batch int) {
 	var s sink
 	newQ := func(int) (aqm.Queue[*stack.PacketBuffer], error) {
-		return fifo.New[*stack.PacketBuffer](fifo.Config{LimitPackets: depth}, nil)
+		return aqmfifo.New[*stack.PacketBuffer](aqmfifo.Config{LimitPackets: depth}, nil)
 	}
 	var f fronts
 	var consumers sync.WaitGroup
@@ -195,8 +196,9 @@ func benchSharded(b *testing.B, p, shards, batch int) {
 		f = one
 	} else {
 		sh, _ := front.NewSharded(newQ, nil, front.ShardedConfig{Shards: shards})
-		for i := range sh.Shards() {
-			consumers.Go(func() { consume(sh.Shard(i), &s) })
+		for i := range sh.Config().Shards {
+			one, _ := sh.Shard(i)
+			consumers.Go(func() { consume(one, &s) })
 		}
 		f = sh
 	}

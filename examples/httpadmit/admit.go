@@ -204,11 +204,12 @@ func (a *Admitter) Run(ctx context.Context) {
 			return
 		}
 		for {
-			p, err := a.f.Dequeue(ctx)
-			if err != nil {
+			var buf [1]aqm.Packet[uint64]
+			if _, err := a.f.DequeueBatch(ctx, buf[:]); err != nil {
 				a.slot <- struct{}{}
 				return
 			}
+			p := buf[0]
 			id := p.Payload
 			if a.cfg.LIFO && aqm.Sojourn(p, a.clk.Now()) > a.cfg.Target {
 				if newest, ok := a.newest(); ok && newest != id {

@@ -381,7 +381,7 @@ func (d *Device) Read(bufs [][]byte, sizes []int, offset int) (int, error) {
 		d.modeMu.Unlock()
 		if direct {
 			d.devMu.Lock()
-			if d.front.Len() == 0 && !d.front.Closed() {
+			if d.front.Len() == 0 && !d.front.Detail().Closed {
 				out, err := d.readDirect(bufs[:n], sizes[:n], offset)
 				d.devMu.Unlock()
 				if out > 0 || err != nil {
@@ -393,7 +393,7 @@ func (d *Device) Read(bufs [][]byte, sizes []int, offset int) (int, error) {
 			// A backlog, left from a shaped period or by a failed device:
 			// it leaves first.
 			k, _ := d.front.TryDequeueBatch(d.cps[:n])
-			if k == 0 && d.front.Closed() && d.front.Len() == 0 {
+			if k == 0 && d.front.Detail().Closed && d.front.Len() == 0 {
 				return 0, d.closedErr()
 			}
 			if out := d.copyOut(d.cps[:k], bufs, sizes, offset); out > 0 {
@@ -624,22 +624,29 @@ func (d *Device) Close() error {
 
 // SetRate changes the rate at runtime (zero: unlimited). A queue that
 // paces itself (CAKE) takes the rate itself. It has no effect with
-// PassThrough.
-func (d *Device) SetRate(r aqm.Rate) {
+// PassThrough. It returns the queue's or the front's error, if one refused
+// the rate; a *Device is an autorate.Setter.
+func (d *Device) SetRate(r aqm.Rate) error {
 	if d.front == nil {
-		return
+		return nil
 	}
 	if d.shapes {
+		var err error
 		d.front.WithQueue(func(q aqm.Queue[uint32]) {
-			if p, ok := q.(interface{ SetRate(aqm.Rate) }); ok {
-				p.SetRate(r)
+			if p, ok := q.(interface{ SetRate(aqm.Rate) error }); ok {
+				err = p.SetRate(r)
 			}
 		})
-		d.front.SetRate(0) // wakes a consumer waiting for the old pace
-		return
+		if err != nil {
+			return err
+		}
+		return d.front.SetRate(0) // wakes a consumer waiting for the old pace
 	}
-	d.front.SetRate(r)
+	if err := d.front.SetRate(r); err != nil {
+		return err
+	}
 	d.setMode(r)
+	return nil
 }
 
 // Stats returns the queue's counters (zero with PassThrough).
