@@ -129,29 +129,133 @@ func follows(first, last, next *tcpSeg, n int) bool {
 		string(ta[14:16]) == string(tb[14:16]) && string(ta[18:]) == string(tb[18:])
 }
 
-// joinable returns how many of the buffers ps, from the first, form one
-// run that can be written as a super-packet of at most room bytes
-// (virtio-net header included); 1 when the first cannot be joined to the
-// second.
-func joinable(ps [][]byte, off, room int) int {
-	if len(ps) < 2 {
-		return len(ps)
+// maxOpen is how many flows' runs a batch keeps open at once; a segment
+// of a further flow closes the oldest.
+const maxOpen = 16
+
+// sameFlow reports whether two segments have the same addresses and ports.
+func sameFlow(a, b *tcpSeg) bool {
+	if a.v6 != b.v6 {
+		return false
 	}
-	first, ok := parseSeg(ps[0], off)
-	if !ok {
-		return 1
+	if a.v6 {
+		return string(a.ip[8:40]) == string(b.ip[8:40]) && string(a.ip[40:44]) == string(b.ip[40:44])
 	}
-	last, n := first, 1
-	size := off + len(first.ip)
-	for ; n < len(ps); n++ {
-		next, ok := parseSeg(ps[n], off)
-		if !ok || !follows(&first, &last, &next, n) || size+next.payload() > room {
-			break
+	return string(a.ip[12:20]) == string(b.ip[12:20]) && string(a.ip[a.l4:a.l4+4]) == string(b.ip[b.l4:b.l4+4])
+}
+
+// tcpFlow reads the addresses and ports of any TCP packet behind off
+// bytes, segment or not, into s.ip, s.v6 and s.l4; tcp is false for a
+// packet that is not TCP and keyed false for a TCP packet whose ports it
+// cannot find.
+func tcpFlow(p []byte, off int) (s tcpSeg, tcp, keyed bool) {
+	if len(p) < off+20 {
+		return s, false, false
+	}
+	ip := p[off:]
+	switch ip[0] >> 4 {
+	case 4:
+		s.l4 = int(ip[0]&15) * 4
+		if ip[9] != 6 {
+			return s, false, false
 		}
-		size += next.payload()
-		last = next
+	case 6:
+		if len(ip) < 40 {
+			return s, false, false
+		}
+		if ip[6] != 6 {
+			return s, true, false // an extension header may lead to TCP
+		}
+		s.v6, s.l4 = true, 40
+	default:
+		return s, false, false
 	}
-	return n
+	s.ip = ip
+	return s, true, s.l4 >= 20 && len(ip) >= s.l4+4
+}
+
+// plan groups the batch ps into runs: for each flow, segments that follow
+// one another (follows) within room bytes, consecutive within the flow
+// though other flows' packets may lie between them. Any other TCP packet
+// of a flow (a pure ACK, a FIN, a segment that does not follow) closes the
+// flow's run, so that nothing overtakes a packet of its own flow; a TCP
+// packet whose ports cannot be read closes every run. On return head[i]
+// is true for the first packet of each run (and for every packet written
+// on its own), count[i] its run's length, and next[i] the index of the
+// run's next packet (or -1).
+func (c *coalescer) plan(ps [][]byte, off, room int) {
+	n := len(ps)
+	c.segs = grow(c.segs, n)
+	c.next = grow(c.next, n)
+	c.last = grow(c.last, n)
+	c.count = grow(c.count, n)
+	c.size = grow(c.size, n)
+	c.head = grow(c.head, n)
+	nopen := 0
+	closeAt := func(k int) {
+		copy(c.open[k:nopen], c.open[k+1:nopen])
+		nopen--
+	}
+	for i, p := range ps {
+		c.next[i], c.count[i], c.head[i] = -1, 1, true
+		s, ok := parseSeg(p, off)
+		if !ok {
+			f, tcp, keyed := tcpFlow(p, off)
+			switch {
+			case !tcp:
+			case !keyed:
+				nopen = 0
+			default:
+				for k := 0; k < nopen; k++ {
+					if sameFlow(&c.segs[c.open[k]], &f) {
+						closeAt(k)
+						break
+					}
+				}
+			}
+			continue
+		}
+		c.segs[i] = s
+		k := 0
+		for ; k < nopen && !sameFlow(&c.segs[c.open[k]], &s); k++ {
+		}
+		if k < nopen {
+			h := c.open[k]
+			last := c.last[h]
+			if follows(&c.segs[h], &c.segs[last], &s, int(c.count[h])) && c.size[h]+s.payload() <= room {
+				c.next[last], c.last[h] = int32(i), int32(i)
+				c.count[h]++
+				c.size[h] += s.payload()
+				c.head[i] = false
+				continue
+			}
+			closeAt(k)
+		}
+		if nopen == maxOpen {
+			closeAt(0)
+		}
+		c.open[nopen] = int32(i)
+		nopen++
+		c.last[i] = int32(i)
+		c.size[i] = off + len(s.ip)
+	}
+}
+
+// grow returns s with length n, reusing its array when it can.
+func grow[T any](s []T, n int) []T {
+	if cap(s) < n {
+		return make([]T, n, max(n, 2*cap(s)))
+	}
+	return s[:n]
+}
+
+// members gathers into c.run the buffers of the run that starts at i.
+func (c *coalescer) members(ps [][]byte, i int) [][]byte {
+	c.run = c.run[:0]
+	for j := int32(i); j >= 0; j = c.next[j] {
+		c.run = append(c.run, ps[j])
+	}
+	return c.run
 }
 
 // join writes the run ps (which joinable accepted, at least two segments)
@@ -217,18 +321,28 @@ func fold16(acc uint32) uint16 {
 	return uint16(acc)
 }
 
-// coalescer is one write's scratch: what is handed to the device, and for
-// each entry the span of the batch it stands for.
+// coalescer is one write's scratch, kept between writes in a sync.Pool:
+// the plan (per packet of the batch: its parse, its run's links, sizes and
+// heads, the runs still open), what is handed to the device, and for each
+// entry the head of the run it stands for.
 type coalescer struct {
+	segs  []tcpSeg
+	next  []int32
+	last  []int32
+	count []int32
+	size  []int
+	head  []bool
+	open  [maxOpen]int32
+	run   [][]byte
 	out   [][]byte
 	spans []span
 }
 
-// span is the buffers ps[from:to] of a batch; joined says they were
+// span is the run of a batch that starts at head; joined says it was
 // copied into one super-packet (a read-pool buffer).
 type span struct {
-	from, to int
-	joined   bool
+	head   int
+	joined bool
 }
 
 var coalescers = sync.Pool{New: func() any { return new(coalescer) }}
@@ -237,39 +351,44 @@ var coalescers = sync.Pool{New: func() any { return new(coalescer) }}
 // VnetHdr, unless Config.DisableCoalesce.
 func (r *Router) coalesces() bool { return r.off > 0 && !r.cfg.DisableCoalesce }
 
-// writeCoalesced writes ps as write does, joining runs of segments into
-// super-packets in read-pool buffers (a run is written as it is when no
-// buffer is free). It counts, returns and drops the segments, never the
-// super-packets. A super-packet the device refuses is written again as
-// its segments, one by one, so that a kernel that refuses the joined form
-// costs system calls and never packets.
+// writeCoalesced writes ps as write does, each run plan finds joined into
+// a super-packet in a read-pool buffer (a run is written as its packets,
+// one after the other, when no buffer is free). It counts, returns and
+// drops the packets of the batch, never the super-packets. A super-packet
+// the device refuses is written again as its segments, one by one, so that
+// a kernel that refuses the joined form costs system calls and never
+// packets.
 func (d *Queue) writeCoalesced(ps [][]byte) {
 	r := d.r
 	c := coalescers.Get().(*coalescer)
+	c.plan(ps, r.off, r.pool.size)
 	out, spans := c.out[:0], c.spans[:0]
-	for i := 0; i < len(ps); {
-		if n := joinable(ps[i:], r.off, r.pool.size); n > 1 {
+	for i := range ps {
+		if !c.head[i] {
+			continue
+		}
+		if c.count[i] > 1 {
 			if b, ok := r.pool.get(); ok {
-				out = append(out, b[:join(b, ps[i:i+n], r.off)])
-				spans = append(spans, span{i, i + n, true})
-				i += n
+				out = append(out, b[:join(b, c.members(ps, i), r.off)])
+				spans = append(spans, span{i, true})
 				continue
 			}
 		}
-		out = append(out, ps[i])
-		spans = append(spans, span{i, i + 1, false})
-		i++
+		for j := int32(i); j >= 0; j = c.next[j] {
+			out = append(out, ps[j])
+			spans = append(spans, span{int(j), false})
+		}
 	}
 	for k := 0; k < len(out); {
 		n, err := d.dev.WriteBatch(out[k:])
 		for _, s := range spans[k : k+n] {
-			for _, p := range ps[s.from:s.to] {
-				d.c.writtenPackets.Add(1)
-				d.c.writtenBytes.Add(uint64(r.wireBytes(p)))
-				r.put(p)
-			}
-			if s.joined {
-				d.c.coalesced.Add(uint64(s.to - s.from))
+			if !s.joined {
+				d.wrote(ps[s.head])
+			} else {
+				for j := int32(s.head); j >= 0; j = c.next[j] {
+					d.wrote(ps[j])
+				}
+				d.c.coalesced.Add(uint64(c.count[s.head]))
 				r.pool.put(out[k])
 			}
 			k++
@@ -283,12 +402,12 @@ func (d *Queue) writeCoalesced(ps [][]byte) {
 			if r.cfg.Logf != nil && !d.loggedJoin.Swap(true) {
 				r.cfg.Logf("router: %v: write of a joined super-packet: %v (its segments are written one by one; further refusals are not logged)", d.prefix, err)
 			}
-			for j := s.from; j < s.to; j++ {
+			for j := int32(s.head); j >= 0; j = c.next[j] {
 				d.write(ps[j : j+1])
 			}
 		} else {
 			d.c.drop(dropWriteError)
-			r.put(ps[s.from])
+			r.put(ps[s.head])
 			if r.cfg.Logf != nil && !d.loggedErr.Swap(true) {
 				r.cfg.Logf("router: %v: write: %v (further write errors are counted, not logged)", d.prefix, err)
 			}
@@ -296,6 +415,15 @@ func (d *Queue) writeCoalesced(ps [][]byte) {
 		k++
 	}
 	clear(out)
+	clear(c.run)
+	clear(c.segs)
 	c.out, c.spans = out[:0], spans[:0]
 	coalescers.Put(c)
+}
+
+// wrote counts p, written, and returns its buffer.
+func (d *Queue) wrote(p []byte) {
+	d.c.writtenPackets.Add(1)
+	d.c.writtenBytes.Add(uint64(d.r.wireBytes(p)))
+	d.r.put(p)
 }

@@ -243,6 +243,14 @@ func TestJoinRoundTrip(t *testing.T) {
 	}
 }
 
+// joinable returns how many packets the run that plan starts at ps[0]
+// holds.
+func joinable(ps [][]byte, off, room int) int {
+	var c coalescer
+	c.plan(ps, off, room)
+	return int(c.count[0])
+}
+
 func mustVnet(b []byte) iphdr.VnetHdr {
 	h, _ := iphdr.ParseVnetHdr(b)
 	return h
@@ -442,51 +450,141 @@ func TestWriteCoalescedAllocs(t *testing.T) {
 	}
 }
 
-// FuzzJoin protects joining on arbitrary trains: a train built from the
-// input, one byte of one segment then changed (and its checksums set
-// right), never makes joinable or join panic, and every run joinable
-// accepts splits back into exactly its segments. Raw input bytes given as
-// packets never panic either.
+// TestPlanInterleaved protects joining under fair queuing, which sends
+// flows in turn: the segments of each flow join across the other flows'
+// packets between them, and a packet of the flow that cannot join (a pure
+// ACK, here) closes the run, so that no segment overtakes it.
+func TestPlanInterleaved(t *testing.T) {
+	a := segSpec{n: 4, mss: 1000, last: 1000, seq: 1, id: 1}.segments()
+	b := segSpec{n: 4, mss: 1000, last: 1000, seq: 1, id: 1}.segments()
+	for _, p := range b {
+		p[iphdr.VnetHdrLen+21]++ // source port
+		fixSums(p[iphdr.VnetHdrLen:])
+	}
+	ack := append([]byte(nil), a[1][:iphdr.VnetHdrLen+40]...)
+	binary.BigEndian.PutUint16(ack[iphdr.VnetHdrLen+2:], 40)
+	fixSums(ack[iphdr.VnetHdrLen:])
+	var c coalescer
+	for _, tc := range []struct {
+		name  string
+		batch [][]byte
+		heads map[int]int32 // head index: run length
+	}{
+		{"alternate", [][]byte{a[0], b[0], a[1], b[1], a[2], b[2], a[3], b[3]}, map[int]int32{0: 4, 1: 4}},
+		{"ack-between", [][]byte{a[0], b[0], ack, a[1], b[1]}, map[int]int32{0: 1, 1: 2, 2: 1, 3: 1}},
+		{"gap", [][]byte{a[0], b[0], a[2], a[3], b[1]}, map[int]int32{0: 1, 1: 2, 2: 2}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			c.plan(tc.batch, iphdr.VnetHdrLen, DefaultVnetBufferSize)
+			got := map[int]int32{}
+			for i := range tc.batch {
+				if c.head[i] {
+					got[i] = c.count[i]
+				}
+			}
+			if fmt.Sprint(got) != fmt.Sprint(tc.heads) {
+				t.Errorf("runs (head: length) %v; want %v", got, tc.heads)
+			}
+		})
+	}
+}
+
+// FuzzJoin protects planning and joining on arbitrary batches: two flows'
+// trains from the input, interleaved by a mask, one byte of one packet
+// changed (and its checksums set right), and the input's raw bytes as two
+// more packets. plan and join never panic; every packet is in exactly one
+// run; runs keep each flow's order (no packet of a TCP flow is written
+// before an earlier one of the same flow); and every joined run of clean
+// segments splits back into exactly its packets.
 func FuzzJoin(f *testing.F) {
-	f.Add(false, uint8(2), uint8(5), uint16(1448), uint16(100), uint8(2), uint16(30), uint8(1), []byte{0x45, 0, 0, 40})
-	f.Add(true, uint8(3), uint8(40), uint16(1440), uint16(1440), uint8(0), uint16(0), uint8(0), []byte{})
-	f.Add(false, uint8(1), uint8(3), uint16(1), uint16(1), uint8(1), uint16(11), uint8(3), []byte{1, 2, 3})
-	f.Fuzz(func(t *testing.T, v6 bool, ecn, n uint8, mss, last uint16, at uint8, pos uint16, val uint8, raw []byte) {
-		s := segSpec{v6: v6, ecn: ecn & 3, n: int(n%48) + 1, mss: int(mss%1500) + 1, seq: uint32(pos) * 99991, id: pos, ts: val&1 == 1, df: val&2 == 2}
+	f.Add(false, uint8(2), uint8(5), uint16(1448), uint16(100), uint8(2), uint16(30), uint8(1), uint16(0x5555), []byte{0x45, 0, 0, 40})
+	f.Add(true, uint8(3), uint8(40), uint16(1440), uint16(1440), uint8(0), uint16(0), uint8(0), uint16(0), []byte{})
+	f.Add(false, uint8(1), uint8(3), uint16(1), uint16(1), uint8(1), uint16(11), uint8(3), uint16(0xffff), []byte{1, 2, 3})
+	f.Fuzz(func(t *testing.T, v6 bool, ecn, n uint8, mss, last uint16, at uint8, pos uint16, val uint8, mask uint16, raw []byte) {
+		s := segSpec{v6: v6, ecn: ecn & 3, n: int(n%24) + 1, mss: int(mss%1500) + 1, seq: uint32(pos) * 99991, id: pos, ts: val&1 == 1, df: val&2 == 2}
 		s.last = int(last)%s.mss + 1
-		segs := s.segments()
-		ip := segs[int(at)%len(segs)][iphdr.VnetHdrLen:]
+		a := s.segments()
+		s.n = int(n%5) + 1
+		b := s.segments()
+		l4 := 20
+		if v6 {
+			l4 = 40
+		}
+		for _, p := range b {
+			p[iphdr.VnetHdrLen+l4+1]++ // source port
+			fixSums(p[iphdr.VnetHdrLen:])
+		}
+		var batch [][]byte
+		for i := 0; len(a) > 0 || len(b) > 0; i++ {
+			if len(b) == 0 || len(a) > 0 && mask>>(i%16)&1 == 1 {
+				batch, a = append(batch, a[0]), a[1:]
+			} else {
+				batch, b = append(batch, b[0]), b[1:]
+			}
+		}
+		ip := batch[int(at)%len(batch)][iphdr.VnetHdrLen:]
 		ip[int(pos)%len(ip)] ^= val
 		if ip[0]>>4 == 4 && ip[0]&15 >= 5 && int(ip[0]&15)*4+20 <= len(ip) || ip[0]>>4 == 6 && len(ip) >= 60 {
 			fixSums(ip)
 		}
-		segs = append(segs, append(make([]byte, iphdr.VnetHdrLen), raw...), raw)
-		dst := make([]byte, DefaultVnetBufferSize)
-		for i := 0; i < len(segs); {
-			k := joinable(segs[i:], iphdr.VnetHdrLen, len(dst))
-			if k < 1 {
-				t.Fatalf("joinable %d", k)
+		batch = append(batch, append(make([]byte, iphdr.VnetHdrLen), raw...), raw)
+		var c coalescer
+		c.plan(batch, iphdr.VnetHdrLen, DefaultVnetBufferSize)
+		seen := make([]bool, len(batch))
+		var order []int
+		for i := range batch {
+			if !c.head[i] {
+				continue
 			}
-			clean := k > 1
-			for j := i; clean && j < i+k; j++ {
-				clean = string(segs[j][:iphdr.VnetHdrLen]) == string(make([]byte, iphdr.VnetHdrLen)) && sumsOK(segs[j][iphdr.VnetHdrLen:])
-			}
-			if k > 1 && !clean {
-				join(dst, segs[i:i+k], iphdr.VnetHdrLen) // a run with a partial or bad checksum: only no panic
-			}
-			if k > 1 && clean {
-				b := dst[:join(dst, segs[i:i+k], iphdr.VnetHdrLen)]
-				back := splitBack(t, b)
-				if len(back) != k {
-					t.Fatalf("run of %d split back into %d", k, len(back))
+			var members []int
+			for j := int32(i); j >= 0; j = c.next[j] {
+				if seen[j] || int(j) < i {
+					t.Fatalf("packet %d in two runs or before its head %d", j, i)
 				}
-				for j := range k {
-					if !bytes.Equal(back[j], segs[i+j]) {
-						t.Fatalf("run at %d: segment %d differs:\n got %x\nwant %x", i, j, back[j], segs[i+j])
-					}
+				seen[j] = true
+				members = append(members, int(j))
+			}
+			if len(members) != int(c.count[i]) {
+				t.Fatalf("run at %d: %d members, count %d", i, len(members), c.count[i])
+			}
+			order = append(order, members...)
+			if len(members) < 2 {
+				continue
+			}
+			dst := make([]byte, DefaultVnetBufferSize)
+			run := c.members(batch, i)
+			jb := dst[:join(dst, run, iphdr.VnetHdrLen)]
+			clean := true
+			for _, p := range run {
+				clean = clean && string(p[:iphdr.VnetHdrLen]) == string(make([]byte, iphdr.VnetHdrLen)) && sumsOK(p[iphdr.VnetHdrLen:])
+			}
+			if !clean {
+				continue
+			}
+			back := splitBack(t, jb)
+			if len(back) != len(run) {
+				t.Fatalf("run of %d split back into %d", len(run), len(back))
+			}
+			for j := range run {
+				if !bytes.Equal(back[j], run[j]) {
+					t.Fatalf("run at %d: segment %d differs:\n got %x\nwant %x", i, j, back[j], run[j])
 				}
 			}
-			i += k
+		}
+		for i, ok := range seen {
+			if !ok {
+				t.Fatalf("packet %d in no run", i)
+			}
+		}
+		// Each TCP flow's packets leave in their batch order.
+		for x := range order {
+			fx, tcpx, kx := tcpFlow(batch[order[x]], iphdr.VnetHdrLen)
+			for y := x + 1; y < len(order); y++ {
+				fy, tcpy, ky := tcpFlow(batch[order[y]], iphdr.VnetHdrLen)
+				if order[y] < order[x] && tcpx && tcpy && (!kx || !ky || sameFlow(&fx, &fy)) {
+					t.Fatalf("packet %d written before %d of its flow (order %v)", order[x], order[y], order)
+				}
+			}
 		}
 	})
 }
