@@ -9,6 +9,7 @@ import (
 	"net"
 	"os"
 	"path/filepath"
+	"slices"
 	"strconv"
 	"strings"
 	"testing"
@@ -247,4 +248,119 @@ func TestCoalescePath(t *testing.T) {
 // reads.
 type upCounts struct {
 	written, coalesced, split, ce, ceSegs uint64
+}
+
+// TestTUNCost measures what the router's TUN system calls cost per packet
+// at 500 Mb/s through FQ-CoDel: four kernel CUBIC uploads for 6 s, with
+// the veths' offloads on (the router's namespace hands the TUN GRO'd
+// super-packets) and off (every read is a wire packet); the router joins
+// segments on write (the default), writes one per packet
+// (-coalesce=false), has no TUN offloads (-offload=false), or reads with
+// two TUN queues (-queues 2). Configurations are interleaved over three
+// rounds (or AQMROUTER_TUNCOST, if larger). It reports per packet
+// written: the router's CPU (user and system, /proc/PID/stat) and its
+// read and write system calls (/proc/PID/io), with the load average. It
+// is a measurement, run with AQMROUTER_TUNCOST=1.
+func TestTUNCost(t *testing.T) {
+	if os.Getenv("AQMROUTER_TUNCOST") == "" {
+		t.Skip("a 3-minute measurement; set AQMROUTER_TUNCOST=1 to run it")
+	}
+	rounds := 3
+	if n, err := strconv.Atoi(os.Getenv("AQMROUTER_TUNCOST")); err == nil && n > 3 {
+		rounds = n
+	}
+	configs := []struct {
+		name string
+		args []string
+	}{
+		{"join", nil},
+		{"each", []string{"-coalesce=false"}},
+		{"no-offload", []string{"-offload=false"}},
+		{"queues2", []string{"-queues", "2"}},
+	}
+	for _, veth := range []string{"on", "off"} {
+		t.Run("veth-offloads-"+veth, func(t *testing.T) {
+			var l *lab
+			if veth == "on" {
+				l = newLabOffloads(t, map[string][]string{})
+			} else {
+				l = newLabOffloads(t, nil)
+			}
+			// setTun makes tun0 again, multi-queue or not: a persistent
+			// device is attached only in the mode it was made in.
+			mq := false
+			setTun := func(multi bool) {
+				if multi == mq {
+					return
+				}
+				del := []string{"-n", l.r, "tuntap", "del", "dev", "tun0", "mode", "tun"}
+				if mq {
+					del = append(del, "multi_queue")
+				}
+				l.ip(del...)
+				mq = multi
+				add := []string{"-n", l.r, "tuntap", "add", "dev", "tun0", "mode", "tun"}
+				if multi {
+					add = append(add, "multi_queue")
+				}
+				l.ip(add...)
+				l.ip("-n", l.r, "link", "set", "tun0", "up")
+				l.ip("-n", l.r, "route", "add", "default", "dev", "tun0", "table", "100")
+				l.ip("netns", "exec", l.r, "sysctl", "-qw", "net.ipv4.conf.tun0.rp_filter=0")
+			}
+			l.start(l.s, "server", "ready", "10.201.2.2")
+			type result struct{ cpuUs, reads, writes, mbps float64 }
+			res := map[string][]result{}
+			for round := range rounds {
+				for k := range configs {
+					c := configs[(k+round)%len(configs)]
+					setTun(c.name == "queues2")
+					stats := filepath.Join(t.TempDir(), "stats.json")
+					args := append([]string{"-tun", "tun0", "-aqm", "fq-codel", "-rate", "500mbit", "-report", "0", "-stats", stats}, c.args...)
+					rt := l.start(l.r, "router", "MTU", args...)
+					ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
+					cl := l.helper(ctx, l.c, "client", "load", "10.201.2.2", "4", "6s", "cubic")
+					var clOut strings.Builder
+					cl.Stdout, cl.Stderr = &clOut, &clOut
+					if err := cl.Start(); err != nil {
+						t.Fatal(err)
+					}
+					if err := cl.Wait(); err != nil {
+						t.Fatalf("client: %v\n%s", err, clOut.String())
+					}
+					cancel()
+					pid := rt.cmd.Process.Pid
+					ticks, _ := cpuTicks(pid)
+					syscr, syscw, _ := procIO(pid)
+					rt.stop(t)
+					s := readStats(t, stats)
+					var acked int64
+					var secs float64
+					fmt.Sscanf(clOut.String(), "load %d %g", &acked, &secs)
+					n := float64(s.Written.Packets)
+					r := result{cpuUs: float64(ticks) * 1e4 / n, reads: float64(syscr) / n, writes: float64(syscw) / n, mbps: float64(acked) * 8 / secs / 1e6}
+					res[c.name] = append(res[c.name], r)
+					load, _ := os.ReadFile("/proc/loadavg")
+					t.Logf("round %d %-10s CPU %.2f µs/packet, %.3f reads, %.3f writes per packet; %d packets written, %d joined, %d split, %d dropped; goodput %.0f Mb/s; loadavg %s",
+						round, c.name, r.cpuUs, r.reads, r.writes, s.Written.Packets, s.Coalesced, s.Split, s.Dropped.Total, r.mbps, strings.Join(strings.Fields(string(load))[:3], " "))
+				}
+			}
+			for _, c := range configs {
+				rs := res[c.name]
+				med := func(f func(result) float64) (float64, float64, float64) {
+					v := make([]float64, len(rs))
+					for i, r := range rs {
+						v[i] = f(r)
+					}
+					slices.Sort(v)
+					return v[len(v)/2], v[0], v[len(v)-1]
+				}
+				cm, clo, chi := med(func(r result) float64 { return r.cpuUs })
+				rm, _, _ := med(func(r result) float64 { return r.reads })
+				wm, _, _ := med(func(r result) float64 { return r.writes })
+				gm, _, _ := med(func(r result) float64 { return r.mbps })
+				t.Logf("veth offloads %s, %-10s CPU median %.2f µs/packet [%.2f, %.2f], reads %.3f, writes %.3f per packet, goodput %.0f Mb/s", veth, c.name, cm, clo, chi, rm, wm, gm)
+			}
+		})
+	}
 }
