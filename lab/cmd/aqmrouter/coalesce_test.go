@@ -8,10 +8,12 @@ import (
 	"fmt"
 	"net"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"slices"
 	"strconv"
 	"strings"
+	"syscall"
 	"testing"
 	"time"
 )
@@ -278,6 +280,14 @@ func TestTUNCost(t *testing.T) {
 		{"no-offload", []string{"-offload=false"}},
 		{"queues2", []string{"-queues", "2"}},
 	}
+	if only := os.Getenv("AQMROUTER_TUNCOST_CONFIGS"); only != "" {
+		configs = slices.DeleteFunc(configs, func(c struct {
+			name string
+			args []string
+		}) bool {
+			return !slices.Contains(strings.Split(only, ","), c.name)
+		})
+	}
 	for _, veth := range []string{"on", "off"} {
 		t.Run("veth-offloads-"+veth, func(t *testing.T) {
 			var l *lab
@@ -325,8 +335,24 @@ func TestTUNCost(t *testing.T) {
 					if err := cl.Start(); err != nil {
 						t.Fatal(err)
 					}
+					var st *exec.Cmd
+					trace := filepath.Join(t.TempDir(), "strace")
+					if os.Getenv("AQMROUTER_STRACE") != "" {
+						// Counts only: under strace the CPU figures mean nothing.
+						time.Sleep(2 * time.Second)
+						st = exec.Command("strace", "-c", "-f", "-o", trace, "-p", strconv.Itoa(rt.cmd.Process.Pid))
+						if err := st.Start(); err != nil {
+							t.Fatal(err)
+						}
+					}
 					if err := cl.Wait(); err != nil {
 						t.Fatalf("client: %v\n%s", err, clOut.String())
+					}
+					if st != nil {
+						st.Process.Signal(syscall.SIGINT)
+						st.Wait()
+						b, _ := os.ReadFile(trace)
+						t.Logf("strace -c of the router (%s), the last 4 s:\n%s", c.name, b)
 					}
 					cancel()
 					pid := rt.cmd.Process.Pid
