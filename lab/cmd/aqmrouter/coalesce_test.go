@@ -262,7 +262,10 @@ type upCounts struct {
 // rounds (or AQMROUTER_TUNCOST, if larger). It reports per packet
 // written: the router's CPU (user and system, /proc/PID/stat) and its
 // read and write system calls (/proc/PID/io), with the load average. It
-// is a measurement, run with AQMROUTER_TUNCOST=1.
+// is a measurement, run with AQMROUTER_TUNCOST=1; it checks only that
+// every run conserves packets and joins exactly when it should.
+// AQMROUTER_TUNCOST_CONFIGS=join,each runs only the named configurations;
+// AQMROUTER_STRACE=1 adds strace -c counts (and spoils the CPU figures).
 func TestTUNCost(t *testing.T) {
 	if os.Getenv("AQMROUTER_TUNCOST") == "" {
 		t.Skip("a 3-minute measurement; set AQMROUTER_TUNCOST=1 to run it")
@@ -366,6 +369,10 @@ func TestTUNCost(t *testing.T) {
 					n := float64(s.Written.Packets)
 					r := result{cpuUs: float64(ticks) * 1e4 / n, reads: float64(syscr) / n, writes: float64(syscw) / n, mbps: float64(acked) * 8 / secs / 1e6}
 					res[c.name] = append(res[c.name], r)
+					joins := c.name == "join" || c.name == "queues2"
+					if !s.Conserved() || s.Written.Packets == 0 || joins != (s.Coalesced > 0) {
+						t.Errorf("%s: conserved %v, %d written, %d joined", c.name, s.Conserved(), s.Written.Packets, s.Coalesced)
+					}
 					load, _ := os.ReadFile("/proc/loadavg")
 					t.Logf("round %d %-10s CPU %.2f µs/packet, %.3f reads, %.3f writes per packet; %d packets written, %d joined, %d split, %d dropped; goodput %.0f Mb/s; loadavg %s",
 						round, c.name, r.cpuUs, r.reads, r.writes, s.Written.Packets, s.Coalesced, s.Split, s.Dropped.Total, r.mbps, strings.Join(strings.Fields(string(load))[:3], " "))
