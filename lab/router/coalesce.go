@@ -1,8 +1,9 @@
 package router
 
 // This file writes a direction's batch with fewer system calls: with
-// VnetHdr, consecutive TCP segments of one flow that leave in the same
-// batch are joined into one GSO super-packet, written once, which the
+// VnetHdr, the TCP segments of each flow that leave in the same batch, one
+// after the other in their flow (other flows' packets may lie between
+// them), are joined into one GSO super-packet, written once, which the
 // kernel cuts back into the same segments (as a NIC's GRO hands the stack
 // one large packet). Queue.write calls writeCoalesced; the rest of the
 // router never sees a joined packet, and every counter counts the
@@ -258,7 +259,7 @@ func (c *coalescer) members(ps [][]byte, i int) [][]byte {
 	return c.run
 }
 
-// join writes the run ps (which joinable accepted, at least two segments)
+// join writes the run ps (which plan made, at least two segments)
 // into dst as one super-packet behind a virtio-net header and returns its
 // length: the first segment's headers with the run's length, a new IPv4
 // header checksum, the last segment's TCP flags, and in the TCP checksum
