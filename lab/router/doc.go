@@ -78,7 +78,13 @@
 // Config.GSO then splits them into their segments below 1 Gb/s, so that
 // the queues still see wire packets, and keeps them whole unshaped, where
 // one read and one write per super-packet instead of per segment is what
-// makes the router several times faster. For IPv6,
+// makes the router several times faster. On the way out, the TCP segments
+// of a flow that leave a direction in one batch, consecutive in their flow
+// (contiguous data, the same addresses, ports, ECN field, TCP options and
+// flags but a final PSH), are joined into one super-packet with a partial
+// checksum and written once (Config.DisableCoalesce turns it off); the
+// kernel cuts it into the same segments, so a mark stays on the segments
+// the queue marked, and the counters still count segments. For IPv6,
 // add the same rules with ip -6 and enable net.ipv6.conf.all.forwarding.
 //
 // The rate counts IP bytes. A kernel shaper on an Ethernet device (htb on

@@ -143,6 +143,12 @@ type Config struct {
 	// super-packet whose segments do not fit SegmentBufferSize, or that
 	// stands for more than MaxSplitSegments, is kept whole.
 	GSO front.GSOPolicy
+	// DisableCoalesce, with VnetHdr, writes every packet with its own
+	// system call. By default consecutive TCP segments of one flow that
+	// leave a direction together (same addresses, ports, ECN field and
+	// options, contiguous data) are joined into one super-packet and
+	// written once, for the kernel to cut back into the same segments.
+	DisableCoalesce bool
 	// Clock is the router's time source; nil means clock.Mono.
 	Clock clock.Clock
 	// OnQueue, if set, is called once for each direction when it is
@@ -287,8 +293,9 @@ type Queue struct {
 	c      counters
 	// inflight counts packets taken from the front or the line and not yet
 	// pushed, written or dropped.
-	inflight  atomic.Int64
-	loggedErr atomic.Bool
+	inflight   atomic.Int64
+	loggedErr  atomic.Bool
+	loggedJoin atomic.Bool
 	// inline: unshaped, so the reader that offers packets also takes them
 	// out (forward) and no consumer goroutine runs.
 	inline bool
@@ -431,6 +438,10 @@ func (d *Queue) sendDelayed(ps [][]byte) {
 // write writes ps to the device, counting each packet as written or as a
 // write error, and returns every buffer to the pool.
 func (d *Queue) write(ps [][]byte) {
+	if len(ps) > 1 && d.r.coalesces() {
+		d.writeCoalesced(ps)
+		return
+	}
 	for len(ps) > 0 {
 		n, err := d.dev.WriteBatch(ps)
 		for _, p := range ps[:n] {
@@ -782,6 +793,7 @@ func (r *Router) Stats() Stats {
 		s.CEWritten += q.CEWritten
 		s.CEWrittenSegments += q.CEWrittenSegments
 		s.Split += q.Split
+		s.Coalesced += q.Coalesced
 		s.Queued += q.Queued
 		s.Queues = append(s.Queues, q)
 	}
@@ -806,6 +818,7 @@ func (d *Queue) Stats() QueueStats {
 		CEWritten:         d.c.ceWritten.Load(),
 		CEWrittenSegments: d.c.ceSegments.Load(),
 		Split:             d.c.split.Load(),
+		Coalesced:         d.c.coalesced.Load(),
 		Queue:             qs,
 	}
 	if d.line != nil {
@@ -835,6 +848,7 @@ func (d *Queue) Metrics() iter.Seq[aqm.Metric] {
 			{Name: "ce_written_packets", Kind: aqm.Counter, Value: float64(s.CEWritten)},
 			{Name: "ce_written_segments", Kind: aqm.Counter, Value: float64(s.CEWrittenSegments)},
 			{Name: "split_packets", Kind: aqm.Counter, Value: float64(s.Split)},
+			{Name: "coalesced_packets", Kind: aqm.Counter, Value: float64(s.Coalesced)},
 			{Name: "delayed_packets", Kind: aqm.Gauge, Value: float64(s.Delayed)},
 			{Name: "dropped_closed_packets", Kind: aqm.Counter, Value: float64(s.Dropped.Closed)},
 			{Name: "dropped_delay_full_packets", Kind: aqm.Counter, Value: float64(s.Dropped.DelayFull)},

@@ -107,6 +107,9 @@ type QueueStats struct {
 	// Split counts the GSO super-packets read and cut into their
 	// segments; Read counts the segments, not the super-packets.
 	Split uint64 `json:"split"`
+	// Coalesced counts the packets written inside a joined super-packet
+	// (Config.DisableCoalesce); Written counts them one by one.
+	Coalesced uint64 `json:"coalesced"`
 	// Queued is the number of packets in the queue, in the delay line, or
 	// between them; zero after a complete drain.
 	Queued int `json:"queued"`
@@ -133,8 +136,10 @@ type Stats struct {
 	// CEWrittenSegments is the total of QueueStats.CEWrittenSegments.
 	CEWrittenSegments uint64 `json:"ce_written_segments"`
 	// Split is the total of QueueStats.Split.
-	Split  uint64 `json:"split"`
-	Queued int    `json:"queued"`
+	Split uint64 `json:"split"`
+	// Coalesced is the total of QueueStats.Coalesced.
+	Coalesced uint64 `json:"coalesced"`
+	Queued    int    `json:"queued"`
 	// NotIP counts the packets that were not IPv4 or IPv6 (also in
 	// Dropped.NotIP).
 	NotIP uint64 `json:"not_ip"`
@@ -169,6 +174,7 @@ type counters struct {
 	ceWritten                    atomic.Uint64
 	ceSegments                   atomic.Uint64
 	split                        atomic.Uint64
+	coalesced                    atomic.Uint64
 	drops                        [numReasons]atomic.Uint64
 }
 

@@ -33,6 +33,8 @@
 //	-offload          take TSO/UDP GSO super-packets through the TUN's
 //	                  offloads where the kernel accepts them (default true)
 //	-gso POLICY       auto (split below 1 Gb/s, keep unshaped), split, keep
+//	-coalesce         with -offload, write the TCP segments of a flow that
+//	                  leave together as one super-packet (default true)
 //	-max-queues N     most directions (default 64); further prefixes are
 //	                  dropped and counted as no_queue
 //	-prefix4, -prefix6  prefix lengths of a direction (24, 64)
@@ -125,7 +127,10 @@
 // segments when -rate is set below 1 Gb/s, so that the queues see wire
 // packets, and keeps them whole unshaped or faster, one read and one write
 // per super-packet, charged to the rate and the counters as the bytes its
-// segments put on the wire. With the veths' offloads off, as above, the kernel
+// segments put on the wire. Segments that leave a queue together, split or
+// read singly, are written back joined per TCP flow into super-packets
+// (-coalesce), one write each, which the kernel cuts into the same
+// segments. With the veths' offloads off, as above, the kernel
 // sends no super-packets and the queues see packets of at most the MTU
 // either way. The kernel's own packets
 // on tun0 (IPv6 router solicitations to ff02::2 when the link comes up) are

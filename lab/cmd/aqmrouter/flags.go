@@ -108,6 +108,22 @@ func (g gsoFlag) Set(s string) error {
 	return fmt.Errorf("want auto, split or keep")
 }
 
+// offFlag is a boolean flag that sets *p to its negation: -coalesce=false
+// sets router.Config.DisableCoalesce.
+type offFlag struct{ p *bool }
+
+func (f offFlag) String() string   { return strconv.FormatBool(f.p == nil || !*f.p) }
+func (f offFlag) IsBoolFlag() bool { return true }
+
+func (f offFlag) Set(s string) error {
+	v, err := strconv.ParseBool(s)
+	if err != nil {
+		return err
+	}
+	*f.p = !v
+	return nil
+}
+
 const summary = "aqmrouter forwards IP packets through a TUN device with an aqmkit queue, a rate and a delay per destination prefix."
 
 // parseFlags parses args (without the program name). On -h it prints the
@@ -120,6 +136,7 @@ func parseFlags(args []string, out io.Writer) (options, error) {
 	fs.IntVar(&o.mtu, "mtu", 0, "set the TUN's MTU in `bytes` (0: keep it)")
 	fs.BoolVar(&o.offload, "offload", true, "read and write TSO/UDP GSO super-packets through the TUN's offloads (IFF_VNET_HDR) where the kernel accepts them; split below 1 Gb/s, kept unshaped or faster")
 	fs.Var(gsoFlag{&o.cfg.GSO}, "gso", "with -offload, what becomes of a super-packet: `auto` (split below 1 Gb/s, kept unshaped or faster), split or keep")
+	fs.Var(offFlag{&o.cfg.DisableCoalesce}, "coalesce", "with -offload, join consecutive TCP segments of a flow that leave together into one super-packet per TUN write (false: one write per packet)")
 	fs.IntVar(&o.queues, "queues", 1, "TUN queues, each with a reader (more than 1: IFF_MULTI_QUEUE)")
 	fs.StringVar(&o.cfg.AQM, "aqm", router.DefaultAQM, "queue `name` per direction: "+strings.Join(queues.Names(), ", "))
 	fs.StringVar(&o.cfg.Params, "params", "", "the queue's own `settings` as name=value,... with its Config's field names (target=5ms,disable-flood-guard=true)")

@@ -51,6 +51,8 @@ func TestMain(m *testing.M) {
 		os.Exit(fetch(os.Args[1:]))
 	case "capture":
 		os.Exit(capture(os.Args[1:]))
+	case "pattern":
+		os.Exit(pattern(os.Args[1:]))
 	default:
 		fmt.Fprintf(os.Stderr, "unknown helper %q\n", h)
 		os.Exit(2)
