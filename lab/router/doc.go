@@ -75,10 +75,11 @@
 // (ethtool -K r0 tso off gso off gro off) so that every queue sees packets
 // of at most the MTU. With Config.VnetHdr (a TUN opened with offloads) the
 // kernel hands the router TSO and UDP GSO super-packets of up to 64 KiB;
-// Config.GSO then splits them into their segments below 1 Gb/s, so that
-// the queues still see wire packets, and keeps them whole unshaped, where
-// one read and one write per super-packet instead of per segment is what
-// makes the router several times faster. For IPv6,
+// Config.GSO then keeps each whole when it takes at most 2 ms at the
+// direction's rate (front.DefaultKeepTime), where one read and one write
+// per super-packet instead of per segment is what makes the router
+// several times faster, and splits a longer one into its segments, so
+// that no queue serves a flow's burst of more than 2 ms in one piece. For IPv6,
 // add the same rules with ip -6 and enable net.ipv6.conf.all.forwarding.
 //
 // The rate counts IP bytes. A kernel shaper on an Ethernet device (htb on

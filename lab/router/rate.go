@@ -19,7 +19,11 @@ func (d *Queue) SetRate(r aqm.Rate) error {
 	if d.front.Config().Rate == 0 {
 		return fmt.Errorf("router: %v: the front does not shape (no rate, or a queue that shapes by itself)", d.prefix)
 	}
-	return d.front.Reconfigure(frontConfig(r, d.r.cfg.Burst, false))
+	if err := d.front.Reconfigure(frontConfig(r, d.r.cfg.Burst, false)); err != nil {
+		return err
+	}
+	d.rate.Store(uint64(r))
+	return nil
 }
 
 // Rate returns the direction's rate: its front's, zero when the front does

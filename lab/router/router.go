@@ -138,11 +138,16 @@ type Config struct {
 	// GSONone header and complete checksums) or kept whole (queued as one
 	// packet whose aqm.Meta.Segments counts its segments, a mark or drop
 	// applying to all of them, written back with its header for the
-	// kernel to segment). The zero value, front.GSOAuto, splits when Rate
-	// is non-zero and below 1 Gb/s and keeps super-packets otherwise. A
-	// super-packet whose segments do not fit SegmentBufferSize, or that
+	// kernel to segment). The zero value, front.GSOAuto, decides per
+	// super-packet: kept when the direction is unshaped or its wire bytes
+	// take at most front.DefaultKeepTime (2 ms) at the direction's rate,
+	// split otherwise, and kept whatever its size while the router is
+	// saturated (LoadConfig). A super-packet whose segments do not fit SegmentBufferSize, or that
 	// stands for more than MaxSplitSegments, is kept whole.
 	GSO front.GSOPolicy
+	// Load says how the router watches its own load: whether it is the
+	// bottleneck, what it sustains, and whether it caps its rate.
+	Load LoadConfig
 	// Clock is the router's time source; nil means clock.Mono.
 	Clock clock.Clock
 	// OnQueue, if set, is called once for each direction when it is
@@ -216,6 +221,7 @@ func (c Config) Validate() error {
 	if c.GSO > front.GSOKeep {
 		bad("GSO", c.GSO, "must be auto, split or keep")
 	}
+	c.Load.validate(c.Rate, bad)
 	if c.ReadBatch > 1024 {
 		bad("ReadBatch", c.ReadBatch, "must be at most 1024")
 	}
@@ -239,6 +245,7 @@ type Router struct {
 	seg   *pool // segment buffers, with VnetHdr
 	off   int   // bytes before the IP packet: the virtio-net header, or 0
 	table *table[Queue]
+	load  *loadMonitor
 
 	// unclassified counts the packets dropped before they had a queue.
 	unclassified counters
@@ -269,6 +276,7 @@ func New(cfg Config, devs ...Device) (*Router, error) {
 	}
 	r.flowCtx, r.stopFlow = context.WithCancel(context.Background())
 	r.table = newTable(cfg.MaxQueues, r.newQueue)
+	r.load = newLoadMonitor(r, cfg.Load, len(devs))
 	return r, nil
 }
 
@@ -292,8 +300,11 @@ type Queue struct {
 	// inline: unshaped, so the reader that offers packets also takes them
 	// out (forward) and no consumer goroutine runs.
 	inline bool
-	// split: super-packets are cut into their segments (Config.GSO).
+	// split: super-packets may be cut into their segments (Config.GSO;
+	// splits decides per super-packet).
 	split bool
+	// rate is the direction's rate in bit/s, for the GSO rule.
+	rate atomic.Uint64
 }
 
 func (r *Router) newQueue(pfx netip.Prefix, index int) (*Queue, error) {
@@ -303,7 +314,8 @@ func (r *Router) newQueue(pfx netip.Prefix, index int) (*Queue, error) {
 		return nil, err
 	}
 	q, d.cls = forIP(q, r.off)
-	d.split = r.cfg.VnetHdr && r.cfg.GSO.Split(r.cfg.Rate)
+	d.split = r.cfg.VnetHdr && r.cfg.GSO != front.GSOKeep
+	d.rate.Store(uint64(r.cfg.Rate))
 	_, paced := q.(aqm.Paced)
 	fc := frontConfig(r.cfg.Rate, r.cfg.Burst, paced)
 	rate := fc.Rate
@@ -462,11 +474,12 @@ func (r *Router) Run(ctx context.Context) error {
 	errs := make(chan error, len(r.devs))
 	var stopping atomic.Bool
 	var readers sync.WaitGroup
-	for _, dev := range r.devs {
+	defer r.load.start()()
+	for i, dev := range r.devs {
 		readers.Add(1)
 		go func() {
 			defer readers.Done()
-			err := r.read(dev)
+			err := r.read(i, dev)
 			if stopping.Load() && errors.Is(err, os.ErrDeadlineExceeded) {
 				err = nil
 			}
@@ -528,9 +541,9 @@ func (r *Router) shutdown() {
 	r.stopFlow()
 }
 
-// read is one device's reader: it reads batches of packets into pool buffers
-// and offers each to its direction's front, until a read fails.
-func (r *Router) read(dev Device) error {
+// read is one device's reader, number reader: it reads batches of packets into
+// pool buffers and offers each to its direction's front, until a read fails.
+func (r *Router) read(reader int, dev Device) error {
 	bufs := make([][]byte, r.cfg.ReadBatch)
 	sizes := make([]int, len(bufs))
 	scratch := make([]byte, r.cfg.BufferSize)
@@ -564,7 +577,9 @@ func (r *Router) read(dev Device) error {
 		if noBuffer { // read anyway, to count the packet and keep the device drained
 			bufs[0], k = scratch, 1
 		}
+		t0 := r.load.readStart(reader)
 		n, err := dev.ReadBatch(bufs[:k], sizes[:k])
+		r.load.readEnd(reader, t0, n, k)
 		for i := range n {
 			if d := r.offer(bufs, i, sizes[i], noBuffer, sp); d != nil && d.inline && !slices.Contains(touched, d) {
 				touched = append(touched, d)
@@ -638,7 +653,7 @@ func (r *Router) offer(bufs [][]byte, i, size int, noBuffer bool, sp *splitter) 
 			if w, err := iphdr.GSOWireSize(ip, vh); err == nil {
 				wire = w
 			}
-			if d.split && n > 1 && n <= MaxSplitSegments && d.offerSplit(ip, vh, n, wire, sp) {
+			if n > 1 && n <= MaxSplitSegments && d.splits(wire) && d.offerSplit(ip, vh, n, wire, sp) {
 				d.c.split.Add(1)
 				return d
 			}
@@ -791,6 +806,7 @@ func (r *Router) Stats() Stats {
 	s.Read.Bytes += s.Unclassified.Bytes
 	s.Dropped.add(u)
 	s.NotIP = u.NotIP
+	s.Load = r.load.snapshot()
 	return s
 }
 

@@ -32,7 +32,7 @@
 //	-queues N         TUN queues with a reader each (IFF_MULTI_QUEUE if > 1)
 //	-offload          take TSO/UDP GSO super-packets through the TUN's
 //	                  offloads where the kernel accepts them (default true)
-//	-gso POLICY       auto (split below 1 Gb/s, keep unshaped), split, keep
+//	-gso POLICY       auto (keep a super-packet of at most 2 ms at the rate, or all while saturated; split a longer one), split, keep
 //	-max-queues N     most directions (default 64); further prefixes are
 //	                  dropped and counted as no_queue
 //	-prefix4, -prefix6  prefix lengths of a direction (24, 64)
@@ -121,11 +121,13 @@
 // veths, since tun0 is not the route back to the sources. With -offload
 // (the default) the TUN takes the kernel's TSO and UDP GSO super-packets
 // whole, behind a virtio-net header, where the kernel accepts the offloads
-// (the router logs what it refused): -gso auto splits them into their
-// segments when -rate is set below 1 Gb/s, so that the queues see wire
-// packets, and keeps them whole unshaped or faster, one read and one write
-// per super-packet, charged to the rate and the counters as the bytes its
-// segments put on the wire. With the veths' offloads off, as above, the kernel
+// (the router logs what it refused): -gso auto keeps a super-packet whole
+// when its segments take at most 2 ms at -rate (and all of them unshaped,
+// or while the router is saturated), one read and one write per
+// super-packet, and splits a longer one into its segments, so that no
+// queue serves more than 2 ms of one flow in one piece; a kept one is
+// charged to the rate and the counters as the bytes its segments put on
+// the wire. With the veths' offloads off, as above, the kernel
 // sends no super-packets and the queues see packets of at most the MTU
 // either way. The kernel's own packets
 // on tun0 (IPv6 router solicitations to ff02::2 when the link comes up) are
