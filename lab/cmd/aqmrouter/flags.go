@@ -125,6 +125,7 @@ func parseFlags(args []string, out io.Writer) (options, error) {
 	fs.StringVar(&o.cfg.Params, "params", "", "the queue's own `settings` as name=value,... with its Config's field names (target=5ms,disable-flood-guard=true)")
 	fs.IntVar(&o.cfg.LimitPackets, "limit", 0, "each queue's limit in `packets` (0: the preset for -rate, four 100 ms round trips)")
 	fs.Var(&o.cfg.Rate, "rate", "each direction's `rate` in tc syntax (50mbit, 1.5gbit); 0 forwards unshaped")
+	fs.BoolVar(&o.cfg.Load.AutoCap, "auto-cap", false, "hold each direction's rate just below what the router sustains when it finds itself saturated, so that the queue stays in the AQM (needs -rate; not with -autorate)")
 	fs.Var(tcDuration{&o.cfg.Burst}, "burst", "each direction's token bucket depth as `time` at -rate (tc syntax; 0: 5ms): how much a late wake-up may make up at once; CAKE keeps its own lag")
 	fs.Var(tcDuration{&o.cfg.Delay}, "delay", "fixed `delay` per direction after the queue (tc syntax: 10ms, 500us)")
 	fs.IntVar(&o.cfg.DelayLimit, "delay-limit", router.DefaultDelayLimit, "most `packets` each delay line holds")
@@ -175,6 +176,9 @@ func parseFlags(args []string, out io.Writer) (options, error) {
 	}
 	if err := o.cfg.Validate(); err != nil {
 		return o, err
+	}
+	if o.cfg.Load.AutoCap && o.ar.target != "" {
+		return o, fmt.Errorf("-auto-cap and -autorate both set the rate: choose one")
 	}
 	var err error
 	if o.arCfg, err = o.ar.config(o.cfg); err != nil {
