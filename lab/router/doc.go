@@ -33,8 +33,10 @@
 //
 // A packet a queue marks leaves with CE written into its IP header
 // (iphdr.SetCE, IPv4 checksum updated). CAKE gets CAKE's classifier (host
-// hashes, DSCP tins, the ACK summary) and shapes by itself; its front then
-// runs unshaped.
+// hashes, DSCP tins, the ACK summary) and shapes by itself; its front keeps
+// a token bucket at the same rate behind it, which never holds a packet
+// CAKE releases on time but bounds what CAKE catches up after a late
+// wake-up to the burst (Config.Burst), as for every other queue.
 //
 // # Accounting
 //

@@ -75,7 +75,8 @@ type Config struct {
 	// Rate is each direction's rate, in bits per second of IP packet
 	// bytes; zero forwards unshaped. The queue's limits are its
 	// algorithm's preset for the rate. A queue that shapes by itself
-	// (CAKE) is given the rate and its front none.
+	// (CAKE) is given the rate, and its front a bucket at the same rate
+	// that only bounds its bursts (Burst).
 	Rate aqm.Rate
 	// Burst is how much sending each direction's token bucket may save up,
 	// as time at Rate: after a wake-up that came late, the front sends up
@@ -85,8 +86,9 @@ type Config struct {
 	// milliseconds, so a 2 ms bucket would be filled by an on-time
 	// wake-up; the 5 ms default (the library's front.DefaultBurstTime too)
 	// leaves 3 ms for a busy machine. Zero
-	// means DefaultBurst; at most MaxBurst. It has no effect unshaped or
-	// for a queue that shapes itself (CAKE), which keeps its own lag.
+	// means DefaultBurst; at most MaxBurst. It has no effect unshaped. A
+	// queue that shapes itself (CAKE) keeps its own lag, but the front's
+	// bucket behind it bounds what it catches up at once to Burst as well.
 	Burst time.Duration
 	// Delay holds every packet this long after it leaves its queue,
 	// before it is written back: a fixed propagation delay per direction.
@@ -316,8 +318,7 @@ func (r *Router) newQueue(pfx netip.Prefix, index int) (*Queue, error) {
 	q, d.cls = forIP(q, r.off)
 	d.split = r.cfg.VnetHdr && r.cfg.GSO != front.GSOKeep
 	d.rate.Store(uint64(r.cfg.Rate))
-	_, paced := q.(aqm.Paced)
-	fc := frontConfig(r.cfg.Rate, r.cfg.Burst, paced)
+	fc := frontConfig(r.cfg.Rate, r.cfg.Burst)
 	rate := fc.Rate
 	d.front, err = front.New(q, clock.NewCoarse(r.clk), fc)
 	if err != nil {
@@ -346,9 +347,11 @@ func (r *Router) newQueue(pfx netip.Prefix, index int) (*Queue, error) {
 
 // frontConfig is a direction's front: the rate with a bucket of burst at
 // it (at least the front's smallest default burst), or unshaped when the
-// queue paces itself (the queue shapes by itself) or the rate is zero.
-func frontConfig(rate aqm.Rate, burst time.Duration, paced bool) front.Config {
-	if paced || rate == 0 {
+// rate is zero. A queue that paces itself (CAKE) gets the same bucket
+// behind its own shaper, which then decides every departure but cannot
+// catch up more than the burst after a late wake-up.
+func frontConfig(rate aqm.Rate, burst time.Duration) front.Config {
+	if rate == 0 {
 		return front.Config{}
 	}
 	b := uint64(rate) / 8 * uint64(burst) / uint64(time.Second)

@@ -407,25 +407,21 @@ func (d *Queue) splits(wire int) bool {
 // front's, or the queue's own when the queue shapes itself (CAKE).
 func (d *Queue) linkRate() aqm.Rate { return aqm.Rate(d.rate.Load()) }
 
-// setLinkRate changes the direction's rate to r, on its front or, for a
-// queue that shapes itself (CAKE), on the queue.
+// setLinkRate changes the direction's rate to r (SetRate), logging a
+// refusal.
 func (d *Queue) setLinkRate(r aqm.Rate) {
-	if d.front.Config().Rate != 0 {
-		if err := d.SetRate(r); err != nil && d.r.cfg.Logf != nil {
-			d.r.cfg.Logf("router: %v: rate cap %v: %v", d.prefix, r, err)
-		}
-		return
+	if err := d.SetRate(r); err != nil && d.r.cfg.Logf != nil {
+		d.r.cfg.Logf("router: %v: rate cap %v: %v", d.prefix, r, err)
 	}
-	applied := false
+}
+
+// setQueueRate gives a queue that shapes by itself (CAKE) the rate r.
+func (d *Queue) setQueueRate(r aqm.Rate) {
 	d.front.WithQueue(func(q aqm.Queue[[]byte]) {
 		if c, ok := q.(*cakeIP); ok {
 			c.q.SetRate(r)
-			applied = true
 		}
 	})
-	if applied {
-		d.rate.Store(uint64(r))
-	}
 }
 
 // String describes the load in one line.

@@ -73,8 +73,9 @@
 // what the direction wrote in each 200 ms. Without a reply for 10 s the
 // rate falls back to -rate. The exit line gives the controller's counts.
 //
-// A CAKE queue shapes to the rate itself (its link preset); its front then
-// runs unshaped. The other queues get their algorithm's preset for the rate
+// A CAKE queue shapes to the rate itself (its link preset); its front keeps
+// a token bucket at the rate too, so that what CAKE catches up after a late
+// wake-up stays within -burst. The other queues get their algorithm's preset for the rate
 // (limits of four 100 ms round trips at it), or their defaults at rate 0.
 // The rate counts IP bytes, without a link header.
 //

@@ -126,7 +126,7 @@ func parseFlags(args []string, out io.Writer) (options, error) {
 	fs.IntVar(&o.cfg.LimitPackets, "limit", 0, "each queue's limit in `packets` (0: the preset for -rate, four 100 ms round trips)")
 	fs.Var(&o.cfg.Rate, "rate", "each direction's `rate` in tc syntax (50mbit, 1.5gbit); 0 forwards unshaped")
 	fs.BoolVar(&o.cfg.Load.AutoCap, "auto-cap", false, "hold each direction's rate just below what the router sustains when it finds itself saturated, so that the queue stays in the AQM (needs -rate; not with -autorate)")
-	fs.Var(tcDuration{&o.cfg.Burst}, "burst", "each direction's token bucket depth as `time` at -rate (tc syntax; 0: 5ms): how much a late wake-up may make up at once; CAKE keeps its own lag")
+	fs.Var(tcDuration{&o.cfg.Burst}, "burst", "each direction's token bucket depth as `time` at -rate (tc syntax; 0: 5ms): how much a late wake-up may make up at once, CAKE's catch-up included")
 	fs.Var(tcDuration{&o.cfg.Delay}, "delay", "fixed `delay` per direction after the queue (tc syntax: 10ms, 500us)")
 	fs.IntVar(&o.cfg.DelayLimit, "delay-limit", router.DefaultDelayLimit, "most `packets` each delay line holds")
 	fs.IntVar(&o.cfg.MaxQueues, "max-queues", router.DefaultMaxQueues, "most directions (destination prefixes), each with its own queue")
