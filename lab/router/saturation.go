@@ -117,7 +117,7 @@ type Load struct {
 type readerLoad struct {
 	idle  atomic.Int64 // ns spent in reads that found the device empty
 	since atomic.Int64 // start of the read in progress, 0 when none
-	run   atomic.Int64 // packets read since the device was last found empty
+	run   atomic.Int64 // packets read since the device was last found empty; 0: the next read waits first
 	peak  atomic.Int64 // the largest run since the monitor last looked
 }
 
@@ -134,6 +134,7 @@ type loadMonitor struct {
 	last       aqm.Time
 	lastIdle   []int64
 	lastBytes  uint64
+	lastSplit  uint64
 	lastRead   map[*Queue]uint64
 	dropsBase  uint64
 	dropsLast  uint64
@@ -162,13 +163,17 @@ func (m *loadMonitor) readStart(i int) aqm.Time {
 }
 
 // readEnd is called by reader i after a device read that asked for k
-// packets and got n: a short read found the device empty, so its time
-// counts as idle; a full one never waited.
+// packets and got n. A short read found the device empty, so its time
+// counts as idle; so does a read that followed one, since it began by
+// waiting for the device, however many packets it then found. A full
+// read after a full read never waited.
 func (m *loadMonitor) readEnd(i int, start aqm.Time, n, k int) {
 	rl := &m.readers[i]
 	now := m.r.clk.Now()
-	if n < k {
+	if n < k || rl.run.Load() == 0 {
 		rl.idle.Add(int64(now.Sub(start)))
+	}
+	if n < k {
 		rl.run.Store(0)
 	} else {
 		run := rl.run.Add(int64(n))
@@ -201,8 +206,10 @@ func (m *loadMonitor) sample(now aqm.Time) {
 	defer m.mu.Unlock()
 	qs := m.r.table.all()
 	bytes := m.r.unclassified.readBytes.Load()
+	var split uint64
 	for _, d := range qs {
 		bytes += d.c.readBytes.Load()
+		split += d.c.split.Load()
 	}
 	var drops uint64
 	if m.cfg.KernelDrops != nil {
@@ -221,7 +228,7 @@ func (m *loadMonitor) sample(now aqm.Time) {
 		backlog = max(backlog, rl.peak.Swap(0), rl.run.Load())
 	}
 	if !m.started {
-		m.started, m.last, m.lastBytes, m.dropsBase, m.dropsLast = true, now, bytes, drops, drops
+		m.started, m.last, m.lastBytes, m.lastSplit, m.dropsBase, m.dropsLast = true, now, bytes, split, drops, drops
 		copy(m.lastIdle, idle)
 		for _, d := range qs {
 			m.lastRead[d] = d.c.readBytes.Load()
@@ -259,16 +266,20 @@ func (m *loadMonitor) sample(now aqm.Time) {
 			l.Sustainable = aqm.Rate((3*float64(l.Sustainable) + est) / 4)
 		}
 	}
-	m.holdGSO(now, saturated)
+	m.holdGSO(now, saturated, split > m.lastSplit)
 	m.capRates(qs, wall, saturated, busy)
 	l.GSOKept, l.RateCap = m.keepAll.Load(), m.capRate
 	if saturated && !m.warned && m.r.cfg.Logf != nil {
 		m.warned = true
-		m.r.cfg.Logf("router: saturated: %s (reader busy %.0f%%, %d packets dropped in front of the device, sustainable about %v); "+
+		sustains := ""
+		if l.Sustainable != 0 {
+			sustains = fmt.Sprintf(", sustains about %v", l.Sustainable)
+		}
+		m.r.cfg.Logf("router: saturated: %s (reader busy %.0f%%, %d packets dropped in front of the device%s); "+
 			"packets wait in the kernel's queue, where no AQM sees them%s (further saturation is counted, not logged)",
-			m.why(kernelDrops), 100*busy, l.KernelDropped, l.Sustainable, m.advice())
+			m.why(kernelDrops), 100*busy, l.KernelDropped, sustains, m.advice())
 	}
-	m.last, m.lastBytes, m.dropsLast = now, bytes, drops
+	m.last, m.lastBytes, m.lastSplit, m.dropsLast = now, bytes, split, drops
 	copy(m.lastIdle, idle)
 	for _, d := range qs {
 		m.lastRead[d] = d.c.readBytes.Load()
@@ -292,22 +303,23 @@ func (m *loadMonitor) advice() string {
 	return "; set a rate the router sustains"
 }
 
-// holdGSO keeps every super-packet whole (GSOAuto) while the router is
-// saturated, and for a hold time after, which doubles each time it
-// saturates again while splitting.
-func (m *loadMonitor) holdGSO(now aqm.Time, saturated bool) {
+// holdGSO keeps every super-packet whole (GSOAuto) once the router is
+// saturated in a window in which it split some, while it stays saturated
+// and for a hold time after, which doubles each time it saturates again
+// while splitting.
+func (m *loadMonitor) holdGSO(now aqm.Time, saturated, splitting bool) {
 	if m.cfg.DisableGSOKeep || !m.r.cfg.VnetHdr || m.r.cfg.GSO != front.GSOAuto {
 		return
 	}
 	switch {
-	case saturated && !m.keepAll.Load():
+	case saturated && splitting && !m.keepAll.Load():
 		m.keepAll.Store(true)
 		m.keepUntil = now.Add(m.keepHold)
 		m.keepHold = min(2*m.keepHold, keepHoldMax)
 		if m.r.cfg.Logf != nil {
 			m.r.cfg.Logf("router: saturated while splitting super-packets: keeping them whole for at least %v", m.keepUntil.Sub(now))
 		}
-	case saturated:
+	case saturated && m.keepAll.Load():
 		m.keepUntil = max(m.keepUntil, now.Add(m.cfg.Period))
 	case m.keepAll.Load() && !now.Before(m.keepUntil):
 		m.keepAll.Store(false)

@@ -79,6 +79,10 @@ func (g *loadRig) direction(t *testing.T, p string) *Queue {
 func (g *loadRig) window(busy float64) Load {
 	work := time.Duration(busy * float64(DefaultLoadPeriod))
 	m := g.r.load
+	if work > 0 { // the read after one that found the device empty returns at once
+		t0 := m.readStart(0)
+		m.readEnd(0, t0, 32, 32)
+	}
 	for done := time.Duration(0); done < work; done += 10 * time.Millisecond {
 		t0 := m.readStart(0)
 		g.clk.advance(min(10*time.Millisecond, work-done))
@@ -138,8 +142,8 @@ func TestLoadSaturation(t *testing.T) {
 			t.Errorf("window %d: reader busy %.3f, want %.1f", i, l.ReaderBusy, s.busy)
 		}
 		if i == 2 {
-			if l.TUNBacklog != 2*20*32 { // two windows of full reads
-				t.Errorf("window %d: TUN backlog %d, want the %d packets read without finding it empty", i, l.TUNBacklog, 2*20*32)
+			if l.TUNBacklog != 2*21*32 { // two windows of full reads
+				t.Errorf("window %d: TUN backlog %d, want the %d packets read without finding it empty", i, l.TUNBacklog, 2*21*32)
 			}
 			st := g.r.Stats()
 			b, _ := json.Marshal(st)
@@ -274,7 +278,8 @@ func TestAutoCapCAKE(t *testing.T) {
 }
 
 // TestGSOKeptWhileSaturated protects the CPU half of the GSO rule: with
-// GSOAuto, a saturated router keeps every super-packet whole, for at least
+// GSOAuto, a router saturated while it splits keeps every super-packet
+// whole (one saturated with nothing to split changes nothing), for at least
 // 10 s and then as long as it stays saturated, and twice as long after it
 // saturates again while splitting; GSOSplit and DisableGSOKeep keep
 // splitting.
@@ -287,6 +292,11 @@ func TestGSOKeptWhileSaturated(t *testing.T) {
 		t.Fatalf("at 50 Mb/s: splits %d bytes %v, %d bytes %v; want true, false", big, d.splits(big), small, d.splits(small))
 	}
 	g.drops.Add(1)
+	if l := g.window(0.5); !l.Saturated || l.GSOKept {
+		t.Fatalf("saturated without splitting: saturated %v, GSO kept %v; want true, false", l.Saturated, l.GSOKept)
+	}
+	g.drops.Add(1)
+	d.c.split.Add(1)
 	if l := g.window(0.5); !l.GSOKept || d.splits(big) {
 		t.Fatalf("saturated: GSO kept %v, splits %v", l.GSOKept, d.splits(big))
 	}
@@ -300,6 +310,7 @@ func TestGSOKeptWhileSaturated(t *testing.T) {
 		t.Errorf("after 10 s unsaturated: GSO kept %v, splits %v", l.GSOKept, d.splits(big))
 	}
 	g.drops.Add(1)
+	d.c.split.Add(1)
 	g.window(0.5)
 	for range 99 { // 19.8 s
 		g.window(0.5)
@@ -320,6 +331,7 @@ func TestGSOKeptWhileSaturated(t *testing.T) {
 		d := g.direction(t, "10.201.2.0/24")
 		g.r.load.sample(g.clk.Now())
 		g.drops.Add(1)
+		d.c.split.Add(1)
 		if l := g.window(1); !l.Saturated || l.GSOKept || !d.splits(big) {
 			t.Errorf("%v, DisableGSOKeep %v: saturated %v, GSO kept %v, splits %v; want true, false, true", cfg.GSO, cfg.Load.DisableGSOKeep, l.Saturated, l.GSOKept, d.splits(big))
 		}
@@ -368,5 +380,25 @@ func TestLoadConfigValidate(t *testing.T) {
 	}
 	if err := (Config{Rate: aqm.Mbit, Load: LoadConfig{AutoCap: true}}).Validate(); err != nil {
 		t.Errorf("AutoCap with a rate: %v", err)
+	}
+}
+
+// TestLoadWaitBeforeFullRead protects the busy share of a reader woken
+// by a burst: the read that follows one that found the device empty began
+// by waiting, so its time counts as idle even when it returns a full
+// batch; only full reads after full reads count as busy.
+func TestLoadWaitBeforeFullRead(t *testing.T) {
+	g := newLoadRig(t, Config{AQM: "fifo"})
+	m := g.r.load
+	m.sample(g.clk.Now())
+	t0 := m.readStart(0) // blocked for 150 ms, then a burst of 32
+	g.clk.advance(150 * time.Millisecond)
+	m.readEnd(0, t0, 32, 32)
+	t0 = m.readStart(0) // the burst goes on for 50 ms
+	g.clk.advance(50 * time.Millisecond)
+	m.readEnd(0, t0, 32, 32)
+	m.sample(g.clk.Now())
+	if l := g.r.Load(); l.ReaderBusy < 0.24 || l.ReaderBusy > 0.26 {
+		t.Errorf("reader busy %.3f, want 0.25", l.ReaderBusy)
 	}
 }
