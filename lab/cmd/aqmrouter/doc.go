@@ -32,7 +32,12 @@
 //	-queues N         TUN queues with a reader each (IFF_MULTI_QUEUE if > 1)
 //	-offload          take TSO/UDP GSO super-packets through the TUN's
 //	                  offloads where the kernel accepts them (default true)
-//	-gso POLICY       auto (keep a super-packet of at most 2 ms at the rate, or all while saturated; split a longer one), split, keep
+//	-gso POLICY       auto (default: keep a super-packet whole when it
+//	                  takes at most 2 ms at the rate, or every one while
+//	                  the router is saturated; split a longer one), split,
+//	                  keep
+//	-auto-cap         when the router is saturated, cap each direction's
+//	                  rate below what it sustains (see Load below)
 //	-max-queues N     most directions (default 64); further prefixes are
 //	                  dropped and counted as no_queue
 //	-prefix4, -prefix6  prefix lengths of a direction (24, 64)
@@ -41,6 +46,23 @@
 //	-cpuprofile FILE  write a Go CPU profile of the run
 //	-drain D          at exit, send what is queued for at most D (1s), then
 //	                  drop the rest (counted as flushed); 0 drops at once
+//
+// # Load
+//
+// The router watches its own load every 200 ms: how much of the time its
+// readers work rather than wait for packets, and tun0's tx_dropped, the
+// packets the kernel dropped because the router did not read them in time.
+// When it is the bottleneck (a reader never idle for two windows, or the
+// kernel dropping), the standing queue is in the kernel's TUN queue, where
+// no AQM sees it: the router says so once on stderr, the stat line reads
+// SATURATED, and the -stats JSON ("load") and the metrics
+// (aqmrouter_load: router_saturated, router_reader_busy_ratio,
+// router_sustainable_bits_per_second, router_kernel_dropped_packets, ...)
+// count it, with an estimate of the rate it sustains. With -gso auto it
+// then keeps super-packets whole, which costs far less; with -auto-cap it
+// also holds the rate at 0.9 of what it read while saturated, raising it
+// again by 5 % per 200 ms while its readers idle at least a fifth of the
+// time, so that the queue stays in the AQM.
 //
 // # Autorate
 //
