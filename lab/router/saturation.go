@@ -144,6 +144,7 @@ type loadMonitor struct {
 	warned     bool
 	load       Load
 	capRate    aqm.Rate
+	capDue     bool // saturated in a window in which nothing was read: cap from the next
 }
 
 func newLoadMonitor(r *Router, cfg LoadConfig, readers int) *loadMonitor {
@@ -327,7 +328,8 @@ func (m *loadMonitor) holdGSO(now aqm.Time, saturated, splitting bool) {
 }
 
 // capRates moves the auto cap (LoadConfig.AutoCap) and applies it to every
-// shaped direction.
+// shaped direction. A saturated window in which nothing was read (the
+// router did not run) caps from the next window's reads.
 func (m *loadMonitor) capRates(qs []*Queue, wall time.Duration, saturated bool, busy float64) {
 	rate := m.r.cfg.Rate
 	if !m.cfg.AutoCap || rate == 0 {
@@ -335,7 +337,7 @@ func (m *loadMonitor) capRates(qs []*Queue, wall time.Duration, saturated bool, 
 	}
 	floor := max(rate/capFloorDiv, 1)
 	switch {
-	case saturated:
+	case saturated || m.capDue:
 		var most uint64
 		for _, d := range qs {
 			most = max(most, d.c.readBytes.Load()-m.lastRead[d])
@@ -344,6 +346,9 @@ func (m *loadMonitor) capRates(qs []*Queue, wall time.Duration, saturated bool, 
 		if target > 0 && (m.capRate == 0 || target < m.capRate) {
 			m.capRate = min(max(target, floor), rate)
 		}
+		// A router stalled for the whole window read nothing in it: what it
+		// reads in the next window, its backlog, sets the cap.
+		m.capDue = saturated && target == 0
 	case m.capRate != 0 && busy < capRaiseBelow:
 		m.capRate = aqm.Rate(float64(m.capRate) * capRaise)
 		if m.capRate >= rate {

@@ -402,3 +402,20 @@ func TestLoadWaitBeforeFullRead(t *testing.T) {
 		t.Errorf("reader busy %.3f, want 0.25", l.ReaderBusy)
 	}
 }
+
+// TestAutoCapAfterStall protects the cap after a window in which the
+// router was saturated but read nothing (it did not run: the kernel
+// dropped meanwhile): the next window's reads set the cap.
+func TestAutoCapAfterStall(t *testing.T) {
+	g := newLoadRig(t, Config{AQM: "fq-codel", Rate: 100 * aqm.Mbit, Load: LoadConfig{AutoCap: true}})
+	d := g.direction(t, "10.201.2.0/24")
+	g.r.load.sample(g.clk.Now())
+	g.drops.Add(100)
+	if l := g.window(0); !l.Saturated || l.RateCap != 0 {
+		t.Fatalf("stalled window: saturated %v, cap %v; want true, none yet", l.Saturated, l.RateCap)
+	}
+	d.c.readBytes.Add(1e6) // 40 Mb/s read in the next window
+	if l := g.window(0.5); l.RateCap != 36*aqm.Mbit || d.Rate() != 36*aqm.Mbit {
+		t.Errorf("after the stall: cap %v, rate %v; want 36Mbit", l.RateCap, d.Rate())
+	}
+}
