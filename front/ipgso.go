@@ -10,10 +10,11 @@ import (
 
 // DefaultKeepTime is the longest a super-packet kept whole under [GSOAuto]
 // may occupy the link at the path's rate: 2 ms, under half of CoDel's 5 ms
-// target. A 64 KiB super-packet takes 1.1 ms at 500 Mbit/s and 0.5 ms at
-// 1 Gbit/s, so it is kept; at 50 Mbit/s it takes 10.5 ms and is split,
-// while a super-packet of two or three segments (what TCP sends a flow
-// paced at a few Mbit/s) is kept there too.
+// target. A 64 KiB TCP super-packet, about 67 kB on the wire, takes 1.1 ms
+// at 500 Mbit/s and 0.54 ms at 1 Gbit/s, so it is kept; at 50 Mbit/s it
+// takes 10.8 ms and is split, while a super-packet of two or three
+// segments (what TCP sends a flow paced at a few Mbit/s) is kept there
+// too.
 const DefaultKeepTime = 2 * time.Millisecond
 
 // GSOPolicy says what a packet path does with a GSO super-packet, a TCP or
