@@ -31,15 +31,14 @@ const (
 	// saturated window that the auto cap sets as its rate.
 	capHeadroom = 0.9
 	// capRaiseBelow is the reader busy share under which the auto cap
-	// rises, by capRaise per window, until it reaches the configured rate.
+	// rises, by capRaise per window, once capQuiet windows in a row were
+	// not saturated, until it reaches the configured rate.
 	capRaiseBelow = 0.8
 	capRaise      = 1.05
+	capQuiet      = 5
 	// capFloorDiv bounds the cap below: never under the configured rate
 	// over capFloorDiv.
 	capFloorDiv = 10
-	// sustainableBusy is the least busy share of a window whose bytes
-	// count in the sustainable rate estimate.
-	sustainableBusy = 0.5
 	// keepHoldFirst and keepHoldMax bound how long the router keeps every
 	// super-packet whole after it found itself saturated while splitting;
 	// the hold doubles each time splitting saturates it again.
@@ -69,9 +68,11 @@ type LoadConfig struct {
 	KernelDrops func() (uint64, error)
 	// AutoCap holds each shaped direction's rate just below what the
 	// router sustains: in a saturated window the rates are capped at 0.9
-	// of what the busiest direction read, and the cap rises by 5 % per
-	// window while the readers are busy less than 80 % of the time, until
-	// it reaches Config.Rate again. The cap never goes below a tenth of
+	// of what the busiest direction read, or cut to 0.9 of the cap in
+	// effect if that is lower, and the cap rises by 5 % per
+	// window once five windows in a row were not saturated, while the
+	// readers are busy less than 80 % of the time, until it reaches
+	// Config.Rate again. The cap never goes below a tenth of
 	// Config.Rate. The queues then hold the standing queue, at a rate the
 	// router can serve. It needs a rate; do not combine it with another
 	// controller of the directions' rates (Queue.SetRate).
@@ -93,9 +94,10 @@ type Load struct {
 	// working rather than waiting for packets, in [0, 1].
 	ReaderBusy float64 `json:"reader_busy"`
 	// Sustainable estimates the IP bit rate, all directions together, the
-	// router can read while its busiest reader is never idle: the bytes
-	// read per window over the reader's busy share, smoothed over the
-	// windows in which it was at least half busy. Zero until known.
+	// router can forward: what it read per window while it was saturated,
+	// smoothed (gain 1/4). Zero until it has been saturated. (The readers'
+	// busy share does not give it: on a machine short of CPU the reader
+	// waits to be scheduled, which counts as waiting.)
 	Sustainable aqm.Rate `json:"sustainable_rate"`
 	// TUNBacklog is the most packets a reader read in the last window
 	// without finding the device empty: how many waited in the kernel's
@@ -145,6 +147,7 @@ type loadMonitor struct {
 	load       Load
 	capRate    aqm.Rate
 	capDue     bool // saturated in a window in which nothing was read: cap from the next
+	quiet      int  // windows in a row that were not saturated
 }
 
 func newLoadMonitor(r *Router, cfg LoadConfig, readers int) *loadMonitor {
@@ -259,8 +262,8 @@ func (m *loadMonitor) sample(now aqm.Time) {
 	if saturated {
 		l.SaturatedWindows++
 	}
-	if busy >= sustainableBusy && read > 0 {
-		est := float64(read) * 8 / wall.Seconds() / busy
+	if saturated && read > 0 {
+		est := float64(read) * 8 / wall.Seconds()
 		if l.Sustainable == 0 {
 			l.Sustainable = aqm.Rate(est)
 		} else {
@@ -336,6 +339,11 @@ func (m *loadMonitor) capRates(qs []*Queue, wall time.Duration, saturated bool, 
 		return
 	}
 	floor := max(rate/capFloorDiv, 1)
+	if saturated {
+		m.quiet = 0
+	} else {
+		m.quiet++
+	}
 	switch {
 	case saturated || m.capDue:
 		var most uint64
@@ -343,13 +351,20 @@ func (m *loadMonitor) capRates(qs []*Queue, wall time.Duration, saturated bool, 
 			most = max(most, d.c.readBytes.Load()-m.lastRead[d])
 		}
 		target := aqm.Rate(capHeadroom * float64(most) * 8 / wall.Seconds())
-		if target > 0 && (m.capRate == 0 || target < m.capRate) {
-			m.capRate = min(max(target, floor), rate)
+		if target > 0 {
+			cur := rate
+			if m.capRate != 0 {
+				cur = m.capRate
+			}
+			// At least a tenth off each time: a burst of drops in a
+			// window that also read fast still brings the cap down.
+			cut := aqm.Rate(capHeadroom * float64(cur))
+			m.capRate = max(min(target, cut), floor)
 		}
 		// A router stalled for the whole window read nothing in it: what it
 		// reads in the next window, its backlog, sets the cap.
 		m.capDue = saturated && target == 0
-	case m.capRate != 0 && busy < capRaiseBelow:
+	case m.capRate != 0 && busy < capRaiseBelow && m.quiet >= capQuiet:
 		m.capRate = aqm.Rate(float64(m.capRate) * capRaise)
 		if m.capRate >= rate {
 			m.capRate = 0

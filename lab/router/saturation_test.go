@@ -188,33 +188,40 @@ func TestLoadReadInProgress(t *testing.T) {
 	m.readEnd(0, t0, 1, 32)
 }
 
-// TestLoadSustainable protects the sustainable rate estimate: bytes read
-// per window over the reader's busy share, smoothed, from the windows in
-// which the reader was at least half busy only.
+// TestLoadSustainable protects the sustainable rate estimate: what the
+// router read per window while it was saturated, smoothed; unsaturated
+// windows, however busy, leave it alone.
 func TestLoadSustainable(t *testing.T) {
 	g := newLoadRig(t, Config{AQM: "fifo", Rate: aqm.Gbit})
 	d := g.direction(t, "10.201.2.0/24")
 	g.r.load.sample(g.clk.Now())
 	read := func(bits uint64) { d.c.readBytes.Add(bits / 8) }
-	read(40e6) // 200 Mb/s over a window, fully busy
-	if l := g.window(1); l.Sustainable != 200*aqm.Mbit {
+	read(40e6) // 200 Mb/s, not saturated
+	if l := g.window(0.9); l.Sustainable != 0 {
+		t.Errorf("sustainable %v before any saturation, want 0 (unknown)", l.Sustainable)
+	}
+	read(40e6) // 200 Mb/s while the kernel drops
+	g.drops.Add(1)
+	if l := g.window(0.2); l.Sustainable != 200*aqm.Mbit {
 		t.Errorf("sustainable %v, want 200Mbit", l.Sustainable)
 	}
-	read(12e6) // 60 Mb/s at busy 0.5: 120 Mb/s sustainable; smoothed (3·200 + 120)/4
-	if l := g.window(0.5); l.Sustainable != 180*aqm.Mbit {
+	read(24e6) // 120 Mb/s saturated: smoothed (3·200 + 120)/4
+	g.drops.Add(1)
+	if l := g.window(0.2); l.Sustainable != 180*aqm.Mbit {
 		t.Errorf("sustainable %v, want 180Mbit", l.Sustainable)
 	}
-	read(1e6) // a quarter busy: not counted
+	read(1e6)
 	if l := g.window(0.25); l.Sustainable != 180*aqm.Mbit {
-		t.Errorf("sustainable %v after a quiet window, want 180Mbit", l.Sustainable)
+		t.Errorf("sustainable %v after an unsaturated window, want 180Mbit", l.Sustainable)
 	}
 }
 
 // TestAutoCap protects the rate cap: in a saturated window every shaped
-// direction is capped at 0.9 of what the busiest direction read, the cap
-// holds while the reader is busy 80 to 95 % of the time, rises by 5 % a
-// window below that, and is lifted once it reaches the configured rate;
-// it never goes below a tenth of the rate.
+// direction is capped at 0.9 of what the busiest direction read (or of
+// the cap in effect, whichever is lower), the cap
+// holds for four unsaturated windows and while the reader is busy 80 to
+// 95 % of the time, rises by 5 % a window after that, and is lifted once
+// it reaches the configured rate; it never goes below a tenth of the rate.
 func TestAutoCap(t *testing.T) {
 	const rate = 500 * aqm.Mbit
 	g := newLoadRig(t, Config{AQM: "fq-codel", Rate: rate, Load: LoadConfig{AutoCap: true}})
@@ -239,10 +246,18 @@ func TestAutoCap(t *testing.T) {
 	if !near(l.RateCap, 360*aqm.Mbit) {
 		t.Errorf("RateCap %v, want 360Mbit", l.RateCap)
 	}
+	read(a, 80e6)
+	read(b, 10e6)
+	g.window(1)
+	check("saturated again: 0.9 of the cap", 324*aqm.Mbit)
+	for i := range 4 {
+		g.window(0.5)
+		check(fmt.Sprintf("quiet window %d of 4", i+1), 324*aqm.Mbit)
+	}
 	g.window(0.9)
-	check("busy 90 %: hold", 360*aqm.Mbit)
-	want := 360e6
-	for i := range 6 {
+	check("busy 90 %: hold", 324*aqm.Mbit)
+	want := 324e6
+	for i := range 8 {
 		g.window(0.5)
 		want *= 1.05
 		check(fmt.Sprintf("quiet window %d", i), aqm.Rate(want))

@@ -61,8 +61,8 @@
 // count it, with an estimate of the rate it sustains. With -gso auto it
 // then keeps super-packets whole, which costs far less; with -auto-cap it
 // also holds the rate at 0.9 of what it read while saturated, raising it
-// again by 5 % per 200 ms while its readers idle at least a fifth of the
-// time, so that the queue stays in the AQM.
+// again by 5 % per 200 ms once a second has passed without saturation, so
+// that the queue stays in the AQM.
 //
 // # Autorate
 //
