@@ -1,14 +1,21 @@
 package front
 
 import (
+	"math/bits"
 	"strconv"
+	"time"
 
 	"github.com/aqmkit/aqmkit/aqm"
 )
 
-// DefaultSplitBelow is the rate below which [GSOAuto] cuts GSO
-// super-packets into their segments: 1 Gb/s, where CAKE stops splitting.
-const DefaultSplitBelow = aqm.Gbit
+// DefaultKeepTime is the longest a super-packet kept whole under [GSOAuto]
+// may occupy the link at the path's rate: 2 ms, under half of CoDel's 5 ms
+// target. A 64 KiB TCP super-packet, about 67 kB on the wire, takes 1.1 ms
+// at 500 Mbit/s and 0.54 ms at 1 Gbit/s, so it is kept; at 50 Mbit/s it
+// takes 10.8 ms and is split, while a super-packet of two or three
+// segments (what TCP sends a flow paced at a few Mbit/s) is kept there
+// too.
+const DefaultKeepTime = 2 * time.Millisecond
 
 // GSOPolicy says what a packet path does with a GSO super-packet, a TCP or
 // UDP packet of up to 64 KiB that a segmentation offload stands for
@@ -18,16 +25,22 @@ const DefaultSplitBelow = aqm.Gbit
 // drops and marks wire packets, and a flow's burst interleaves with other
 // flows at the granularity a wire would. Kept, the super-packet is queued
 // whole, counted in [aqm.Meta.Segments], and a mark or a drop applies to
-// all its segments at once; that saves a queue operation and a buffer per
-// segment, which matters only when the link is fast. At 1 Gb/s a 64 KiB
-// super-packet occupies the link for 0.5 ms; at 50 Mb/s, for 10 ms, a
-// latency no fair queue should add to the flows behind it.
+// all its segments at once; that saves a queue operation, a buffer and,
+// behind a TUN with offloads, a write system call per segment, which is
+// what limits a software router's packet rate. The cost of keeping is
+// head-of-line delay: a fair queue serves a kept super-packet whole, so
+// the flows behind it wait for its transmission time at the rate. GSOAuto
+// therefore decides per super-packet by that time, not by a rate
+// threshold: a path whose CPU cannot split at its rate (a router that
+// finds itself saturated) should keep every super-packet instead, since a
+// queue the AQM sees is better than one that builds up, unmanaged, in
+// front of the path.
 type GSOPolicy uint8
 
 const (
-	// GSOAuto splits when the rate is non-zero and below
-	// [DefaultSplitBelow], and keeps super-packets when the path is
-	// unshaped (rate 0) or at least that fast. It is the zero value.
+	// GSOAuto keeps a super-packet whole when the path is unshaped (rate
+	// 0) or when its wire bytes take at most [DefaultKeepTime] at the
+	// rate, and splits it otherwise. It is the zero value.
 	GSOAuto GSOPolicy = iota
 	// GSOSplit always splits.
 	GSOSplit
@@ -35,16 +48,31 @@ const (
 	GSOKeep
 )
 
-// Split reports whether a path shaping at rate (0: unshaped) splits
-// super-packets under policy p.
-func (p GSOPolicy) Split(rate aqm.Rate) bool {
+// Split reports whether a path shaping at rate (0: unshaped) splits, under
+// policy p, a super-packet that puts wireBytes on the wire, its segments'
+// IP packets together (iphdr.GSOWireSize).
+func (p GSOPolicy) Split(rate aqm.Rate, wireBytes int) bool {
 	switch p {
 	case GSOSplit:
 		return true
 	case GSOKeep:
 		return false
 	}
-	return rate != 0 && rate < DefaultSplitBelow
+	if rate == 0 || wireBytes <= 0 {
+		return false
+	}
+	return uint64(wireBytes) > keepBytes(rate)
+}
+
+// keepBytes returns the most wire bytes a super-packet may put on the wire
+// for [GSOAuto] to keep it whole at rate: the bytes [DefaultKeepTime]
+// carries at the rate (250 000 at 1 Gbit/s).
+func keepBytes(rate aqm.Rate) uint64 {
+	// rate · DefaultKeepTime / (8 · 1e9) in 128 bits: the high word stays
+	// below the divisor for any rate, since DefaultKeepTime < 8e9 ns.
+	hi, lo := bits.Mul64(uint64(rate), uint64(DefaultKeepTime))
+	q, _ := bits.Div64(hi, lo, 8*uint64(time.Second))
+	return q
 }
 
 // String returns "auto", "split" or "keep".

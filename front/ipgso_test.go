@@ -13,32 +13,67 @@ import (
 	"github.com/aqmkit/aqmkit/iphdr"
 )
 
-// TestGSOPolicySplit protects the split policy: auto splits only shaped
-// paths below 1 Gb/s, split and keep ignore the rate.
+// TestGSOPolicySplit protects the split rule: auto keeps a super-packet
+// whose wire bytes take at most DefaultKeepTime (2 ms) at the rate and
+// splits a longer one, keeps everything unshaped, and split and keep
+// ignore rate and size.
 func TestGSOPolicySplit(t *testing.T) {
+	const full = 65535 + 44*40 // a 64 KiB TCP super-packet of 45 segments on the wire
 	cases := []struct {
 		p    GSOPolicy
 		rate aqm.Rate
+		wire int
 		want bool
 	}{
-		{GSOAuto, 0, false},
-		{GSOAuto, aqm.Kbit, true},
-		{GSOAuto, 50 * aqm.Mbit, true},
-		{GSOAuto, aqm.Gbit - 1, true},
-		{GSOAuto, aqm.Gbit, false},
-		{GSOAuto, 10 * aqm.Gbit, false},
-		{GSOSplit, 0, true},
-		{GSOSplit, 10 * aqm.Gbit, true},
-		{GSOKeep, 0, false},
-		{GSOKeep, aqm.Mbit, false},
+		{GSOAuto, 0, full, false},
+		{GSOAuto, 10 * aqm.Gbit, full, false},
+		{GSOAuto, aqm.Gbit, full, false},             // 0.54 ms
+		{GSOAuto, 500 * aqm.Mbit, full, false},       // 1.08 ms
+		{GSOAuto, 300 * aqm.Mbit, full, false},       // 1.79 ms
+		{GSOAuto, 200 * aqm.Mbit, full, true},        // 2.69 ms
+		{GSOAuto, 200 * aqm.Mbit, 50_000, false},     // exactly 2 ms
+		{GSOAuto, 200 * aqm.Mbit, 50_001, true},      // just over
+		{GSOAuto, 50 * aqm.Mbit, full, true},         // 10.8 ms
+		{GSOAuto, 50 * aqm.Mbit, 3 * 1500, false},    // 0.72 ms
+		{GSOAuto, 50 * aqm.Mbit, 12_500, false},      // 2 ms
+		{GSOAuto, 50 * aqm.Mbit, 12_501, true},       //
+		{GSOAuto, aqm.Mbit, 2 * 1500, true},          // 24 ms
+		{GSOAuto, aqm.Kbit, 100, true},               // 800 ms
+		{GSOAuto, aqm.Rate(^uint64(0)), full, false}, // no overflow
+		{GSOAuto, 50 * aqm.Mbit, 0, false},
+		{GSOSplit, 0, full, true},
+		{GSOSplit, 10 * aqm.Gbit, 3000, true},
+		{GSOKeep, 0, full, false},
+		{GSOKeep, aqm.Mbit, full, false},
 	}
 	for _, c := range cases {
-		if got := c.p.Split(c.rate); got != c.want {
-			t.Errorf("%v.Split(%v) = %v, want %v", c.p, c.rate, got, c.want)
+		if got := c.p.Split(c.rate, c.wire); got != c.want {
+			t.Errorf("%v.Split(%v, %d) = %v, want %v", c.p, c.rate, c.wire, got, c.want)
 		}
 	}
 	if GSOAuto.String() != "auto" || GSOSplit.String() != "split" || GSOKeep.String() != "keep" {
 		t.Errorf("names %q %q %q", GSOAuto, GSOSplit, GSOKeep)
+	}
+}
+
+// TestGSOKeepBytes protects the size bound behind GSOAuto: the bytes
+// DefaultKeepTime carries at the rate, exact at the rates a link has and
+// without overflow at the largest.
+func TestGSOKeepBytes(t *testing.T) {
+	for _, c := range []struct {
+		rate aqm.Rate
+		want uint64
+	}{
+		{0, 0},
+		{8 * aqm.Kbit, 2},
+		{50 * aqm.Mbit, 12_500},
+		{500 * aqm.Mbit, 125_000},
+		{aqm.Gbit, 250_000},
+		{aqm.Rate(^uint64(0)), ^uint64(0) / 4000},
+	} {
+		if got := keepBytes(c.rate); got != c.want {
+			t.Errorf("keepBytes(%v) = %d, want %d", c.rate, got, c.want)
+		}
 	}
 }
 

@@ -33,8 +33,10 @@
 //
 // A packet a queue marks leaves with CE written into its IP header
 // (iphdr.SetCE, IPv4 checksum updated). CAKE gets CAKE's classifier (host
-// hashes, DSCP tins, the ACK summary) and shapes by itself; its front then
-// runs unshaped.
+// hashes, DSCP tins, the ACK summary) and shapes by itself; its front keeps
+// a token bucket at the same rate behind it, which never holds a packet
+// CAKE releases on time but bounds what CAKE catches up after a late
+// wake-up to the burst (Config.Burst), as for every other queue.
 //
 // # Accounting
 //
@@ -75,16 +77,18 @@
 // (ethtool -K r0 tso off gso off gro off) so that every queue sees packets
 // of at most the MTU. With Config.VnetHdr (a TUN opened with offloads) the
 // kernel hands the router TSO and UDP GSO super-packets of up to 64 KiB;
-// Config.GSO then splits them into their segments below 1 Gb/s, so that
-// the queues still see wire packets, and keeps them whole unshaped, where
-// one read and one write per super-packet instead of per segment is what
-// makes the router several times faster. On the way out, the TCP segments
-// of a flow that leave a direction in one batch, consecutive in their flow
-// (contiguous data, the same addresses, ports, ECN field, TCP options and
-// flags but a final PSH), are joined into one super-packet with a partial
-// checksum and written once (Config.DisableCoalesce turns it off); the
-// kernel cuts it into the same segments, so a mark stays on the segments
-// the queue marked, and the counters still count segments. For IPv6,
+// Config.GSO then keeps each whole when it takes at most 2 ms at the
+// direction's rate (front.DefaultKeepTime), where one read and one write
+// per super-packet instead of per segment is what makes the router
+// several times faster, and splits a longer one into its segments, so
+// that no queue serves a flow's burst of more than 2 ms in one piece. On
+// the way out, the TCP segments of a flow that leave a direction in one
+// batch, consecutive in their flow (contiguous data, the same addresses,
+// ports, ECN field, TCP options and flags but a final PSH), are joined
+// into one super-packet with a partial checksum and written once
+// (Config.DisableCoalesce turns it off); the kernel cuts it into the same
+// segments, so a mark stays on the segments the queue marked, and the
+// counters still count segments. For IPv6,
 // add the same rules with ip -6 and enable net.ipv6.conf.all.forwarding.
 //
 // The rate counts IP bytes. A kernel shaper on an Ethernet device (htb on

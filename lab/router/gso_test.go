@@ -61,7 +61,7 @@ func tcpOK(ip []byte) bool {
 }
 
 // TestVnetSplit protects splitting: with a virtio-net header on the device
-// and a shaped rate below 1 Gb/s, every super-packet leaves as its
+// and GSOSplit, every super-packet leaves as its
 // segments, each behind a zero (GSONone) header with valid IP and TCP
 // checksums, the counters count segments, and every buffer of both pools
 // is back after shutdown (joining on write is off here; coalesce_test.go
@@ -82,7 +82,7 @@ func TestVnetSplit(t *testing.T) {
 			}
 			return true
 		})
-		r, stop := startRouter(t, Config{AQM: "fifo", Rate: 100 * aqm.Mbit, VnetHdr: true, DisableCoalesce: true, Clock: clock.Since(time.Now())}, p)
+		r, stop := startRouter(t, Config{AQM: "fifo", Rate: 100 * aqm.Mbit, VnetHdr: true, GSO: front.GSOSplit, DisableCoalesce: true, Clock: clock.Since(time.Now())}, p)
 		for i := range 20 {
 			p.in <- superTCP4("10.201.1.2", "10.201.2.2", 2, 1448, 2+i%10, uint32(i))
 			time.Sleep(5 * time.Millisecond)

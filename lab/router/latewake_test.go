@@ -113,11 +113,11 @@ func (v lateWake) run(t *testing.T, rate aqm.Rate, sleep func(*rand.Rand, time.D
 	return float64(out) * 8 / (float64(rate) * span.Seconds()), at(0.5), at(0.99)
 }
 
-// TestLateWakeCatchUp protects the router's choice to let CAKE shape
-// itself behind a front at rate 0: when the consumer wakes late, CAKE's
-// shaper keeps its lag and sends it from the backlog at the next wake-up,
-// so it delivers at least the share of the rate of a queue behind the
-// front's token bucket with a 2 ms burst (which caps its catch-up) and its probe
+// TestLateWakeCatchUp protects CAKE's catch-up on its own, behind a front
+// at rate 0: when the consumer wakes late, CAKE's shaper keeps its lag and
+// sends it from the backlog at the next wake-up, so it delivers at least
+// the share of the rate of a queue behind the front's token bucket with a
+// 2 ms burst (which caps its catch-up) and its probe
 // waits no longer; with punctual wake-ups every queue delivers the rate.
 // It runs a deterministic model on a manual clock (lateWake), not real
 // time.
@@ -168,7 +168,7 @@ func TestBurstCoversRuntimeTimers(t *testing.T) {
 		}
 	}
 	for _, rate := range []aqm.Rate{50 * aqm.Mbit, 200 * aqm.Mbit} {
-		fc := frontConfig(rate, DefaultBurst, false)
+		fc := frontConfig(rate, DefaultBurst)
 		f, err := front.New(fifoFor(t), clock.NewManual(1), fc)
 		if err != nil {
 			t.Fatal(err)
@@ -183,7 +183,7 @@ func TestBurstCoversRuntimeTimers(t *testing.T) {
 		lib := lateWake{"fq-codel behind the library's default front", "fq-codel", 0, front.Config{Rate: rate}}
 		ls, l50, l99 := lib.run(t, rate, jittered(time.Millisecond), 3*time.Second, 1)
 		t.Logf("%v: %s: share %.3f, probe p50 %.2f p99 %.2f ms", rate, lib.name, ls, l50, l99)
-		cake := lateWake{"cake, its own shaper", "cake", rate, frontConfig(rate, DefaultBurst, true)}
+		cake := lateWake{"cake, its own shaper", "cake", rate, frontConfig(rate, DefaultBurst)}
 		cs, c50, c99 := cake.run(t, rate, jittered(time.Millisecond), 3*time.Second, 1)
 		t.Logf("%v: %s: share %.3f, probe p50 %.2f p99 %.2f ms", rate, cake.name, cs, c50, c99)
 		if cs < 0.995 {
@@ -203,25 +203,23 @@ func fifoFor(t *testing.T) aqm.Queue[int] {
 
 // TestFrontConfig protects the bucket each direction's front gets: Burst at
 // the rate in bytes (at least the front's smallest burst, at most its
-// largest), none unshaped or for a queue that paces itself, and Burst's
+// largest), also for a queue that paces itself, none unshaped, and Burst's
 // bounds in Validate.
 func TestFrontConfig(t *testing.T) {
 	for _, c := range []struct {
 		rate  aqm.Rate
 		burst time.Duration
-		paced bool
 		want  front.Config
 	}{
-		{50 * aqm.Mbit, DefaultBurst, false, front.Config{Rate: 50 * aqm.Mbit, BurstBytes: 31250}},
-		{200 * aqm.Mbit, DefaultBurst, false, front.Config{Rate: 200 * aqm.Mbit, BurstBytes: 125000}},
-		{aqm.Mbit, DefaultBurst, false, front.Config{Rate: aqm.Mbit, BurstBytes: front.DefaultMinBurstBytes}},
-		{400 * aqm.Gbit, MaxBurst, false, front.Config{Rate: 400 * aqm.Gbit, BurstBytes: front.MaxBurstBytes}},
-		{40 * aqm.Gbit, 10 * time.Millisecond, false, front.Config{Rate: 40 * aqm.Gbit, BurstBytes: 50_000_000}},
-		{50 * aqm.Mbit, DefaultBurst, true, front.Config{}},
-		{0, DefaultBurst, false, front.Config{}},
+		{50 * aqm.Mbit, DefaultBurst, front.Config{Rate: 50 * aqm.Mbit, BurstBytes: 31250}},
+		{200 * aqm.Mbit, DefaultBurst, front.Config{Rate: 200 * aqm.Mbit, BurstBytes: 125000}},
+		{aqm.Mbit, DefaultBurst, front.Config{Rate: aqm.Mbit, BurstBytes: front.DefaultMinBurstBytes}},
+		{400 * aqm.Gbit, MaxBurst, front.Config{Rate: 400 * aqm.Gbit, BurstBytes: front.MaxBurstBytes}},
+		{40 * aqm.Gbit, 10 * time.Millisecond, front.Config{Rate: 40 * aqm.Gbit, BurstBytes: 50_000_000}},
+		{0, DefaultBurst, front.Config{}},
 	} {
-		if got := frontConfig(c.rate, c.burst, c.paced); got != c.want {
-			t.Errorf("frontConfig(%v, %v, paced %v) = %+v, want %+v", c.rate, c.burst, c.paced, got, c.want)
+		if got := frontConfig(c.rate, c.burst); got != c.want {
+			t.Errorf("frontConfig(%v, %v) = %+v, want %+v", c.rate, c.burst, got, c.want)
 		}
 	}
 	for _, b := range []time.Duration{-1, MaxBurst + 1} {

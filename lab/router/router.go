@@ -75,7 +75,8 @@ type Config struct {
 	// Rate is each direction's rate, in bits per second of IP packet
 	// bytes; zero forwards unshaped. The queue's limits are its
 	// algorithm's preset for the rate. A queue that shapes by itself
-	// (CAKE) is given the rate and its front none.
+	// (CAKE) is given the rate, and its front a bucket at the same rate
+	// that only bounds its bursts (Burst).
 	Rate aqm.Rate
 	// Burst is how much sending each direction's token bucket may save up,
 	// as time at Rate: after a wake-up that came late, the front sends up
@@ -85,8 +86,9 @@ type Config struct {
 	// milliseconds, so a 2 ms bucket would be filled by an on-time
 	// wake-up; the 5 ms default (the library's front.DefaultBurstTime too)
 	// leaves 3 ms for a busy machine. Zero
-	// means DefaultBurst; at most MaxBurst. It has no effect unshaped or
-	// for a queue that shapes itself (CAKE), which keeps its own lag.
+	// means DefaultBurst; at most MaxBurst. It has no effect unshaped. A
+	// queue that shapes itself (CAKE) keeps its own lag, but the front's
+	// bucket behind it bounds what it catches up at once to Burst as well.
 	Burst time.Duration
 	// Delay holds every packet this long after it leaves its queue,
 	// before it is written back: a fixed propagation delay per direction.
@@ -138,9 +140,11 @@ type Config struct {
 	// GSONone header and complete checksums) or kept whole (queued as one
 	// packet whose aqm.Meta.Segments counts its segments, a mark or drop
 	// applying to all of them, written back with its header for the
-	// kernel to segment). The zero value, front.GSOAuto, splits when Rate
-	// is non-zero and below 1 Gb/s and keeps super-packets otherwise. A
-	// super-packet whose segments do not fit SegmentBufferSize, or that
+	// kernel to segment). The zero value, front.GSOAuto, decides per
+	// super-packet: kept when the direction is unshaped or its wire bytes
+	// take at most front.DefaultKeepTime (2 ms) at the direction's rate,
+	// split otherwise, and kept whatever its size while the router is
+	// saturated (LoadConfig). A super-packet whose segments do not fit SegmentBufferSize, or that
 	// stands for more than MaxSplitSegments, is kept whole.
 	GSO front.GSOPolicy
 	// DisableCoalesce, with VnetHdr, writes every packet with its own
@@ -149,6 +153,9 @@ type Config struct {
 	// options, contiguous data) are joined into one super-packet and
 	// written once, for the kernel to cut back into the same segments.
 	DisableCoalesce bool
+	// Load says how the router watches its own load: whether it is the
+	// bottleneck, what it sustains, and whether it caps its rate.
+	Load LoadConfig
 	// Clock is the router's time source; nil means clock.Mono.
 	Clock clock.Clock
 	// OnQueue, if set, is called once for each direction when it is
@@ -222,6 +229,7 @@ func (c Config) Validate() error {
 	if c.GSO > front.GSOKeep {
 		bad("GSO", c.GSO, "must be auto, split or keep")
 	}
+	c.Load.validate(c.Rate, bad)
 	if c.ReadBatch > 1024 {
 		bad("ReadBatch", c.ReadBatch, "must be at most 1024")
 	}
@@ -245,6 +253,7 @@ type Router struct {
 	seg   *pool // segment buffers, with VnetHdr
 	off   int   // bytes before the IP packet: the virtio-net header, or 0
 	table *table[Queue]
+	load  *loadMonitor
 
 	// unclassified counts the packets dropped before they had a queue.
 	unclassified counters
@@ -275,6 +284,7 @@ func New(cfg Config, devs ...Device) (*Router, error) {
 	}
 	r.flowCtx, r.stopFlow = context.WithCancel(context.Background())
 	r.table = newTable(cfg.MaxQueues, r.newQueue)
+	r.load = newLoadMonitor(r, cfg.Load, len(devs))
 	return r, nil
 }
 
@@ -299,8 +309,11 @@ type Queue struct {
 	// inline: unshaped, so the reader that offers packets also takes them
 	// out (forward) and no consumer goroutine runs.
 	inline bool
-	// split: super-packets are cut into their segments (Config.GSO).
+	// split: super-packets may be cut into their segments (Config.GSO;
+	// splits decides per super-packet).
 	split bool
+	// rate is the direction's rate in bit/s, for the GSO rule.
+	rate atomic.Uint64
 }
 
 func (r *Router) newQueue(pfx netip.Prefix, index int) (*Queue, error) {
@@ -310,9 +323,9 @@ func (r *Router) newQueue(pfx netip.Prefix, index int) (*Queue, error) {
 		return nil, err
 	}
 	q, d.cls = forIP(q, r.off)
-	d.split = r.cfg.VnetHdr && r.cfg.GSO.Split(r.cfg.Rate)
-	_, paced := q.(aqm.Paced)
-	fc := frontConfig(r.cfg.Rate, r.cfg.Burst, paced)
+	d.split = r.cfg.VnetHdr && r.cfg.GSO != front.GSOKeep
+	d.rate.Store(uint64(r.cfg.Rate))
+	fc := frontConfig(r.cfg.Rate, r.cfg.Burst)
 	rate := fc.Rate
 	d.front, err = front.New(q, clock.NewCoarse(r.clk), fc)
 	if err != nil {
@@ -341,9 +354,11 @@ func (r *Router) newQueue(pfx netip.Prefix, index int) (*Queue, error) {
 
 // frontConfig is a direction's front: the rate with a bucket of burst at
 // it (at least the front's smallest default burst), or unshaped when the
-// queue paces itself (the queue shapes by itself) or the rate is zero.
-func frontConfig(rate aqm.Rate, burst time.Duration, paced bool) front.Config {
-	if paced || rate == 0 {
+// rate is zero. A queue that paces itself (CAKE) gets the same bucket
+// behind its own shaper, which then decides every departure but cannot
+// catch up more than the burst after a late wake-up.
+func frontConfig(rate aqm.Rate, burst time.Duration) front.Config {
+	if rate == 0 {
 		return front.Config{}
 	}
 	b := uint64(rate) / 8 * uint64(burst) / uint64(time.Second)
@@ -473,11 +488,12 @@ func (r *Router) Run(ctx context.Context) error {
 	errs := make(chan error, len(r.devs))
 	var stopping atomic.Bool
 	var readers sync.WaitGroup
-	for _, dev := range r.devs {
+	defer r.load.start()()
+	for i, dev := range r.devs {
 		readers.Add(1)
 		go func() {
 			defer readers.Done()
-			err := r.read(dev)
+			err := r.read(i, dev)
 			if stopping.Load() && errors.Is(err, os.ErrDeadlineExceeded) {
 				err = nil
 			}
@@ -539,9 +555,9 @@ func (r *Router) shutdown() {
 	r.stopFlow()
 }
 
-// read is one device's reader: it reads batches of packets into pool buffers
-// and offers each to its direction's front, until a read fails.
-func (r *Router) read(dev Device) error {
+// read is one device's reader, number reader: it reads batches of packets into
+// pool buffers and offers each to its direction's front, until a read fails.
+func (r *Router) read(reader int, dev Device) error {
 	bufs := make([][]byte, r.cfg.ReadBatch)
 	sizes := make([]int, len(bufs))
 	scratch := make([]byte, r.cfg.BufferSize)
@@ -575,7 +591,9 @@ func (r *Router) read(dev Device) error {
 		if noBuffer { // read anyway, to count the packet and keep the device drained
 			bufs[0], k = scratch, 1
 		}
+		t0 := r.load.readStart(reader)
 		n, err := dev.ReadBatch(bufs[:k], sizes[:k])
+		r.load.readEnd(reader, t0, n, k)
 		for i := range n {
 			if d := r.offer(bufs, i, sizes[i], noBuffer, sp); d != nil && d.inline && !slices.Contains(touched, d) {
 				touched = append(touched, d)
@@ -649,7 +667,7 @@ func (r *Router) offer(bufs [][]byte, i, size int, noBuffer bool, sp *splitter) 
 			if w, err := iphdr.GSOWireSize(ip, vh); err == nil {
 				wire = w
 			}
-			if d.split && n > 1 && n <= MaxSplitSegments && d.offerSplit(ip, vh, n, wire, sp) {
+			if n > 1 && n <= MaxSplitSegments && d.splits(wire) && d.offerSplit(ip, vh, n, wire, sp) {
 				d.c.split.Add(1)
 				return d
 			}
@@ -803,6 +821,7 @@ func (r *Router) Stats() Stats {
 	s.Read.Bytes += s.Unclassified.Bytes
 	s.Dropped.add(u)
 	s.NotIP = u.NotIP
+	s.Load = r.load.snapshot()
 	return s
 }
 

@@ -148,6 +148,8 @@ type Stats struct {
 	Unclassified Count `json:"unclassified"`
 	// Queues are the per-prefix queues in creation order.
 	Queues []QueueStats `json:"queues"`
+	// Load is the router's view of its own load (Router.Load).
+	Load Load `json:"load"`
 }
 
 // Conserved reports whether every packet read is accounted for, in total and

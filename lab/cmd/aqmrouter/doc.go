@@ -32,7 +32,12 @@
 //	-queues N         TUN queues with a reader each (IFF_MULTI_QUEUE if > 1)
 //	-offload          take TSO/UDP GSO super-packets through the TUN's
 //	                  offloads where the kernel accepts them (default true)
-//	-gso POLICY       auto (split below 1 Gb/s, keep unshaped), split, keep
+//	-gso POLICY       auto (default: keep a super-packet whole when it
+//	                  takes at most 2 ms at the rate, or every one while
+//	                  the router is saturated; split a longer one), split,
+//	                  keep
+//	-auto-cap         when the router is saturated, cap each direction's
+//	                  rate below what it sustains (see Load below)
 //	-coalesce         with -offload, write the TCP segments of a flow that
 //	                  leave together as one super-packet (default true)
 //	-max-queues N     most directions (default 64); further prefixes are
@@ -43,6 +48,23 @@
 //	-cpuprofile FILE  write a Go CPU profile of the run
 //	-drain D          at exit, send what is queued for at most D (1s), then
 //	                  drop the rest (counted as flushed); 0 drops at once
+//
+// # Load
+//
+// The router watches its own load every 200 ms: how much of the time its
+// readers work rather than wait for packets, and tun0's tx_dropped, the
+// packets the kernel dropped because the router did not read them in time.
+// When it is the bottleneck (a reader never idle for two windows, or the
+// kernel dropping), the standing queue is in the kernel's TUN queue, where
+// no AQM sees it: the router says so once on stderr, the stat line reads
+// SATURATED, and the -stats JSON ("load") and the metrics
+// (aqmrouter_load: router_saturated, router_reader_busy_ratio,
+// router_sustainable_bits_per_second, router_kernel_dropped_packets, ...)
+// count it, with an estimate of the rate it sustains. With -gso auto it
+// then keeps super-packets whole, which costs far less; with -auto-cap it
+// also holds the rate at 0.9 of what it read while saturated, raising it
+// again by 5 % per 200 ms once a second has passed without saturation, so
+// that the queue stays in the AQM.
 //
 // # Autorate
 //
@@ -75,8 +97,9 @@
 // what the direction wrote in each 200 ms. Without a reply for 10 s the
 // rate falls back to -rate. The exit line gives the controller's counts.
 //
-// A CAKE queue shapes to the rate itself (its link preset); its front then
-// runs unshaped. The other queues get their algorithm's preset for the rate
+// A CAKE queue shapes to the rate itself (its link preset); its front keeps
+// a token bucket at the rate too, so that what CAKE catches up after a late
+// wake-up stays within -burst. The other queues get their algorithm's preset for the rate
 // (limits of four 100 ms round trips at it), or their defaults at rate 0.
 // The rate counts IP bytes, without a link header.
 //
@@ -123,14 +146,16 @@
 // veths, since tun0 is not the route back to the sources. With -offload
 // (the default) the TUN takes the kernel's TSO and UDP GSO super-packets
 // whole, behind a virtio-net header, where the kernel accepts the offloads
-// (the router logs what it refused): -gso auto splits them into their
-// segments when -rate is set below 1 Gb/s, so that the queues see wire
-// packets, and keeps them whole unshaped or faster, one read and one write
-// per super-packet, charged to the rate and the counters as the bytes its
-// segments put on the wire. Segments that leave a queue together, split or
-// read singly, are written back joined per TCP flow into super-packets
-// (-coalesce), one write each, which the kernel cuts into the same
-// segments. With the veths' offloads off, as above, the kernel
+// (the router logs what it refused): -gso auto keeps a super-packet whole
+// when its segments take at most 2 ms at -rate (and all of them unshaped,
+// or while the router is saturated), one read and one write per
+// super-packet, and splits a longer one into its segments, so that no
+// queue serves more than 2 ms of one flow in one piece; a kept one is
+// charged to the rate and the counters as the bytes its segments put on
+// the wire. Segments that leave a queue together, split or read singly,
+// are written back joined per TCP flow into super-packets (-coalesce), one
+// write each, which the kernel cuts into the same segments. With the
+// veths' offloads off, as above, the kernel
 // sends no super-packets and the queues see packets of at most the MTU
 // either way. The kernel's own packets
 // on tun0 (IPv6 router solicitations to ff02::2 when the link comes up) are

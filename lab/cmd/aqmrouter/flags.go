@@ -134,15 +134,16 @@ func parseFlags(args []string, out io.Writer) (options, error) {
 	fs.SetOutput(io.Discard)
 	fs.StringVar(&o.tun, "tun", "tun0", "TUN device `name`: attached to if it exists, created otherwise")
 	fs.IntVar(&o.mtu, "mtu", 0, "set the TUN's MTU in `bytes` (0: keep it)")
-	fs.BoolVar(&o.offload, "offload", true, "read and write TSO/UDP GSO super-packets through the TUN's offloads (IFF_VNET_HDR) where the kernel accepts them; split below 1 Gb/s, kept unshaped or faster")
-	fs.Var(gsoFlag{&o.cfg.GSO}, "gso", "with -offload, what becomes of a super-packet: `auto` (split below 1 Gb/s, kept unshaped or faster), split or keep")
+	fs.BoolVar(&o.offload, "offload", true, "read and write TSO/UDP GSO super-packets through the TUN's offloads (IFF_VNET_HDR) where the kernel accepts them (see -gso)")
+	fs.Var(gsoFlag{&o.cfg.GSO}, "gso", "with -offload, what becomes of a super-packet: `auto` (kept whole when it takes at most 2 ms at the rate, unshaped, or while the router is saturated; split otherwise), split or keep")
 	fs.Var(offFlag{&o.cfg.DisableCoalesce}, "coalesce", "with -offload, join consecutive TCP segments of a flow that leave together into one super-packet per TUN write (false: one write per packet)")
 	fs.IntVar(&o.queues, "queues", 1, "TUN queues, each with a reader (more than 1: IFF_MULTI_QUEUE)")
 	fs.StringVar(&o.cfg.AQM, "aqm", router.DefaultAQM, "queue `name` per direction: "+strings.Join(queues.Names(), ", "))
 	fs.StringVar(&o.cfg.Params, "params", "", "the queue's own `settings` as name=value,... with its Config's field names (target=5ms,disable-flood-guard=true)")
 	fs.IntVar(&o.cfg.LimitPackets, "limit", 0, "each queue's limit in `packets` (0: the preset for -rate, four 100 ms round trips)")
 	fs.Var(&o.cfg.Rate, "rate", "each direction's `rate` in tc syntax (50mbit, 1.5gbit); 0 forwards unshaped")
-	fs.Var(tcDuration{&o.cfg.Burst}, "burst", "each direction's token bucket depth as `time` at -rate (tc syntax; 0: 5ms): how much a late wake-up may make up at once; CAKE keeps its own lag")
+	fs.BoolVar(&o.cfg.Load.AutoCap, "auto-cap", false, "hold each direction's rate just below what the router sustains when it finds itself saturated, so that the queue stays in the AQM (needs -rate; not with -autorate)")
+	fs.Var(tcDuration{&o.cfg.Burst}, "burst", "each direction's token bucket depth as `time` at -rate (tc syntax; 0: 5ms): how much a late wake-up may make up at once, CAKE's catch-up included")
 	fs.Var(tcDuration{&o.cfg.Delay}, "delay", "fixed `delay` per direction after the queue (tc syntax: 10ms, 500us)")
 	fs.IntVar(&o.cfg.DelayLimit, "delay-limit", router.DefaultDelayLimit, "most `packets` each delay line holds")
 	fs.IntVar(&o.cfg.MaxQueues, "max-queues", router.DefaultMaxQueues, "most directions (destination prefixes), each with its own queue")
@@ -192,6 +193,9 @@ func parseFlags(args []string, out io.Writer) (options, error) {
 	}
 	if err := o.cfg.Validate(); err != nil {
 		return o, err
+	}
+	if o.cfg.Load.AutoCap && o.ar.target != "" {
+		return o, fmt.Errorf("-auto-cap and -autorate both set the rate: choose one")
 	}
 	var err error
 	if o.arCfg, err = o.ar.config(o.cfg); err != nil {

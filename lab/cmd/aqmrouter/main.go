@@ -72,6 +72,7 @@ func run(args []string, stdout, stderr io.Writer) int {
 		o.cfg.BufferSize = router.DefaultVnetBufferSize
 	}
 	o.cfg.Logf = logf
+	o.cfg.Load.KernelDrops = tunDrops(tuns[0].Name())
 
 	var srv *http.Server
 	if o.metrics != "" {
@@ -103,6 +104,9 @@ func run(args []string, stdout, stderr io.Writer) int {
 	}
 	if srv != nil {
 		expvar.Publish("aqmrouter", expvar.Func(func() any { return r.Stats() }))
+		if _, err := aqmexpvar.Publish("aqmrouter_load", r); err != nil {
+			logf("metrics: %v", err)
+		}
 		logf("metrics on http://%s/debug/vars", o.metrics)
 	}
 	logf("%s (MTU %d, %d queue(s), offloads %#x): %v", tuns[0].Name(), mtu, len(tuns), tuns[0].Offloads(), r)
@@ -192,6 +196,7 @@ func line(s router.Stats) string {
 	for _, q := range s.Queues {
 		fmt.Fprintf(&b, " | %s r %d w %d d %d m %d q %d", q.Prefix, q.Read.Packets, q.Written.Packets, q.Dropped.Total, q.Marked, q.Queued)
 	}
+	fmt.Fprintf(&b, " | %v", s.Load)
 	return b.String()
 }
 

@@ -49,7 +49,8 @@ func snmpTCP(t *testing.T, ns, name string) int64 {
 // a bounded kernel TCP transfer completes through it with no drop by the
 // router and no checksum error at the server (which drops a segment whose
 // checksum is wrong, so a completed transfer proves them right), kept
-// whole unshaped, split at 50 Mb/s, and kept at 50 Mb/s with -gso keep.
+// whole unshaped, split at 50 Mb/s with -gso split, and kept at 50 Mb/s
+// with -gso keep.
 // With ECN, a packet capture at the server counts CE on exactly as many
 // data segments as the router's marks cover: each mark on a kept
 // super-packet arrives on every one of its segments. (CoDel's target and
@@ -63,7 +64,7 @@ func TestOffloadPath(t *testing.T) {
 		ce    bool
 	}{
 		{"unshaped-keep", []string{"-rate", "0"}, false, false},
-		{"50mbit-split", []string{"-rate", "50mbit", "-params", "target=3ms,interval=30ms"}, true, true},
+		{"50mbit-split", []string{"-rate", "50mbit", "-gso", "split", "-params", "target=3ms,interval=30ms"}, true, true},
 		{"50mbit-keep", []string{"-rate", "50mbit", "-gso", "keep", "-params", "target=3ms,interval=30ms"}, false, true},
 	} {
 		t.Run(c.name, func(t *testing.T) {
