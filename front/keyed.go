@@ -7,6 +7,7 @@ import (
 	"unsafe"
 
 	"github.com/aqmkit/aqmkit/aqm"
+	"github.com/aqmkit/aqmkit/internal/bucket"
 	"github.com/aqmkit/aqmkit/internal/metrics"
 )
 
@@ -66,11 +67,11 @@ type Keyed[K comparable, T any] struct {
 
 	index  map[K]int32
 	slots  []keySlot[K, T]
-	free   int32   // head of the free slots, linked by next
-	active keyList // keys with packets, in round-robin order
-	idle   keyList // keys with empty queues, idlest first
-	held   []int32 // min-heap of held-back keys, by readyAt
-	shared bucket  // the rate over all keys
+	free   int32         // head of the free slots, linked by next
+	active keyList       // keys with packets, in round-robin order
+	idle   keyList       // keys with empty queues, idlest first
+	held   []int32       // min-heap of held-back keys, by readyAt
+	shared bucket.Bucket // the rate over all keys
 	live   int
 
 	len, backlog int
@@ -86,7 +87,7 @@ type keySlot[K comparable, T any] struct {
 	q       aqm.Queue[T]
 	pq      aqm.Paced // q, when it paces itself
 	key     K
-	b       bucket // KeyRate; rate zero when there is none
+	b       bucket.Bucket // KeyRate; rate zero when there is none
 	deficit int64
 	// readyAt is when a held-back key may send again, span how far ahead
 	// of the instant it was held that was (the time policy: an instant
@@ -152,8 +153,8 @@ func NewKeyed[K comparable, T any](key func(aqm.Packet[T]) K, newQueue func(K) (
 	}
 	k.slots[len(k.slots)-1].next = none
 	k.free = 0
-	k.shared.setRate(0, uint64(cfg.Rate), cfg.BurstBytes)
-	k.shared.credit = k.shared.capacity
+	k.shared.SetRate(0, uint64(cfg.Rate), cfg.BurstBytes)
+	k.shared.Fill()
 	return k, nil
 }
 
@@ -221,8 +222,8 @@ func (k *Keyed[K, T]) create(key K, now aqm.Time) (slot int32, full bool) {
 	k.free = s.next
 	*s = keySlot[K, T]{q: q, key: key, deficit: k.quantum, heap: none, state: keyIdle, since: now}
 	s.pq, _ = q.(aqm.Paced)
-	s.b.setRate(0, uint64(k.cfg.KeyRate), k.cfg.KeyBurstBytes)
-	s.b.credit = s.b.capacity
+	s.b.SetRate(0, uint64(k.cfg.KeyRate), k.cfg.KeyBurstBytes)
+	s.b.Fill()
 	k.pushBack(&k.idle, i)
 	k.index[key] = i
 	k.live++
@@ -275,8 +276,8 @@ func (k *Keyed[K, T]) Dequeue(now aqm.Time) (aqm.Packet[T], bool) {
 	if k.len == 0 {
 		return zero, false
 	}
-	k.shared.refill(now)
-	if !k.shared.ready() {
+	k.shared.Refill(now)
+	if !k.shared.Ready() {
 		return zero, false
 	}
 	for k.active.head != none {
@@ -288,10 +289,10 @@ func (k *Keyed[K, T]) Dequeue(now aqm.Time) (aqm.Packet[T], bool) {
 			k.pushBack(&k.active, i)
 			continue
 		}
-		if s.b.rate != 0 {
-			s.b.refill(now)
-			if !s.b.ready() {
-				k.hold(i, now, s.b.wait())
+		if s.b.Rate != 0 {
+			s.b.Refill(now)
+			if !s.b.Ready() {
+				k.hold(i, now, s.b.Wait())
 				continue
 			}
 		}
@@ -309,8 +310,8 @@ func (k *Keyed[K, T]) Dequeue(now aqm.Time) (aqm.Packet[T], bool) {
 			continue
 		}
 		s.deficit -= int64(p.Size)
-		s.b.charge(p.Size)
-		k.shared.charge(p.Size)
+		s.b.Charge(p.Size)
+		k.shared.Charge(p.Size)
 		if l1 == 0 {
 			k.goIdle(i, now)
 		}
@@ -397,8 +398,8 @@ func (k *Keyed[K, T]) NextDeparture(now aqm.Time) aqm.Time {
 	if k.active.head == none && len(k.held) > 0 {
 		t = k.slots[k.held[0]].readyAt
 	}
-	k.shared.refill(now)
-	if w := k.shared.wait(); w > 0 && now.Add(w).After(t) {
+	k.shared.Refill(now)
+	if w := k.shared.Wait(); w > 0 && now.Add(w).After(t) {
 		t = now.Add(w)
 	}
 	return t
@@ -512,7 +513,7 @@ func (k *Keyed[K, T]) Detail() KeyedDetail {
 		RefusedNewQueue:   k.refusedNew,
 		KeyRate:           k.cfg.KeyRate,
 		SharedRate:        k.cfg.Rate,
-		SharedCreditBytes: k.shared.creditBytes(),
+		SharedCreditBytes: k.shared.CreditBytes(),
 		MemoryBytes:       len(k.slots)*slot + cap(k.held)*4 + len(k.slots)*entry*8/7,
 	}
 }

@@ -6,6 +6,7 @@ import (
 	"time"
 
 	"github.com/aqmkit/aqmkit/aqm"
+	"github.com/aqmkit/aqmkit/internal/bucket"
 )
 
 // defaultMaxKeys is the default [KeyedConfig.MaxKeys]: 1024 keys, a VPN's
@@ -110,10 +111,10 @@ func (c KeyedConfig) withDefaults() KeyedConfig {
 		c.QuantumBytes = defaultQuantumBytes
 	}
 	if c.KeyRate > 0 && c.KeyBurstBytes == 0 {
-		c.KeyBurstBytes = defaultBurst(uint64(c.KeyRate))
+		c.KeyBurstBytes = bucket.DefaultBurst(uint64(c.KeyRate))
 	}
 	if c.Rate > 0 && c.BurstBytes == 0 {
-		c.BurstBytes = defaultBurst(uint64(c.Rate))
+		c.BurstBytes = bucket.DefaultBurst(uint64(c.Rate))
 	}
 	return c
 }
