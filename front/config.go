@@ -5,6 +5,7 @@ import (
 	"time"
 
 	"github.com/aqmkit/aqmkit/aqm"
+	"github.com/aqmkit/aqmkit/internal/bucket"
 )
 
 // DefaultBurstTime is how much sending time the default burst covers: 5 ms of
@@ -18,12 +19,16 @@ import (
 // timers, and cost a TUN router 11 points of goodput on a loaded host).
 // The price of the larger bucket: after an idle period up to 5 ms of the
 // rate may leave back to back.
-const DefaultBurstTime = 5 * time.Millisecond
+const DefaultBurstTime = bucket.DefaultTime
 
 // DefaultMinBurstBytes is the smallest default burst: 3028 bytes, two
 // full-size Ethernet frames (2 × 1514), so that at low rates a full frame can
 // still leave right after another one.
-const DefaultMinBurstBytes = 3028
+const DefaultMinBurstBytes = bucket.DefaultMinBytes
+
+// MaxBurstBytes is the largest BurstBytes: 1 GiB, so that the bucket's
+// credit, kept exactly in units of 1e-9 bit, fits an int64.
+const MaxBurstBytes = bucket.MaxBytes
 
 // maxShards is the largest number of shards of a [Sharded] front.
 const maxShards = 256
@@ -119,13 +124,13 @@ func (c Config) wakeSlack(rate uint64, capacity int64) time.Duration {
 	if s == 0 {
 		// A frame's time: 1514 × 8 bits × 1e9 ns/s / rate, in units of
 		// 1e-9 bit (one unit per ns at 1 bit/s).
-		s = max(defaultWakeSlack, time.Duration(ceilDiv(wakeFrameBytes*unitsPerByte, rate)))
+		s = max(defaultWakeSlack, time.Duration(bucket.CeilDiv(wakeFrameBytes*bucket.UnitsPerByte, rate)))
 	}
 	// The credit earned in the slack must leave room in the bucket for a
 	// timer that fires late: at most half the burst, and at most the burst
 	// less one frame. capacity / rate is a time in ns (capacity ≤ 8.6e18,
 	// so the quotient fits).
-	room := min(capacity/2, capacity-wakeFrameBytes*unitsPerByte)
+	room := min(capacity/2, capacity-wakeFrameBytes*bucket.UnitsPerByte)
 	if room <= 0 {
 		return 0
 	}
@@ -138,26 +143,13 @@ func (c Config) burstBytes() int {
 	if c.BurstBytes > 0 {
 		return c.BurstBytes
 	}
-	return defaultBurst(uint64(c.Rate))
+	return bucket.DefaultBurst(uint64(c.Rate))
 }
 
 // withDefaults returns c with the default burst filled in.
 func (c Config) withDefaults() Config {
 	c.BurstBytes = c.burstBytes()
 	return c
-}
-
-// defaultBurst returns max(DefaultMinBurstBytes, rate × DefaultBurstTime / 8
-// bits per byte), capped at MaxBurstBytes. The bytes in 5 ms are
-// rate / 8 / 200 = rate / 1600, computed by division so that it cannot
-// overflow.
-func defaultBurst(rate uint64) int {
-	const perSecond = uint64(time.Second / DefaultBurstTime) // 200 bursts per second
-	b := rate / 8 / perSecond
-	if b > MaxBurstBytes {
-		b = MaxBurstBytes
-	}
-	return max(int(b), DefaultMinBurstBytes)
 }
 
 // ShardedConfig configures a [Sharded] front.

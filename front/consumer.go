@@ -128,8 +128,8 @@ func (f *Front[T]) takeLocked(buf []aqm.Packet[T], now aqm.Time) (n int, wait ti
 		}
 	}
 	b := f.bucketLocked()
-	b.refill(now)
-	if b.rate == 0 {
+	b.Refill(now)
+	if b.Rate == 0 {
 		f.unlockBucket()
 		if f.bq != nil {
 			n = f.bq.DequeueBatch(buf, now)
@@ -142,9 +142,9 @@ func (f *Front[T]) takeLocked(buf []aqm.Packet[T], now aqm.Time) (n int, wait ti
 		return n, wait
 	}
 	for n < len(buf) {
-		if !b.ready() {
+		if !b.Ready() {
 			if f.q.Len() > 0 {
-				wait = b.wait()
+				wait = b.Wait()
 			}
 			break
 		}
@@ -153,7 +153,7 @@ func (f *Front[T]) takeLocked(buf []aqm.Packet[T], now aqm.Time) (n int, wait ti
 			wait = f.pacedWaitLocked(now)
 			break
 		}
-		b.charge(p.Size)
+		b.Charge(p.Size)
 		buf[n] = p
 		n++
 	}
@@ -208,17 +208,17 @@ func (f *Front[T]) takeOneLocked(now aqm.Time) (p aqm.Packet[T], ok bool, wait t
 		}
 	}
 	b := f.bucketLocked()
-	b.refill(now)
-	if !b.ready() {
+	b.Refill(now)
+	if !b.Ready() {
 		if f.q.Len() > 0 {
-			wait = b.wait()
+			wait = b.Wait()
 		}
 		f.unlockBucket()
 		return p, false, wait
 	}
 	p, ok = f.q.Dequeue(now)
 	if ok {
-		b.charge(p.Size)
+		b.Charge(p.Size)
 	} else {
 		wait = f.pacedWaitLocked(now)
 	}
@@ -251,9 +251,9 @@ func (f *Front[T]) slackLocked() time.Duration {
 	if f.shared != nil {
 		f.shared.mu.Lock()
 		defer f.shared.mu.Unlock()
-		return f.shared.cfg.wakeSlack(f.shared.b.rate, f.shared.b.capacity)
+		return f.shared.cfg.wakeSlack(f.shared.b.Rate, f.shared.b.Capacity)
 	}
-	return f.cfg.wakeSlack(f.b.rate, f.b.capacity)
+	return f.cfg.wakeSlack(f.b.Rate, f.b.Capacity)
 }
 
 // passTurn wakes another parked consumer, if any, when packets are left

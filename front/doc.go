@@ -110,32 +110,14 @@
 //	Staged      false                         -       (see Staged hand-over)
 //	WakeSlack   max(1 ms, 1514 B at the rate)   time    sch_fq timer_slack
 //
-// # Keyed queues
+// # One queue per key
 //
-// [NewKeyed] builds a queue per key (a VPN's peer, a proxy's destination)
-// from a constructor when the key's first packet arrives, and serves the
-// keys with packets by deficit round robin in bytes from one Dequeue: no
-// goroutine or timer per key. Each key may have its own rate
-// ([KeyedConfig.KeyRate]) and all keys a shared one ([KeyedConfig.Rate]),
-// split fairly between the keys with packets; a key held back by its rate
-// waits in a heap, not in the round robin. [KeyedConfig.MaxKeys] bounds
-// the keys: at the bound the idlest key (its queue empty) makes room, and
-// when every key has packets queued a new key's packet is refused and
-// counted. A key empty for [KeyedConfig.IdleTime] is reclaimed and its
-// counters folded into the totals, so its Stats account for every packet.
-// A [Keyed] is an [aqm.Queue] with explicit time and no lock: give it to
-// [New] for concurrent producers and a blocking consumer (with no front
-// rate: it paces itself, [aqm.Paced]), or to [NewSharded] to spread keys
-// over cores.
-//
-//	Field          Default                     Unit    Reference
-//	MaxKeys        1024 (at most 65536)        keys    -
-//	IdleTime       1 s                         time    -
-//	QuantumBytes   1514                        bytes   fq_codel quantum
-//	KeyRate        0 = none                    bit/s   tc tbf rate, per key
-//	KeyBurstBytes  KeyRate × 2 ms, ≥ 3028      bytes   tc tbf burst
-//	Rate           0 = none                    bit/s   tc tbf rate, all keys
-//	BurstBytes     Rate × 2 ms, ≥ 3028         bytes   tc tbf burst
+// Package keyed builds one queue per key (a VPN's peer, a proxy's
+// destination) behind one deficit round robin, each key with an optional
+// rate of its own and all keys with an optional shared one. A keyed.Queue is
+// an [aqm.Queue] that paces itself ([aqm.Paced]): give it to [New] with no
+// front rate, so that the consumer sleeps until its next departure, or to
+// [NewSharded] to spread keys over cores.
 //
 // # Raw IP packets
 //

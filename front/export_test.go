@@ -46,24 +46,18 @@ func (x *IP[C]) Dequeue(ctx context.Context) (*Buf, error) {
 	}
 }
 
-// Keys returns the number of keys that have a queue.
-func (k *Keyed[K, T]) Keys() int { return k.live }
-
 // The errors for misuse at construction, and constants the tests check
 // against.
 var (
 	ErrNilQueue     = errNilQueue
-	ErrNilKey       = errNilKey
 	ErrClassifiesIP = errClassifiesIP
 )
 
 const (
-	MaxShards           = maxShards
-	DefaultWakeSlack    = defaultWakeSlack
-	MaxWakeSlack        = maxWakeSlack
-	MaxKeyedKeys        = maxKeyedKeys
-	DefaultQuantumBytes = defaultQuantumBytes
-	DefaultBufferBytes  = defaultBufferBytes
-	MaxPoolFree         = maxPoolFree
-	StageLimit          = stageLimit
+	MaxShards          = maxShards
+	DefaultWakeSlack   = defaultWakeSlack
+	MaxWakeSlack       = maxWakeSlack
+	DefaultBufferBytes = defaultBufferBytes
+	MaxPoolFree        = maxPoolFree
+	StageLimit         = stageLimit
 )

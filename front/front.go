@@ -8,6 +8,7 @@ import (
 
 	"github.com/aqmkit/aqmkit/aqm"
 	"github.com/aqmkit/aqmkit/clock"
+	"github.com/aqmkit/aqmkit/internal/bucket"
 	"github.com/aqmkit/aqmkit/internal/metrics"
 )
 
@@ -34,7 +35,7 @@ type Front[T any] struct {
 	clk    clock.Clock
 	coarse *clock.Coarse // clk, when it is a Coarse clock
 	cfg    Config        // as configured: BurstBytes zero when derived
-	b      bucket        // the rate, unless shared is set
+	b      bucket.Bucket // the rate, unless shared is set
 	shared *sharedRate   // the bucket of a Sharded front, or nil
 	// split is the split rate of a Sharded front (ShardedConfig.SplitRate),
 	// or nil; slot is this shard's index in it, splitEpoch the epoch of
@@ -73,7 +74,7 @@ type Front[T any] struct {
 type sharedRate struct {
 	mu  sync.Mutex
 	cfg Config
-	b   bucket
+	b   bucket.Bucket
 }
 
 // Detail is a snapshot of the front's own state, beside the queue's
@@ -136,8 +137,8 @@ func New[T any](q aqm.Queue[T], c clock.Clock, cfg Config) (*Front[T], error) {
 	f.pq, _ = q.(aqm.Paced)
 	f.coarse, _ = c.(*clock.Coarse)
 	f.wt.init()
-	f.b.setRate(0, uint64(cfg.Rate), cfg.burstBytes())
-	f.b.credit = f.b.capacity
+	f.b.SetRate(0, uint64(cfg.Rate), cfg.burstBytes())
+	f.b.Fill()
 	if cfg.Staged {
 		f.st, f.stg = newStage[T]()
 	}
@@ -187,7 +188,7 @@ func (f *Front[T]) signal() {
 
 // bucketLocked returns the bucket that governs this front, locking the
 // shared one if there is one; unlock with unlockBucket.
-func (f *Front[T]) bucketLocked() *bucket {
+func (f *Front[T]) bucketLocked() *bucket.Bucket {
 	if f.shared != nil {
 		f.shared.mu.Lock()
 		return &f.shared.b
@@ -273,7 +274,7 @@ func (f *Front[T]) applyLocked(fn func(*Config)) {
 	if f.shared != nil {
 		b = &f.shared.b
 	}
-	b.setRate(now, uint64(cfg.Rate), cfg.burstBytes())
+	b.SetRate(now, uint64(cfg.Rate), cfg.burstBytes())
 }
 
 // Config returns the effective configuration: the current rate, and the
@@ -309,10 +310,10 @@ func (f *Front[T]) detailLocked() Detail {
 		cfg = &f.shared.cfg
 	}
 	d := Detail{
-		WakeSlack:     cfg.wakeSlack(b.rate, b.capacity),
-		Rate:          aqm.Rate(b.rate),
-		BurstBytes:    int(b.capacity / unitsPerByte),
-		CreditBytes:   b.creditBytes(),
+		WakeSlack:     cfg.wakeSlack(b.Rate, b.Capacity),
+		Rate:          aqm.Rate(b.Rate),
+		BurstBytes:    int(b.Capacity / bucket.UnitsPerByte),
+		CreditBytes:   b.CreditBytes(),
 		Wakeups:       f.wakeups,
 		Closed:        f.closed,
 		RefusedClosed: f.refusedClosed,

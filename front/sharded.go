@@ -12,6 +12,7 @@ import (
 
 	"github.com/aqmkit/aqmkit/aqm"
 	"github.com/aqmkit/aqmkit/clock"
+	"github.com/aqmkit/aqmkit/internal/bucket"
 	"github.com/aqmkit/aqmkit/internal/rng"
 )
 
@@ -126,8 +127,8 @@ func NewSharded[T any](newQueue func(shard int) (aqm.Queue[T], error), c clock.C
 	s.scratch.New = func() any { return new(scratch[T]) }
 	s.wt.init()
 	s.shared = &sharedRate{cfg: cfg.Config}
-	s.shared.b.setRate(0, uint64(cfg.Rate), cfg.Config.burstBytes())
-	s.shared.b.credit = s.shared.b.capacity
+	s.shared.b.SetRate(0, uint64(cfg.Rate), cfg.Config.burstBytes())
+	s.shared.b.Fill()
 	if cfg.SplitRate {
 		s.split = newSplitRate(n, cfg.Config, cfg.SplitPeriod)
 	}
@@ -143,8 +144,8 @@ func NewSharded[T any](newQueue func(shard int) (aqm.Queue[T], error), c clock.C
 		if sp := s.split; sp != nil {
 			sl := &sp.slots[i]
 			f.split, f.slot, f.splitEpoch = sp, i, sp.epoch.Load()
-			f.b.setRate(0, sl.share.Load(), int(sl.depth.Load()))
-			f.b.credit = f.b.capacity
+			f.b.SetRate(0, sl.share.Load(), int(sl.depth.Load()))
+			f.b.Fill()
 			sl.wake = f.signal
 		} else {
 			f.shared = s.shared
@@ -390,11 +391,11 @@ func (s *Sharded[T]) slack() time.Duration {
 	if sp := s.split; sp != nil {
 		sp.mu.Lock()
 		defer sp.mu.Unlock()
-		return sp.cfg.wakeSlack(sp.rate, int64(sp.burst)*unitsPerByte)
+		return sp.cfg.wakeSlack(sp.rate, int64(sp.burst)*bucket.UnitsPerByte)
 	}
 	s.shared.mu.Lock()
 	defer s.shared.mu.Unlock()
-	return s.shared.cfg.wakeSlack(s.shared.b.rate, s.shared.b.capacity)
+	return s.shared.cfg.wakeSlack(s.shared.b.Rate, s.shared.b.Capacity)
 }
 
 // park is [Front.park] for the round-robin consumer, over all shards.

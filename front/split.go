@@ -280,15 +280,15 @@ func (f *Front[T]) splitLocked(now aqm.Time) {
 		f.splitEpoch = e
 		// The share runs from the rebalance on, not from this look: a
 		// busy shard's old share must not overlap the others' new ones.
-		at := min(max(aqm.Time(sp.at.Load()), f.b.last), now)
-		old, share := f.b.rate, sl.share.Load()
-		f.b.setRate(at, share, int(sl.depth.Load()))
-		if share < old && f.b.credit > 0 {
+		at := min(max(aqm.Time(sp.at.Load()), f.b.Last), now)
+		old, share := f.b.Rate, sl.share.Load()
+		f.b.SetRate(at, share, int(sl.depth.Load()))
+		if share < old && f.b.Credit > 0 {
 			// Credit saved at a larger share is not kept whole: the
 			// share it came from now goes to other shards, and a shard
 			// that idled on it would otherwise spend it on top of
 			// theirs when it wakes.
-			f.b.credit = int64(float64(f.b.credit) * float64(share) / float64(old))
+			f.b.Credit = int64(float64(f.b.Credit) * float64(share) / float64(old))
 		}
 	}
 }

@@ -20,6 +20,7 @@ import (
 	"github.com/aqmkit/aqmkit/clock"
 	"github.com/aqmkit/aqmkit/fifo"
 	"github.com/aqmkit/aqmkit/front"
+	"github.com/aqmkit/aqmkit/keyed"
 	"github.com/aqmkit/aqmkit/queues"
 )
 
@@ -32,7 +33,7 @@ var configTypes = func() []reflect.Type {
 	for _, c := range queues.Configs() {
 		ts = append(ts, reflect.TypeOf(c))
 	}
-	return append(ts, reflect.TypeFor[front.Config](), reflect.TypeFor[front.ShardedConfig](), reflect.TypeFor[front.PoolConfig](), reflect.TypeFor[front.IPConfig](), reflect.TypeFor[front.KeyedConfig](), reflect.TypeFor[autorate.Config]())
+	return append(ts, reflect.TypeFor[front.Config](), reflect.TypeFor[front.ShardedConfig](), reflect.TypeFor[front.PoolConfig](), reflect.TypeFor[front.IPConfig](), reflect.TypeFor[keyed.Config](), reflect.TypeFor[autorate.Config]())
 }()
 
 // randomValue fills v (settable) with a value that is often zero, often

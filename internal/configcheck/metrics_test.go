@@ -19,6 +19,7 @@ import (
 	"github.com/aqmkit/aqmkit/front"
 	"github.com/aqmkit/aqmkit/internal/metrics"
 	"github.com/aqmkit/aqmkit/iphdr"
+	"github.com/aqmkit/aqmkit/keyed"
 	"github.com/aqmkit/aqmkit/queues"
 )
 
@@ -247,8 +248,8 @@ type metricType struct {
 }
 
 // metricTypes returns every type of the library that lists metrics: the
-// Detail of every queue type of the registry, the fronts' Details and
-// aqm.Stats.
+// Detail of every queue type of the registry, the fronts' Details, the
+// keyed queue's Detail and aqm.Stats.
 func metricTypes(t *testing.T) []metricType {
 	t.Helper()
 	var ts []metricType
@@ -268,6 +269,10 @@ func metricTypes(t *testing.T) []metricType {
 	x, err := front.NewIP(front.HashIP(qs[1], iphdr.NewHasherWithKey(1, 2)), clock.NewManual(0), front.IPConfig{})
 	require.NoError(t, err)
 	add(x.Detail())
+	k, err := keyed.New(func(p aqm.Packet[*front.Buf]) uint32 { return p.Hash },
+		func(uint32) (aqm.Queue[*front.Buf], error) { return qs[0], nil }, keyed.Config{Rate: aqm.Mbit})
+	require.NoError(t, err)
+	add(k.Detail())
 	add(qs[2].Stats())
 	return ts
 }

@@ -1,4 +1,4 @@
-package front_test
+package keyed_test
 
 import (
 	"fmt"
@@ -6,7 +6,7 @@ import (
 
 	"github.com/aqmkit/aqmkit/aqm"
 	"github.com/aqmkit/aqmkit/fifo"
-	"github.com/aqmkit/aqmkit/front"
+	"github.com/aqmkit/aqmkit/keyed"
 )
 
 // Each peer (here the first letter of the payload) gets a FIFO of its own,
@@ -14,11 +14,11 @@ import (
 // round robin: a quantum of 1514 bytes lets peer a send two 1000-byte
 // packets before b's turn. With room for two peers, both backlogged, a
 // third is refused and counted.
-func ExampleKeyed() {
+func ExampleQueue() {
 	peer := func(p aqm.Packet[string]) byte { return p.Payload[0] }
-	k, _ := front.NewKeyed(peer, func(byte) (aqm.Queue[string], error) {
+	k, _ := keyed.New(peer, func(byte) (aqm.Queue[string], error) {
 		return fifo.New[string](fifo.Config{LimitPackets: 8}, nil)
-	}, front.KeyedConfig{MaxKeys: 2})
+	}, keyed.Config{MaxKeys: 2})
 	for _, s := range []string{"a1", "a2", "a3", "b1", "c1"} {
 		v := k.Enqueue(aqm.Packet[string]{Payload: s, Meta: aqm.Meta{Size: 1000}}, 1)
 		fmt.Println(s, v)

@@ -1,4 +1,4 @@
-package front_test
+package keyed_test
 
 import (
 	"context"
@@ -17,6 +17,7 @@ import (
 	"github.com/aqmkit/aqmkit/codel"
 	"github.com/aqmkit/aqmkit/fifo"
 	"github.com/aqmkit/aqmkit/front"
+	"github.com/aqmkit/aqmkit/keyed"
 )
 
 // kpkt is a packet for key k with payload id.
@@ -24,25 +25,32 @@ func kpkt(id uint64, k uint32, size uint32) aqm.Packet[uint64] {
 	return aqm.Packet[uint64]{Payload: id, Meta: aqm.Meta{Size: size, Hash: k}}
 }
 
+// sinkPacket keeps the compiler from optimising a dequeued packet away.
+var sinkPacket aqm.Packet[uint64]
+
+// bubbleClock is a clock for synctest bubbles, whose fake time is not the
+// process's (see clock.Mono).
+func bubbleClock() clock.Clock { return clock.Since(time.Now()) }
+
 // byHash is the key function of the tests: the packet's Hash.
 func byHash(p aqm.Packet[uint64]) uint32 { return p.Hash }
 
-func newKeyedFIFO(t testing.TB, limit int, cfg front.KeyedConfig) *front.Keyed[uint32, uint64] {
+func newKeyedFIFO(t testing.TB, limit int, cfg keyed.Config) *keyed.Queue[uint32, uint64] {
 	t.Helper()
-	k, err := front.NewKeyed(byHash, func(uint32) (aqm.Queue[uint64], error) {
+	k, err := keyed.New(byHash, func(uint32) (aqm.Queue[uint64], error) {
 		return fifo.New[uint64](fifo.Config{LimitPackets: limit}, nil)
 	}, cfg)
 	require.NoError(t, err)
 	return k
 }
 
-// TestKeyedChurn protects conservation and the key bound under churn:
+// TestChurn protects conservation and the key bound under churn:
 // 1,000 keys come and go in phases (some with more keys than MaxKeys),
 // behind a shared rate, with CoDel (dequeue drops) and small FIFOs
 // (refusals); every packet is refused, sent or dropped exactly once, the
 // totals and each live key's counters balance after every step, keys are
 // reclaimed, evicted and rebuilt, and there are never more than MaxKeys.
-func TestKeyedChurn(t *testing.T) {
+func TestChurn(t *testing.T) {
 	seed := uint64(time.Now().UnixNano())
 	t.Logf("seed %d", seed)
 	rng := rand.New(rand.NewPCG(seed, 7))
@@ -60,8 +68,8 @@ func TestKeyedChurn(t *testing.T) {
 		fate[id] = to
 	}
 	onDrop := func(p aqm.Packet[uint64], _ aqm.Verdict) { settle(p.Payload, dropped) }
-	cfg := front.KeyedConfig{MaxKeys: maxKeys, IdleTime: 5 * time.Millisecond, Rate: 20 * aqm.Mbit}
-	k, err := front.NewKeyed(byHash, func(key uint32) (aqm.Queue[uint64], error) {
+	cfg := keyed.Config{MaxKeys: maxKeys, IdleTime: 5 * time.Millisecond, Rate: 20 * aqm.Mbit}
+	k, err := keyed.New(byHash, func(key uint32) (aqm.Queue[uint64], error) {
 		if key%2 == 0 {
 			return fifo.New(fifo.Config{LimitPackets: 8}, onDrop)
 		}
@@ -156,7 +164,7 @@ func TestKeyedChurn(t *testing.T) {
 // drive keeps every key in keys backlogged (topped up to depth packets of
 // size(key) bytes) and sends what k lets leave from start for span,
 // jumping to each next departure. It returns the bytes each key sent.
-func drive(t *testing.T, k *front.Keyed[uint32, uint64], keys int, size func(int) uint32, start aqm.Time, span time.Duration) []uint64 {
+func drive(t *testing.T, k *keyed.Queue[uint32, uint64], keys int, size func(int) uint32, start aqm.Time, span time.Duration) []uint64 {
 	t.Helper()
 	out := make([]uint64, keys)
 	now, end := start, start.Add(span)
@@ -177,21 +185,21 @@ func drive(t *testing.T, k *front.Keyed[uint32, uint64], keys int, size func(int
 			continue
 		}
 		next := k.NextDeparture(now)
-		require.True(t, next.After(now), "a backlogged Keyed that refuses names a later departure")
+		require.True(t, next.After(now), "a backlogged keyed queue that refuses names a later departure")
 		now = next
 	}
 	return out
 }
 
-// TestKeyedSharedRateFair protects fairness under a shared rate: 40 keys
+// TestSharedRateFair protects fairness under a shared rate: 40 keys
 // with packets of 64 to 1468 bytes, all backlogged for 10 s at 10 Mbit/s,
 // send the same bytes within deficit round robin's bound (a quantum plus a
 // largest packet per key), which gives Jain's index above 0.999, and
 // together hold the rate within 1 %.
-func TestKeyedSharedRateFair(t *testing.T) {
+func TestSharedRateFair(t *testing.T) {
 	const keys, rate = 40, 10 * aqm.Mbit
 	span := 10 * time.Second
-	k := newKeyedFIFO(t, 16, front.KeyedConfig{Rate: rate, IdleTime: time.Hour})
+	k := newKeyedFIFO(t, 16, keyed.Config{Rate: rate, IdleTime: time.Hour})
 	size := func(key int) uint32 { return uint32(64 + 36*key) }
 	out := drive(t, k, keys, size, 1, span)
 	var sum, sq float64
@@ -201,7 +209,7 @@ func TestKeyedSharedRateFair(t *testing.T) {
 	}
 	jain := sum * sum / (keys * sq)
 	mean := sum / keys
-	bound := float64(front.DefaultQuantumBytes + 64 + 36*(keys-1))
+	bound := float64(keyed.DefaultQuantumBytes + 64 + 36*(keys-1))
 	for key, b := range out {
 		require.InDelta(t, mean, float64(b), bound, "key %d", key)
 	}
@@ -211,22 +219,22 @@ func TestKeyedSharedRateFair(t *testing.T) {
 	require.InEpsilon(t, want, sum, 0.01)
 }
 
-// TestKeyedKeyRate protects per-key shaping: 30 backlogged keys at 1
+// TestKeyRate protects per-key shaping: 30 backlogged keys at 1
 // Mbit/s each, with no shared rate, each send rate × time within 1 % over
 // 20 s; with a shared rate below their sum, the shared rate is held and
 // split evenly.
-func TestKeyedKeyRate(t *testing.T) {
+func TestKeyRate(t *testing.T) {
 	const keys = 30
 	span := 20 * time.Second
 	size := func(key int) uint32 { return uint32(200 + 40*key) }
-	k := newKeyedFIFO(t, 16, front.KeyedConfig{KeyRate: aqm.Mbit, IdleTime: time.Hour})
+	k := newKeyedFIFO(t, 16, keyed.Config{KeyRate: aqm.Mbit, IdleTime: time.Hour})
 	out := drive(t, k, keys, size, 1, span)
 	want := float64(aqm.Mbit) / 8 * span.Seconds()
 	for key, b := range out {
 		require.InEpsilon(t, want, float64(b), 0.01, "key %d", key)
 	}
 	// Shared 15 Mbit/s over 30 keys allowed 1 Mbit/s each: 0.5 Mbit/s each.
-	k = newKeyedFIFO(t, 16, front.KeyedConfig{KeyRate: aqm.Mbit, Rate: 15 * aqm.Mbit, IdleTime: time.Hour})
+	k = newKeyedFIFO(t, 16, keyed.Config{KeyRate: aqm.Mbit, Rate: 15 * aqm.Mbit, IdleTime: time.Hour})
 	out = drive(t, k, keys, size, 1, span)
 	var sum float64
 	for key, b := range out {
@@ -236,12 +244,12 @@ func TestKeyedKeyRate(t *testing.T) {
 	require.InEpsilon(t, 15*want, sum, 0.01)
 }
 
-// TestKeyedBound protects what happens at MaxKeys: with every key
+// TestBound protects what happens at MaxKeys: with every key
 // backlogged a new key is refused and counted (its packet in Stats'
 // DroppedOverlimit), and once a key has drained its slot goes to the new
 // key, counted as an eviction, with nothing lost.
-func TestKeyedBound(t *testing.T) {
-	k := newKeyedFIFO(t, 8, front.KeyedConfig{MaxKeys: 4, IdleTime: time.Hour})
+func TestBound(t *testing.T) {
+	k := newKeyedFIFO(t, 8, keyed.Config{MaxKeys: 4, IdleTime: time.Hour})
 	for key := range uint32(4) {
 		require.True(t, k.Enqueue(kpkt(0, key, 100), 1).Accepted())
 	}
@@ -264,11 +272,11 @@ func TestKeyedBound(t *testing.T) {
 	require.Equal(t, 4, st.Len)
 }
 
-// TestKeyedIdleReclaim protects reclamation: a key whose queue stays
+// TestIdleReclaim protects reclamation: a key whose queue stays
 // empty for IdleTime is let go by the next call, not before, and its
 // counters stay in the totals.
-func TestKeyedIdleReclaim(t *testing.T) {
-	k := newKeyedFIFO(t, 8, front.KeyedConfig{IdleTime: 10 * time.Millisecond})
+func TestIdleReclaim(t *testing.T) {
+	k := newKeyedFIFO(t, 8, keyed.Config{IdleTime: 10 * time.Millisecond})
 	k.Enqueue(kpkt(0, 1, 100), 1)
 	_, ok := k.Dequeue(1)
 	require.True(t, ok)
@@ -280,11 +288,11 @@ func TestKeyedIdleReclaim(t *testing.T) {
 	require.Equal(t, uint64(1), k.Stats().Dequeued.Packets)
 }
 
-// TestKeyedAllocs protects the per-packet path from allocating once its
+// TestAllocs protects the per-packet path from allocating once its
 // keys exist: Enqueue and Dequeue over 100 keys, with no rate, per-key
 // rates and a shared rate.
-func TestKeyedAllocs(t *testing.T) {
-	for _, cfg := range []front.KeyedConfig{{}, {KeyRate: 10 * aqm.Gbit}, {Rate: 100 * aqm.Gbit, KeyRate: 10 * aqm.Gbit}} {
+func TestAllocs(t *testing.T) {
+	for _, cfg := range []keyed.Config{{}, {KeyRate: 10 * aqm.Gbit}, {Rate: 100 * aqm.Gbit, KeyRate: 10 * aqm.Gbit}} {
 		cfg.IdleTime = time.Hour
 		k := newKeyedFIFO(t, 16, cfg)
 		now, i := aqm.Time(1), uint32(0)
@@ -304,31 +312,31 @@ func TestKeyedAllocs(t *testing.T) {
 	}
 }
 
-// TestKeyedConfig protects validation: each bad field is named in an
+// TestConfig protects validation: each bad field is named in an
 // aqm.ConfigError, nil functions are refused, and random configurations
 // never panic New, Enqueue or Dequeue.
-func TestKeyedConfig(t *testing.T) {
+func TestConfig(t *testing.T) {
 	newQ := func(uint32) (aqm.Queue[uint64], error) { return fifo.New[uint64](fifo.Config{}, nil) }
-	for field, cfg := range map[string]front.KeyedConfig{
-		"MaxKeys":       {MaxKeys: front.MaxKeyedKeys + 1},
+	for field, cfg := range map[string]keyed.Config{
+		"MaxKeys":       {MaxKeys: keyed.MaxKeys + 1},
 		"IdleTime":      {IdleTime: -1},
 		"QuantumBytes":  {QuantumBytes: -1},
-		"KeyBurstBytes": {KeyBurstBytes: front.MaxBurstBytes + 1},
+		"KeyBurstBytes": {KeyBurstBytes: 1<<30 + 1},
 		"BurstBytes":    {BurstBytes: -5},
 	} {
-		_, err := front.NewKeyed(byHash, newQ, cfg)
+		_, err := keyed.New(byHash, newQ, cfg)
 		var ce *aqm.ConfigError
 		require.ErrorAs(t, err, &ce, field)
 		require.Equal(t, field, ce.Field)
 		require.ErrorIs(t, err, aqm.ErrInvalidConfig)
 	}
-	_, err := front.NewKeyed[uint32, uint64](nil, newQ, front.KeyedConfig{})
-	require.ErrorIs(t, err, front.ErrNilKey)
-	_, err = front.NewKeyed(byHash, nil, front.KeyedConfig{})
-	require.ErrorIs(t, err, front.ErrNilQueue)
+	_, err := keyed.New[uint32, uint64](nil, newQ, keyed.Config{})
+	require.ErrorIs(t, err, keyed.ErrNilKey)
+	_, err = keyed.New(byHash, nil, keyed.Config{})
+	require.ErrorIs(t, err, keyed.ErrNilQueue)
 
 	// A failing constructor refuses the packet, counted.
-	k, err := front.NewKeyed(byHash, func(uint32) (aqm.Queue[uint64], error) { return nil, errors.New("no") }, front.KeyedConfig{})
+	k, err := keyed.New(byHash, func(uint32) (aqm.Queue[uint64], error) { return nil, errors.New("no") }, keyed.Config{})
 	require.NoError(t, err)
 	require.Equal(t, aqm.DroppedOverlimit, k.Enqueue(kpkt(0, 1, 10), 1))
 	require.Equal(t, uint64(1), k.Detail().RefusedNewQueue.Packets)
@@ -336,7 +344,7 @@ func TestKeyedConfig(t *testing.T) {
 	rng := rand.New(rand.NewPCG(1, 2))
 	pick := func(max int) int { return rng.IntN(2*max+3) - max - 1 }
 	for range 2000 {
-		cfg := front.KeyedConfig{
+		cfg := keyed.Config{
 			MaxKeys:       pick(8),
 			IdleTime:      time.Duration(pick(1000)),
 			QuantumBytes:  pick(3000),
@@ -345,7 +353,7 @@ func TestKeyedConfig(t *testing.T) {
 			Rate:          aqm.Rate(rng.Uint64N(math.MaxUint64)) >> rng.UintN(64),
 			BurstBytes:    pick(5000),
 		}
-		k, err := front.NewKeyed(byHash, newQ, cfg)
+		k, err := keyed.New(byHash, newQ, cfg)
 		if err != nil {
 			require.ErrorIs(t, err, aqm.ErrInvalidConfig)
 			continue
@@ -362,15 +370,15 @@ func TestKeyedConfig(t *testing.T) {
 	}
 }
 
-// TestKeyedBehindFront protects the composition with a Front: producers
+// TestBehindFront protects the composition with a Front: producers
 // on their own goroutines, one blocking consumer (Run) that sleeps until
-// the Keyed's next departure (aqm.Paced), a shared rate of 8 Mbit/s held
+// the keyed queue's next departure (aqm.Paced), a shared rate of 8 Mbit/s held
 // within 1 % over 5 s and split evenly between 10 backlogged peers, and
-// the front's metrics listing the Keyed's own under "front_" names.
-func TestKeyedBehindFront(t *testing.T) {
+// the front's metrics listing the queue's own under "keyed_" names.
+func TestBehindFront(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		const rate, peers, d = 8 * aqm.Mbit, 10, 5 * time.Second
-		k := newKeyedFIFO(t, 32, front.KeyedConfig{Rate: rate})
+		k := newKeyedFIFO(t, 32, keyed.Config{Rate: rate})
 		f, err := front.New[uint64](k, bubbleClock(), front.Config{})
 		require.NoError(t, err)
 		ctx, cancel := context.WithTimeout(t.Context(), d)
@@ -407,21 +415,21 @@ func TestKeyedBehindFront(t *testing.T) {
 			require.False(t, names[m.Name], "metric %s listed twice", m.Name)
 			names[m.Name] = true
 		}
-		require.True(t, names["front_keys"])
-		require.True(t, names["front_shared_rate_bits_per_second"])
+		require.True(t, names["keyed_keys"])
+		require.True(t, names["keyed_shared_rate_bits_per_second"])
 	})
 }
 
-// TestKeyedSharded protects the composition with a split-rate Sharded
-// front: keys spread over 3 shards by Hash, each shard a Keyed, one
+// TestSharded protects the composition with a split-rate Sharded
+// front: keys spread over 3 shards by Hash, each shard a keyed queue, one
 // 20 Mbit/s rate split over the shards and held within 1 % over 5 s, with
 // every packet accounted for.
-func TestKeyedSharded(t *testing.T) {
+func TestSharded(t *testing.T) {
 	const rate = 20 * aqm.Mbit
 	span := 5 * time.Second
 	clk := clock.NewManual(1)
 	s, err := front.NewSharded(func(int) (aqm.Queue[uint64], error) {
-		return newKeyedFIFO(t, 16, front.KeyedConfig{MaxKeys: 64}), nil
+		return newKeyedFIFO(t, 16, keyed.Config{MaxKeys: 64}), nil
 	}, clk, front.ShardedConfig{Shards: 3, Seed: 5, SplitRate: true, Config: front.Config{Rate: rate}})
 	require.NoError(t, err)
 	rng := rand.New(rand.NewPCG(3, 4))
@@ -433,9 +441,11 @@ func TestKeyedSharded(t *testing.T) {
 			require.NoError(t, err)
 			offered++
 		}
-		for i := range s.Shards() {
+		for i := range s.Config().Shards {
+			f, ok := s.Shard(i)
+			require.True(t, ok)
 			for {
-				n, _ := s.ShardAt(i).TryDequeueBatch(buf)
+				n, _ := f.TryDequeueBatch(buf)
 				for _, p := range buf[:n] {
 					sent += uint64(p.Size)
 				}

@@ -1,4 +1,4 @@
-package front
+package bucket
 
 import (
 	"math"
@@ -13,7 +13,7 @@ import (
 // refBucket is a slow reference token bucket in arbitrary precision, written
 // from the definition: credit grows by rate × elapsed seconds (in bits), is
 // capped at burst, and a packet may leave when credit ≥ 0, taking 8 × size
-// bits. It shares no code with bucket.
+// bits. It shares no code with Bucket.
 type refBucket struct {
 	rate   uint64
 	burst  int64 // bytes
@@ -69,7 +69,7 @@ func (r *refBucket) charge(size uint32) {
 	if r.rate == 0 {
 		return
 	}
-	r.credit.Sub(r.credit, new(big.Rat).SetInt64(int64(min(size, maxCostBytes))*8))
+	r.credit.Sub(r.credit, new(big.Rat).SetInt64(int64(min(size, MaxCostBytes))*8))
 }
 
 func (r *refBucket) setRate(now aqm.Time, rate uint64, burst int64) {
@@ -94,16 +94,16 @@ func TestBucketMatchesReference(t *testing.T) {
 		traces = 50
 	}
 	rates := []uint64{1, 7, 1000, 8e6, 1e9, 1e12, math.MaxUint64 / 3, math.MaxUint64}
-	bursts := []int64{0, 1, 1500, 3028, 1 << 20, MaxBurstBytes}
+	bursts := []int64{0, 1, 1500, 3028, 1 << 20, MaxBytes}
 	for range traces {
 		rate := rates[rng.IntN(len(rates))]
 		if rng.IntN(3) == 0 {
 			rate = rng.Uint64N(1e10)
 		}
 		burst := bursts[rng.IntN(len(bursts))]
-		var b bucket
-		b.setRate(0, rate, int(burst))
-		b.credit = b.capacity
+		var b Bucket
+		b.SetRate(0, rate, int(burst))
+		b.Credit = b.Capacity
 		ref := newRef(rate, burst)
 		now := aqm.Time(rng.Int64N(math.MaxInt64/2) - math.MaxInt64/4)
 		for step := range 200 {
@@ -115,33 +115,33 @@ func TestBucketMatchesReference(t *testing.T) {
 			case 2:
 				rate = rates[rng.IntN(len(rates))]
 				burst = bursts[rng.IntN(len(bursts))]
-				b.setRate(now, rate, int(burst))
+				b.SetRate(now, rate, int(burst))
 				ref.setRate(now, rate, burst)
 			default:
 				now += aqm.Time(rng.Int64N(2e6))
 			}
-			b.refill(now)
+			b.Refill(now)
 			ref.refill(now)
-			if b.ready() != ref.ready() {
-				t.Fatalf("step %d: ready %v, reference %v", step, b.ready(), ref.ready())
+			if b.Ready() != ref.ready() {
+				t.Fatalf("step %d: ready %v, reference %v", step, b.Ready(), ref.ready())
 			}
-			if got, want := b.wait(), ref.wait(); got != want {
-				t.Fatalf("step %d: wait %v, reference %v (rate %d credit %d)", step, got, want, rate, b.credit)
+			if got, want := b.Wait(), ref.wait(); got != want {
+				t.Fatalf("step %d: wait %v, reference %v (rate %d credit %d)", step, got, want, rate, b.Credit)
 			}
-			if b.ready() {
+			if b.Ready() {
 				size := uint32(rng.IntN(3000))
 				if rng.IntN(20) == 0 {
 					size = math.MaxUint32
 				}
-				b.charge(size)
+				b.Charge(size)
 				ref.charge(size)
 			}
 			want := new(big.Rat).Mul(ref.credit, big.NewRat(1e9, 1)) // bits → units
-			if got := new(big.Rat).SetInt64(b.credit); got.Cmp(want) != 0 {
+			if got := new(big.Rat).SetInt64(b.Credit); got.Cmp(want) != 0 {
 				t.Fatalf("step %d: credit %v units, reference %v", step, got, want.FloatString(1))
 			}
-			if b.credit > b.capacity {
-				t.Fatalf("step %d: credit %d above capacity %d", step, b.credit, b.capacity)
+			if b.Credit > b.Capacity {
+				t.Fatalf("step %d: credit %d above capacity %d", step, b.Credit, b.Capacity)
 			}
 		}
 	}
@@ -152,49 +152,49 @@ func TestBucketMatchesReference(t *testing.T) {
 // wait go negative.
 func FuzzBucket(f *testing.F) {
 	f.Add(uint64(8e6), 3028, int64(1e6), uint32(1500), int64(-5))
-	f.Add(uint64(1), MaxBurstBytes, int64(math.MaxInt64), uint32(math.MaxUint32), int64(math.MinInt64))
+	f.Add(uint64(1), MaxBytes, int64(math.MaxInt64), uint32(math.MaxUint32), int64(math.MinInt64))
 	f.Add(uint64(math.MaxUint64), 0, int64(1), uint32(0), int64(math.MaxInt64))
 	f.Fuzz(func(t *testing.T, rate uint64, burst int, step int64, size uint32, start int64) {
-		if burst < 0 || burst > MaxBurstBytes {
+		if burst < 0 || burst > MaxBytes {
 			return
 		}
-		var b bucket
-		b.setRate(0, rate, burst)
+		var b Bucket
+		b.SetRate(0, rate, burst)
 		now := aqm.Time(start)
 		for range 50 {
 			now = aqm.Time(int64(now) + step/7) // may wrap: treated as backward time
-			b.refill(now)
-			if b.ready() {
-				b.charge(size)
+			b.Refill(now)
+			if b.Ready() {
+				b.Charge(size)
 			}
-			if b.credit > b.capacity || b.credit < -int64(maxCostBytes)*unitsPerByte {
-				t.Fatalf("credit %d outside [%d, %d]", b.credit, -int64(maxCostBytes)*unitsPerByte, b.capacity)
+			if b.Credit > b.Capacity || b.Credit < -int64(MaxCostBytes)*UnitsPerByte {
+				t.Fatalf("credit %d outside [%d, %d]", b.Credit, -int64(MaxCostBytes)*UnitsPerByte, b.Capacity)
 			}
-			if b.wait() < 0 {
-				t.Fatalf("negative wait %v", b.wait())
+			if b.Wait() < 0 {
+				t.Fatalf("negative wait %v", b.Wait())
 			}
 		}
 	})
 }
 
 // TestDefaultBurst protects the default burst's derivation: 5 ms of the rate,
-// at least two Ethernet frames, at most MaxBurstBytes.
+// at least two Ethernet frames, at most MaxBytes.
 func TestDefaultBurst(t *testing.T) {
 	for _, tc := range []struct {
 		rate uint64
 		want int
 	}{
-		{0, DefaultMinBurstBytes},
-		{1e6, DefaultMinBurstBytes},     // 1 Mbit/s × 5 ms = 625 B
-		{4e6, DefaultMinBurstBytes},     // 4 Mbit/s × 5 ms = 2500 B
-		{8e6, 5000},                     // 8 Mbit/s × 5 ms = 5 kB
-		{100e6, 62500},                  // 100 Mbit/s × 5 ms = 62.5 kB
-		{10e9, 6_250_000},               // 10 Gbit/s × 5 ms = 6.25 MB
-		{math.MaxUint64, MaxBurstBytes}, // capped
-		{8 * 200 * MaxBurstBytes, MaxBurstBytes},
+		{0, DefaultMinBytes},
+		{1e6, DefaultMinBytes},     // 1 Mbit/s × 5 ms = 625 B
+		{4e6, DefaultMinBytes},     // 4 Mbit/s × 5 ms = 2500 B
+		{8e6, 5000},                // 8 Mbit/s × 5 ms = 5 kB
+		{100e6, 62500},             // 100 Mbit/s × 5 ms = 62.5 kB
+		{10e9, 6_250_000},          // 10 Gbit/s × 5 ms = 6.25 MB
+		{math.MaxUint64, MaxBytes}, // capped
+		{8 * 200 * MaxBytes, MaxBytes},
 	} {
-		if got := defaultBurst(tc.rate); got != tc.want {
-			t.Errorf("defaultBurst(%d) = %d, want %d", tc.rate, got, tc.want)
+		if got := DefaultBurst(tc.rate); got != tc.want {
+			t.Errorf("DefaultBurst(%d) = %d, want %d", tc.rate, got, tc.want)
 		}
 	}
 }

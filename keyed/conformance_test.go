@@ -1,4 +1,4 @@
-package front_test
+package keyed_test
 
 import (
 	"testing"
@@ -6,15 +6,15 @@ import (
 	"github.com/aqmkit/aqmkit/aqm"
 	"github.com/aqmkit/aqmkit/aqm/aqmtest"
 	"github.com/aqmkit/aqmkit/codel"
-	"github.com/aqmkit/aqmkit/front"
+	"github.com/aqmkit/aqmkit/keyed"
 )
 
-// keyedFactory builds a Keyed over CoDel queues keyed by the packet's
+// keyedFactory builds a keyed queue over CoDel queues keyed by the packet's
 // Hash, with cfg.
-func keyedFactory(cfg front.KeyedConfig) aqmtest.Factory {
+func keyedFactory(cfg keyed.Config) aqmtest.Factory {
 	return aqmtest.Factory{
 		New: func(_ uint64, onDrop aqm.DropFunc[aqmtest.Payload]) (aqm.Queue[aqmtest.Payload], error) {
-			return front.NewKeyed(func(p aqm.Packet[aqmtest.Payload]) uint32 { return p.Hash },
+			return keyed.New(func(p aqm.Packet[aqmtest.Payload]) uint32 { return p.Hash },
 				func(uint32) (aqm.Queue[aqmtest.Payload], error) {
 					return codel.New(codel.Config{LimitPackets: 64}, onDrop)
 				}, cfg)
@@ -22,14 +22,14 @@ func keyedFactory(cfg front.KeyedConfig) aqmtest.Factory {
 	}
 }
 
-// TestKeyedConformance protects the aqm.Queue contract of a Keyed queue:
+// TestConformance protects the aqm.Queue contract of a keyed queue:
 // conservation, order within a key, bursts equal to the loop, no
 // allocation, the time policy. The kit drains queues at one instant, which
-// a rate forbids: the rates are held by TestKeyedKeyRate and
-// TestKeyedSharedRateFair. Fewer keys than the kit's flows would rebuild
-// queues, which allocates by design: TestKeyedChurn covers that.
-func TestKeyedConformance(t *testing.T) {
-	for name, cfg := range map[string]front.KeyedConfig{
+// a rate forbids: the rates are held by TestKeyRate and
+// TestSharedRateFair. Fewer keys than the kit's flows would rebuild
+// queues, which allocates by design: TestChurn covers that.
+func TestConformance(t *testing.T) {
+	for name, cfg := range map[string]keyed.Config{
 		"plain":   {},
 		"quantum": {QuantumBytes: 300},
 	} {

@@ -1,4 +1,4 @@
-package front_test
+package keyed_test
 
 import (
 	"math/rand/v2"
@@ -9,12 +9,12 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/aqmkit/aqmkit/aqm"
-	"github.com/aqmkit/aqmkit/front"
+	"github.com/aqmkit/aqmkit/keyed"
 )
 
 // slowKeyed is deficit round robin written plainly from its definition
 // (Shreedhar and Varghese, 1995) over per-key tail-drop FIFOs, with the
-// key bound and idle reclamation as KeyedConfig documents them: slices
+// key bound and idle reclamation as Config documents them: slices
 // and maps, no links, no heap.
 type slowKeyed struct {
 	limit, maxKeys int
@@ -28,7 +28,7 @@ type slowKeyed struct {
 }
 
 func newSlowKeyed(limit, maxKeys int, idle time.Duration) *slowKeyed {
-	return &slowKeyed{limit: limit, maxKeys: maxKeys, quantum: front.DefaultQuantumBytes, idleTime: idle,
+	return &slowKeyed{limit: limit, maxKeys: maxKeys, quantum: keyed.DefaultQuantumBytes, idleTime: idle,
 		queue: map[uint32][]aqm.Packet[uint64]{}, deficit: map[uint32]int{}, since: map[uint32]aqm.Time{}}
 }
 
@@ -98,17 +98,17 @@ func (m *slowKeyed) dequeue(now aqm.Time) (aqm.Packet[uint64], bool) {
 	return aqm.Packet[uint64]{}, false
 }
 
-// TestKeyedReference protects the scheduler against the slow model: on
+// TestReference protects the scheduler against the slow model: on
 // random traces over 20 keys with a bound of 8, small FIFOs and idle
 // reclamation, every verdict, every dequeued packet and the number of
 // keys agree.
-func TestKeyedReference(t *testing.T) {
+func TestReference(t *testing.T) {
 	seed := uint64(time.Now().UnixNano())
 	t.Logf("seed %d", seed)
 	rng := rand.New(rand.NewPCG(seed, 9))
 	for trace := range 50 {
 		idle := time.Duration(1+rng.IntN(10)) * time.Millisecond
-		k := newKeyedFIFO(t, 6, front.KeyedConfig{MaxKeys: 8, IdleTime: idle})
+		k := newKeyedFIFO(t, 6, keyed.Config{MaxKeys: 8, IdleTime: idle})
 		m := newSlowKeyed(6, 8, idle)
 		now := aqm.Time(1)
 		for op := range 3000 {

@@ -1,4 +1,4 @@
-package front
+package keyed
 
 import (
 	"errors"
@@ -7,43 +7,47 @@ import (
 	"unsafe"
 
 	"github.com/aqmkit/aqmkit/aqm"
+	"github.com/aqmkit/aqmkit/internal/bucket"
 	"github.com/aqmkit/aqmkit/internal/metrics"
 )
 
-// errNilKey is returned by [NewKeyed] for a nil key function.
-var errNilKey = errors.New("front: the key function is nil")
+// errNilKey is returned by [New] for a nil key function.
+var errNilKey = errors.New("keyed: the key function is nil")
 
-// Keyed is one queue per key (a VPN's peer, a proxy's destination), built on
+// errNilQueue is returned by [New] for a nil newQueue.
+var errNilQueue = errors.New("keyed: the queue constructor is nil")
+
+// Queue is one queue per key (a VPN's peer, a proxy's destination), built on
 // demand, behind one scheduler that serves the keys with packets by deficit
-// round robin in bytes, optionally each at its own rate ([KeyedConfig.KeyRate])
-// and all together at a shared one ([KeyedConfig.Rate]). It starts no
+// round robin in bytes, optionally each at its own rate ([Config.KeyRate])
+// and all together at a shared one ([Config.Rate]). It starts no
 // goroutine and holds no timer: every key is served from the one Dequeue.
 //
-// A Keyed is itself an [aqm.Queue] (and an [aqm.BatchQueue], an [aqm.Paced]
+// A Queue is itself an [aqm.Queue] (and an [aqm.BatchQueue], an [aqm.Paced]
 // and an [aqm.MetricSource]): like every queue it takes the time as an
-// argument and is not safe for concurrent use. Give it to [New] for
+// argument and is not safe for concurrent use. Give it to front.New for
 // concurrent producers, a blocking consumer and a clock; with a rate, leave
 // the front's own rate at zero, and the front's consumer sleeps until the
 // next departure a key's bucket or the shared one allows.
 //
 // # Keys
 //
-// The key function maps each packet to its key; [Keyed.EnqueueKey] takes a
+// The key function maps each packet to its key; [Queue.EnqueueKey] takes a
 // key the caller already knows. A packet for a key without a queue gets
 // one from newQueue. The number of keys is bounded by
-// [KeyedConfig.MaxKeys]; at the bound the idlest key (queue empty, idle the
+// [Config.MaxKeys]; at the bound the idlest key (queue empty, idle the
 // longest) is evicted to make room, and when no key is idle the packet is
 // refused and counted. A key whose queue stays empty for
-// [KeyedConfig.IdleTime] is reclaimed: Enqueue and Dequeue reclaim at most
-// two expired keys per call, [Keyed.Reclaim] all of them. An evicted or
-// reclaimed key's counters are folded into the totals, so that [Keyed.Stats]
+// [Config.IdleTime] is reclaimed: Enqueue and Dequeue reclaim at most
+// two expired keys per call, [Queue.Reclaim] all of them. An evicted or
+// reclaimed key's counters are folded into the totals, so that [Queue.Stats]
 // accounts for every packet ever offered.
 //
 // # Scheduling
 //
 // Keys with packets take turns in a ring. A key at the head with a
 // positive deficit sends one packet and pays its size; a key with none
-// gets [KeyedConfig.QuantumBytes] more and goes to the back. A key that
+// gets [Config.QuantumBytes] more and goes to the back. A key that
 // becomes active starts with at most one quantum of deficit and keeps any
 // debt it left, so going idle buys no extra share. Over any interval in
 // which a set of keys stays backlogged, the bytes each sends differ by at
@@ -56,21 +60,21 @@ var errNilKey = errors.New("front: the key function is nil")
 // # Memory
 //
 // The key slots, the key index and the heap are sized for MaxKeys when the
-// Keyed is made; a packet for an existing key allocates nothing. Building
+// Queue is made; a packet for an existing key allocates nothing. Building
 // a key's queue calls newQueue, which allocates what the queue needs.
-type Keyed[K comparable, T any] struct {
+type Queue[K comparable, T any] struct {
 	key      func(aqm.Packet[T]) K
 	newQueue func(K) (aqm.Queue[T], error)
-	cfg      KeyedConfig // effective
+	cfg      Config // effective
 	quantum  int64
 
 	index  map[K]int32
 	slots  []keySlot[K, T]
-	free   int32   // head of the free slots, linked by next
-	active keyList // keys with packets, in round-robin order
-	idle   keyList // keys with empty queues, idlest first
-	held   []int32 // min-heap of held-back keys, by readyAt
-	shared bucket  // the rate over all keys
+	free   int32         // head of the free slots, linked by next
+	active keyList       // keys with packets, in round-robin order
+	idle   keyList       // keys with empty queues, idlest first
+	held   []int32       // min-heap of held-back keys, by readyAt
+	shared bucket.Bucket // the rate over all keys
 	live   int
 
 	len, backlog int
@@ -86,7 +90,7 @@ type keySlot[K comparable, T any] struct {
 	q       aqm.Queue[T]
 	pq      aqm.Paced // q, when it paces itself
 	key     K
-	b       bucket // KeyRate; rate zero when there is none
+	b       bucket.Bucket // KeyRate; rate zero when there is none
 	deficit int64
 	// readyAt is when a held-back key may send again, span how far ahead
 	// of the instant it was held that was (the time policy: an instant
@@ -120,11 +124,11 @@ type keyList struct{ head, tail, n int32 }
 // one per call) while each call's work stays bounded.
 const reclaimPerCall = 2
 
-// NewKeyed returns a Keyed queue that maps each packet to its key with key
+// New returns a Queue that maps each packet to its key with key
 // and builds a key's queue with newQueue when its first packet arrives.
 // It returns an error for a nil key or newQueue, and cfg's validation
 // error.
-func NewKeyed[K comparable, T any](key func(aqm.Packet[T]) K, newQueue func(K) (aqm.Queue[T], error), cfg KeyedConfig) (*Keyed[K, T], error) {
+func New[K comparable, T any](key func(aqm.Packet[T]) K, newQueue func(K) (aqm.Queue[T], error), cfg Config) (*Queue[K, T], error) {
 	if err := cfg.Validate(); err != nil {
 		return nil, err
 	}
@@ -135,7 +139,7 @@ func NewKeyed[K comparable, T any](key func(aqm.Packet[T]) K, newQueue func(K) (
 		return nil, errNilQueue
 	}
 	cfg = cfg.withDefaults()
-	k := &Keyed[K, T]{
+	k := &Queue[K, T]{
 		key:      key,
 		newQueue: newQueue,
 		cfg:      cfg,
@@ -152,16 +156,16 @@ func NewKeyed[K comparable, T any](key func(aqm.Packet[T]) K, newQueue func(K) (
 	}
 	k.slots[len(k.slots)-1].next = none
 	k.free = 0
-	k.shared.setRate(0, uint64(cfg.Rate), cfg.BurstBytes)
-	k.shared.credit = k.shared.capacity
+	k.shared.SetRate(0, uint64(cfg.Rate), cfg.BurstBytes)
+	k.shared.Fill()
 	return k, nil
 }
 
 // Config returns the configuration in effect, defaults filled in.
-func (k *Keyed[K, T]) Config() KeyedConfig { return k.cfg }
+func (k *Queue[K, T]) Config() Config { return k.cfg }
 
-// Enqueue offers p to the queue of its key at now; see [Keyed.EnqueueKey].
-func (k *Keyed[K, T]) Enqueue(p aqm.Packet[T], now aqm.Time) aqm.Verdict {
+// Enqueue offers p to the queue of its key at now; see [Queue.EnqueueKey].
+func (k *Queue[K, T]) Enqueue(p aqm.Packet[T], now aqm.Time) aqm.Verdict {
 	return k.EnqueueKey(k.key(p), p, now)
 }
 
@@ -169,8 +173,8 @@ func (k *Keyed[K, T]) Enqueue(p aqm.Packet[T], now aqm.Time) aqm.Verdict {
 // the key has none, and returns the queue's verdict. It refuses p with
 // [aqm.DroppedOverlimit] when the key has no queue and none can be made:
 // every one of MaxKeys keys has packets queued, or newQueue failed; both
-// are counted in [KeyedDetail] and in Stats' DroppedOverlimit.
-func (k *Keyed[K, T]) EnqueueKey(key K, p aqm.Packet[T], now aqm.Time) aqm.Verdict {
+// are counted in [Detail] and in Stats' DroppedOverlimit.
+func (k *Queue[K, T]) EnqueueKey(key K, p aqm.Packet[T], now aqm.Time) aqm.Verdict {
 	k.expire(now, reclaimPerCall)
 	i, ok := k.index[key]
 	if !ok {
@@ -204,7 +208,7 @@ func (k *Keyed[K, T]) EnqueueKey(key K, p aqm.Packet[T], now aqm.Time) aqm.Verdi
 // create gives key a slot and a queue, evicting the idlest key at the
 // bound, and returns the slot. It returns none, with full set when every
 // key has packets queued at the bound, or when newQueue failed.
-func (k *Keyed[K, T]) create(key K, now aqm.Time) (slot int32, full bool) {
+func (k *Queue[K, T]) create(key K, now aqm.Time) (slot int32, full bool) {
 	if k.free == none && k.idle.head == none {
 		return none, true
 	}
@@ -221,8 +225,8 @@ func (k *Keyed[K, T]) create(key K, now aqm.Time) (slot int32, full bool) {
 	k.free = s.next
 	*s = keySlot[K, T]{q: q, key: key, deficit: k.quantum, heap: none, state: keyIdle, since: now}
 	s.pq, _ = q.(aqm.Paced)
-	s.b.setRate(0, uint64(k.cfg.KeyRate), k.cfg.KeyBurstBytes)
-	s.b.credit = s.b.capacity
+	s.b.SetRate(0, uint64(k.cfg.KeyRate), k.cfg.KeyBurstBytes)
+	s.b.Fill()
 	k.pushBack(&k.idle, i)
 	k.index[key] = i
 	k.live++
@@ -231,7 +235,7 @@ func (k *Keyed[K, T]) create(key K, now aqm.Time) (slot int32, full bool) {
 }
 
 // expire reclaims up to max keys idle for IdleTime or longer at now.
-func (k *Keyed[K, T]) expire(now aqm.Time, max int) int {
+func (k *Queue[K, T]) expire(now aqm.Time, max int) int {
 	n := 0
 	for ; n < max; n++ {
 		h := k.idle.head
@@ -247,12 +251,12 @@ func (k *Keyed[K, T]) expire(now aqm.Time, max int) int {
 // Reclaim reclaims every key idle for IdleTime or longer at now and returns
 // how many. Enqueue and Dequeue reclaim a few per call; call Reclaim from a
 // ticker to let go of idle keys' queues while no packets flow.
-func (k *Keyed[K, T]) Reclaim(now aqm.Time) int {
+func (k *Queue[K, T]) Reclaim(now aqm.Time) int {
 	return k.expire(now, len(k.slots))
 }
 
 // release folds idle slot i's counters into the totals and frees it.
-func (k *Keyed[K, T]) release(i int32) {
+func (k *Queue[K, T]) release(i int32) {
 	s := &k.slots[i]
 	k.remove(&k.idle, i)
 	st := s.q.Stats()
@@ -267,16 +271,16 @@ func (k *Keyed[K, T]) release(i int32) {
 // Dequeue returns the next packet at now: from the key at the head of the
 // round robin whose deficit and bucket let it send, when the shared bucket
 // lets a packet leave. It returns false when no packet may leave at now;
-// [Keyed.NextDeparture] then says when one may.
-func (k *Keyed[K, T]) Dequeue(now aqm.Time) (aqm.Packet[T], bool) {
+// [Queue.NextDeparture] then says when one may.
+func (k *Queue[K, T]) Dequeue(now aqm.Time) (aqm.Packet[T], bool) {
 	var zero aqm.Packet[T]
 	k.expire(now, reclaimPerCall)
 	k.unhold(now)
 	if k.len == 0 {
 		return zero, false
 	}
-	k.shared.refill(now)
-	if !k.shared.ready() {
+	k.shared.Refill(now)
+	if !k.shared.Ready() {
 		return zero, false
 	}
 	for k.active.head != none {
@@ -288,10 +292,10 @@ func (k *Keyed[K, T]) Dequeue(now aqm.Time) (aqm.Packet[T], bool) {
 			k.pushBack(&k.active, i)
 			continue
 		}
-		if s.b.rate != 0 {
-			s.b.refill(now)
-			if !s.b.ready() {
-				k.hold(i, now, s.b.wait())
+		if s.b.Rate != 0 {
+			s.b.Refill(now)
+			if !s.b.Ready() {
+				k.hold(i, now, s.b.Wait())
 				continue
 			}
 		}
@@ -309,8 +313,8 @@ func (k *Keyed[K, T]) Dequeue(now aqm.Time) (aqm.Packet[T], bool) {
 			continue
 		}
 		s.deficit -= int64(p.Size)
-		s.b.charge(p.Size)
-		k.shared.charge(p.Size)
+		s.b.Charge(p.Size)
+		k.shared.Charge(p.Size)
 		if l1 == 0 {
 			k.goIdle(i, now)
 		}
@@ -322,7 +326,7 @@ func (k *Keyed[K, T]) Dequeue(now aqm.Time) (aqm.Packet[T], bool) {
 // pacedWait is how long a key whose queue refused while it holds packets
 // waits: until the queue's NextDeparture when it paces itself, at least
 // minPacedWait.
-func (k *Keyed[K, T]) pacedWait(s *keySlot[K, T], now aqm.Time) time.Duration {
+func (k *Queue[K, T]) pacedWait(s *keySlot[K, T], now aqm.Time) time.Duration {
 	if s.pq != nil {
 		if next := s.pq.NextDeparture(now); next.After(now) {
 			return max(next.Sub(now), minPacedWait)
@@ -334,7 +338,7 @@ func (k *Keyed[K, T]) pacedWait(s *keySlot[K, T], now aqm.Time) time.Duration {
 // goIdle moves active slot i, whose queue is empty, to the idle list. Its
 // idle instant is never before the last idle key's, so the list stays in
 // the order reclamation reads it even when time goes backwards.
-func (k *Keyed[K, T]) goIdle(i int32, now aqm.Time) {
+func (k *Queue[K, T]) goIdle(i int32, now aqm.Time) {
 	s := &k.slots[i]
 	k.remove(&k.active, i)
 	if t := k.idle.tail; t != none && k.slots[t].since.After(now) {
@@ -346,7 +350,7 @@ func (k *Keyed[K, T]) goIdle(i int32, now aqm.Time) {
 }
 
 // hold moves active slot i to the heap of held-back keys until now + wait.
-func (k *Keyed[K, T]) hold(i int32, now aqm.Time, wait time.Duration) {
+func (k *Queue[K, T]) hold(i int32, now aqm.Time, wait time.Duration) {
 	s := &k.slots[i]
 	k.remove(&k.active, i)
 	s.state = keyHeld
@@ -360,7 +364,7 @@ func (k *Keyed[K, T]) hold(i int32, now aqm.Time, wait time.Duration) {
 // unhold returns to the ring every held-back key whose instant has come,
 // re-anchoring the earliest when it lies further ahead of now than it was
 // scheduled (time went backwards).
-func (k *Keyed[K, T]) unhold(now aqm.Time) {
+func (k *Queue[K, T]) unhold(now aqm.Time) {
 	for len(k.held) > 0 {
 		i := k.held[0]
 		s := &k.slots[i]
@@ -388,7 +392,7 @@ func (k *Keyed[K, T]) unhold(now aqm.Time) {
 // else arrives: now if it can at once, later if every key with packets is
 // held back or the shared bucket is in debt, the zero Time if no packets
 // are queued.
-func (k *Keyed[K, T]) NextDeparture(now aqm.Time) aqm.Time {
+func (k *Queue[K, T]) NextDeparture(now aqm.Time) aqm.Time {
 	if k.len == 0 {
 		return 0
 	}
@@ -397,15 +401,15 @@ func (k *Keyed[K, T]) NextDeparture(now aqm.Time) aqm.Time {
 	if k.active.head == none && len(k.held) > 0 {
 		t = k.slots[k.held[0]].readyAt
 	}
-	k.shared.refill(now)
-	if w := k.shared.wait(); w > 0 && now.Add(w).After(t) {
+	k.shared.Refill(now)
+	if w := k.shared.Wait(); w > 0 && now.Add(w).After(t) {
 		t = now.Add(w)
 	}
 	return t
 }
 
 // EnqueueBatch is the loop of Enqueue calls at now ([aqm.EnqueueLoop]).
-func (k *Keyed[K, T]) EnqueueBatch(ps []aqm.Packet[T], vs []aqm.Verdict, now aqm.Time) int {
+func (k *Queue[K, T]) EnqueueBatch(ps []aqm.Packet[T], vs []aqm.Verdict, now aqm.Time) int {
 	n, acc := min(len(ps), len(vs)), 0
 	for i := range n {
 		vs[i] = k.Enqueue(ps[i], now)
@@ -418,7 +422,7 @@ func (k *Keyed[K, T]) EnqueueBatch(ps []aqm.Packet[T], vs []aqm.Verdict, now aqm
 
 // DequeueBatch is the loop of Dequeue calls at now ([aqm.DequeueLoop]): it
 // stops early when no packet may leave at now.
-func (k *Keyed[K, T]) DequeueBatch(buf []aqm.Packet[T], now aqm.Time) int {
+func (k *Queue[K, T]) DequeueBatch(buf []aqm.Packet[T], now aqm.Time) int {
 	for n := range buf {
 		p, ok := k.Dequeue(now)
 		if !ok {
@@ -430,14 +434,14 @@ func (k *Keyed[K, T]) DequeueBatch(buf []aqm.Packet[T], now aqm.Time) int {
 }
 
 // Len returns the number of packets queued over all keys.
-func (k *Keyed[K, T]) Len() int { return k.len }
+func (k *Queue[K, T]) Len() int { return k.len }
 
 // Backlog returns the number of bytes queued over all keys.
-func (k *Keyed[K, T]) Backlog() int { return k.backlog }
+func (k *Queue[K, T]) Backlog() int { return k.backlog }
 
 // KeyStats returns the Stats of key's queue, and false if the key has none
 // (never seen, or reclaimed: its counters are then in the totals).
-func (k *Keyed[K, T]) KeyStats(key K) (aqm.Stats, bool) {
+func (k *Queue[K, T]) KeyStats(key K) (aqm.Stats, bool) {
 	i, ok := k.index[key]
 	if !ok {
 		return aqm.Stats{}, false
@@ -448,7 +452,7 @@ func (k *Keyed[K, T]) KeyStats(key K) (aqm.Stats, bool) {
 // Stats returns the totals over every key that ever had a queue, those
 // reclaimed included, and the packets refused for want of a key (in
 // DroppedOverlimit). It reads every live key's queue: O(keys).
-func (k *Keyed[K, T]) Stats() aqm.Stats {
+func (k *Queue[K, T]) Stats() aqm.Stats {
 	t := addStats(k.retired, k.own)
 	for i := range k.slots {
 		if k.slots[i].state != keyFree {
@@ -458,9 +462,9 @@ func (k *Keyed[K, T]) Stats() aqm.Stats {
 	return t
 }
 
-// KeyedDetail is a snapshot of a [Keyed] queue's own state, beside its
+// Detail is a snapshot of a [Queue] queue's own state, beside its
 // [aqm.Stats].
-type KeyedDetail struct {
+type Detail struct {
 	// Keys is the number of keys that have a queue.
 	Keys int `metric:"keys,gauge"`
 	// ActiveKeys is how many of them have packets and take turns now;
@@ -486,22 +490,22 @@ type KeyedDetail struct {
 	// in whole bytes; negative while a debt is repaid.
 	SharedCreditBytes int64 `metric:"shared_credit_bytes,gauge"`
 	// MemoryBytes is what the key slots, index and heap took when the
-	// Keyed was made (the index estimated), without the keys' queues.
+	// Queue was made (the index estimated), without the keys' queues.
 	MemoryBytes int `metric:"memory_bytes,gauge"`
 }
 
-var keyedMetrics = metrics.Declare[KeyedDetail]("front_")
+var detailMetrics = metrics.Declare[Detail]("keyed_")
 
-// Metrics lists the KeyedDetail's values, each name prefixed "front_".
-func (d KeyedDetail) Metrics() iter.Seq[aqm.Metric] { return keyedMetrics.Of(d) }
+// Metrics lists the Detail's values, each name prefixed "keyed_".
+func (d Detail) Metrics() iter.Seq[aqm.Metric] { return detailMetrics.Of(d) }
 
-// Detail returns a snapshot of the Keyed's own state.
-func (k *Keyed[K, T]) Detail() KeyedDetail {
+// Detail returns a snapshot of the queue's own state.
+func (k *Queue[K, T]) Detail() Detail {
 	var s keySlot[K, T]
 	var key K
 	slot := int(unsafe.Sizeof(s))
 	entry := int(unsafe.Sizeof(key)) + 4 + 1 // key, int32 index, control byte
-	return KeyedDetail{
+	return Detail{
 		Keys:              k.live,
 		ActiveKeys:        int(k.active.n),
 		HeldKeys:          len(k.held),
@@ -512,19 +516,19 @@ func (k *Keyed[K, T]) Detail() KeyedDetail {
 		RefusedNewQueue:   k.refusedNew,
 		KeyRate:           k.cfg.KeyRate,
 		SharedRate:        k.cfg.Rate,
-		SharedCreditBytes: k.shared.creditBytes(),
+		SharedCreditBytes: k.shared.CreditBytes(),
 		MemoryBytes:       len(k.slots)*slot + cap(k.held)*4 + len(k.slots)*entry*8/7,
 	}
 }
 
-// Metrics lists the totals' metrics ([Keyed.Stats]), then the Detail's,
-// whose names begin "front_"; a *Keyed is an [aqm.MetricSource].
-func (k *Keyed[K, T]) Metrics() iter.Seq[aqm.Metric] {
-	return concat(k.Stats().Metrics(), k.Detail().Metrics())
+// Metrics lists the totals' metrics ([Queue.Stats]), then the Detail's,
+// whose names begin "keyed_"; a *Queue is an [aqm.MetricSource].
+func (k *Queue[K, T]) Metrics() iter.Seq[aqm.Metric] {
+	return detailMetrics.Queue(k.Stats(), k.Detail())
 }
 
 // pushBack appends slot i to l.
-func (k *Keyed[K, T]) pushBack(l *keyList, i int32) {
+func (k *Queue[K, T]) pushBack(l *keyList, i int32) {
 	s := &k.slots[i]
 	s.next, s.prev = none, l.tail
 	if l.tail == none {
@@ -537,7 +541,7 @@ func (k *Keyed[K, T]) pushBack(l *keyList, i int32) {
 }
 
 // remove takes slot i out of l.
-func (k *Keyed[K, T]) remove(l *keyList, i int32) {
+func (k *Queue[K, T]) remove(l *keyList, i int32) {
 	s := &k.slots[i]
 	if s.prev == none {
 		l.head = s.next
@@ -555,17 +559,17 @@ func (k *Keyed[K, T]) remove(l *keyList, i int32) {
 
 // The heap of held-back keys, ordered by readyAt.
 
-func (k *Keyed[K, T]) less(a, b int) bool {
+func (k *Queue[K, T]) less(a, b int) bool {
 	return k.slots[k.held[a]].readyAt.Before(k.slots[k.held[b]].readyAt)
 }
 
-func (k *Keyed[K, T]) swap(a, b int) {
+func (k *Queue[K, T]) swap(a, b int) {
 	k.held[a], k.held[b] = k.held[b], k.held[a]
 	k.slots[k.held[a]].heap = int32(a)
 	k.slots[k.held[b]].heap = int32(b)
 }
 
-func (k *Keyed[K, T]) up(j int) {
+func (k *Queue[K, T]) up(j int) {
 	for j > 0 {
 		p := (j - 1) / 2
 		if !k.less(j, p) {
@@ -576,7 +580,7 @@ func (k *Keyed[K, T]) up(j int) {
 	}
 }
 
-func (k *Keyed[K, T]) down(j int) {
+func (k *Queue[K, T]) down(j int) {
 	n := len(k.held)
 	for {
 		l := 2*j + 1
@@ -596,7 +600,7 @@ func (k *Keyed[K, T]) down(j int) {
 }
 
 // popHeld takes the earliest key off the heap.
-func (k *Keyed[K, T]) popHeld() {
+func (k *Queue[K, T]) popHeld() {
 	last := len(k.held) - 1
 	k.swap(0, last)
 	k.slots[k.held[last]].heap = none
@@ -604,4 +608,41 @@ func (k *Keyed[K, T]) popHeld() {
 	if last > 0 {
 		k.down(0)
 	}
+}
+
+// minPacedWait is the shortest wait for a key whose queue paces itself and
+// refused a packet while saying one may leave now (a contradiction a correct
+// queue never shows): the key is held that long instead of being polled.
+const minPacedWait = 10 * time.Microsecond
+
+// unusable reports whether q is nil or cannot answer Len, as a nil pointer
+// in a non-nil interface cannot: the probe finds a typed nil of any queue
+// type without reflection, at the cost of one Len call per key's queue.
+func unusable[T any](q aqm.Queue[T]) (bad bool) {
+	if q == nil {
+		return true
+	}
+	defer func() {
+		if recover() != nil {
+			bad = true
+		}
+	}()
+	q.Len()
+	return false
+}
+
+// addStats returns the sum of a and b: counts add, Len and Backlog add,
+// MaxSize is the larger.
+func addStats(a, b aqm.Stats) aqm.Stats {
+	a.Enqueued = a.Enqueued.Plus(b.Enqueued)
+	a.Dequeued = a.Dequeued.Plus(b.Dequeued)
+	a.Marked = a.Marked.Plus(b.Marked)
+	a.DroppedOverlimit = a.DroppedOverlimit.Plus(b.DroppedOverlimit)
+	a.DroppedEarly = a.DroppedEarly.Plus(b.DroppedEarly)
+	a.DroppedOverload = a.DroppedOverload.Plus(b.DroppedOverload)
+	a.DroppedQueued = a.DroppedQueued.Plus(b.DroppedQueued)
+	a.Len += b.Len
+	a.Backlog += b.Backlog
+	a.MaxSize = max(a.MaxSize, b.MaxSize)
+	return a
 }

@@ -1,4 +1,4 @@
-package front_test
+package keyed_test
 
 import (
 	"strconv"
@@ -6,23 +6,23 @@ import (
 	"time"
 
 	"github.com/aqmkit/aqmkit/aqm"
-	"github.com/aqmkit/aqmkit/front"
+	"github.com/aqmkit/aqmkit/keyed"
 )
 
-// BenchmarkKeyed measures one packet through a Keyed queue (an Enqueue
+// BenchmarkQueue measures one packet through a keyed queue (an Enqueue
 // to a key that exists, then a Dequeue) with 10 and 1000 keys, each a
 // FIFO, without a rate, with a per-key rate and with a shared one (both
 // far above what the loop sends, so that the buckets are consulted but
 // never hold a packet back).
-func BenchmarkKeyed(b *testing.B) {
+func BenchmarkQueue(b *testing.B) {
 	for _, keys := range []int{10, 1000} {
 		for _, rc := range []struct {
 			name string
-			cfg  front.KeyedConfig
+			cfg  keyed.Config
 		}{
-			{"none", front.KeyedConfig{}},
-			{"key-rate", front.KeyedConfig{KeyRate: 100 * aqm.Gbit}},
-			{"shared-rate", front.KeyedConfig{Rate: 1000 * aqm.Gbit}},
+			{"none", keyed.Config{}},
+			{"key-rate", keyed.Config{KeyRate: 100 * aqm.Gbit}},
+			{"shared-rate", keyed.Config{Rate: 1000 * aqm.Gbit}},
 		} {
 			b.Run("keys="+strconv.Itoa(keys)+"/"+rc.name, func(b *testing.B) {
 				cfg := rc.cfg
