@@ -242,6 +242,8 @@ type Router struct {
 
 	// unclassified counts the packets dropped before they had a queue.
 	unclassified counters
+	// acct makes Stats a consistent cut (account.go).
+	acct accountant
 
 	// consumers and lines run until the drain at shutdown ends.
 	flowCtx    context.Context
@@ -287,7 +289,10 @@ type Queue struct {
 	c      counters
 	// inflight counts packets taken from the front or the line and not yet
 	// pushed, written or dropped.
-	inflight  atomic.Int64
+	inflight atomic.Int64
+	// held counts packets the front accepted and emit has not started on
+	// (account.go).
+	held      atomic.Int64
 	loggedErr atomic.Bool
 	// inline: unshaped, so the reader that offers packets also takes them
 	// out (forward) and no consumer goroutine runs.
@@ -351,12 +356,18 @@ func (d *Queue) Prefix() netip.Prefix { return d.prefix }
 
 // dropQueued is the queue's DropFunc: a queued packet it dropped.
 func (d *Queue) dropQueued(p aqm.Packet[[]byte], why aqm.Verdict) {
+	d.r.acct.enterNow()
+	d.held.Add(-1)
 	d.c.drop(reasonOf(why))
+	d.r.acct.leave()
 	d.r.put(p.Payload)
 }
 
 func (d *Queue) dropFlushed(p aqm.Packet[[]byte], _ aqm.Verdict) {
+	d.r.acct.enterNow()
+	d.held.Add(-1)
 	d.c.drop(dropFlushed)
+	d.r.acct.leave()
 	d.r.put(p.Payload)
 }
 
@@ -370,7 +381,9 @@ func (d *Queue) consume(ctx context.Context) {
 		if err != nil {
 			return
 		}
+		d.r.acct.enter()
 		d.emit(buf[:n], out)
+		d.r.acct.leave()
 	}
 }
 
@@ -395,6 +408,7 @@ func (d *Queue) forward(buf []aqm.Packet[[]byte], out [][]byte) {
 func (d *Queue) emit(ps []aqm.Packet[[]byte], out [][]byte) {
 	n := len(ps)
 	d.inflight.Add(int64(n))
+	d.held.Add(-int64(n))
 	var due aqm.Time
 	if d.line != nil {
 		due = d.r.clk.Now().Add(d.r.cfg.Delay)
@@ -423,9 +437,12 @@ func (d *Queue) emit(ps []aqm.Packet[[]byte], out [][]byte) {
 
 // sendDelayed writes the packets the delay line releases.
 func (d *Queue) sendDelayed(ps [][]byte) {
+	d.r.acct.enter()
 	d.inflight.Add(int64(len(ps)))
+	d.line.done(len(ps))
 	d.write(ps)
 	d.inflight.Add(-int64(len(ps)))
+	d.r.acct.leave()
 }
 
 // write writes ps to the device, counting each packet as written or as a
@@ -520,7 +537,9 @@ func (r *Router) shutdown() {
 	for _, d := range qs {
 		if d.line != nil {
 			d.line.flush(func(p []byte) {
+				r.acct.enterNow()
 				d.c.drop(dropFlushed)
+				r.acct.leave()
 				r.put(p)
 			})
 		}
@@ -565,6 +584,7 @@ func (r *Router) read(dev Device) error {
 			bufs[0], k = scratch, 1
 		}
 		n, err := dev.ReadBatch(bufs[:k], sizes[:k])
+		r.acct.enter()
 		for i := range n {
 			if d := r.offer(bufs, i, sizes[i], noBuffer, sp); d != nil && d.inline && !slices.Contains(touched, d) {
 				touched = append(touched, d)
@@ -573,6 +593,7 @@ func (r *Router) read(dev Device) error {
 		for _, d := range touched {
 			d.forward(pk, out)
 		}
+		r.acct.leave()
 		clear(touched)
 		touched = touched[:0]
 		if noBuffer {
@@ -709,6 +730,7 @@ func (d *Queue) enqueue(p []byte, m aqm.Meta) bool {
 	case !v.Accepted():
 		d.c.drop(reasonOf(v))
 	default:
+		d.held.Add(1)
 		return true
 	}
 	return false
@@ -768,11 +790,19 @@ func (d *Queue) offerSplit(ip []byte, h iphdr.VnetHdr, n, wire int, sp *splitter
 	return true
 }
 
-// Stats returns a snapshot of the counters, per queue and in total.
+// Stats returns a snapshot of the counters, per queue and in total, as of
+// one instant: Conserved holds for every snapshot, while the router runs too.
 func (r *Router) Stats() Stats {
+	var s Stats
+	r.acct.sample(func() { s = r.stats() })
+	s.BuffersInUse, s.SamplesPaused = r.buffersInUse(), r.acct.paused.Load()
+	return s
+}
+
+func (r *Router) stats() Stats {
 	s := Stats{AQM: r.cfg.AQM, Rate: r.cfg.Rate, Delay: r.cfg.Delay.String()}
 	for _, d := range r.table.all() {
-		q := d.Stats()
+		q := d.stats()
 		s.Read.Packets += q.Read.Packets
 		s.Read.Bytes += q.Read.Bytes
 		s.Written.Packets += q.Written.Packets
@@ -794,8 +824,14 @@ func (r *Router) Stats() Stats {
 	return s
 }
 
-// Stats returns a snapshot of the queue's counters.
+// Stats returns a snapshot of the queue's counters as of one instant.
 func (d *Queue) Stats() QueueStats {
+	var s QueueStats
+	d.r.acct.sample(func() { s = d.stats() })
+	return s
+}
+
+func (d *Queue) stats() QueueStats {
 	qs := d.front.Stats()
 	s := QueueStats{
 		Prefix:            d.prefix.String(),
@@ -809,9 +845,9 @@ func (d *Queue) Stats() QueueStats {
 		Queue:             qs,
 	}
 	if d.line != nil {
-		s.Delayed = d.line.len()
+		s.Delayed = d.line.holding()
 	}
-	s.Queued = d.front.Len() + s.Delayed + int(d.inflight.Load())
+	s.Queued = int(d.held.Load()) + s.Delayed + int(d.inflight.Load())
 	return s
 }
 
