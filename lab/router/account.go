@@ -98,6 +98,20 @@ func (a *accountant) sample(read func()) {
 	}
 }
 
+// exclusive runs fn with every step paused: no packet is read, emitted or
+// written meanwhile (a queue's DropFunc may still run, under its front's
+// lock). Samplers wait too.
+func (a *accountant) exclusive(fn func()) {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	a.pause.Store(true)
+	defer a.pause.Store(false)
+	for a.busy.Load() != 0 {
+		runtime.Gosched()
+	}
+	fn()
+}
+
 func (a *accountant) tryRead(read func()) bool {
 	s := a.seq.Load()
 	if a.busy.Load() != 0 {

@@ -46,7 +46,8 @@ func TestMalformedReasons(t *testing.T) {
 // TestConservedWhileRunning protects the accounting under concurrent load:
 // while packets flow through shaped queues with a delay line, write errors
 // and malformed input, every Stats snapshot conserves (read = written +
-// dropped by reason + queued), in total and per queue; after shutdown the
+// dropped by reason + queued), in total and per queue, while the queue and
+// rate are changed again and again; after shutdown the
 // malformed packets are counted by reason and every buffer is back.
 func TestConservedWhileRunning(t *testing.T) {
 	for _, name := range []string{"fifo", "fq-codel", "cake"} {
@@ -73,6 +74,23 @@ func TestConservedWhileRunning(t *testing.T) {
 						msg := fmt.Sprintf("read %d written %d dropped %d queued %d", s.Read.Packets, s.Written.Packets, s.Dropped.Total, s.Queued)
 						failed.CompareAndSwap(nil, &msg)
 					}
+				}
+			}()
+			var reconfigs atomic.Int64
+			wg.Add(1)
+			go func() { // the operator: queue and rate changes while packets flow
+				defer wg.Done()
+				names := []string{name, "fq-codel", "cake", "fifo", "codel"}
+				for i := 0; ctx.Err() == nil; i++ {
+					cfg := r.Config()
+					cfg.AQM, cfg.Rate = names[i%len(names)], aqm.Rate(10+i%20)*aqm.Mbit
+					if err := r.Reconfigure(cfg); err != nil {
+						msg := err.Error()
+						failed.CompareAndSwap(nil, &msg)
+						return
+					}
+					reconfigs.Add(1)
+					time.Sleep(200 * time.Microsecond)
 				}
 			}()
 			want := map[reason]uint64{}
@@ -119,7 +137,10 @@ func TestConservedWhileRunning(t *testing.T) {
 			if s.BuffersInUse != 0 {
 				t.Errorf("%d buffers out of the pools after shutdown", s.BuffersInUse)
 			}
-			t.Logf("%d snapshots, %d paused the router; %+v", samples.Load(), s.SamplesPaused, d)
+			if reconfigs.Load() == 0 {
+				t.Error("no reconfiguration ran while packets flowed")
+			}
+			t.Logf("%d snapshots, %d paused the router, %d reconfigurations; %+v", samples.Load(), s.SamplesPaused, reconfigs.Load(), d)
 		})
 	}
 }

@@ -242,8 +242,10 @@ type Router struct {
 
 	// unclassified counts the packets dropped before they had a queue.
 	unclassified counters
-	// acct makes Stats a consistent cut (account.go).
+	// acct makes Stats a consistent cut (account.go); ctl serialises
+	// Reconfigure (control.go).
 	acct accountant
+	ctl  sync.Mutex
 
 	// consumers and lines run until the drain at shutdown ends.
 	flowCtx    context.Context
@@ -275,7 +277,11 @@ func New(cfg Config, devs ...Device) (*Router, error) {
 }
 
 // Config returns the configuration in effect, defaults filled in.
-func (r *Router) Config() Config { return r.cfg }
+func (r *Router) Config() Config {
+	r.acct.mu.Lock()
+	defer r.acct.mu.Unlock()
+	return r.cfg
+}
 
 // Queue is one direction: the packets to one destination prefix, their queue
 // and front, and the delay line after it.
@@ -312,7 +318,7 @@ func (r *Router) newQueue(pfx netip.Prefix, index int) (*Queue, error) {
 	_, paced := q.(aqm.Paced)
 	fc := frontConfig(r.cfg.Rate, r.cfg.Burst, paced)
 	rate := fc.Rate
-	d.front, err = front.New(q, clock.NewCoarse(r.clk), fc)
+	d.front, err = front.New[[]byte](newSwapQueue(q), clock.NewCoarse(r.clk), fc)
 	if err != nil {
 		return nil, err
 	}
@@ -886,5 +892,6 @@ func (d *Queue) Metrics() iter.Seq[aqm.Metric] {
 
 // String describes the router's configuration in one line.
 func (r *Router) String() string {
-	return fmt.Sprintf("%s at %v, delay %v, per /%d and /%d", r.cfg.AQM, r.cfg.Rate, r.cfg.Delay, r.cfg.Prefix4, r.cfg.Prefix6)
+	c := r.Config()
+	return fmt.Sprintf("%s at %v, delay %v, per /%d and /%d", c.AQM, c.Rate, c.Delay, c.Prefix4, c.Prefix6)
 }
