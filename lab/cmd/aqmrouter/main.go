@@ -113,6 +113,7 @@ func run(args []string, stdout, stderr io.Writer) int {
 	if srv != nil {
 		expvar.Publish("aqmrouter", expvar.Func(func() any { return r.Stats() }))
 		expvar.Publish("goroutines", expvar.Func(func() any { return runtime.NumGoroutine() }))
+		expvar.Publish("pid", expvar.Func(func() any { return os.Getpid() }))
 		logf("metrics on http://%s/debug/vars", o.metrics)
 		if loopback(o.metrics) {
 			mux.Handle("/config", controlHandler(r, nil))
