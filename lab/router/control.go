@@ -200,7 +200,8 @@ func reconfigureInPlace(q aqm.Queue[[]byte], cfg any) error {
 
 // Reconfigure changes the running router's AQM, LimitPackets, Params and
 // Rate to cfg's; every other field must be as in Config() (zero fields
-// meaning their defaults, as for New). It validates first: an error names
+// meaning their defaults, as for New), except Clock, OnQueue and Logf,
+// which are kept as they are. It validates first: an error names
 // the field (an *aqm.ConfigError, joined) and changes nothing. Then, with
 // the readers, consumers and delay lines paused for the change, each
 // direction's queue is reconfigured in place when the algorithm stays (its

@@ -125,42 +125,41 @@ func FuzzRouter(f *testing.F) {
 	f.Fuzz(fuzzBody)
 }
 
+// fuzzBody is FuzzRouter's body: one input through a fresh router.
 func fuzzBody(t *testing.T, data []byte) {
-	{
-		cfg, every, pkts := decodeFuzz(data)
-		// A stall is a failure too: the fuzzer has no time limit per input.
-		watchdog := time.AfterFunc(20*time.Second, func() {
-			buf := make([]byte, 1<<20)
-			panic("router stalled on this input:\n" + string(buf[:runtime.Stack(buf, true)]))
-		})
-		defer watchdog.Stop()
-		dev := &script{pkts: pkts, per: 3, stop: make(chan struct{}), idle: make(chan struct{})}
-		fd := NewFaultDevice(dev)
-		if every > 0 {
-			fd.FailWrites(every, syscall.EIO, syscall.ENOBUFS, syscall.EAGAIN)
-		}
-		r, err := New(cfg, fd)
-		if err != nil {
-			t.Fatal(err)
-		}
-		ctx, cancel := context.WithCancel(context.Background())
-		done := make(chan error, 1)
-		go func() { done <- r.Run(ctx) }()
-		<-dev.idle
-		cancel()
-		if err := <-done; err != nil {
-			t.Fatalf("Run = %v", err)
-		}
-		s := r.Stats()
-		// A split super-packet is read as its segments.
-		if !s.Conserved() || s.Read.Packets < uint64(len(pkts)) || s.Queued != 0 {
-			t.Fatalf("conserved %v, read %d of %d, queued %d", s.Conserved(), s.Read.Packets, len(pkts), s.Queued)
-		}
-		if s.Dropped.WriteError != fd.Injected() {
-			t.Fatalf("write errors %d, injected %d", s.Dropped.WriteError, fd.Injected())
-		}
-		if s.BuffersInUse != 0 {
-			t.Fatalf("%d buffers out of the pools after shutdown", s.BuffersInUse)
-		}
+	cfg, every, pkts := decodeFuzz(data)
+	// A stall is a failure too: the fuzzer has no time limit per input.
+	watchdog := time.AfterFunc(20*time.Second, func() {
+		buf := make([]byte, 1<<20)
+		panic("router stalled on this input:\n" + string(buf[:runtime.Stack(buf, true)]))
+	})
+	defer watchdog.Stop()
+	dev := &script{pkts: pkts, per: 3, stop: make(chan struct{}), idle: make(chan struct{})}
+	fd := NewFaultDevice(dev)
+	if every > 0 {
+		fd.FailWrites(every, syscall.EIO, syscall.ENOBUFS, syscall.EAGAIN)
+	}
+	r, err := New(cfg, fd)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan error, 1)
+	go func() { done <- r.Run(ctx) }()
+	<-dev.idle
+	cancel()
+	if err := <-done; err != nil {
+		t.Fatalf("Run = %v", err)
+	}
+	s := r.Stats()
+	// A split super-packet is read as its segments.
+	if !s.Conserved() || s.Read.Packets < uint64(len(pkts)) || s.Queued != 0 {
+		t.Fatalf("conserved %v, read %d of %d, queued %d", s.Conserved(), s.Read.Packets, len(pkts), s.Queued)
+	}
+	if s.Dropped.WriteError != fd.Injected() {
+		t.Fatalf("write errors %d, injected %d", s.Dropped.WriteError, fd.Injected())
+	}
+	if s.BuffersInUse != 0 {
+		t.Fatalf("%d buffers out of the pools after shutdown", s.BuffersInUse)
 	}
 }
