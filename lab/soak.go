@@ -236,6 +236,9 @@ func (l *Lab) Soak(ctx context.Context, o SoakOptions) (SoakResult, error) {
 			return res, err
 		}
 	}
+	if why := Disturbed(run); why != "" && o.Progress != nil {
+		fmt.Fprintf(o.Progress, "soak: the machine disturbed this run (%s): its probe figures are the machine's as much as the router's\n", why)
+	}
 	if agentErr.Len() > 0 && o.Progress != nil {
 		fmt.Fprintf(o.Progress, "soak agent: %s\n", strings.TrimSpace(agentErr.String()))
 	}
