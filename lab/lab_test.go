@@ -21,10 +21,11 @@ import (
 // can catch a CPU stall, so when a comparison fails the test runs every
 // configuration once more (in rotated order, FIFO included) and judges the
 // median of the two runs, logging both. A run the machine disturbed
-// (extreme timer lateness beside the router, another lab sharing the
-// cores: Disturbed) is run again first, and the log says so. It needs root and the aqmrouter
-// command (lab/cmd/aqmrouter, or a binary named by AQMLAB_ROUTER); it
-// takes about 90 s, three minutes with the second round.
+// (timer lateness beside the router beyond any the lab has recorded:
+// Disturbed) is run again first, and the log says so. It needs root and
+// the aqmrouter command (lab/cmd/aqmrouter, or a binary named by
+// AQMLAB_ROUTER); it takes about 90 s, three minutes with the second
+// round.
 func TestLab(t *testing.T) {
 	if testing.Short() {
 		t.Skip("the namespace lab runs one to three minutes of real traffic: skipped under -short")
