@@ -56,6 +56,8 @@ func AgentMain(args []string) int {
 		err = StandinMain(args[1:])
 	case "timerlag":
 		err = agentTimerLag(args[1:])
+	case "soak":
+		err = agentSoak(args[1:])
 	default:
 		err = fmt.Errorf("unknown role %q", args[0])
 	}

@@ -18,14 +18,17 @@ import (
 // One goroutine pushes (the queue's consumer), one runs the line (run); the
 // line's mutex is held only to move entries.
 type delayLine[T any] struct {
-	mu     sync.Mutex
-	ring   []delayEntry[T] // grows by doubling up to limit, then never again
-	head   int
-	n      int
-	limit  int
-	last   aqm.Time // the latest deadline pushed
-	closed bool
-	wake   chan struct{} // a push into an empty line, or close
+	mu    sync.Mutex
+	ring  []delayEntry[T] // grows by doubling up to limit, then never again
+	head  int
+	n     int
+	limit int
+	// sending counts the packets popDue gave out and done has not yet
+	// confirmed: still the line's, for len, until their send ends.
+	sending int
+	last    aqm.Time // the latest deadline pushed
+	closed  bool
+	wake    chan struct{} // a push into an empty line, or close
 }
 
 type delayEntry[T any] struct {
@@ -94,6 +97,7 @@ func (l *delayLine[T]) popDue(now aqm.Time, out []T) (n int, next aqm.Time, clos
 		l.n--
 		n++
 	}
+	l.sending += n
 	if l.n > 0 {
 		next = l.ring[l.head].due
 	}
@@ -105,6 +109,22 @@ func (l *delayLine[T]) len() int {
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	return l.n
+}
+
+// holding returns len plus the packets popped and not yet done: every
+// packet that is still the line's.
+func (l *delayLine[T]) holding() int {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.n + l.sending
+}
+
+// done says that n popped packets have been sent (or dropped) and are no
+// longer the line's.
+func (l *delayLine[T]) done(n int) {
+	l.mu.Lock()
+	l.sending -= n
+	l.mu.Unlock()
 }
 
 // close refuses further pushes; run returns once the packets held have left.

@@ -43,9 +43,19 @@
 // Every packet read is written, dropped for a reason, or still queued:
 // Stats gives read, written, dropped by reason (the queue's overlimit,
 // early and overload drops; closed, delay_full, flushed, write_error;
-// and not_ip, truncated, no_queue, no_buffer before a packet has a
-// queue), marked, and queued, per queue and in total. Once Run has
-// returned, read = written + dropped + queued exactly (Stats.Conserved).
+// and not_ip, truncated, bad_header, no_queue, no_buffer before a packet
+// has a queue), marked, and queued, per queue and in total. Every
+// snapshot, while the router runs too, is taken as of one instant, so
+// read = written + dropped + queued exactly (Stats.Conserved); account.go
+// says where a packet is counted at each step.
+//
+// # Changing a running router
+//
+// Reconfigure changes the queue, its parameters, its limit and the rate
+// while packets flow: in place when the algorithm stays, or by moving the
+// queued packets into a new queue. No packet is lost or duplicated by the
+// change. FaultDevice wraps a device to inject write errors and a down
+// state, for tests and soak runs.
 //
 // # Memory and cost
 //

@@ -133,13 +133,10 @@ func (c *cakeIP) Backlog() int                                    { return c.q.B
 func (c *cakeIP) Stats() aqm.Stats                                { return c.q.Stats() }
 
 // validate reports whether p is a whole IPv4 or IPv6 packet, and if not,
-// why it is dropped.
+// why it is dropped (malformed).
 func validate(p []byte) (reason, bool) {
-	switch _, err := iphdr.ECN(p); err {
-	case nil:
+	if _, err := iphdr.ECN(p); err == nil {
 		return 0, true
-	case iphdr.ErrTruncated:
-		return dropTruncated, false
 	}
-	return dropNotIP, false
+	return malformed(p), false
 }

@@ -257,6 +257,10 @@ type Router struct {
 
 	// unclassified counts the packets dropped before they had a queue.
 	unclassified counters
+	// acct makes Stats a consistent cut (account.go); ctl serialises
+	// Reconfigure (control.go).
+	acct accountant
+	ctl  sync.Mutex
 
 	// consumers and lines run until the drain at shutdown ends.
 	flowCtx    context.Context
@@ -289,7 +293,11 @@ func New(cfg Config, devs ...Device) (*Router, error) {
 }
 
 // Config returns the configuration in effect, defaults filled in.
-func (r *Router) Config() Config { return r.cfg }
+func (r *Router) Config() Config {
+	r.acct.mu.Lock()
+	defer r.acct.mu.Unlock()
+	return r.cfg
+}
 
 // Queue is one direction: the packets to one destination prefix, their queue
 // and front, and the delay line after it.
@@ -303,7 +311,10 @@ type Queue struct {
 	c      counters
 	// inflight counts packets taken from the front or the line and not yet
 	// pushed, written or dropped.
-	inflight   atomic.Int64
+	inflight atomic.Int64
+	// held counts packets the front accepted and emit has not started on
+	// (account.go).
+	held       atomic.Int64
 	loggedErr  atomic.Bool
 	loggedJoin atomic.Bool
 	// inline: unshaped, so the reader that offers packets also takes them
@@ -327,7 +338,7 @@ func (r *Router) newQueue(pfx netip.Prefix, index int) (*Queue, error) {
 	d.rate.Store(uint64(r.cfg.Rate))
 	fc := frontConfig(r.cfg.Rate, r.cfg.Burst)
 	rate := fc.Rate
-	d.front, err = front.New(q, clock.NewCoarse(r.clk), fc)
+	d.front, err = front.New[[]byte](newSwapQueue(q), clock.NewCoarse(r.clk), fc)
 	if err != nil {
 		return nil, err
 	}
@@ -373,12 +384,18 @@ func (d *Queue) Prefix() netip.Prefix { return d.prefix }
 
 // dropQueued is the queue's DropFunc: a queued packet it dropped.
 func (d *Queue) dropQueued(p aqm.Packet[[]byte], why aqm.Verdict) {
+	d.r.acct.enterNow()
+	d.held.Add(-1)
 	d.c.drop(reasonOf(why))
+	d.r.acct.leave()
 	d.r.put(p.Payload)
 }
 
 func (d *Queue) dropFlushed(p aqm.Packet[[]byte], _ aqm.Verdict) {
+	d.r.acct.enterNow()
+	d.held.Add(-1)
 	d.c.drop(dropFlushed)
+	d.r.acct.leave()
 	d.r.put(p.Payload)
 }
 
@@ -392,7 +409,9 @@ func (d *Queue) consume(ctx context.Context) {
 		if err != nil {
 			return
 		}
+		d.r.acct.enter()
 		d.emit(buf[:n], out)
+		d.r.acct.leave()
 	}
 }
 
@@ -417,6 +436,7 @@ func (d *Queue) forward(buf []aqm.Packet[[]byte], out [][]byte) {
 func (d *Queue) emit(ps []aqm.Packet[[]byte], out [][]byte) {
 	n := len(ps)
 	d.inflight.Add(int64(n))
+	d.held.Add(-int64(n))
 	var due aqm.Time
 	if d.line != nil {
 		due = d.r.clk.Now().Add(d.r.cfg.Delay)
@@ -445,9 +465,12 @@ func (d *Queue) emit(ps []aqm.Packet[[]byte], out [][]byte) {
 
 // sendDelayed writes the packets the delay line releases.
 func (d *Queue) sendDelayed(ps [][]byte) {
+	d.r.acct.enter()
 	d.inflight.Add(int64(len(ps)))
+	d.line.done(len(ps))
 	d.write(ps)
 	d.inflight.Add(-int64(len(ps)))
+	d.r.acct.leave()
 }
 
 // write writes ps to the device, counting each packet as written or as a
@@ -547,7 +570,9 @@ func (r *Router) shutdown() {
 	for _, d := range qs {
 		if d.line != nil {
 			d.line.flush(func(p []byte) {
+				r.acct.enterNow()
 				d.c.drop(dropFlushed)
+				r.acct.leave()
 				r.put(p)
 			})
 		}
@@ -594,6 +619,7 @@ func (r *Router) read(reader int, dev Device) error {
 		t0 := r.load.readStart(reader)
 		n, err := dev.ReadBatch(bufs[:k], sizes[:k])
 		r.load.readEnd(reader, t0, n, k)
+		r.acct.enter()
 		for i := range n {
 			if d := r.offer(bufs, i, sizes[i], noBuffer, sp); d != nil && d.inline && !slices.Contains(touched, d) {
 				touched = append(touched, d)
@@ -602,6 +628,7 @@ func (r *Router) read(reader int, dev Device) error {
 		for _, d := range touched {
 			d.forward(pk, out)
 		}
+		r.acct.leave()
 		clear(touched)
 		touched = touched[:0]
 		if noBuffer {
@@ -738,6 +765,7 @@ func (d *Queue) enqueue(p []byte, m aqm.Meta) bool {
 	case !v.Accepted():
 		d.c.drop(reasonOf(v))
 	default:
+		d.held.Add(1)
 		return true
 	}
 	return false
@@ -797,11 +825,19 @@ func (d *Queue) offerSplit(ip []byte, h iphdr.VnetHdr, n, wire int, sp *splitter
 	return true
 }
 
-// Stats returns a snapshot of the counters, per queue and in total.
+// Stats returns a snapshot of the counters, per queue and in total, as of
+// one instant: Conserved holds for every snapshot, while the router runs too.
 func (r *Router) Stats() Stats {
+	var s Stats
+	r.acct.sample(func() { s = r.stats() })
+	s.BuffersInUse, s.SamplesPaused = r.buffersInUse(), r.acct.paused.Load()
+	return s
+}
+
+func (r *Router) stats() Stats {
 	s := Stats{AQM: r.cfg.AQM, Rate: r.cfg.Rate, Delay: r.cfg.Delay.String()}
 	for _, d := range r.table.all() {
-		q := d.Stats()
+		q := d.stats()
 		s.Read.Packets += q.Read.Packets
 		s.Read.Bytes += q.Read.Bytes
 		s.Written.Packets += q.Written.Packets
@@ -825,8 +861,14 @@ func (r *Router) Stats() Stats {
 	return s
 }
 
-// Stats returns a snapshot of the queue's counters.
+// Stats returns a snapshot of the queue's counters as of one instant.
 func (d *Queue) Stats() QueueStats {
+	var s QueueStats
+	d.r.acct.sample(func() { s = d.stats() })
+	return s
+}
+
+func (d *Queue) stats() QueueStats {
 	qs := d.front.Stats()
 	s := QueueStats{
 		Prefix:            d.prefix.String(),
@@ -841,9 +883,9 @@ func (d *Queue) Stats() QueueStats {
 		Queue:             qs,
 	}
 	if d.line != nil {
-		s.Delayed = d.line.len()
+		s.Delayed = d.line.holding()
 	}
-	s.Queued = d.front.Len() + s.Delayed + int(d.inflight.Load())
+	s.Queued = int(d.held.Load()) + s.Delayed + int(d.inflight.Load())
 	return s
 }
 
@@ -883,5 +925,6 @@ func (d *Queue) Metrics() iter.Seq[aqm.Metric] {
 
 // String describes the router's configuration in one line.
 func (r *Router) String() string {
-	return fmt.Sprintf("%s at %v, delay %v, per /%d and /%d", r.cfg.AQM, r.cfg.Rate, r.cfg.Delay, r.cfg.Prefix4, r.cfg.Prefix6)
+	c := r.Config()
+	return fmt.Sprintf("%s at %v, delay %v, per /%d and /%d", c.AQM, c.Rate, c.Delay, c.Prefix4, c.Prefix6)
 }

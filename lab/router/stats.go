@@ -21,6 +21,7 @@ const (
 	dropTruncated                // shorter than its IP header says (cut by a small read buffer)
 	dropNoQueue                  // a new destination prefix while the table was full
 	dropNoBuffer                 // read while every packet buffer was in use
+	dropBadHeader                // an IP header whose fields contradict each other
 	numReasons
 )
 
@@ -65,7 +66,15 @@ type Drops struct {
 	Truncated uint64 `json:"truncated"`
 	NoQueue   uint64 `json:"no_queue"`
 	NoBuffer  uint64 `json:"no_buffer"`
+	// BadHeader counts packets dropped before they had a queue for an IP
+	// header that contradicts itself: an IPv4 header length (IHL) below 5
+	// words, or a total length shorter than the header.
+	BadHeader uint64 `json:"bad_header"`
 }
+
+// Malformed returns the packets dropped as bad input, before they had a
+// queue: not IP, cut short, or with a self-contradicting header.
+func (d Drops) Malformed() uint64 { return d.NotIP + d.Truncated + d.BadHeader }
 
 func (d *Drops) add(o Drops) {
 	d.Total += o.Total
@@ -80,11 +89,12 @@ func (d *Drops) add(o Drops) {
 	d.Truncated += o.Truncated
 	d.NoQueue += o.NoQueue
 	d.NoBuffer += o.NoBuffer
+	d.BadHeader += o.BadHeader
 }
 
 // QueueStats are one direction's counters: the packets read for its
 // prefix, and what became of them. Read.Packets = Written.Packets +
-// Dropped.Total + Queued once the router has stopped.
+// Dropped.Total + Queued in every snapshot.
 type QueueStats struct {
 	// Prefix is the destination prefix the queue serves.
 	Prefix string `json:"prefix"`
@@ -110,8 +120,11 @@ type QueueStats struct {
 	// Coalesced counts the packets written inside a joined super-packet
 	// (Config.DisableCoalesce); Written counts them one by one.
 	Coalesced uint64 `json:"coalesced"`
-	// Queued is the number of packets in the queue, in the delay line, or
-	// between them; zero after a complete drain.
+	// Queued is the number of packets the direction holds: accepted by its
+	// front and not yet emitted (in the queue, or taken out by the consumer),
+	// in the delay line (or popped from it and being written), or in flight
+	// to the device; zero after a complete drain. A kept GSO super-packet
+	// counts one, as in Read.
 	Queued int `json:"queued"`
 	// Delayed is the part of Queued held in the delay line.
 	Delayed int `json:"delayed"`
@@ -119,9 +132,9 @@ type QueueStats struct {
 	Queue aqm.Stats `json:"queue"`
 }
 
-// Stats are the router's counters, per queue and in total. Once the router
-// has stopped, Read.Packets = Written.Packets + Dropped.Total + Queued,
-// in total and per queue.
+// Stats are the router's counters, per queue and in total, as of one
+// instant: Read.Packets = Written.Packets + Dropped.Total + Queued, in total
+// and per queue, in every snapshot.
 type Stats struct {
 	AQM   string   `json:"aqm"`
 	Rate  aqm.Rate `json:"rate"`
@@ -150,12 +163,19 @@ type Stats struct {
 	Queues []QueueStats `json:"queues"`
 	// Load is the router's view of its own load (Router.Load).
 	Load Load `json:"load"`
+	// BuffersInUse is the number of packet buffers out of the router's
+	// pools (read and segment buffers): those queued, delayed, in flight and
+	// held by the readers for their next read. Zero once Run has returned.
+	BuffersInUse int `json:"buffers_in_use"`
+	// SamplesPaused counts the Stats calls that found the router too busy
+	// to read its counters at a quiet instant and paused it briefly.
+	SamplesPaused uint64 `json:"samples_paused"`
 }
 
 // Conserved reports whether every packet read is accounted for, in total and
-// in each queue: read = written + dropped + queued. It holds exactly once the
-// router has stopped; while it runs the counters are read at slightly
-// different instants.
+// in each queue: read = written + dropped + queued. Router.Stats reads the
+// counters as of one instant, so it holds for every snapshot, while the
+// router runs too.
 func (s Stats) Conserved() bool {
 	if s.Read.Packets != s.Written.Packets+s.Dropped.Total+uint64(s.Queued) {
 		return false
@@ -198,6 +218,6 @@ func (c *counters) dropsSnapshot() Drops {
 		Total: total, Overlimit: v[dropOverlimit], Early: v[dropEarly], Overload: v[dropOverload],
 		Closed: v[dropClosed], DelayFull: v[dropDelayFull], Flushed: v[dropFlushed],
 		WriteError: v[dropWriteError], NotIP: v[dropNotIP], Truncated: v[dropTruncated],
-		NoQueue: v[dropNoQueue], NoBuffer: v[dropNoBuffer],
+		NoQueue: v[dropNoQueue], NoBuffer: v[dropNoBuffer], BadHeader: v[dropBadHeader],
 	}
 }

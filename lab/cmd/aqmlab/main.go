@@ -34,6 +34,7 @@ func usage(fs *flag.FlagSet) func() {
 			fmt.Fprintf(w, "  %-10s %s\n", t, lab.TestInfo[t])
 		}
 		fmt.Fprintf(w, "  %-10s every test above\n", "all")
+		fmt.Fprintf(w, "  %-10s the router for -dur under load and faults (aqmlab soak -h)\n", "soak")
 		fmt.Fprintln(w, "\nFlags:")
 		fs.PrintDefaults()
 	}
@@ -152,6 +153,9 @@ func parse(args []string) (inv invocation, code int) {
 }
 
 func run(args []string) int {
+	if len(args) > 0 && args[0] == "soak" {
+		return runSoak(args[1:])
+	}
 	inv, code := parse(args)
 	if code >= 0 {
 		return code

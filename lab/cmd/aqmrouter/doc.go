@@ -116,10 +116,30 @@
 //	             "marked": ..., "queued": 0, "delayed": 0, "queue": {the queue's aqm.Stats}}, ...]}
 //
 // read = written + dropped.total + queued holds exactly, in total and per
-// queue. Drop reasons: overlimit, early, overload (the queue's own), closed,
+// queue, in the stats file and in every snapshot the metrics show while it
+// runs. Drop reasons: overlimit, early, overload (the queue's own), closed,
 // delay_full, flushed, write_error, and, before a packet has a queue,
-// not_ip, truncated, no_queue, no_buffer. The exit status is 0 after a
-// clean shutdown, 2 for bad flags, 1 otherwise.
+// not_ip, truncated, bad_header, no_queue, no_buffer. The exit status is 0
+// after a clean shutdown, 2 for bad flags, 1 otherwise.
+//
+// # Changing the queue and rate while it runs
+//
+// The queue (-aqm), its settings (-params), its limit (-limit) and the rate
+// (-rate) change without a restart, from two places:
+//
+//	aqmrouter -control /etc/aqmrouter.conf ...   # applied at start and on SIGHUP
+//	    aqm = cake
+//	    rate = 40mbit
+//	curl -d aqm=fq-codel -d rate=45mbit -d params=target=10ms http://127.0.0.1:9100/config
+//
+// /config is served beside the metrics when -metrics is a loopback address;
+// GET shows the settings in effect. A bad setting is refused with its name
+// and nothing changes. Packets queued at a change stay queued: the queue is
+// reconfigured in place when the algorithm stays, or its packets move into
+// the new one (router.Router.Reconfigure). The rate cannot change between 0
+// and a rate while running; with -autorate, the controller keeps setting its
+// direction's rate. -fault-write-every n makes every n-th write fail, to
+// test how a run copes.
 //
 // # Putting it in a path
 //

@@ -26,9 +26,13 @@ type options struct {
 	report  time.Duration
 	cpuprof string
 	offload bool
-	cfg     router.Config
-	ar      autorateOptions
-	arCfg   autorate.Config // the controller's, when -autorate is set
+	control string // the control file re-read on SIGHUP
+	// faultEvery makes every n-th packet written fail (a fault-injecting
+	// device, for soak runs).
+	faultEvery uint64
+	cfg        router.Config
+	ar         autorateOptions
+	arCfg      autorate.Config // the controller's, when -autorate is set
 }
 
 // tcDuration is a time.Duration flag in tc's syntax: a decimal number with
@@ -154,6 +158,8 @@ func parseFlags(args []string, out io.Writer) (options, error) {
 	fs.StringVar(&o.stats, "stats", "", "write the final counters as JSON to `file` on exit")
 	fs.StringVar(&o.metrics, "metrics", "", "serve expvar metrics on `addr` at /debug/vars (a bare :port binds 127.0.0.1)")
 	fs.StringVar(&o.cpuprof, "cpuprofile", "", "write a Go CPU profile of the whole run to `file`")
+	fs.StringVar(&o.control, "control", "", "apply the settings in `file` (aqm, rate, limit, params as name = value lines) at start and again on every SIGHUP")
+	fs.Uint64Var(&o.faultEvery, "fault-write-every", 0, "testing: make every `n`th packet written fail (EIO, ENOBUFS, EAGAIN in turn), as a soak run does; 0: never")
 	fs.Var(tcDuration{&o.report}, "report", "print a stat line on stderr every `interval` (0: never)")
 	o.report = 10 * time.Second
 	addAutorateFlags(fs, &o.ar)

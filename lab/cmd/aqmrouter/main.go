@@ -13,6 +13,7 @@ import (
 	"os"
 	"os/signal"
 	"path/filepath"
+	"runtime"
 	"runtime/pprof"
 	"strings"
 	"sync"
@@ -74,14 +75,22 @@ func run(args []string, stdout, stderr io.Writer) int {
 	o.cfg.Logf = logf
 	o.cfg.Load.KernelDrops = tunDrops(tuns[0].Name())
 
+	if o.faultEvery > 0 {
+		for i, d := range devs {
+			fd := router.NewFaultDevice(d)
+			fd.FailWrites(o.faultEvery, syscall.EIO, syscall.ENOBUFS, syscall.EAGAIN)
+			devs[i] = fd
+		}
+	}
 	var srv *http.Server
+	var mux *http.ServeMux
 	if o.metrics != "" {
 		ln, err := net.Listen("tcp", o.metrics)
 		if err != nil {
 			logf("metrics: %v", err)
 			return 1
 		}
-		mux := http.NewServeMux()
+		mux = http.NewServeMux()
 		mux.Handle("/debug/vars", expvar.Handler())
 		srv = &http.Server{Handler: mux, ReadHeaderTimeout: 5 * time.Second}
 		go srv.Serve(ln)
@@ -107,7 +116,19 @@ func run(args []string, stdout, stderr io.Writer) int {
 		if _, err := aqmexpvar.Publish("aqmrouter_load", r); err != nil {
 			logf("metrics: %v", err)
 		}
+		expvar.Publish("goroutines", expvar.Func(func() any { return runtime.NumGoroutine() }))
+		expvar.Publish("pid", expvar.Func(func() any { return os.Getpid() }))
 		logf("metrics on http://%s/debug/vars", o.metrics)
+		if loopback(o.metrics) {
+			mux.Handle("/config", controlHandler(r, nil))
+			logf("control on http://%s/config", o.metrics)
+		}
+	}
+	if o.control != "" {
+		if err := applyFile(r, o.control); err != nil {
+			logf("control: %v", err)
+			return 1
+		}
 	}
 	logf("%s (MTU %d, %d queue(s), offloads %#x): %v", tuns[0].Name(), mtu, len(tuns), tuns[0].Offloads(), r)
 
@@ -131,6 +152,13 @@ func run(args []string, stdout, stderr io.Writer) int {
 		go func() {
 			defer wg.Done()
 			reportEvery(ctx, o.report, r, stderr)
+		}()
+	}
+	if o.control != "" {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			watchHUP(ctx, r, o.control, logf)
 		}()
 	}
 	if ar != nil {
@@ -209,7 +237,7 @@ func reasons(d router.Drops) string {
 	}{
 		{"overlimit", d.Overlimit}, {"early", d.Early}, {"overload", d.Overload}, {"closed", d.Closed},
 		{"delay_full", d.DelayFull}, {"flushed", d.Flushed}, {"write_error", d.WriteError},
-		{"not_ip", d.NotIP}, {"truncated", d.Truncated}, {"no_queue", d.NoQueue}, {"no_buffer", d.NoBuffer},
+		{"not_ip", d.NotIP}, {"truncated", d.Truncated}, {"bad_header", d.BadHeader}, {"no_queue", d.NoQueue}, {"no_buffer", d.NoBuffer},
 	} {
 		if r.n > 0 {
 			parts = append(parts, fmt.Sprintf("%s %d", r.name, r.n))
