@@ -219,8 +219,8 @@ func TestACKFilterCounts(t *testing.T) {
 	require.Equal(t, 2, q.Len())
 	require.Equal(t, 120, q.Backlog())
 	d := q.Detail()
-	require.Equal(t, uint64(1), d.ACKDrops)
-	require.Equal(t, uint64(1), d.Tins[1].ACKDrops) // Best Effort shows second
+	require.Equal(t, uint64(1), d.FilteredACKs)
+	require.Equal(t, uint64(1), d.Tins[1].FilteredACKs) // Best Effort shows second
 	s := q.Stats()
 	require.Equal(t, uint64(1), s.DroppedEarly.Packets)
 	require.Equal(t, uint64(1), s.DroppedQueued.Packets)

@@ -13,7 +13,7 @@ import (
 // Defaults and bounds of [Config].
 const (
 	// DefaultTarget is the base COBALT target, 5 ms (tc-cake's default,
-	// rtt/20). Slow tins raise it to 1.5 MTU times (see [TinStats]).
+	// rtt/20). Slow tins raise it to 1.5 MTU times (see [TinDetail]).
 	DefaultTarget = 5 * time.Millisecond
 	// DefaultInterval is the base COBALT interval, 100 ms (tc-cake's
 	// "internet" rtt).

@@ -72,7 +72,7 @@
 // # Statistics
 //
 // [Queue.Stats] has the counters every aqmkit queue keeps; [Queue.Detail]
-// adds what "tc -s qdisc show" prints for cake, per tin ([TinStats]) and
+// adds what "tc -s qdisc show" prints for cake, per tin ([TinDetail]) and
 // for the queue, and lists it as metrics ([Detail.Metrics]);
 // [Queue.Flow] shows one flow queue as "tc -s class show" does.
 //

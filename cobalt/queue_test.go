@@ -172,7 +172,7 @@ func TestZeroAllocs(t *testing.T) {
 		q.Dequeue(now)
 	})
 	require.Zero(t, allocs)
-	require.Positive(t, q.Detail().Overflows)
+	require.Positive(t, q.Stats().DroppedOverlimit.Packets)
 }
 
 // TestUnresponsiveFlow protects COBALT's reason to exist: one unresponsive

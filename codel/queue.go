@@ -393,13 +393,13 @@ func (q *Queue[T]) Stats() aqm.Stats {
 type Detail struct {
 	// State is the controller's state.
 	State
-	// ECNMarks counts packets CoDel marked CE instead of dropping, in wire
+	// MarkedCoDel counts packets CoDel marked CE instead of dropping, in wire
 	// packets (a super-packet counts its segments).
-	ECNMarks uint64 `metric:"marked_codel_packets,counter"`
-	// CEMarks counts packets marked CE by the CE threshold, in wire packets.
-	CEMarks uint64 `metric:"marked_ce_threshold_packets,counter"`
-	// DropCapHits counts Dequeue calls that reached [MaxDropsPerDequeue].
-	DropCapHits uint64 `metric:"capped_dequeues,counter"`
+	MarkedCoDel uint64 `metric:"marked_codel_packets,counter"`
+	// MarkedCEThreshold counts packets marked CE by the CE threshold, in wire packets.
+	MarkedCEThreshold uint64 `metric:"marked_ce_threshold_packets,counter"`
+	// CappedDequeues counts Dequeue calls that reached [MaxDropsPerDequeue].
+	CappedDequeues uint64 `metric:"capped_dequeues,counter"`
 	// MemoryBytes is the memory the queue preallocated for packets: room
 	// for LimitPackets packets, rounded up to a power of two, times the
 	// size of an [aqm.Packet] of the queue's payload type.
@@ -414,7 +414,7 @@ func (q *Queue[T]) Detail() Detail {
 		mem = 1 << bits.Len(uint(mem-1))
 	}
 	return Detail{
-		State: q.c.State(), ECNMarks: q.ecnMarks, CEMarks: q.ceMarks, DropCapHits: q.capHits,
+		State: q.c.State(), MarkedCoDel: q.ecnMarks, MarkedCEThreshold: q.ceMarks, CappedDequeues: q.capHits,
 		MemoryBytes: mem * int(unsafe.Sizeof(p)),
 	}
 }

@@ -73,7 +73,7 @@ func TestQueueECNMarks(t *testing.T) {
 	// marks at 105, 205 and the first ms at or after 275.710678.
 	require.Equal(t, []uint64{105, 205, 276}, marked)
 	require.Equal(t, uint64(3), q.Stats().Marked.Packets)
-	require.Equal(t, uint64(3), q.Detail().ECNMarks)
+	require.Equal(t, uint64(3), q.Detail().MarkedCoDel)
 }
 
 // TestQueueLimits protects the hard limits: packet and byte limits refuse
@@ -115,7 +115,7 @@ func TestQueueDropCap(t *testing.T) {
 	_, ok := q.Dequeue(now)
 	require.True(t, ok)
 	require.Equal(t, MaxDropsPerDequeue, drops)
-	require.Equal(t, uint64(1), q.Detail().DropCapHits)
+	require.Equal(t, uint64(1), q.Detail().CappedDequeues)
 	require.Greater(t, q.Detail().DropNext, now)
 }
 

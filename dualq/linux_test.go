@@ -28,7 +28,7 @@ func TestStepInPackets(t *testing.T) {
 		require.True(t, ok)
 		assert.Equal(t, w, p.ECN, "packet %d", i)
 	}
-	assert.Equal(t, uint64(2), q.Detail().StepMarks)
+	assert.Equal(t, uint64(2), q.Detail().MarkedStep)
 }
 
 // TestStepMinQueue protects StepMinQueuePackets (Linux min_qlen_step): a

@@ -188,9 +188,9 @@ func (q *Cobalt[T]) Enqueue(p aqm.Packet[T], now aqm.Time) aqm.Verdict {
 		memory := q.backlog > q.memLim
 		for q.over() {
 			fat, dropped, gone := q.dropFat(idx)
-			q.d.DropOverlimit += uint64(dropped)
+			q.d.EvictedOverlimit += uint64(dropped)
 			if memory {
-				q.d.DropOvermemory += uint64(dropped)
+				q.d.EvictedOvermemory += uint64(dropped)
 			}
 			q.flows[fat].cv.Overflow(&q.cp, now)
 			if gone {
@@ -232,7 +232,7 @@ func (q *Cobalt[T]) Dequeue(now aqm.Time) (p aqm.Packet[T], ok bool) {
 			if drops < cobalt.MaxDropsPerDequeue {
 				act = f.cv.Decide(&q.cp, now, p.Enqueued.Since(now), p.ECN)
 			} else {
-				q.d.DropCapHits++
+				q.d.CappedDequeues++
 			}
 			if f.head == cqNone {
 				// The flow's last packet is leaving: its queue is empty
@@ -243,17 +243,16 @@ func (q *Cobalt[T]) Dequeue(now aqm.Time) (p aqm.Packet[T], ok bool) {
 			switch act {
 			case cobalt.Mark:
 				p.ECN = aqm.CE
-				q.d.ECNMarks += uint64(p.SegmentCount())
 				q.stats.Marked.AddMeta(p.Meta)
 			case cobalt.DropCoDel, cobalt.DropBlue:
 				why := aqm.DroppedEarly
 				if act == cobalt.DropBlue {
-					q.d.BlueDrops += uint64(p.SegmentCount())
+					q.d.DroppedBlue += uint64(p.SegmentCount())
 					if p.ECN != aqm.NotECT {
 						why = aqm.DroppedOverload
 					}
 				} else {
-					q.d.CoDelDrops += uint64(p.SegmentCount())
+					q.d.DroppedCoDel += uint64(p.SegmentCount())
 				}
 				drops++
 				q.stats.CountDropMeta(why, p.Meta, true)

@@ -374,9 +374,9 @@ func (q *CoDel[T]) overload(arrival uint32, memory bool) bool {
 }
 
 func (q *CoDel[T]) bumpCount(f *cqFlow, dropped uint32, memory bool) {
-	q.d.DropOverlimit += uint64(dropped)
+	q.d.EvictedOverlimit += uint64(dropped)
 	if memory {
-		q.d.DropOvermemory += uint64(dropped)
+		q.d.EvictedOvermemory += uint64(dropped)
 	}
 	if !q.keep {
 		f.cv.AddCount(dropped)
@@ -445,7 +445,7 @@ func (q *CoDel[T]) Dequeue(now aqm.Time) (p aqm.Packet[T], ok bool) {
 				}
 			} else {
 				f.cv.Resync(&q.cp, now)
-				q.d.DropCapHits++
+				q.d.CappedDequeues++
 				p.ECN &= aqm.ECNMask
 			}
 			switch act {
@@ -458,11 +458,11 @@ func (q *CoDel[T]) Dequeue(now aqm.Time) (p aqm.Packet[T], ok bool) {
 				continue
 			case codel.Mark:
 				p.ECN = aqm.CE
-				q.d.ECNMarks += uint64(p.SegmentCount())
+				q.d.MarkedCoDel += uint64(p.SegmentCount())
 				q.stats.Marked.AddMeta(p.Meta)
 			case codel.MarkCE:
 				p.ECN = aqm.CE
-				q.d.CEMarks += uint64(p.SegmentCount())
+				q.d.MarkedCEThreshold += uint64(p.SegmentCount())
 				q.stats.Marked.AddMeta(p.Meta)
 			}
 			f.deficit -= int32(min(p.Size, q.charge))

@@ -350,9 +350,9 @@ func (m *fqcRef) overload(arrival int) bool {
 		}
 		m.cov.overload += dropped
 		m.cov.overloadBatches++
-		m.detail.DropOverlimit += uint64(dropped)
+		m.detail.EvictedOverlimit += uint64(dropped)
 		if memory {
-			m.detail.DropOvermemory += uint64(dropped)
+			m.detail.EvictedOvermemory += uint64(dropped)
 		}
 		if !m.keepCount {
 			f.count += int64(dropped)
@@ -429,7 +429,7 @@ func (m *fqcRef) markable(p aqm.Packet[uint64]) bool { return m.ecn && p.ECN != 
 // mark sets CE on a packet the control law signals instead of dropping it.
 func (m *fqcRef) mark(p aqm.Packet[uint64]) aqm.Packet[uint64] {
 	p.ECN = aqm.CE
-	m.detail.ECNMarks++
+	m.detail.MarkedCoDel++
 	m.cov.marks++
 	m.stats.Marked.Add(p.Size)
 	return p
@@ -443,7 +443,7 @@ func (m *fqcRef) deliver(p aqm.Packet[uint64], now int64) aqm.Packet[uint64] {
 	if m.ceThreshold > 0 && sojourn > m.ceThreshold && p.ECN != aqm.NotECT &&
 		(!m.ceECT1Only || p.ECN == aqm.ECT1 || p.ECN == aqm.CE) {
 		p.ECN = aqm.CE
-		m.detail.CEMarks++
+		m.detail.MarkedCEThreshold++
 		m.cov.ceMarks++
 		m.stats.Marked.Add(p.Size)
 	}
@@ -470,7 +470,7 @@ func (m *fqcRef) resync(f *fqcRefFlow, now int64) (aqm.Packet[uint64], bool) {
 	if f.dropping {
 		f.dropNext = m.controlLaw(now, f.count)
 	}
-	m.detail.DropCapHits++
+	m.detail.CappedDequeues++
 	m.cov.capHits++
 	if m.callDropFlows > 1 {
 		m.cov.capMultiFlow++ // the cap counts drops over all flows of the call
@@ -660,7 +660,6 @@ func (m *fqcRef) fullDetail() CoDelDetail {
 			d.MaxFlowBacklog = max(d.MaxFlowBacklog, int(f.bytes))
 		}
 	}
-	d.MemoryUsage = int(m.bytes)
 	d.MemoryBytes = m.memory
 	return d
 }

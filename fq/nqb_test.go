@@ -77,7 +77,7 @@ func TestCoDelCEThresholdNQB(t *testing.T) {
 				if want == aqm.CE && !below {
 					marks = 1 // a CE arrival counts too, as in Linux's ce_mark
 				}
-				assert.Equal(t, marks, q.Detail().CEMarks, "on=%v below=%v case %d", on, below, i)
+				assert.Equal(t, marks, q.Detail().MarkedCEThreshold, "on=%v below=%v case %d", on, below, i)
 			}
 		}
 	}

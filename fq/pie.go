@@ -203,7 +203,6 @@ func (q *PIE[T]) Enqueue(p aqm.Packet[T], now aqm.Time) aqm.Verdict {
 		if mark != 0 {
 			q.unroute(mark, p.Hash)
 		}
-		q.d.EarlyDrops += uint64(p.SegmentCount())
 		q.stats.CountDropMeta(v, p.Meta, false)
 		return v
 	}
@@ -217,9 +216,9 @@ func (q *PIE[T]) Enqueue(p aqm.Packet[T], now aqm.Time) aqm.Verdict {
 		memory := q.backlog > q.memLim
 		for q.over() {
 			fat, dropped, gone := q.dropFat(idx)
-			q.d.DropOverlimit += uint64(dropped)
+			q.d.EvictedOverlimit += uint64(dropped)
 			if memory {
-				q.d.DropOvermemory += uint64(dropped)
+				q.d.EvictedOvermemory += uint64(dropped)
 			}
 			q.flows[fat].cv.Overflow(&q.fp, now)
 			if gone {
@@ -229,7 +228,6 @@ func (q *PIE[T]) Enqueue(p aqm.Packet[T], now aqm.Time) aqm.Verdict {
 		}
 	}
 	if v == aqm.Marked {
-		q.d.ECNMarks += uint64(p.SegmentCount())
 		q.stats.Marked.AddMeta(p.Meta)
 	}
 	q.stats.Enqueued.AddMeta(p.Meta)

@@ -275,12 +275,12 @@ func TestDetailMetrics(t *testing.T) {
 			"count_packets": float64(d.Count), "min_threshold" + unit: d.MinThreshold,
 			"max_threshold" + unit: d.MaxThreshold, "weight": d.Weight,
 			"target_low" + unit: d.TargetLow, "target_high" + unit: d.TargetHigh,
-			"dropped_probabilistic_packets": float64(d.ProbDrops), "marked_probabilistic_packets": float64(d.ProbMarks),
-			"dropped_forced_packets": float64(d.ForcedDrops), "marked_forced_packets": float64(d.ForcedMarks),
+			"dropped_probabilistic_packets": float64(d.DroppedProbabilistic), "marked_probabilistic_packets": float64(d.MarkedProbabilistic),
+			"dropped_forced_packets": float64(d.DroppedForced), "marked_forced_packets": float64(d.MarkedForced),
 			"adaptations": float64(d.Adaptations), "memory_bytes": float64(d.MemoryBytes),
 		}
 		require.Equal(t, want, got)
-		require.Positive(t, d.ProbDrops+d.ForcedDrops)
+		require.Positive(t, d.DroppedProbabilistic+d.DroppedForced)
 	}
 }
 

@@ -307,7 +307,7 @@ func TestForcedWithoutGentle(t *testing.T) {
 		require.Equal(t, aqm.DroppedEarly, v)
 	}
 	d := q.Detail()
-	require.EqualValues(t, 10, d.ForcedDrops)
+	require.EqualValues(t, 10, d.DroppedForced)
 	require.Equal(t, int64(-1), d.Count)
 	require.Equal(t, 1.0, d.Prob)
 	q.Dequeue(t0)

@@ -163,11 +163,11 @@ func TestSFQDetailMetrics(t *testing.T) {
 	want := map[string]float64{
 		"active_flows": float64(d.ActiveFlows), "longest_flow_packets": float64(d.LongestFlowPackets),
 		"perturbations": float64(d.Perturbations), "next_perturbation_time_seconds": time.Duration(d.NextPerturb).Seconds(),
-		"dropped_depth_packets": float64(d.DepthDrops), "dropped_overflow_packets": float64(d.OverflowDrops),
+		"dropped_depth_packets": float64(d.DroppedDepth), "dropped_overflow_packets": float64(d.DroppedOverflow),
 		"memory_bytes": float64(d.MemoryBytes),
 	}
 	assert.Equal(t, want, got)
-	assert.NotZero(t, d.DepthDrops)
+	assert.NotZero(t, d.DroppedDepth)
 	assert.Positive(t, d.MemoryBytes)
 	for range d.Metrics() {
 		break // stopping early must not panic

@@ -178,7 +178,7 @@ func (q *Queue[T]) Enqueue(p aqm.Packet[T], now aqm.Time) aqm.Verdict {
 	}
 	x := q.attach(q.bucket(p.Hash))
 	if q.slots[x].n >= q.p.depth {
-		q.detail.DepthDrops++
+		q.detail.DroppedDepth++
 		if !q.p.headDrop {
 			return q.refuse(p)
 		}
@@ -257,7 +257,7 @@ func (q *Queue[T]) overflow(arrival uint32, m aqm.Meta) aqm.Verdict {
 			x = q.slots[q.tail].next
 			i = q.slots[x].head
 		}
-		q.detail.OverflowDrops++
+		q.detail.DroppedOverflow++
 		v := q.removeNode(x, i)
 		if i == arrival {
 			q.stats.CountDropMeta(aqm.DroppedOverlimit, m, false)

@@ -28,12 +28,7 @@ var statsMetrics = metrics.Declare[aqm.Stats]("")
 
 // sharedNames are the metric names two types declare on Go fields of
 // different names, each with the reason they mean the same thing.
-var sharedNames = map[string]string{
-	"evicted_overlimit_packets": "fq's DropOverlimit and CAKE's OverlimitDrops both count queued packets " +
-		"the overload dropper evicted from the fattest flow, the arrival itself excluded",
-	"max_memory_used_bytes": "DualPI2's MaxMemoryUsed and CAKE's MemoryUsed are both the peak of the bytes " +
-		"queued (CAKE's field keeps Linux's name memory_used, which is a peak)",
-}
+var sharedNames = map[string]string{}
 
 // dimensionless are the gauges that carry no unit and are not
 // probabilities, counts of things or booleans, with the reason.

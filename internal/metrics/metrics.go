@@ -13,7 +13,7 @@
 //	Delay       time.Duration  `metric:"delay_seconds,gauge"`     // in seconds
 //	Avg         float64        `metric:"average_queue,gauge,unit=ByteMode"`
 //	Pool        PoolStats      `metric:"pool"`                    // pool_ + Pool's own tags
-//	Tins        [8]TinStats    `metric:"tin,each=NumTins"`        // tin0_…, tin1_…, for k < NumTins
+//	Tins        [8]TinDetail   `metric:"tin,each=NumTins"`        // tin0_…, tin1_…, for k < NumTins
 //	Name        string         `metric:"-"`                       // not a metric
 //
 // The first word is the name, the second the kind (counter or gauge).
