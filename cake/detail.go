@@ -138,7 +138,7 @@ func (q *Queue[T]) Detail() Detail {
 		}
 		base := i * queuesPerTin
 		for j := base; j < base+queuesPerTin; j++ {
-			if q.flows[j].state != stNone && q.flows[j].cv.Active() {
+			if q.flows[j].state != stNone && q.flows[j].cv.State().BlueProbability > 0 {
 				ts.UnresponsiveFlows++
 			}
 		}

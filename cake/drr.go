@@ -210,7 +210,7 @@ func ewma(avg, v uint64, shift uint) uint64 { return avg - avg>>shift + v>>shift
 func (q *Queue[T]) stillDecaying(b *tin, f *flow, now aqm.Time) bool {
 	f.cv.Empty(&b.cp, now)
 	st := f.cv.State()
-	return f.cv.Active() || st.Count > 0 || now < st.Next
+	return st.BlueProbability > 0 || st.Count > 0 || now < st.Next
 }
 
 // flowEmpty handles flow fi (head of l) found empty: it rests if its

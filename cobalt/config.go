@@ -161,7 +161,7 @@ func (c Control) validate() []error {
 	if c.BlueIncrement > 0 && c.BlueIncrement < minBlueStep {
 		bad("BlueIncrement", c.BlueIncrement, "must be 0 or at least 2^-32: a smaller step rounds to zero and BLUE never rises")
 	}
-	d := c.WithDefaults()
+	d := c.withDefaults()
 	if c.Target >= 0 && c.Target < MaxInterval && c.Interval >= 0 && c.Interval <= MaxInterval && d.Target >= d.Interval {
 		bad("Target", d.Target, "must be less than Interval ("+d.Interval.String()+")")
 	}
@@ -194,10 +194,10 @@ func (c Config) Validate() error {
 	return errors.Join(errs...)
 }
 
-// WithDefaults returns c with every zero field that has a default set to
+// withDefaults returns c with every zero field that has a default set to
 // it: the settings a controller built from c runs on, as the queues that
 // embed Control report them in their Config.
-func (c Control) WithDefaults() Control {
+func (c Control) withDefaults() Control {
 	if c.Target == 0 {
 		c.Target = DefaultTarget
 	}
@@ -218,7 +218,7 @@ func (c Control) WithDefaults() Control {
 
 // withDefaults returns c with every zero field set to its default.
 func (c Config) withDefaults() Config {
-	c.Control = c.Control.WithDefaults()
+	c.Control = c.Control.withDefaults()
 	if c.LimitPackets == 0 {
 		c.LimitPackets = DefaultLimitPackets
 	}
@@ -236,14 +236,20 @@ type Params struct {
 	pDec      uint32
 	ecn       bool
 	interval2 [2]uint64 // interval² in 128 bits (hi, lo), for the exact law
+	ctl       Control   // the settings, defaults filled in
 }
+
+// Control returns the settings p was built from, defaults filled in: the
+// settings its controllers run on, as a queue that embeds [Control]
+// reports them in its Config.
+func (p *Params) Control() Control { return p.ctl }
 
 // Params returns the [Params] for c with defaults applied, for a [Queue]
 // or for a queue that embeds a [Controller] per flow. Call
 // [Control.Validate] (or the embedding configuration's Validate) first:
 // out-of-range values are clamped here, not reported.
 func (c Control) Params() Params {
-	d := c.WithDefaults()
+	d := c.withDefaults()
 	iv := int64(min(max(d.Interval, 2), MaxInterval))
 	tg := min(max(int64(d.Target), 1), iv-1)
 	p := Params{
@@ -254,6 +260,7 @@ func (c Control) Params() Params {
 		pInc:     probScale(d.BlueIncrement),
 		pDec:     probScale(d.BlueDecrement),
 		ecn:      !d.DisableECN,
+		ctl:      d,
 	}
 	if !d.DisableBlueThreshold {
 		p.blueCeil = int64(max(d.BlueThreshold, 0))

@@ -133,7 +133,7 @@ func (c Control) validate() []error {
 	if !intervalOK {
 		bad("Interval", c.Interval, "must be in [0, "+MaxInterval.String()+"]")
 	}
-	if d := c.WithDefaults(); targetOK && intervalOK && d.Target >= d.Interval {
+	if d := c.withDefaults(); targetOK && intervalOK && d.Target >= d.Interval {
 		bad("Target", d.Target, "must be less than Interval ("+d.Interval.String()+")")
 	}
 	if c.MTUBytes < 0 || c.MTUBytes > MaxMTUBytes {
@@ -145,10 +145,10 @@ func (c Control) validate() []error {
 	return errs
 }
 
-// WithDefaults returns c with every zero field that has a default set to
+// withDefaults returns c with every zero field that has a default set to
 // it: the settings a controller built from c runs on, as the queues that
 // embed Control report them in their Config.
-func (c Control) WithDefaults() Control {
+func (c Control) withDefaults() Control {
 	if c.Target == 0 {
 		c.Target = DefaultTarget
 	}
@@ -220,7 +220,7 @@ const minLimitPackets = 3
 // withDefaults returns c with every zero field that has a default set to
 // it.
 func (c Config) withDefaults() Config {
-	c.Control = c.Control.WithDefaults()
+	c.Control = c.Control.withDefaults()
 	if c.LimitPackets == 0 {
 		c.LimitPackets = DefaultLimitPackets
 	}
@@ -256,7 +256,13 @@ type Params struct {
 	ceNQB       bool // SelectsNQB: SelectDSCP sets nqbSelected
 	strict      bool
 	linuxCount  bool
+	ctl         Control // the settings, defaults filled in
 }
+
+// Control returns the settings p was built from, defaults filled in: the
+// settings its controllers run on, as a queue that embeds [Control]
+// reports them in its Config.
+func (p *Params) Control() Control { return p.ctl }
 
 // Params applies the defaults and returns the [Params] for c, for a
 // [Queue] or for a queue that embeds a [Controller] per flow, such as
@@ -264,7 +270,7 @@ type Params struct {
 // configuration's Validate) first: out-of-range values are clamped here,
 // not reported.
 func (c Control) Params() Params {
-	c = c.WithDefaults()
+	c = c.withDefaults()
 	iv := min(max(c.Interval, 2), MaxInterval)
 	tg := min(max(c.Target, 1), iv-1)
 	return Params{
@@ -277,6 +283,7 @@ func (c Control) Params() Params {
 		ceNQB:       c.SelectsNQB(),
 		strict:      c.StrictDeadline,
 		linuxCount:  c.LinuxCount,
+		ctl:         c,
 	}
 }
 

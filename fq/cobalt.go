@@ -97,7 +97,8 @@ func (c CobaltConfig) Validate() error {
 // (the seed is left alone: NewCobalt draws it).
 func (c CobaltConfig) withDefaults() CobaltConfig {
 	schedDefaults(&c.Flows, &c.LimitPackets, &c.MemoryLimitBytes, &c.QuantumBytes, &c.DropBatchPackets)
-	c.Control = c.Control.WithDefaults()
+	p := c.Control.Params()
+	c.Control = p.Control()
 	return c
 }
 

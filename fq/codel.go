@@ -142,7 +142,8 @@ func (c CoDelConfig) Validate() error {
 // (the seed is left alone: NewCoDel draws it).
 func (c CoDelConfig) withDefaults() CoDelConfig {
 	schedDefaults(&c.Flows, &c.LimitPackets, &c.MemoryLimitBytes, &c.QuantumBytes, &c.DropBatchPackets)
-	c.Control = c.Control.WithDefaults()
+	p := c.Control.Params()
+	c.Control = p.Control()
 	return c
 }
 

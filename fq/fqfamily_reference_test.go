@@ -512,7 +512,7 @@ func TestPIEMatchesReference(t *testing.T) {
 				}
 			}
 		}
-		signals += int((q.Stats().DroppedEarly.Packets+q.Stats().DroppedOverload.Packets))
+		signals += int((q.Stats().DroppedEarly.Packets + q.Stats().DroppedOverload.Packets))
 		marks += k
 	}
 	t.Logf("%d early drops, %d marks", signals, marks)

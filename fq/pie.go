@@ -100,7 +100,8 @@ func (c PIEConfig) Validate() error {
 // (the seed is left alone: NewPIE draws it).
 func (c PIEConfig) withDefaults() PIEConfig {
 	schedDefaults(&c.Flows, &c.LimitPackets, &c.MemoryLimitBytes, &c.QuantumBytes, &c.DropBatchPackets)
-	c.Control = c.Control.WithDefaults()
+	p := c.Control.Params()
+	c.Control = p.Control()
 	return c
 }
 
@@ -195,7 +196,7 @@ func (q *PIE[T]) Enqueue(p aqm.Packet[T], now aqm.Time) aqm.Verdict {
 	if f.cv.Due(&q.fp, now) {
 		q.update(f, now)
 	}
-	v := f.cv.Decide(&q.fp, now, p.Size, p.ECN, int(f.bytes))
+	v := f.cv.Decide(&q.fp, now, p.Size, int(f.bytes), p.ECN)
 	switch v {
 	case aqm.Marked:
 		p.ECN = aqm.CE

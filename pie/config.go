@@ -171,7 +171,7 @@ func (c Control) validate() []error {
 	bad := func(field string, v any, rule string) {
 		errs = append(errs, &aqm.ConfigError{Pkg: "pie", Field: field, Value: v, Rule: rule})
 	}
-	d := c.WithDefaults()
+	d := c.withDefaults()
 	span := func(field string, v time.Duration) {
 		if v < time.Microsecond || v > 10*time.Second {
 			bad(field, v, "must be in [1µs, 10s]")
@@ -272,10 +272,10 @@ func (c Config) signalRules(pkg, bytesField string, limitPackets, limitBytes int
 	return errs
 }
 
-// WithDefaults returns c with every zero field that has a default set to
+// withDefaults returns c with every zero field that has a default set to
 // it: the settings a controller built from c runs on, as the queues that
 // embed Control report them in their Config.
-func (c Control) WithDefaults() Control {
+func (c Control) withDefaults() Control {
 	def := func(v *time.Duration, d time.Duration) {
 		if *v == 0 {
 			*v = d
@@ -305,7 +305,7 @@ func (c Control) WithDefaults() Control {
 // withDefaults returns c with every zero field that has a default set to
 // it. The zero Seed is left for New to replace with a random one.
 func (c Config) withDefaults() Config {
-	c.Control = c.Control.WithDefaults()
+	c.Control = c.Control.withDefaults()
 	if c.LimitPackets == 0 {
 		c.LimitPackets = DefaultLimitPackets
 	}

@@ -22,7 +22,7 @@ type Queue[T any] struct {
 	backlog int
 	segs    int // wire packets queued: a super-packet counts its segments
 	pp      params
-	ctl     controller
+	ctl     Controller
 	cfg     Config // effective: defaults and the seed in use filled in
 	onDrop  aqm.DropFunc[T]
 	stats   aqm.Stats

@@ -15,17 +15,17 @@ const ms = time.Millisecond
 const ulp = 1.0 / (1 << 48)
 
 // newCtl returns a controller and its params for cfg, as New would.
-func newCtl(t *testing.T, cfg Config) (*controller, *params) {
+func newCtl(t *testing.T, cfg Config) (*Controller, *params) {
 	t.Helper()
 	require.NoError(t, cfg.Validate())
 	cfg = cfg.withDefaults()
 	pp := cfg.derive()
-	c := &controller{}
+	c := &Controller{}
 	c.init(&pp, cfg.Seed)
 	return c, &pp
 }
 
-func prob(c *controller) float64 { return float64(c.p) / float64(probOne) }
+func prob(c *Controller) float64 { return float64(c.p) / float64(probOne) }
 
 // TestUpdateSteps protects the periodic update against the RFC 8033 §4.2
 // formula: each row sets p and qdelay_old, runs one update with the given
