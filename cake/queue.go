@@ -235,8 +235,8 @@ func (q *Queue[T]) apply(cfg Config) {
 		b.mtu = mtuTime
 		b.target = max(mtuTime*3/2, cfg.Target)
 		b.interval = max(cfg.Interval+b.target-cfg.Target, 2*b.target)
-		b.target = min(b.target, MaxInterval-1)
-		b.interval = min(b.interval, MaxInterval)
+		b.target = min(b.target, maxInterval-1)
+		b.interval = min(b.interval, maxInterval)
 		b.cp = cobalt.Control{
 			Target: b.target, Interval: b.interval, MTUTime: mtuTime,
 			DisableBlueThreshold: true,

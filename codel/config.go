@@ -10,28 +10,28 @@ import (
 
 // Defaults for the zero fields of [Config].
 const (
-	// DefaultTarget is the acceptable standing queue delay, 5 ms (RFC 8289
+	// defaultTarget is the acceptable standing queue delay, 5 ms (RFC 8289
 	// section 4.4).
-	DefaultTarget = 5 * time.Millisecond
-	// DefaultInterval is the sliding window over which the minimum delay is
+	defaultTarget = 5 * time.Millisecond
+	// defaultInterval is the sliding window over which the minimum delay is
 	// tracked, 100 ms (RFC 8289 section 4.3).
-	DefaultInterval = 100 * time.Millisecond
+	defaultInterval = 100 * time.Millisecond
 	// DefaultMTUBytes is the "less than one MTU queued" guard threshold, 1514
 	// bytes: an Ethernet MTU plus its 14-byte header, the value Linux takes
 	// from the device (psched_mtu).
 	DefaultMTUBytes = 1514
-	// DefaultLimitPackets is the packet limit, 1000, Linux sch_codel's
+	// defaultLimitPackets is the packet limit, 1000, Linux sch_codel's
 	// default.
-	DefaultLimitPackets = 1000
-	// MaxInterval is the largest Interval accepted: one hour. It keeps
+	defaultLimitPackets = 1000
+	// maxInterval is the largest Interval accepted: one hour. It keeps
 	// interval^2*count within 128 bits in the control law and 16*Interval
 	// within int64.
-	MaxInterval = time.Hour
+	maxInterval = time.Hour
 	// MaxMTUBytes is the largest MTUBytes accepted, 2^20 as in Linux.
 	MaxMTUBytes = 1 << 20
-	// MaxLimitPackets is the largest LimitPackets accepted: storage for
+	// maxLimitPackets is the largest LimitPackets accepted: storage for
 	// this many packets is allocated up front.
-	MaxLimitPackets = 1 << 24
+	maxLimitPackets = 1 << 24
 	// MaxDropsPerDequeue bounds the packets one Dequeue call drops, 256 as
 	// in Linux since 2026. When it is reached the call returns the next
 	// packet and reschedules the next drop from now, so a pathological
@@ -48,13 +48,13 @@ const (
 // a one-MTU guard of 1514 bytes.
 type Control struct {
 	// Target is the acceptable minimum sojourn time. Zero means
-	// [DefaultTarget]. It must be below Interval (and so below
-	// [MaxInterval]).
+	// 5 ms. It must be below Interval (and so below
+	// one hour).
 	Target time.Duration
 	// Interval is the window the minimum sojourn time must stay above
 	// Target before CoDel drops, and the base of the control law
-	// Interval/sqrt(count). Zero means [DefaultInterval]; at most
-	// [MaxInterval].
+	// Interval/sqrt(count). Zero means 100 ms; at most
+	// one hour.
 	Interval time.Duration
 	// MTUBytes is the guard: CoDel does not drop while at most this many
 	// bytes remain queued after the head packet is removed (RFC 8289's
@@ -125,13 +125,13 @@ func (c Control) validate() []error {
 	bad := func(field string, v any, rule string) {
 		errs = append(errs, &aqm.ConfigError{Pkg: "codel", Field: field, Value: v, Rule: rule})
 	}
-	targetOK := c.Target >= 0 && c.Target < MaxInterval
+	targetOK := c.Target >= 0 && c.Target < maxInterval
 	if !targetOK {
-		bad("Target", c.Target, "must be in [0, "+MaxInterval.String()+")")
+		bad("Target", c.Target, "must be in [0, "+maxInterval.String()+")")
 	}
-	intervalOK := c.Interval >= 0 && c.Interval <= MaxInterval
+	intervalOK := c.Interval >= 0 && c.Interval <= maxInterval
 	if !intervalOK {
-		bad("Interval", c.Interval, "must be in [0, "+MaxInterval.String()+"]")
+		bad("Interval", c.Interval, "must be in [0, "+maxInterval.String()+"]")
 	}
 	if d := c.withDefaults(); targetOK && intervalOK && d.Target >= d.Interval {
 		bad("Target", d.Target, "must be less than Interval ("+d.Interval.String()+")")
@@ -150,10 +150,10 @@ func (c Control) validate() []error {
 // embed Control report them in their Config.
 func (c Control) withDefaults() Control {
 	if c.Target == 0 {
-		c.Target = DefaultTarget
+		c.Target = defaultTarget
 	}
 	if c.Interval == 0 {
-		c.Interval = DefaultInterval
+		c.Interval = defaultInterval
 	}
 	if c.MTUBytes == 0 {
 		c.MTUBytes = DefaultMTUBytes
@@ -170,7 +170,7 @@ type Config struct {
 	Control
 	// LimitPackets is the most packets queued; arrivals beyond it are
 	// refused ([aqm.DroppedOverlimit]) and do not touch CoDel's state. Zero
-	// means [DefaultLimitPackets]; at most [MaxLimitPackets]. New allocates
+	// means 1000; at most 16777216. New allocates
 	// storage for this many packets (rounded up to a power of two; see
 	// [Detail].MemoryBytes).
 	//
@@ -195,7 +195,7 @@ func (c Config) Validate() error {
 	bad := func(field string, v any, rule string) {
 		errs = append(errs, &aqm.ConfigError{Pkg: "codel", Field: field, Value: v, Rule: rule})
 	}
-	if c.LimitPackets < 0 || c.LimitPackets > MaxLimitPackets {
+	if c.LimitPackets < 0 || c.LimitPackets > maxLimitPackets {
 		bad("LimitPackets", c.LimitPackets, "must be in [0, 16777216]")
 	}
 	if c.LimitBytes < 0 {
@@ -222,7 +222,7 @@ const minLimitPackets = 3
 func (c Config) withDefaults() Config {
 	c.Control = c.Control.withDefaults()
 	if c.LimitPackets == 0 {
-		c.LimitPackets = DefaultLimitPackets
+		c.LimitPackets = defaultLimitPackets
 	}
 	return c
 }
@@ -231,7 +231,7 @@ func (c Config) withDefaults() Config {
 // whose round-trip time is about rtt (zero means [aqm.DefaultRTT]): the
 // byte limit is rate.BufferBytes(rtt), four round trips at the rate between
 // 64 KiB and 32 MiB (see [aqm.Rate.BufferBytes]), and the packet limit is
-// that many full-size packets, but at least [DefaultLimitPackets] so that
+// that many full-size packets, but at least 1000 so that
 // small packets are not refused first. Everything else keeps its default.
 // A zero rate (unknown or unlimited) gives the zero Config: the defaults.
 func ConfigForLink(rate aqm.Rate, rtt time.Duration) Config {
@@ -240,7 +240,7 @@ func ConfigForLink(rate aqm.Rate, rtt time.Duration) Config {
 	}
 	return Config{
 		LimitBytes:   rate.BufferBytes(rtt),
-		LimitPackets: max(rate.BufferPackets(rtt), DefaultLimitPackets),
+		LimitPackets: max(rate.BufferPackets(rtt), defaultLimitPackets),
 	}
 }
 
@@ -271,7 +271,7 @@ func (p *Params) Control() Control { return p.ctl }
 // not reported.
 func (c Control) Params() Params {
 	c = c.withDefaults()
-	iv := min(max(c.Interval, 2), MaxInterval)
+	iv := min(max(c.Interval, 2), maxInterval)
 	tg := min(max(c.Target, 1), iv-1)
 	return Params{
 		target:      int64(tg),

@@ -150,7 +150,7 @@ func TestValidate(t *testing.T) {
 	} {
 		err := c.Validate()
 		require.ErrorContains(t, err, "codel: Target (", "%+v", c)
-		if c.Interval > MaxInterval {
+		if c.Interval > maxInterval {
 			require.ErrorContains(t, err, "codel: Interval (", "%+v", c)
 		}
 	}
@@ -167,8 +167,8 @@ func TestValidate(t *testing.T) {
 	require.Equal(t, Config{}, c)
 	q, err := New[int](c, nil)
 	require.NoError(t, err)
-	require.Equal(t, Config{Control: Control{Target: DefaultTarget, Interval: DefaultInterval, MTUBytes: DefaultMTUBytes}, LimitPackets: DefaultLimitPackets}, q.Config())
-	_, err = New[int](Config{LimitPackets: MaxLimitPackets + 1}, nil)
+	require.Equal(t, Config{Control: Control{Target: defaultTarget, Interval: defaultInterval, MTUBytes: DefaultMTUBytes}, LimitPackets: defaultLimitPackets}, q.Config())
+	_, err = New[int](Config{LimitPackets: maxLimitPackets + 1}, nil)
 	require.ErrorIs(t, err, aqm.ErrInvalidConfig)
 }
 
@@ -182,7 +182,7 @@ func TestConfigForLink(t *testing.T) {
 			c := ConfigForLink(rate, rtt)
 			require.NoError(t, c.Validate())
 			require.Equal(t, rate.BufferBytes(rtt), c.LimitBytes)
-			require.Equal(t, max(rate.BufferPackets(rtt), DefaultLimitPackets), c.LimitPackets)
+			require.Equal(t, max(rate.BufferPackets(rtt), defaultLimitPackets), c.LimitPackets)
 			c.LimitBytes, c.LimitPackets = 0, 0
 			require.Equal(t, Config{}, c)
 		}

@@ -10,14 +10,14 @@ import (
 	"github.com/aqmkit/aqmkit/internal/metrics"
 )
 
-// DefaultLimitPackets is the FIFO's packet limit when Config leaves
+// defaultLimitPackets is the FIFO's packet limit when Config leaves
 // it zero: 1000, Linux's default txqueuelen, which pfifo takes as its limit.
-const DefaultLimitPackets = 1000
+const defaultLimitPackets = 1000
 
-// MaxLimitPackets is the largest packet limit a FIFO accepts: 1<<24
+// maxLimitPackets is the largest packet limit a FIFO accepts: 1<<24
 // packets, whose storage New allocates at once (32 bytes per packet for
 // a word-sized payload, so 512 MiB at this limit).
-const MaxLimitPackets = 1 << 24
+const maxLimitPackets = 1 << 24
 
 // Config configures a drop-tail (or drop-head) FIFO. The zero value is
 // Linux's default pfifo: 1000 packets, no byte limit, tail drop.
@@ -28,9 +28,9 @@ const MaxLimitPackets = 1 << 24
 // [ConfigForLink] sizes the limits for a given rate.
 type Config struct {
 	// LimitPackets is the most packets the queue holds. Zero means
-	// [DefaultLimitPackets]. Storage for this many packets (rounded up
+	// [defaultLimitPackets]. Storage for this many packets (rounded up
 	// to a power of two) is allocated by New, so it must be at most
-	// [MaxLimitPackets].
+	// 16777216.
 	LimitPackets int
 	// LimitBytes is the most bytes the queue holds (the sum of Size). Zero
 	// means no byte limit: the packet limit alone applies (pfifo); set it for
@@ -46,7 +46,7 @@ type Config struct {
 // valid: they mean their defaults.
 func (c Config) Validate() error {
 	var errs []error
-	if c.LimitPackets < 0 || c.LimitPackets > MaxLimitPackets {
+	if c.LimitPackets < 0 || c.LimitPackets > maxLimitPackets {
 		errs = append(errs, &aqm.ConfigError{Pkg: "fifo", Field: "LimitPackets", Value: c.LimitPackets, Rule: "must be in [0, 16777216]"})
 	}
 	if c.LimitBytes < 0 {
@@ -58,7 +58,7 @@ func (c Config) Validate() error {
 // withDefaults returns c with every zero field that has a default set to it.
 func (c Config) withDefaults() Config {
 	if c.LimitPackets == 0 {
-		c.LimitPackets = DefaultLimitPackets
+		c.LimitPackets = defaultLimitPackets
 	}
 	return c
 }
@@ -74,7 +74,7 @@ func ConfigForLink(rate aqm.Rate, rtt time.Duration) Config {
 		return Config{}
 	}
 	return Config{
-		LimitPackets: min(rate.BufferPackets(rtt), MaxLimitPackets),
+		LimitPackets: min(rate.BufferPackets(rtt), maxLimitPackets),
 		LimitBytes:   rate.BufferBytes(rtt),
 	}
 }

@@ -23,28 +23,28 @@ import (
 // link's rate.
 type CobaltConfig struct {
 	// Flows is the number of flow queues packets are hashed into. Zero
-	// means [DefaultCoDelFlows] (1024); at most 65536. Each takes 56 bytes,
+	// means 1024 (1024); at most 65536. Each takes 56 bytes,
 	// plus 32 bytes of overload bookkeeping, allocated up front (see
 	// [CobaltDetail.MemoryBytes]).
 	Flows int
 	// LimitPackets is the most packets queued in all flows together; an
 	// arrival beyond it makes the queue drop from the fattest flow. Zero
-	// means [DefaultCoDelLimitPackets] (10240); at most 2^24. Storage for
+	// means 10240 (10240); at most 2^24. Storage for
 	// this many packets is allocated up front. A limit that holds more than
 	// a second of queue at the link's rate defeats the purpose of the AQM
 	// under unresponsive traffic; see [CobaltConfigForLink].
 	LimitPackets int
 	// MemoryLimitBytes is the most bytes (sum of Size) queued in all flows;
 	// beyond it the queue drops from the fattest flow, and a packet larger
-	// than it is refused. Zero means [DefaultCoDelMemoryLimitBytes]
+	// than it is refused. Zero means 32 MiB
 	// (32 MiB); at most 2^31.
 	MemoryLimitBytes int
 	// QuantumBytes is the DRR quantum. Zero means
-	// [DefaultCoDelQuantumBytes] (1514); in [256, 2^20].
+	// 1514 (1514); in [256, 2^20].
 	QuantumBytes int
 	// DropBatchPackets is the most packets one overload drop removes from
 	// the fattest flow (it stops earlier once half that flow's bytes are
-	// gone). Zero means [DefaultCoDelDropBatchPackets] (64); at most 65536.
+	// gone). Zero means 64 (64); at most 65536.
 	DropBatchPackets int
 	// Control configures each flow's COBALT: Target, Interval, MTUTime,
 	// BlueIncrement, BlueDecrement, BlueThreshold, DisableBlueThreshold and

@@ -12,20 +12,20 @@ import (
 
 // Defaults of [CoDelConfig] (RFC 8290 section 5.2 and Linux fq_codel).
 const (
-	// DefaultCoDelFlows is the number of flow queues (hash buckets), 1024.
-	DefaultCoDelFlows = 1024
-	// DefaultCoDelLimitPackets is the packet limit of the whole queue, 10240.
-	DefaultCoDelLimitPackets = 10240
-	// DefaultCoDelMemoryLimitBytes is the byte limit of the whole queue,
+	// defaultCoDelFlows is the number of flow queues (hash buckets), 1024.
+	defaultCoDelFlows = 1024
+	// defaultCoDelLimitPackets is the packet limit of the whole queue, 10240.
+	defaultCoDelLimitPackets = 10240
+	// defaultCoDelMemoryLimitBytes is the byte limit of the whole queue,
 	// 32 MiB, Linux's default memory_limit (counted here as the sum of
 	// Packet.Size, Linux counts skb truesize).
-	DefaultCoDelMemoryLimitBytes = 32 << 20
-	// DefaultCoDelQuantumBytes is the DRR quantum, 1514 bytes: an Ethernet
+	defaultCoDelMemoryLimitBytes = 32 << 20
+	// defaultCoDelQuantumBytes is the DRR quantum, 1514 bytes: an Ethernet
 	// MTU plus its 14-byte header.
-	DefaultCoDelQuantumBytes = 1514
-	// DefaultCoDelDropBatchPackets is the most packets one overload drop
+	defaultCoDelQuantumBytes = 1514
+	// defaultCoDelDropBatchPackets is the most packets one overload drop
 	// removes from the fattest flow, 64 (Linux drop_batch).
-	DefaultCoDelDropBatchPackets = 64
+	defaultCoDelDropBatchPackets = 64
 )
 
 // Bounds checked by [CoDelConfig.Validate].
@@ -53,13 +53,13 @@ const (
 // [CoDelConfigForLink] to size the limits for the link's rate.
 type CoDelConfig struct {
 	// Flows is the number of flow queues packets are hashed into. Zero means
-	// [DefaultCoDelFlows]; at most 65536. Each takes 64 bytes, plus 32
+	// 1024; at most 65536. Each takes 64 bytes, plus 32
 	// bytes of overload bookkeeping and 28 of flood guard state, allocated
 	// up front (see [CoDelDetail.MemoryBytes]).
 	Flows int
 	// LimitPackets is the most packets queued in all flows together; an
 	// arrival beyond it makes the queue drop from the fattest flow. Zero
-	// means [DefaultCoDelLimitPackets]; at most 2^24. Storage for this many
+	// means 10240; at most 2^24. Storage for this many
 	// packets (32 bytes each for a word-sized payload) is allocated up
 	// front. A limit that holds more than a second of queue at the link's
 	// rate defeats the purpose of the AQM under unresponsive traffic; see
@@ -67,16 +67,16 @@ type CoDelConfig struct {
 	LimitPackets int
 	// MemoryLimitBytes is the most bytes (sum of Size) queued in all flows;
 	// beyond it the queue drops from the fattest flow. A packet larger than
-	// it is refused. Zero means [DefaultCoDelMemoryLimitBytes]; at most 2^31.
+	// it is refused. Zero means 32 MiB; at most 2^31.
 	// Like LimitPackets it should hold well under a second at the link rate.
 	MemoryLimitBytes int
 	// QuantumBytes is the DRR quantum: the bytes a flow may send per round.
-	// Zero means [DefaultCoDelQuantumBytes]; in [256, 2^20].
+	// Zero means 1514; in [256, 2^20].
 	QuantumBytes int
 	// DropBatchPackets is the most packets one overload drop removes from
 	// the fattest flow (it stops earlier once half that flow's bytes are
 	// gone). 1 gives RFC 8290's single-packet drop. Zero means
-	// [DefaultCoDelDropBatchPackets]; at most 65536.
+	// 64; at most 65536.
 	DropBatchPackets int
 	// Control configures each flow's CoDel: Target, Interval, MTUBytes,
 	// DisableECN, CEThreshold, CEThresholdECT1Only, CEThresholdNQB (see

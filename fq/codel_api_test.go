@@ -53,8 +53,8 @@ func TestCoDelConfigForLink(t *testing.T) {
 	fast := CoDelConfigForLink(10*aqm.Gbit, 100*time.Millisecond)
 	require.Equal(t, 32<<20, fast.MemoryLimitBytes)
 	slow := CoDelConfigForLink(100*aqm.Kbit, 20*time.Millisecond)
-	require.Equal(t, aqm.MinBufferBytes, slow.MemoryLimitBytes)
-	require.Equal(t, (aqm.MinBufferBytes+1513)/1514, slow.LimitPackets)
+	require.Equal(t, (64 << 10), slow.MemoryLimitBytes)
+	require.Equal(t, ((64<<10)+1513)/1514, slow.LimitPackets)
 }
 
 // TestCoDelPresetUnresponsiveFlow protects the preset's purpose at 8 Mb/s

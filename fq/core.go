@@ -648,11 +648,11 @@ func schedDefaults(flows, limit, mem, quantum, batch *int) {
 			*v = d
 		}
 	}
-	def(flows, DefaultCoDelFlows)
-	def(limit, DefaultCoDelLimitPackets)
-	def(mem, DefaultCoDelMemoryLimitBytes)
-	def(quantum, DefaultCoDelQuantumBytes)
-	def(batch, DefaultCoDelDropBatchPackets)
+	def(flows, defaultCoDelFlows)
+	def(limit, defaultCoDelLimitPackets)
+	def(mem, defaultCoDelMemoryLimitBytes)
+	def(quantum, defaultCoDelQuantumBytes)
+	def(batch, defaultCoDelDropBatchPackets)
 }
 
 // touchAhead is how many packets of a burst touch classifies ahead.

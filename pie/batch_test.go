@@ -142,7 +142,7 @@ func TestConfigForLink(t *testing.T) {
 			c := ConfigForLink(rate, rtt)
 			require.NoError(t, c.Validate())
 			require.Equal(t, rate.BufferBytes(rtt), c.LimitBytes)
-			require.Equal(t, max(rate.BufferPackets(rtt), DefaultLimitPackets), c.LimitPackets)
+			require.Equal(t, max(rate.BufferPackets(rtt), defaultLimitPackets), c.LimitPackets)
 			c.LimitBytes, c.LimitPackets = 0, 0
 			require.Equal(t, Config{}, c)
 		}

@@ -113,19 +113,19 @@ func satAdd(t aqm.Time, d int64) aqm.Time {
 }
 
 // age returns to−from in ns, 0 if to is not after from (backward time) and
-// saturated at MaxDelay. The difference is taken in uint64, so instants at
+// saturated at maxDelay. The difference is taken in uint64, so instants at
 // opposite ends of the int64 range do not overflow (aqm.Time.Since would).
 func age(from, to aqm.Time) int64 {
 	if to <= from {
 		return 0
 	}
-	return int64(min(uint64(to)-uint64(from), uint64(MaxDelay)))
+	return int64(min(uint64(to)-uint64(from), uint64(maxDelay)))
 }
 
 // delayAt returns current_qdelay at instant t for a queue whose contents do
 // not change between the last packet operation and t: the age of the head
 // packet (timestamps) or backlog·avg_dq_time/DQ_THRESHOLD (rate estimator),
-// in ns, saturated at MaxDelay.
+// in ns, saturated at maxDelay.
 func (c *Controller) delayAt(pp *params, t aqm.Time, empty bool, head aqm.Time, backlog int) int64 {
 	if empty {
 		return 0
@@ -138,10 +138,10 @@ func (c *Controller) delayAt(pp *params, t aqm.Time, empty bool, head aqm.Time, 
 	hi, lo := bits.Mul64(uint64(backlog), c.avgDq)
 	d := uint64(pp.dqThresh) << avgShift
 	if hi >= d {
-		return int64(MaxDelay)
+		return int64(maxDelay)
 	}
 	q, _ := bits.Div64(hi, lo, d)
-	return int64(min(q, uint64(MaxDelay)))
+	return int64(min(q, uint64(maxDelay)))
 }
 
 // raw returns the probability change of one update with delay estimate cur:
@@ -356,12 +356,12 @@ func (c *Controller) onDequeue(pp *params, now aqm.Time, size uint32, backlog in
 	}
 	// A cycle took dt to dequeue DQ_THRESHOLD bytes; average it with
 	// weight 1/4 (RFC 8033's DQ_THRESHOLD/2^16 at the default threshold).
-	// A cycle of MaxDelay or more (a stalled link, or readings far apart
+	// A cycle of maxDelay or more (a stalled link, or readings far apart
 	// because one was wrong) is no measurement of the rate: it gives no
 	// sample, which would take dozens of cycles to average away.
 	c.measuring = false
 	a := age(c.dqStart, now)
-	if a >= int64(MaxDelay) {
+	if a >= int64(maxDelay) {
 		return
 	}
 	dt := uint64(a) << avgShift
@@ -378,7 +378,7 @@ func (c *Controller) onDequeue(pp *params, now aqm.Time, size uint32, backlog in
 // forgetFuture discards the departure-rate samples of the cycles that
 // ended at a reading more than TUpdate ahead of now: a later reading that
 // far behind shows that one was in the future, and a cycle timed against
-// it (up to MaxDelay long, or zero) says nothing about the link. The
+// it (up to maxDelay long, or zero) says nothing about the link. The
 // average returns to its value before them.
 func (c *Controller) forgetFuture(pp *params, now aqm.Time) {
 	if c.dqEnd > now && uint64(c.dqEnd)-uint64(now) > uint64(pp.tupdate) {

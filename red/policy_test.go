@@ -232,10 +232,10 @@ func TestConfigForLink(t *testing.T) {
 func TestMemoryBounded(t *testing.T) {
 	q, err := New[uint64](Config{ByteMode: true, MinThreshold: 1 << 38, MaxThreshold: 1 << 39, Seed: 1}, nil)
 	require.NoError(t, err)
-	require.Equal(t, MaxDerivedLimitPackets, q.Config().LimitPackets)
+	require.Equal(t, maxDerivedLimitPackets, q.Config().LimitPackets)
 	d := q.Detail()
-	require.GreaterOrEqual(t, d.MemoryBytes, MaxDerivedLimitPackets*32)
-	require.Less(t, d.MemoryBytes, MaxDerivedLimitPackets*32+4096)
+	require.GreaterOrEqual(t, d.MemoryBytes, maxDerivedLimitPackets*32)
+	require.Less(t, d.MemoryBytes, maxDerivedLimitPackets*32+4096)
 
 	_, err = New[uint64](Config{MinThreshold: 1 << 20, MaxThreshold: 1 << 21}, nil)
 	require.ErrorIs(t, err, aqm.ErrInvalidConfig)

@@ -191,5 +191,5 @@ func TestSFQMemoryBytes(t *testing.T) {
 		want := (d.LimitPackets+1)*(32+8) + 8*(d.LimitPackets+2) + 4*d.Divisor + 48*slots
 		assert.Equal(t, want, mem(c), "%+v: the documented formula for 8-byte payloads", c)
 	}
-	assert.GreaterOrEqual(t, mem(Config{Divisor: maxDivisor})-base, 4*(maxDivisor-DefaultDivisor))
+	assert.GreaterOrEqual(t, mem(Config{Divisor: maxDivisor})-base, 4*(maxDivisor-defaultDivisor))
 }

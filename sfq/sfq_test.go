@@ -280,7 +280,7 @@ func TestSFQDepthDropCounter(t *testing.T) {
 	assert.Equal(t, 1, d.LongestFlowPackets)
 	f, ok := q.Flow(fB)
 	require.True(t, ok)
-	assert.Equal(t, FlowDetail{Packets: 1, Bytes: 0, AllotBytes: DefaultQuantumBytes}, f)
+	assert.Equal(t, FlowDetail{Packets: 1, Bytes: 0, AllotBytes: defaultQuantumBytes}, f)
 }
 
 // FuzzSFQModel decodes a random configuration and trace and requires the

@@ -1,0 +1,7 @@
+package fifo
+
+// Constants the external tests read.
+const (
+	DefaultLimitPackets = defaultLimitPackets
+	MaxLimitPackets     = maxLimitPackets
+)
