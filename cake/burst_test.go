@@ -79,7 +79,7 @@ func TestZeroAllocs(t *testing.T) {
 			q, _ := New[int](cfg, nil)
 			now := ms
 			i := uint32(0)
-			info := Info{SrcHost: 1, DstHost: 2, DSCP: 46, ACK: ACKInfo{TCP: true, Flags: FlagACK, Conn: 5}}
+			info := Info{SrcHost: 1, DstHost: 2, DSCP: 46, ACK: ackInfo{TCP: true, Flags: flagACK, Conn: 5}}
 			step := func() {
 				i++
 				now += 10 * aqm.Time(time.Microsecond)

@@ -84,7 +84,7 @@ func TestClassifyIPv4(t *testing.T) {
 	c := NewClassifier(1, false)
 	sack := []byte{5, 18, 0, 0, 0, 100, 0, 0, 0, 200, 0, 0, 1, 0, 0, 0, 2, 0}
 	ts := []byte{8, 10, 0, 0, 0, 7, 0, 0, 0, 9}
-	seg := tcpSeg{sport: 40000, dport: 443, ack: 12345, flags: FlagACK | FlagECE, opts: append(append([]byte{1, 1}, ts...), sack...)}
+	seg := tcpSeg{sport: 40000, dport: 443, ack: 12345, flags: flagACK | flagECE, opts: append(append([]byte{1, 1}, ts...), sack...)}
 	fwd := ipv4(hA, hB, 6, 46<<2|2, seg.bytes())
 	m, info, err := c.Classify(fwd)
 	require.NoError(t, err)
@@ -94,16 +94,16 @@ func TestClassifyIPv4(t *testing.T) {
 	a := info.ACK
 	require.True(t, a.TCP)
 	require.Equal(t, uint32(12345), a.Ack)
-	require.Equal(t, FlagACK|FlagECE, a.Flags)
+	require.Equal(t, flagACK|flagECE, a.Flags)
 	require.True(t, a.HasTS)
 	require.Equal(t, uint32(7), a.TSVal)
 	require.Equal(t, uint32(9), a.TSEcr)
 	require.Equal(t, uint8(2), a.NSACK)
-	require.Equal(t, SACKBlock{100, 200}, a.SACK[0])
-	require.Equal(t, SACKBlock{256, 512}, a.SACK[1])
+	require.Equal(t, sackBlock{100, 200}, a.SACK[0])
+	require.Equal(t, sackBlock{256, 512}, a.SACK[1])
 	require.False(t, a.OtherOptions || a.Payload || a.Reserved)
 
-	rev := ipv4(hB, hA, 6, 0, tcpSeg{sport: 443, dport: 40000, flags: FlagACK, payload: 100}.bytes())
+	rev := ipv4(hB, hA, 6, 0, tcpSeg{sport: 443, dport: 40000, flags: flagACK, payload: 100}.bytes())
 	m2, info2, err := c.Classify(rev)
 	require.NoError(t, err)
 	require.Equal(t, m.Hash, m2.Hash, "both directions share a flow")
@@ -119,12 +119,12 @@ func TestClassifyIPv4(t *testing.T) {
 	require.NotEqual(t, a.Conn, info2.ACK.Conn, "directions differ for the ACK filter")
 	require.True(t, info2.ACK.Payload)
 	// Another port: another flow, same hosts.
-	other := ipv4(hA, hB, 6, 0, tcpSeg{sport: 40001, dport: 443, flags: FlagACK}.bytes())
+	other := ipv4(hA, hB, 6, 0, tcpSeg{sport: 40001, dport: 443, flags: flagACK}.bytes())
 	m3, info3, _ := c.Classify(other)
 	require.NotEqual(t, m.Hash, m3.Hash)
 	require.Equal(t, info.SrcHost, info3.SrcHost)
 	// Unknown option, MSS: forbids filtering; reserved bits.
-	mss := ipv4(hA, hB, 6, 0, tcpSeg{flags: FlagACK, opts: []byte{2, 4, 5, 180}, reserved: 1}.bytes())
+	mss := ipv4(hA, hB, 6, 0, tcpSeg{flags: flagACK, opts: []byte{2, 4, 5, 180}, reserved: 1}.bytes())
 	_, info4, _ := c.Classify(mss)
 	require.True(t, info4.ACK.OtherOptions)
 	require.True(t, info4.ACK.Reserved)
@@ -140,7 +140,7 @@ func TestClassifyIPv6(t *testing.T) {
 	var s, d [16]byte
 	s[0], s[15] = 0x20, 1
 	d[0], d[15] = 0x20, 2
-	seg := tcpSeg{sport: 1, dport: 2, ack: 99, flags: FlagACK}.bytes()
+	seg := tcpSeg{sport: 1, dport: 2, ack: 99, flags: flagACK}.bytes()
 	hop := append([]byte{6, 0, 1, 4, 0, 0, 0, 0}, seg...) // hop-by-hop, then TCP
 	p := ipv6(s, d, 0, 8<<2|1, hop)
 	m, info, err := c.Classify(p)
@@ -191,7 +191,7 @@ func TestWash(t *testing.T) {
 // TestClassifyAllocs protects the classifier's zero allocations.
 func TestClassifyAllocs(t *testing.T) {
 	c := NewClassifier(1, true)
-	p := ipv4(hA, hB, 6, 46<<2, tcpSeg{flags: FlagACK, opts: []byte{8, 10, 0, 0, 0, 1, 0, 0, 0, 2}}.bytes())
+	p := ipv4(hA, hB, 6, 46<<2, tcpSeg{flags: flagACK, opts: []byte{8, 10, 0, 0, 0, 1, 0, 0, 0, 2}}.bytes())
 	require.Zero(t, testing.AllocsPerRun(1000, func() { _, _, _ = c.Classify(p) }))
 }
 
@@ -200,7 +200,7 @@ func TestClassifyAllocs(t *testing.T) {
 // destination (addresses and ports) swapped, but another ACK filter
 // connection unless both endpoints are the same.
 func FuzzClassify(f *testing.F) {
-	f.Add(ipv4(hA, hB, 6, 0, tcpSeg{sport: 1, dport: 2, flags: FlagACK, opts: []byte{5, 10, 0, 0, 0, 1, 0, 0, 0, 2}}.bytes()))
+	f.Add(ipv4(hA, hB, 6, 0, tcpSeg{sport: 1, dport: 2, flags: flagACK, opts: []byte{5, 10, 0, 0, 0, 1, 0, 0, 0, 2}}.bytes()))
 	f.Add(ipv6([16]byte{1}, [16]byte{2}, 44, 0, []byte{6, 0, 0, 0, 0, 0, 0, 0, 0, 1, 0, 2}))
 	f.Add([]byte{0x45, 0, 0, 20})
 	c := NewClassifier(3, false)

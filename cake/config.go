@@ -278,35 +278,37 @@ type Overhead struct {
 	Framing Framing
 }
 
-// The presets of tc-cake(8), for packets whose Size is the IP length.
-var (
-	// Raw charges the packet's Size as it is (the default).
-	Raw = Overhead{}
-	// Conservative assumes the worst ATM case: 48 bytes, ATM framing.
-	Conservative = Overhead{Bytes: 48, Framing: ATM}
-	// Ethernet is Ethernet's preamble, start delimiter, MAC addresses,
-	// EtherType, FCS and inter-frame gap: 38 bytes, MPU 84.
-	Ethernet = Overhead{Bytes: 38, MPU: 84}
-	// DOCSIS is a DOCSIS cable modem's Ethernet frame: 18 bytes, MPU 64.
-	DOCSIS = Overhead{Bytes: 18, MPU: 64}
-	// PPPoEPTM is PPPoE over VDSL2: 30 bytes, PTM framing.
-	PPPoEPTM = Overhead{Bytes: 30, Framing: PTM}
-	// BridgedPTM is bridged Ethernet over VDSL2: 22 bytes, PTM framing.
-	BridgedPTM = Overhead{Bytes: 22, Framing: PTM}
-	// PPPoAVCMux and PPPoALLC are PPP over ATM (ADSL): 10 and 14 bytes.
-	PPPoAVCMux = Overhead{Bytes: 10, Framing: ATM}
-	PPPoALLC   = Overhead{Bytes: 14, Framing: ATM}
-	// PPPoEVCMux and PPPoELLCSNAP are PPPoE over ATM: 32 and 40 bytes.
-	PPPoEVCMux   = Overhead{Bytes: 32, Framing: ATM}
-	PPPoELLCSNAP = Overhead{Bytes: 40, Framing: ATM}
-	// BridgedVCMux and BridgedLLCSNAP are bridged Ethernet over ATM: 24
-	// and 32 bytes.
-	BridgedVCMux   = Overhead{Bytes: 24, Framing: ATM}
-	BridgedLLCSNAP = Overhead{Bytes: 32, Framing: ATM}
-	// IPoAVCMux and IPoALLCSNAP are IP over ATM: 8 and 16 bytes.
-	IPoAVCMux   = Overhead{Bytes: 8, Framing: ATM}
-	IPoALLCSNAP = Overhead{Bytes: 16, Framing: ATM}
-)
+// overheadPresets are the presets of tc-cake(8), by its keywords, for
+// packets whose Size is the IP length.
+var overheadPresets = map[string]Overhead{
+	"raw":             {},                        // Size as it is (the default)
+	"conservative":    {Bytes: 48, Framing: ATM}, // the worst ATM case
+	"ethernet":        {Bytes: 38, MPU: 84},      // preamble, SFD, MACs, EtherType, FCS, gap
+	"docsis":          {Bytes: 18, MPU: 64},      // a DOCSIS cable modem's Ethernet frame
+	"pppoe-ptm":       {Bytes: 30, Framing: PTM}, // PPPoE over VDSL2
+	"bridged-ptm":     {Bytes: 22, Framing: PTM}, // bridged Ethernet over VDSL2
+	"pppoa-vcmux":     {Bytes: 10, Framing: ATM}, // PPP over ATM (ADSL)
+	"pppoa-llc":       {Bytes: 14, Framing: ATM},
+	"pppoe-vcmux":     {Bytes: 32, Framing: ATM}, // PPPoE over ATM
+	"pppoe-llcsnap":   {Bytes: 40, Framing: ATM},
+	"bridged-vcmux":   {Bytes: 24, Framing: ATM}, // bridged Ethernet over ATM
+	"bridged-llcsnap": {Bytes: 32, Framing: ATM},
+	"ipoa-vcmux":      {Bytes: 8, Framing: ATM}, // IP over ATM
+	"ipoa-llcsnap":    {Bytes: 16, Framing: ATM},
+}
+
+// OverheadPreset returns the overhead tc-cake(8) names by keyword: "raw"
+// (Size as it is), "conservative" (48 bytes, ATM), "ethernet" (38 bytes,
+// MPU 84), "docsis" (18 bytes, MPU 64), "pppoe-ptm" (30, PTM),
+// "bridged-ptm" (22, PTM), and over ATM "pppoa-vcmux" (10), "pppoa-llc"
+// (14), "pppoe-vcmux" (32), "pppoe-llcsnap" (40), "bridged-vcmux" (24),
+// "bridged-llcsnap" (32), "ipoa-vcmux" (8) and "ipoa-llcsnap" (16). It
+// reports false for any other name. Each preset is for packets whose Size
+// is the IP length.
+func OverheadPreset(name string) (Overhead, bool) {
+	o, ok := overheadPresets[name]
+	return o, ok
+}
 
 // Apply returns c with its Overhead, MPU and Framing set from o.
 func (o Overhead) Apply(c Config) Config {

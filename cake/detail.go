@@ -149,7 +149,7 @@ func (q *Queue[T]) Detail() Detail {
 
 // memoryBytes is what build allocated.
 func (q *Queue[T]) memoryBytes() int {
-	n := len(q.nodes)*int(unsafe.Sizeof(node[T]{})) + len(q.acks)*int(unsafe.Sizeof(ACKInfo{})) +
+	n := len(q.nodes)*int(unsafe.Sizeof(node[T]{})) + len(q.acks)*int(unsafe.Sizeof(ackInfo{})) +
 		len(q.flows)*int(unsafe.Sizeof(flow{})) + len(q.tags)*4 + 2*len(q.heap)*2 +
 		len(q.tins)*int(unsafe.Sizeof(tin{})) +
 		len(q.g.sets)*int(unsafe.Sizeof(guardSet{})) + len(q.g.tins)*int(unsafe.Sizeof(guardTin{}))

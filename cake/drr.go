@@ -3,6 +3,7 @@ package cake
 import (
 	"github.com/aqmkit/aqmkit/aqm"
 	"github.com/aqmkit/aqmkit/cobalt"
+	"github.com/aqmkit/aqmkit/internal/tally"
 )
 
 // This file is CAKE's deficit round robin inside a tin: the intrusive
@@ -158,7 +159,7 @@ begin:
 					return p, true
 				}
 				b.s.drops += uint64(p.SegmentCount())
-				q.stats.CountDropMeta(aqm.DroppedEarly, p.Meta, true)
+				tally.DropMeta(&q.stats, aqm.DroppedEarly, p.Meta, true)
 				if q.onDrop != nil {
 					q.onDrop(p, aqm.DroppedEarly)
 				}

@@ -64,8 +64,8 @@ func playInfo(cfg Config, data []byte) error {
 			seq++
 			info := Info{SrcHost: uint32(w>>8) % 5, DstHost: uint32(w>>12) % 7, DSCP: uint8(w >> 16)}
 			if w>>22&1 == 1 {
-				info.ACK = ACKInfo{TCP: true, Conn: uint32(w>>23) % 3, Ack: uint32(w>>26) % 16 * 100,
-					Flags: FlagACK | uint8(w>>30)&FlagECE, Payload: w>>31&7 == 0, HasTS: w>>34&1 == 1, TSVal: uint32(w>>35) % 4}
+				info.ACK = ackInfo{TCP: true, Conn: uint32(w>>23) % 3, Ack: uint32(w>>26) % 16 * 100,
+					Flags: flagACK | uint8(w>>30)&flagECE, Payload: w>>31&7 == 0, HasTS: w>>34&1 == 1, TSVal: uint32(w>>35) % 4}
 			}
 			p := aqm.Packet[int]{Payload: seq, Meta: aqm.Meta{Size: uint32(w>>40) % 1600, Hash: uint32(w>>52) % 9, ECN: aqm.ECN(w >> 60)}}
 			inCall = true

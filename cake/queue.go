@@ -6,6 +6,7 @@ import (
 	"github.com/aqmkit/aqmkit/aqm"
 	"github.com/aqmkit/aqmkit/cobalt"
 	"github.com/aqmkit/aqmkit/internal/rng"
+	"github.com/aqmkit/aqmkit/internal/tally"
 )
 
 // Info is what CAKE needs to know about a packet beyond [aqm.Meta]: the
@@ -23,7 +24,7 @@ type Info struct {
 	DSCP uint8
 	// ACK summarises the TCP header for the ACK filter; the zero value
 	// means "not TCP", which the filter never touches.
-	ACK ACKInfo
+	ACK ackInfo
 }
 
 const nilIdx = ^uint32(0)
@@ -90,7 +91,7 @@ type tin struct {
 type Queue[T any] struct {
 	nodes   []node[T]
 	free    uint32
-	acks    []ACKInfo // per node, only with the ACK filter on
+	acks    []ackInfo // per node, only with the ACK filter on
 	flows   []flow
 	tags    []uint32
 	tins    []tin
@@ -202,7 +203,7 @@ func (q *Queue[T]) build(cfg Config) {
 	q.free = 0
 	q.acks = nil
 	if cfg.ACKFilter != ACKFilterOff {
-		q.acks = make([]ACKInfo, len(q.nodes))
+		q.acks = make([]ackInfo, len(q.nodes))
 	}
 	q.src.Seed(cfg.Seed)
 	k := rng.New(cfg.Seed ^ 0x6a09e667f3bcc909)
@@ -328,9 +329,9 @@ func (q *Queue[T]) EnqueueInfo(p aqm.Packet[T], info Info, now aqm.Time) aqm.Ver
 func (q *Queue[T]) enqueue(p aqm.Packet[T], info *Info, hosts bool, now aqm.Time) aqm.Verdict {
 	p.ECN &= aqm.ECNMask
 	p.Enqueued = now
-	q.stats.NoteSize(p.Size)
+	tally.NoteSize(&q.stats, p.Size)
 	if int64(p.Size) > int64(q.memLimit) || int(p.Segments) > q.limit || q.len > q.limit || q.backlog > q.memLimit {
-		q.stats.CountDropMeta(aqm.DroppedOverlimit, p.Meta, false)
+		tally.DropMeta(&q.stats, aqm.DroppedOverlimit, p.Meta, false)
 		return aqm.DroppedOverlimit
 	}
 	t := 0
@@ -414,7 +415,7 @@ func (q *Queue[T]) enqueueFlow(p aqm.Packet[T], info *Info, b *tin, fi uint32, n
 	for q.len > q.limit || q.backlog > q.memLimit {
 		if q.prune(now, ni) {
 			b.s.drops += uint64(p.SegmentCount())
-			q.stats.CountDropMeta(aqm.DroppedOverlimit, p.Meta, false)
+			tally.DropMeta(&q.stats, aqm.DroppedOverlimit, p.Meta, false)
 			return aqm.DroppedOverlimit
 		}
 	}

@@ -6,6 +6,7 @@ import (
 	"github.com/aqmkit/aqmkit/aqm"
 	"github.com/aqmkit/aqmkit/internal/metrics"
 	"github.com/aqmkit/aqmkit/internal/ring"
+	"github.com/aqmkit/aqmkit/internal/tally"
 )
 
 // Queue is a COBALT queue: a FIFO with a packet limit (and an optional byte
@@ -79,12 +80,12 @@ func (q *Queue[T]) Reconfigure(cfg Config) error {
 func (q *Queue[T]) Enqueue(p aqm.Packet[T], now aqm.Time) aqm.Verdict {
 	p.ECN &= aqm.ECNMask
 	p.Enqueued = now
-	q.stats.NoteSize(p.Size)
+	tally.NoteSize(&q.stats, p.Size)
 	segs := p.SegmentCount()
 	if q.segs+segs > q.cfg.LimitPackets ||
 		(q.cfg.LimitBytes > 0 && int64(q.backlog)+int64(p.Size) > int64(q.cfg.LimitBytes)) {
 		q.c.Overflow(&q.p, now)
-		q.stats.CountDropMeta(aqm.DroppedOverlimit, p.Meta, false)
+		tally.DropMeta(&q.stats, aqm.DroppedOverlimit, p.Meta, false)
 		return aqm.DroppedOverlimit
 	}
 	q.ring.PushBack(p) // room: Len ≤ segs < LimitPackets ≤ Cap
@@ -130,7 +131,7 @@ func (q *Queue[T]) Dequeue(now aqm.Time) (p aqm.Packet[T], ok bool) {
 				q.codel += uint64(p.SegmentCount())
 			}
 			drops++
-			q.stats.CountDropMeta(why, p.Meta, true)
+			tally.DropMeta(&q.stats, why, p.Meta, true)
 			if q.onDrop != nil {
 				q.onDrop(p, why)
 			}

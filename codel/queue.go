@@ -9,6 +9,7 @@ import (
 	"github.com/aqmkit/aqmkit/aqm"
 	"github.com/aqmkit/aqmkit/internal/metrics"
 	"github.com/aqmkit/aqmkit/internal/ring"
+	"github.com/aqmkit/aqmkit/internal/tally"
 )
 
 // Queue is a CoDel queue (RFC 8289): a FIFO with a packet limit (and an
@@ -91,11 +92,11 @@ func (q *Queue[T]) Reconfigure(cfg Config) error {
 func (q *Queue[T]) Enqueue(p aqm.Packet[T], now aqm.Time) aqm.Verdict {
 	p.ECN &= aqm.ECNMask
 	p.Enqueued = now
-	q.stats.NoteSize(p.Size)
+	tally.NoteSize(&q.stats, p.Size)
 	segs := p.SegmentCount()
 	if q.segs+segs > q.limitPackets ||
 		(q.limitBytes > 0 && int64(q.backlog)+int64(p.Size) > int64(q.limitBytes)) {
-		q.stats.CountDropMeta(aqm.DroppedOverlimit, p.Meta, false)
+		tally.DropMeta(&q.stats, aqm.DroppedOverlimit, p.Meta, false)
 		return aqm.DroppedOverlimit
 	}
 	q.ring.PushBack(p) // room: Len ≤ segs < limitPackets ≤ Cap
@@ -155,7 +156,7 @@ func (q *Queue[T]) dequeueFrom(p aqm.Packet[T], now aqm.Time) (aqm.Packet[T], bo
 		switch act {
 		case Drop:
 			drops++
-			q.stats.CountDropMeta(aqm.DroppedEarly, p.Meta, true)
+			tally.DropMeta(&q.stats, aqm.DroppedEarly, p.Meta, true)
 			if q.onDrop != nil {
 				q.onDrop(p, aqm.DroppedEarly)
 			}
@@ -212,7 +213,7 @@ func (q *Queue[T]) EnqueueBatch(ps []aqm.Packet[T], vs []aqm.Verdict, now aqm.Ti
 		size, segs := p.Size, p.SegmentCount()
 		maxSize = max(maxSize, size)
 		if segs > room || backlog+int64(size) > limitBytes {
-			q.stats.CountDropMeta(aqm.DroppedOverlimit, p.Meta, false)
+			tally.DropMeta(&q.stats, aqm.DroppedOverlimit, p.Meta, false)
 			vs[i] = aqm.DroppedOverlimit
 			continue
 		}

@@ -8,6 +8,7 @@ import (
 
 	"github.com/aqmkit/aqmkit/aqm"
 	"github.com/aqmkit/aqmkit/internal/metrics"
+	"github.com/aqmkit/aqmkit/internal/tally"
 )
 
 // defaultLimitPackets is the FIFO's packet limit when Config leaves
@@ -199,7 +200,7 @@ func (q *Queue[T]) makeRoom(size, segs int) bool {
 			return false
 		}
 		old := q.popFront()
-		q.stats.CountDropMeta(aqm.DroppedOverlimit, old.Meta, true)
+		tally.DropMeta(&q.stats, aqm.DroppedOverlimit, old.Meta, true)
 		if q.onDrop != nil {
 			q.onDrop(old, aqm.DroppedOverlimit)
 		}
@@ -212,10 +213,10 @@ func (q *Queue[T]) makeRoom(size, segs int) bool {
 // queue instead evicts packets from its head, through the DropFunc, until p
 // fits.
 func (q *Queue[T]) Enqueue(p aqm.Packet[T], now aqm.Time) aqm.Verdict {
-	q.stats.NoteSize(p.Size)
+	tally.NoteSize(&q.stats, p.Size)
 	size, segs := int(p.Size), p.SegmentCount()
 	if q.full(size, segs) && !q.makeRoom(size, segs) {
-		q.stats.CountDropMeta(aqm.DroppedOverlimit, p.Meta, false)
+		tally.DropMeta(&q.stats, aqm.DroppedOverlimit, p.Meta, false)
 		return aqm.DroppedOverlimit
 	}
 	p.ECN &= aqm.ECNMask

@@ -8,6 +8,7 @@ import (
 	"github.com/aqmkit/aqmkit/cobalt"
 	"github.com/aqmkit/aqmkit/internal/cfgerr"
 	"github.com/aqmkit/aqmkit/internal/rng"
+	"github.com/aqmkit/aqmkit/internal/tally"
 )
 
 // CobaltConfig configures an FQ-COBALT queue ([Cobalt]). The zero value is
@@ -169,9 +170,9 @@ func (q *Cobalt[T]) Config() CobaltConfig { return q.cfg }
 func (q *Cobalt[T]) Enqueue(p aqm.Packet[T], now aqm.Time) aqm.Verdict {
 	p.ECN &= aqm.ECNMask
 	p.Enqueued = now
-	q.stats.NoteSize(p.Size)
+	tally.NoteSize(&q.stats, p.Size)
 	if q.refuses(p.Meta) {
-		q.stats.CountDropMeta(aqm.DroppedOverlimit, p.Meta, false)
+		tally.DropMeta(&q.stats, aqm.DroppedOverlimit, p.Meta, false)
 		return aqm.DroppedOverlimit
 	}
 	idx := q.bucket(p.Hash)
@@ -195,7 +196,7 @@ func (q *Cobalt[T]) Enqueue(p aqm.Packet[T], now aqm.Time) aqm.Verdict {
 			}
 			q.flows[fat].cv.Overflow(&q.cp, now)
 			if gone {
-				q.stats.CountDropMeta(aqm.DroppedOverlimit, p.Meta, false)
+				tally.DropMeta(&q.stats, aqm.DroppedOverlimit, p.Meta, false)
 				return aqm.DroppedOverlimit
 			}
 		}
@@ -256,7 +257,7 @@ func (q *Cobalt[T]) Dequeue(now aqm.Time) (p aqm.Packet[T], ok bool) {
 					q.d.DroppedCoDel += uint64(p.SegmentCount())
 				}
 				drops++
-				q.stats.CountDropMeta(why, p.Meta, true)
+				tally.DropMeta(&q.stats, why, p.Meta, true)
 				if q.onDrop != nil {
 					q.onDrop(p, why)
 				}

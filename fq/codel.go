@@ -8,6 +8,7 @@ import (
 	"github.com/aqmkit/aqmkit/codel"
 	"github.com/aqmkit/aqmkit/internal/cfgerr"
 	"github.com/aqmkit/aqmkit/internal/rng"
+	"github.com/aqmkit/aqmkit/internal/tally"
 )
 
 // Defaults of [CoDelConfig] (RFC 8290 section 5.2 and Linux fq_codel).
@@ -215,9 +216,9 @@ func (q *CoDel[T]) Config() CoDelConfig { return q.cfg }
 func (q *CoDel[T]) Enqueue(p aqm.Packet[T], now aqm.Time) aqm.Verdict {
 	p.ECN &= aqm.ECNMask
 	p.Enqueued = now
-	q.stats.NoteSize(p.Size)
+	tally.NoteSize(&q.stats, p.Size)
 	if q.refuses(p.Meta) {
-		q.stats.CountDropMeta(aqm.DroppedOverlimit, p.Meta, false)
+		tally.DropMeta(&q.stats, aqm.DroppedOverlimit, p.Meta, false)
 		return aqm.DroppedOverlimit
 	}
 	idx := q.bucket(p.Hash)
@@ -261,7 +262,7 @@ func (q *CoDel[T]) Enqueue(p aqm.Packet[T], now aqm.Time) aqm.Verdict {
 	}
 	if q.used > q.limit || q.backlog > q.memLim {
 		if q.overload(idx, q.backlog > q.memLim) {
-			q.stats.CountDropMeta(aqm.DroppedOverlimit, p.Meta, false)
+			tally.DropMeta(&q.stats, aqm.DroppedOverlimit, p.Meta, false)
 			return aqm.DroppedOverlimit
 		}
 	}
@@ -352,7 +353,7 @@ func (q *CoDel[T]) EnqueueBatch(ps []aqm.Packet[T], vs []aqm.Verdict, now aqm.Ti
 		if q.tracking {
 			q.reclass(f, idx)
 		}
-		q.stats.NoteSize(size)
+		tally.NoteSize(&q.stats, size)
 		q.stats.Enqueued.AddMeta(p.Meta)
 		vs[i] = aqm.Enqueued
 		accepted++
@@ -452,7 +453,7 @@ func (q *CoDel[T]) Dequeue(now aqm.Time) (p aqm.Packet[T], ok bool) {
 			switch act {
 			case codel.Drop:
 				drops++
-				q.stats.CountDropMeta(aqm.DroppedEarly, p.Meta, true)
+				tally.DropMeta(&q.stats, aqm.DroppedEarly, p.Meta, true)
 				if q.onDrop != nil {
 					q.onDrop(p, aqm.DroppedEarly)
 				}

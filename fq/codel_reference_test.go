@@ -10,6 +10,7 @@ import (
 	"github.com/aqmkit/aqmkit/aqm"
 	"github.com/aqmkit/aqmkit/codel"
 	"github.com/aqmkit/aqmkit/internal/rng"
+	"github.com/aqmkit/aqmkit/internal/tally"
 	"github.com/stretchr/testify/require"
 )
 
@@ -242,7 +243,7 @@ func (m *fqcRef) flow(b int) *fqcRefFlow {
 }
 
 func (m *fqcRef) dropQueued(p aqm.Packet[uint64], why aqm.Verdict) {
-	m.stats.CountDrop(why, p.Size, true)
+	tally.Drop(&m.stats, why, p.Size, true)
 	m.drops = append(m.drops, fqcRefDrop{p, why})
 }
 
@@ -252,14 +253,14 @@ func (m *fqcRef) dropQueued(p aqm.Packet[uint64], why aqm.Verdict) {
 func (m *fqcRef) enqueue(p aqm.Packet[uint64], bucket int, now int64) aqm.Verdict {
 	p.ECN &= 3 // the two ECN bits
 	p.Enqueued = aqm.Time(now)
-	m.stats.NoteSize(p.Size)
+	tally.NoteSize(&m.stats, p.Size)
 	if int64(p.Size) > m.memLimit || m.n > m.limit || m.bytes > m.memLimit {
 		if int64(p.Size) > m.memLimit {
 			m.cov.refusedTooBig++
 		} else {
 			m.cov.refusedAbove++ // a Reconfigure left the queue above a limit
 		}
-		m.stats.CountDrop(aqm.DroppedOverlimit, p.Size, false)
+		tally.Drop(&m.stats, aqm.DroppedOverlimit, p.Size, false)
 		return aqm.DroppedOverlimit
 	}
 	f := m.flow(bucket)
@@ -293,7 +294,7 @@ func (m *fqcRef) enqueue(p aqm.Packet[uint64], bucket int, now int64) aqm.Verdic
 	if m.n > m.limit || m.bytes > m.memLimit {
 		if m.overload(bucket) {
 			m.cov.refusedArrival++
-			m.stats.CountDrop(aqm.DroppedOverlimit, p.Size, false)
+			tally.Drop(&m.stats, aqm.DroppedOverlimit, p.Size, false)
 			return aqm.DroppedOverlimit
 		}
 	}

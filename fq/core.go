@@ -6,6 +6,7 @@ import (
 
 	"github.com/aqmkit/aqmkit/aqm"
 	"github.com/aqmkit/aqmkit/internal/rng"
+	"github.com/aqmkit/aqmkit/internal/tally"
 )
 
 // This file is the fair-queueing scheduler that [CoDel], [Cobalt] and [PIE]
@@ -554,7 +555,7 @@ func (q *sched[T, A]) dropFat(arrival uint32) (fat, dropped uint32, gone bool) {
 		n++
 		dropped += uint32(p.SegmentCount())
 		bytes += p.Size
-		q.stats.CountDropMeta(aqm.DroppedOverlimit, p.Meta, true)
+		tally.DropMeta(&q.stats, aqm.DroppedOverlimit, p.Meta, true)
 		if q.onDrop != nil {
 			q.onDrop(p, aqm.DroppedOverlimit)
 		}

@@ -7,6 +7,7 @@ import (
 	"github.com/aqmkit/aqmkit/aqm"
 	"github.com/aqmkit/aqmkit/internal/cfgerr"
 	"github.com/aqmkit/aqmkit/internal/rng"
+	"github.com/aqmkit/aqmkit/internal/tally"
 	"github.com/aqmkit/aqmkit/pie"
 )
 
@@ -182,9 +183,9 @@ func (q *PIE[T]) update(f *flowOf[pie.Controller], now aqm.Time) {
 func (q *PIE[T]) Enqueue(p aqm.Packet[T], now aqm.Time) aqm.Verdict {
 	p.ECN &= aqm.ECNMask
 	p.Enqueued = now
-	q.stats.NoteSize(p.Size)
+	tally.NoteSize(&q.stats, p.Size)
 	if q.refuses(p.Meta) {
-		q.stats.CountDropMeta(aqm.DroppedOverlimit, p.Meta, false)
+		tally.DropMeta(&q.stats, aqm.DroppedOverlimit, p.Meta, false)
 		return aqm.DroppedOverlimit
 	}
 	idx := q.bucket(p.Hash)
@@ -204,7 +205,7 @@ func (q *PIE[T]) Enqueue(p aqm.Packet[T], now aqm.Time) aqm.Verdict {
 		if mark != 0 {
 			q.unroute(mark, p.Hash)
 		}
-		q.stats.CountDropMeta(v, p.Meta, false)
+		tally.DropMeta(&q.stats, v, p.Meta, false)
 		return v
 	}
 	if q.admit(&p, idx, mark) {
@@ -223,7 +224,7 @@ func (q *PIE[T]) Enqueue(p aqm.Packet[T], now aqm.Time) aqm.Verdict {
 			}
 			q.flows[fat].cv.Overflow(&q.fp, now)
 			if gone {
-				q.stats.CountDropMeta(aqm.DroppedOverlimit, p.Meta, false)
+				tally.DropMeta(&q.stats, aqm.DroppedOverlimit, p.Meta, false)
 				return aqm.DroppedOverlimit
 			}
 		}

@@ -8,6 +8,7 @@ import (
 
 	"github.com/aqmkit/aqmkit/aqm"
 	"github.com/aqmkit/aqmkit/internal/metrics"
+	"github.com/aqmkit/aqmkit/internal/tally"
 )
 
 // ErrNilKey is returned by [NewKeyed] for a nil key function.
@@ -176,8 +177,8 @@ func (k *Keyed[K, T]) EnqueueKey(key K, p aqm.Packet[T], now aqm.Time) aqm.Verdi
 	if !ok {
 		var full bool
 		if i, full = k.create(key, now); i == none {
-			k.own.NoteSize(p.Size)
-			k.own.CountDrop(aqm.DroppedOverlimit, p.Size, false)
+			tally.NoteSize(&k.own, p.Size)
+			tally.Drop(&k.own, aqm.DroppedOverlimit, p.Size, false)
 			if full {
 				k.refusedLimit.Add(p.Size)
 			} else {

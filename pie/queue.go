@@ -10,6 +10,7 @@ import (
 	"github.com/aqmkit/aqmkit/internal/metrics"
 	"github.com/aqmkit/aqmkit/internal/ring"
 	"github.com/aqmkit/aqmkit/internal/rng"
+	"github.com/aqmkit/aqmkit/internal/tally"
 )
 
 // Queue is a FIFO managed by PIE. It implements [aqm.Queue] and its burst
@@ -93,13 +94,13 @@ func (q *Queue[T]) Enqueue(p aqm.Packet[T], now aqm.Time) aqm.Verdict {
 func (q *Queue[T]) enqueue(p aqm.Packet[T], now aqm.Time) aqm.Verdict {
 	p.ECN &= aqm.ECNMask
 	p.Enqueued = now
-	q.stats.NoteSize(p.Size)
+	tally.NoteSize(&q.stats, p.Size)
 	size := int(p.Size)
 	pp := &q.pp
 	segs := p.SegmentCount()
 	if q.segs+segs > pp.limitPackets || (pp.limitBytes > 0 && (size > pp.limitBytes || q.backlog+size > pp.limitBytes)) {
 		q.ctl.accu = 0
-		q.stats.CountDropMeta(aqm.DroppedOverlimit, p.Meta, false)
+		tally.DropMeta(&q.stats, aqm.DroppedOverlimit, p.Meta, false)
 		return aqm.DroppedOverlimit
 	}
 	if q.ctl.burst == 0 && q.ctl.dropEarly(pp, p.Size, q.backlog) {
@@ -130,10 +131,10 @@ func (q *Queue[T]) signal(p aqm.Packet[T]) aqm.Verdict {
 		q.stats.Enqueued.AddMeta(p.Meta)
 		return aqm.Marked
 	case pp.ecn && capable:
-		q.stats.CountDropMeta(aqm.DroppedOverload, p.Meta, false)
+		tally.DropMeta(&q.stats, aqm.DroppedOverload, p.Meta, false)
 		return aqm.DroppedOverload
 	default:
-		q.stats.CountDropMeta(aqm.DroppedEarly, p.Meta, false)
+		tally.DropMeta(&q.stats, aqm.DroppedEarly, p.Meta, false)
 		return aqm.DroppedEarly
 	}
 }
@@ -226,7 +227,7 @@ func (q *Queue[T]) EnqueueBatch(ps []aqm.Packet[T], vs []aqm.Verdict, now aqm.Ti
 		maxSize = max(maxSize, size)
 		if segs > room || backlog+int64(size) > limitBytes {
 			c.accu = 0
-			q.stats.CountDropMeta(aqm.DroppedOverlimit, p.Meta, false)
+			tally.DropMeta(&q.stats, aqm.DroppedOverlimit, p.Meta, false)
 			vs[i] = aqm.DroppedOverlimit
 			continue
 		}
@@ -277,7 +278,7 @@ func (q *Queue[T]) enqueueQuiet(ps []aqm.Packet[T], vs []aqm.Verdict, now aqm.Ti
 		maxSize = max(maxSize, size)
 		if segs > room || backlog+int64(size) > limitBytes {
 			q.ctl.accu = 0
-			q.stats.CountDropMeta(aqm.DroppedOverlimit, p.Meta, false)
+			tally.DropMeta(&q.stats, aqm.DroppedOverlimit, p.Meta, false)
 			vs[i] = aqm.DroppedOverlimit
 			continue
 		}
