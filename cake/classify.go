@@ -86,7 +86,7 @@ func (c *Classifier) Classify(pkt []byte) (aqm.Meta, Info, error) {
 			f, pkt = g, inner
 		}
 	}
-	m.Hash = f.FlowHash
+	m.Hash = f.Hash
 	info.SrcHost, info.DstHost = f.SrcHostHash, f.DstHostHash
 	if f.Protocol == 6 && f.L4Offset != 0 {
 		info.ACK = c.tcpSummary(pkt[f.L4Offset:ipEnd(pkt, f.Version)], f)
@@ -110,7 +110,7 @@ func (c *Classifier) tcpSummary(t []byte, f iphdr.Flow) ackInfo {
 	a.TCP = true
 	// The connection in this direction: the flow (the same both ways),
 	// the source host and the source port tell the directions apart.
-	a.Conn = c.connHash(uint64(f.FlowHash)<<32|uint64(f.SrcHostHash), uint64(binary.BigEndian.Uint16(t[0:2])))
+	a.Conn = c.connHash(uint64(f.Hash)<<32|uint64(f.SrcHostHash), uint64(binary.BigEndian.Uint16(t[0:2])))
 	a.Ack = binary.BigEndian.Uint32(t[8:])
 	a.Flags = t[13]
 	a.Reserved = t[12]&0x0f != 0

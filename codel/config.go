@@ -77,7 +77,7 @@ type Control struct {
 	// with mask 0x01). By default every ECN-capable packet is eligible.
 	CEThresholdECT1Only bool
 	// CEThresholdNQB, with CEThreshold and CEThresholdECT1Only, selects for
-	// the CE threshold the packets that arrive with DSCP [DSCPNQB] (45, the
+	// the CE threshold the packets that arrive with DSCP [aqm.DSCPNQB] (45, the
 	// Non-Queue-Building PHB of RFC 9956) too, through the queues'
 	// EnqueueDSCP ([Queue.EnqueueDSCP], package fq's CoDel.EnqueueDSCP):
 	// RFC 9956 asks that NQB traffic share the L4S treatment where a
@@ -98,10 +98,6 @@ type Control struct {
 	// re-entry rule carries into the next episode.
 	LinuxCount bool
 }
-
-// DSCPNQB is the DSCP of the Non-Queue-Building PHB (RFC 9956): 45. See
-// [Control].CEThresholdNQB.
-const DSCPNQB = 45
 
 // SelectsNQB reports whether a controller built from c selects DSCP-45
 // packets for the CE threshold: CEThresholdNQB with a positive CEThreshold
@@ -297,7 +293,7 @@ const nqbSelected aqm.ECN = 0x80
 // with codepoint ecn and DSCP dscp, and to pass to [Controller.Decide]
 // when it reaches the head: ecn's two ECN bits, plus, if p selects NQB
 // packets ([Control.SelectsNQB]) and the packet is ECN-capable with DSCP
-// [DSCPNQB], a selection bit above them that Decide's CE threshold reads
+// [aqm.DSCPNQB], a selection bit above them that Decide's CE threshold reads
 // as "L4S". The owner must clear that bit (keep only [aqm.ECNMask]) before
 // the packet leaves, through Dequeue, a DropFunc or any other way. The bit
 // is set only while p has a CE threshold, so a packet that Decide does not
@@ -305,7 +301,7 @@ const nqbSelected aqm.ECN = 0x80
 // threshold) never carries it.
 func (p *Params) SelectDSCP(ecn aqm.ECN, dscp uint8) aqm.ECN {
 	ecn &= aqm.ECNMask
-	if p.ceNQB && dscp == DSCPNQB && ecn != aqm.NotECT {
+	if p.ceNQB && dscp == aqm.DSCPNQB && ecn != aqm.NotECT {
 		ecn |= nqbSelected
 	}
 	return ecn

@@ -68,7 +68,7 @@ type nqbQueue struct{ *Queue[aqmtest.Payload] }
 
 func nqbDSCP(hash uint32) uint8 {
 	if hash%2 == 0 {
-		return DSCPNQB
+		return aqm.DSCPNQB
 	}
 	return 0
 }

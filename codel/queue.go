@@ -109,7 +109,7 @@ func (q *Queue[T]) Enqueue(p aqm.Packet[T], now aqm.Time) aqm.Verdict {
 // EnqueueDSCP is Enqueue for a packet whose DSCP the caller read (the six
 // high bits of the IPv4 TOS or IPv6 Traffic Class byte, as package iphdr's
 // Flow.DSCP gives it): with CEThresholdNQB (and CEThreshold and
-// CEThresholdECT1Only), an ECN-capable packet with DSCP [DSCPNQB] (45) is
+// CEThresholdECT1Only), an ECN-capable packet with DSCP [aqm.DSCPNQB] (45) is
 // selected for the CE threshold as an L4S packet is. Every other packet is
 // treated as Enqueue treats it. The selection travels with the queued
 // packet in a bit above the two ECN bits, cleared before the packet leaves

@@ -49,9 +49,6 @@ const (
 	defaultMTUBytes = 1500
 )
 
-// DSCPNQB is the DSCP of the Non-Queue-Building PHB (RFC 9956): 45.
-const DSCPNQB = 45
-
 // ClassicProtectionNone is the value of [Config.ClassicProtectionPercent]
 // that gives the Classic queue a weight of 0 %: strict L4S priority. (Zero
 // means the default, 10 %.)

@@ -110,11 +110,11 @@ func (q *Queue[T]) Enqueue(p aqm.Packet[T], now aqm.Time) aqm.Verdict {
 // EnqueueDSCP is Enqueue for a packet whose DSCP the caller read (the six
 // high bits of the IPv4 TOS or IPv6 Traffic Class byte, as
 // package iphdr's Flow.DSCP gives it): with NQBToL4S, a packet with DSCP
-// [DSCPNQB] (45) goes to the L4S queue whatever its ECN field; every other
+// [aqm.DSCPNQB] (45) goes to the L4S queue whatever its ECN field; every other
 // packet is classified as Enqueue does.
 func (q *Queue[T]) EnqueueDSCP(p aqm.Packet[T], dscp uint8, now aqm.Time) aqm.Verdict {
 	q.advance(now)
-	toL := q.isL4S(p.ECN&aqm.ECNMask) || q.par.nqb && dscp == DSCPNQB
+	toL := q.isL4S(p.ECN&aqm.ECNMask) || q.par.nqb && dscp == aqm.DSCPNQB
 	return q.enqueueTo(p, toL, now)
 }
 

@@ -273,7 +273,7 @@ func (q *CoDel[T]) Enqueue(p aqm.Packet[T], now aqm.Time) aqm.Verdict {
 // EnqueueDSCP is Enqueue for a packet whose DSCP the caller read (the six
 // high bits of the IPv4 TOS or IPv6 Traffic Class byte, as package iphdr's
 // Flow.DSCP gives it): with CEThresholdNQB (and CEThreshold and
-// CEThresholdECT1Only), an ECN-capable packet with DSCP [codel.DSCPNQB]
+// CEThresholdECT1Only), an ECN-capable packet with DSCP [aqm.DSCPNQB]
 // (45) is selected for the CE threshold as an L4S packet is. Every other
 // packet is treated as Enqueue treats it; Enqueue and EnqueueBatch, which
 // see no DSCP, select on ECN alone. The selection travels with the queued

@@ -151,7 +151,7 @@ func namesOf(seq iter.Seq[aqm.Metric]) []string {
 func registryQueues(t *testing.T) []aqm.Queue[*front.Buf] {
 	t.Helper()
 	var qs []aqm.Queue[*front.Buf]
-	for _, cfg := range queues.Configs() {
+	for _, cfg := range registryConfigs() {
 		q, err := queues.FromConfig[*front.Buf](cfg, nil)
 		require.NoError(t, err, "%T", cfg)
 		for i := range 50 {

@@ -504,7 +504,7 @@ func runOverload(t *testing.T, c dropTailCase, cfg any, r *rand.Rand) (dropTailR
 // limit. FIFO and SFQ have no AQM and are exempt.
 func TestPropNoDropTail(t *testing.T) {
 	exempt := map[reflect.Type]bool{reflect.TypeFor[fifo.Config](): true, reflect.TypeFor[sfq.Config](): true}
-	for _, zero := range queues.Configs() {
+	for _, zero := range registryConfigs() {
 		typ := reflect.TypeOf(zero)
 		if exempt[typ] {
 			continue
