@@ -351,10 +351,10 @@ func (c Config) Validate() error {
 	d := c.withDefaults()
 	errs = append(errs, cfgerr.Relabel("cake", cobalt.Control{Target: d.Target, Interval: d.Interval}.Validate())...)
 	if c.Overhead < minOverhead || c.Overhead > maxOverhead {
-		bad("Overhead", c.Overhead, "must be in [-64, 256]")
+		bad("Overhead", c.Overhead, "must be in [-64, "+strconv.FormatUint(uint64(maxOverhead), 10)+"]")
 	}
 	if c.MPU < 0 || c.MPU > maxMPU {
-		bad("MPU", c.MPU, "must be in [0, 256]")
+		bad("MPU", c.MPU, "must be in [0, "+strconv.FormatUint(uint64(maxMPU), 10)+"]")
 	}
 	if c.Framing > PTM {
 		bad("Framing", c.Framing, "must be NoFraming, ATM or PTM")
@@ -371,10 +371,14 @@ func (c Config) Validate() error {
 	// CAKE never drops the last packet of a flow queue (COBALT marks it at
 	// most), so limits below two packets leave only the pruner's drops.
 	if c.LimitPackets == 1 {
-		bad("LimitPackets", c.LimitPackets, "must be 0 or at least 2: CAKE never drops a flow's last packet, so with one packet queued only the limit drops")
+		// CAKE never drops a flow's last packet, so with one packet queued
+		// only the limit drops.
+		bad("LimitPackets", c.LimitPackets, "must be 0 or at least 2")
 	}
 	if c.MemoryLimitBytes > 0 && c.MemoryLimitBytes < 2*MTU {
-		bad("MemoryLimitBytes", c.MemoryLimitBytes, "must be 0 or at least 2×MTU ("+strconv.Itoa(2*MTU)+"): CAKE never drops a flow's last packet, and with less room full-size packets are refused or pruned before COBALT can signal")
+		// CAKE never drops a flow's last packet, and with less room full-size
+		// packets are refused or pruned before COBALT can signal.
+		bad("MemoryLimitBytes", c.MemoryLimitBytes, "must be 0 or at least 2×MTU ("+strconv.Itoa(2*MTU)+")")
 	}
 	return errors.Join(errs...)
 }

@@ -159,7 +159,8 @@ func (c Control) validate() []error {
 	// BLUE's steps live on a 2^32 scale: a smaller increment rounds to
 	// zero and BLUE would never rise on an overflow.
 	if c.BlueIncrement > 0 && c.BlueIncrement < minBlueStep {
-		bad("BlueIncrement", c.BlueIncrement, "must be 0 or at least 2^-32: a smaller step rounds to zero and BLUE never rises")
+		// A smaller step rounds to zero and BLUE never rises.
+		bad("BlueIncrement", c.BlueIncrement, "must be 0 or at least 2^-32")
 	}
 	d := c.withDefaults()
 	if c.Target >= 0 && c.Target < MaxInterval && c.Interval >= 0 && c.Interval <= MaxInterval && d.Target >= d.Interval {
@@ -186,7 +187,9 @@ func (c Config) Validate() error {
 	// limits that hold less than two full-size packets leave only the
 	// limit's tail drop.
 	if c.LimitPackets > 0 && c.LimitPackets < minLimitPackets {
-		bad("LimitPackets", c.LimitPackets, "must be 0 or at least 2: with one packet queued, COBALT has nothing to signal on before the limit refuses the next")
+		// With one packet queued, COBALT has nothing to signal on before the
+		// limit refuses the next.
+		bad("LimitPackets", c.LimitPackets, "must be 0 or at least 2")
 	}
 	if c.LimitBytes > 0 && c.LimitBytes < minLimitBytes {
 		bad("LimitBytes", c.LimitBytes, "must be 0 or at least 2 full-size packets ("+strconv.Itoa(minLimitBytes)+" bytes): with less, full-size packets are refused at the limit before COBALT can signal")

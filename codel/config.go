@@ -133,7 +133,7 @@ func (c Control) validate() []error {
 		bad("Target", d.Target, "must be less than Interval ("+d.Interval.String()+")")
 	}
 	if c.MTUBytes < 0 || c.MTUBytes > MaxMTUBytes {
-		bad("MTUBytes", c.MTUBytes, "must be in [0, 1048576]")
+		bad("MTUBytes", c.MTUBytes, "must be in [0, "+strconv.Itoa(MaxMTUBytes)+"]")
 	}
 	if c.CEThreshold < 0 {
 		bad("CEThreshold", c.CEThreshold, "must not be negative")
@@ -192,7 +192,7 @@ func (c Config) Validate() error {
 		errs = append(errs, &aqm.ConfigError{Pkg: "codel", Field: field, Value: v, Rule: rule})
 	}
 	if c.LimitPackets < 0 || c.LimitPackets > maxLimitPackets {
-		bad("LimitPackets", c.LimitPackets, "must be in [0, 16777216]")
+		bad("LimitPackets", c.LimitPackets, "must be in [0, "+strconv.FormatUint(uint64(maxLimitPackets), 10)+"]")
 	}
 	if c.LimitBytes < 0 {
 		bad("LimitBytes", c.LimitBytes, "must not be negative")
@@ -201,10 +201,15 @@ func (c Config) Validate() error {
 	// packet leaving. Limits that never hold that much, in packets of up
 	// to MTUBytes, leave only the limit's tail drop.
 	if c.LimitPackets > 0 && c.LimitPackets < minLimitPackets {
-		bad("LimitPackets", c.LimitPackets, "must be 0 or at least 3: CoDel signals only while more than MTUBytes stay queued behind the packet leaving, which takes two more packets of up to MTUBytes")
+		// CoDel signals only while more than MTUBytes stay queued behind the
+		// packet leaving, which takes two more packets of up to MTUBytes.
+		bad("LimitPackets", c.LimitPackets, "must be 0 or at least 3")
 	}
 	if mtu := c.withDefaults().MTUBytes; c.LimitBytes > 0 && c.MTUBytes >= 0 && c.MTUBytes <= MaxMTUBytes && c.LimitBytes < 3*mtu {
-		bad("LimitBytes", c.LimitBytes, "must be 0 or at least 3×MTUBytes ("+strconv.Itoa(3*mtu)+"): CoDel signals only while more than MTUBytes stay queued behind the packet leaving, and a full queue of packets of up to MTUBytes may hold less")
+		// CoDel signals only while more than MTUBytes stay queued behind the
+		// packet leaving, and a full queue of packets of up to MTUBytes may
+		// hold less.
+		bad("LimitBytes", c.LimitBytes, "must be 0 or at least 3×MTUBytes ("+strconv.Itoa(3*mtu)+")")
 	}
 	return errors.Join(errs...)
 }

@@ -277,7 +277,7 @@ func (c Config) Validate() error {
 		bad("ClassicProtectionPercent", c.ClassicProtectionPercent, "must be in [1, 100] or ClassicProtectionNone (-1)")
 	}
 	if d.LimitPackets < 2 || d.LimitPackets > maxLimitPackets {
-		bad("LimitPackets", c.LimitPackets, "must be 0 or in [2, 16777216]")
+		bad("LimitPackets", c.LimitPackets, "must be 0 or in [2, "+strconv.FormatUint(uint64(maxLimitPackets), 10)+"]")
 	}
 	switch {
 	case c.StepThresholdPackets == 0:

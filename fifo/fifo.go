@@ -3,6 +3,7 @@ package fifo
 import (
 	"errors"
 	"iter"
+	"strconv"
 	"time"
 	"unsafe"
 
@@ -48,7 +49,7 @@ type Config struct {
 func (c Config) Validate() error {
 	var errs []error
 	if c.LimitPackets < 0 || c.LimitPackets > maxLimitPackets {
-		errs = append(errs, &aqm.ConfigError{Pkg: "fifo", Field: "LimitPackets", Value: c.LimitPackets, Rule: "must be in [0, 16777216]"})
+		errs = append(errs, &aqm.ConfigError{Pkg: "fifo", Field: "LimitPackets", Value: c.LimitPackets, Rule: "must be in [0, " + strconv.FormatUint(uint64(maxLimitPackets), 10) + "]"})
 	}
 	if c.LimitBytes < 0 {
 		errs = append(errs, &aqm.ConfigError{Pkg: "fifo", Field: "LimitBytes", Value: c.LimitBytes, Rule: "must not be negative"})

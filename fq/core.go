@@ -2,6 +2,7 @@ package fq
 
 import (
 	"math/bits"
+	"strconv"
 	"unsafe"
 
 	"github.com/aqmkit/aqmkit/aqm"
@@ -625,19 +626,19 @@ func validateSched(flows, limit, mem, quantum, batch int) []error {
 		errs = append(errs, &aqm.ConfigError{Pkg: "fq", Field: field, Value: v, Rule: rule})
 	}
 	if flows < 0 || flows > maxCoDelFlows {
-		bad("Flows", flows, "must be in [0, 65536]")
+		bad("Flows", flows, "must be in [0, "+strconv.FormatUint(uint64(maxCoDelFlows), 10)+"]")
 	}
 	if limit < 0 || limit > maxCoDelLimit {
-		bad("LimitPackets", limit, "must be in [0, 16777216]")
+		bad("LimitPackets", limit, "must be in [0, "+strconv.FormatUint(uint64(maxCoDelLimit), 10)+"]")
 	}
 	if mem < 0 || mem > maxCoDelMemoryLimit {
-		bad("MemoryLimitBytes", mem, "must be in [0, 2147483648]")
+		bad("MemoryLimitBytes", mem, "must be in [0, "+strconv.FormatUint(uint64(maxCoDelMemoryLimit), 10)+"]")
 	}
 	if quantum != 0 && (quantum < minCoDelQuantum || quantum > maxCoDelQuantum) {
-		bad("QuantumBytes", quantum, "must be 0 or in [256, 1048576]")
+		bad("QuantumBytes", quantum, "must be 0 or in [256, "+strconv.FormatUint(uint64(maxCoDelQuantum), 10)+"]")
 	}
 	if batch < 0 || batch > maxCoDelBatch {
-		bad("DropBatchPackets", batch, "must be in [0, 65536]")
+		bad("DropBatchPackets", batch, "must be in [0, "+strconv.FormatUint(uint64(maxCoDelBatch), 10)+"]")
 	}
 	return errs
 }

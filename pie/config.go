@@ -190,7 +190,7 @@ func (c Control) validate() []error {
 		bad("MaxBurst", d.MaxBurst, "must be in [0, 10s]")
 	}
 	if d.MeanPacketBytes < 0 || d.MeanPacketBytes > maxMeanPacketBytes {
-		bad("MeanPacketBytes", d.MeanPacketBytes, "must be in [1, 65535]")
+		bad("MeanPacketBytes", d.MeanPacketBytes, "must be in [1, "+strconv.FormatUint(uint64(maxMeanPacketBytes), 10)+"]")
 	}
 	if math.IsNaN(d.ECNThreshold) || d.ECNThreshold < 0 || d.ECNThreshold > 1 {
 		bad("ECNThreshold", d.ECNThreshold, "must be in [0, 1]")
@@ -212,7 +212,7 @@ func (c Config) Validate() error {
 		errs = append(errs, &aqm.ConfigError{Pkg: "pie", Field: field, Value: v, Rule: rule})
 	}
 	if c.LimitPackets < 0 || c.LimitPackets > maxLimitPackets {
-		bad("LimitPackets", c.LimitPackets, "must be in [0, 16777216]")
+		bad("LimitPackets", c.LimitPackets, "must be in [0, "+strconv.FormatUint(uint64(maxLimitPackets), 10)+"]")
 	}
 	if c.LimitBytes < 0 {
 		bad("LimitBytes", c.LimitBytes, "must not be negative")
@@ -244,10 +244,14 @@ func (c Config) signalRules(pkg, bytesField string, limitPackets, limitBytes int
 		return nil // reported on their own
 	}
 	if limitPackets > 0 && limitPackets < minLimitPackets {
-		bad("LimitPackets", limitPackets, "must be 0 or at least 4: PIE drops nothing while at most 2×MeanPacketBytes are queued, which takes three mean-size packets to exceed")
+		// PIE drops nothing while at most 2×MeanPacketBytes are queued, which
+		// takes three mean-size packets to exceed.
+		bad("LimitPackets", limitPackets, "must be 0 or at least 4")
 	}
 	if limitBytes > 0 && limitBytes < 4*mean {
-		bad(bytesField, limitBytes, "must be 0 or at least 4×MeanPacketBytes ("+strconv.Itoa(4*mean)+"): PIE drops nothing while at most 2×MeanPacketBytes are queued, and a full queue of packets of up to twice the mean may hold less")
+		// PIE drops nothing while at most 2×MeanPacketBytes are queued, and a
+		// full queue of packets of up to twice the mean may hold less.
+		bad(bytesField, limitBytes, "must be 0 or at least 4×MeanPacketBytes ("+strconv.Itoa(4*mean)+")")
 	}
 	if !d.RateEstimator || d.DequeueThresholdBytes < 1 || d.DequeueThresholdBytes > 1<<30 {
 		return errs
@@ -264,10 +268,12 @@ func (c Config) signalRules(pkg, bytesField string, limitPackets, limitBytes int
 		buf = min(buf, limitBytes)
 	}
 	if d.DequeueThresholdBytes <= mean {
-		bad("DequeueThresholdBytes", d.DequeueThresholdBytes, "must be more than MeanPacketBytes ("+strconv.Itoa(mean)+") with RateEstimator: a measurement cycle that one packet completes takes no time, the departure rate looks infinite and PIE never signals")
+		// A measurement cycle that one packet completes takes no time, the
+		// departure rate looks infinite and PIE never signals.
+		bad("DequeueThresholdBytes", d.DequeueThresholdBytes, "must be more than MeanPacketBytes ("+strconv.Itoa(mean)+") with RateEstimator")
 	}
 	if need := d.DequeueThresholdBytes + 2*mean; buf < need {
-		bad("DequeueThresholdBytes", d.DequeueThresholdBytes, "must be at most the buffer ("+strconv.Itoa(buf)+" bytes: the byte limit, or the packet limit in mean-size packets) less 2×MeanPacketBytes with RateEstimator: a buffer that never holds DequeueThresholdBytes never measures the departure rate, and PIE never signals")
+		bad("DequeueThresholdBytes", d.DequeueThresholdBytes, "must be at most "+strconv.Itoa(buf-2*mean)+" with RateEstimator (the buffer less 2×MeanPacketBytes)")
 	}
 	return errs
 }

@@ -356,7 +356,7 @@ func (c Config) derive() (Config, params, error) {
 		report("LinkRate", c.LinkRate, "must be at most "+MaxLinkRate.String())
 	}
 	if c.MeanPacketBytes < 0 || c.MeanPacketBytes > maxMeanBytes {
-		report("MeanPacketBytes", c.MeanPacketBytes, "must be in [0, 16777216]")
+		report("MeanPacketBytes", c.MeanPacketBytes, "must be in [0, "+strconv.FormatUint(uint64(maxMeanBytes), 10)+"]")
 	}
 	if c.TargetDelay < 0 || c.TargetDelay > time.Hour {
 		report("TargetDelay", c.TargetDelay, "must be in [0, 1h]")
@@ -384,10 +384,10 @@ func (c Config) derive() (Config, params, error) {
 		report("MaxThreshold", c.MaxThreshold, "must be in [0, "+itoa(thMax)+"]")
 	}
 	if c.LimitPackets < 0 || c.LimitPackets > maxLimitPackets {
-		report("LimitPackets", c.LimitPackets, "must be in [0, 16777216]")
+		report("LimitPackets", c.LimitPackets, "must be in [0, "+strconv.FormatUint(uint64(maxLimitPackets), 10)+"]")
 	}
 	if c.LimitBytes < 0 || c.LimitBytes > maxBytes {
-		report("LimitBytes", c.LimitBytes, "must be in [0, 1099511627776]")
+		report("LimitBytes", c.LimitBytes, "must be in [0, "+strconv.FormatUint(uint64(maxBytes), 10)+"]")
 	}
 	c, rel := c.withDefaults(badField)
 	errs = append(errs, rel...)

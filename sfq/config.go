@@ -3,6 +3,7 @@ package sfq
 import (
 	"errors"
 	"math"
+	"strconv"
 	"time"
 
 	"github.com/aqmkit/aqmkit/aqm"
@@ -115,7 +116,7 @@ func (c Config) Validate() error {
 		errs = append(errs, &aqm.ConfigError{Pkg: "sfq", Field: field, Value: v, Rule: rule})
 	}
 	if c.LimitPackets < 0 || c.LimitPackets > maxLimitPackets {
-		bad("LimitPackets", c.LimitPackets, "must be in [0, 16777216] (0 means 127)")
+		bad("LimitPackets", c.LimitPackets, "must be in [0, "+strconv.FormatUint(uint64(maxLimitPackets), 10)+"] (0 means 127)")
 	}
 	if c.LimitBytes < 0 {
 		bad("LimitBytes", c.LimitBytes, "must not be negative")
@@ -124,10 +125,10 @@ func (c Config) Validate() error {
 		bad("DepthPackets", c.DepthPackets, "must not be negative (0 means 127)")
 	}
 	if c.Divisor < 0 || c.Divisor > maxDivisor {
-		bad("Divisor", c.Divisor, "must be in [0, 1048576] (0 means 1024)")
+		bad("Divisor", c.Divisor, "must be in [0, "+strconv.FormatUint(uint64(maxDivisor), 10)+"] (0 means 1024)")
 	}
 	if c.QuantumBytes < 0 || int64(c.QuantumBytes) > maxQuantum {
-		bad("QuantumBytes", c.QuantumBytes, "must be in [0, 4294967295] (0 means 1514)")
+		bad("QuantumBytes", c.QuantumBytes, "must be in [0, "+strconv.FormatUint(uint64(maxQuantum), 10)+"] (0 means 1514)")
 	}
 	if c.PerturbPeriod < 0 {
 		bad("PerturbPeriod", c.PerturbPeriod, "must not be negative (0 means never)")
