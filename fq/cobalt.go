@@ -320,19 +320,7 @@ func (q *Cobalt[T]) Reconfigure(cfg CobaltConfig) error {
 	if cfg.Seed == 0 {
 		cfg.Seed = q.cfg.Seed
 	}
-	need := max(cfg.LimitPackets, q.used)
-	if cfg.Flows == q.cfg.Flows && cfg.Seed == q.cfg.Seed {
-		if need+1 > len(q.nodes) || cfg.LimitPackets+1 < len(q.nodes) {
-			q.resize(need)
-			q.resetGuard()
-		}
-		q.apply(cfg)
-		return nil
-	}
-	old := q.sched
-	q.build(cfg, need)
-	q.stats = old.stats
-	q.rehash(&old)
-	q.resetGuard()
+	same := cfg.Flows == q.cfg.Flows && cfg.Seed == q.cfg.Seed
+	q.reconfigure(same, cfg.LimitPackets, func() { q.apply(cfg) }, func(need int) { q.build(cfg, need) })
 	return nil
 }

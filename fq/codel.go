@@ -516,21 +516,9 @@ func (q *CoDel[T]) Reconfigure(cfg CoDelConfig) error {
 	if cfg.Seed == 0 {
 		cfg.Seed = q.cfg.Seed
 	}
-	need := max(cfg.LimitPackets, q.used)
 	unselect := q.cfg.SelectsNQB() && !cfg.SelectsNQB()
-	if cfg.Flows == q.cfg.Flows && cfg.Seed == q.cfg.Seed {
-		if need+1 > len(q.nodes) || cfg.LimitPackets+1 < len(q.nodes) {
-			q.resize(need)
-			q.resetGuard()
-		}
-		q.apply(cfg)
-	} else {
-		old := q.sched
-		q.build(cfg, need)
-		q.stats = old.stats
-		q.rehash(&old)
-		q.resetGuard()
-	}
+	same := cfg.Flows == q.cfg.Flows && cfg.Seed == q.cfg.Seed
+	q.reconfigure(same, cfg.LimitPackets, func() { q.apply(cfg) }, func(need int) { q.build(cfg, need) })
 	if unselect {
 		// Queued NQB packets stop being selected, and Dequeue's fast path
 		// (no CE threshold) does not clear the selection bit.

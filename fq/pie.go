@@ -322,23 +322,13 @@ func (q *PIE[T]) Reconfigure(cfg PIEConfig) error {
 	if cfg.Seed == 0 {
 		cfg.Seed = q.cfg.Seed
 	}
-	need := max(cfg.LimitPackets, q.used)
-	if cfg.Flows == q.cfg.Flows && cfg.Seed == q.cfg.Seed {
-		if need+1 > len(q.nodes) || cfg.LimitPackets+1 < len(q.nodes) {
-			q.resize(need)
-			q.resetGuard()
-		}
+	same := cfg.Flows == q.cfg.Flows && cfg.Seed == q.cfg.Seed
+	q.reconfigure(same, cfg.LimitPackets, func() {
 		old := q.fp
 		q.apply(cfg)
 		for i := range q.flows {
 			q.flows[i].cv.Reconfigured(&old, &q.fp)
 		}
-		return nil
-	}
-	old := q.sched
-	q.build(cfg, need)
-	q.stats = old.stats
-	q.rehash(&old)
-	q.resetGuard()
+	}, func(need int) { q.build(cfg, need) })
 	return nil
 }
