@@ -159,9 +159,9 @@ func (q *Queue[T]) memoryBytes() int {
 	return n
 }
 
-// Metrics lists the values of d with tc-like names, units in the name;
+// metrics lists the values of d with tc-like names, units in the name;
 // per-tin values are prefixed "tinK_" with K the display position.
-func (d Detail) Metrics() iter.Seq[aqm.Metric] { return detailMetrics.Of(d) }
+func (d Detail) metrics() iter.Seq[aqm.Metric] { return detailMetrics.Of(d) }
 
 var detailMetrics = metrics.Declare[Detail]("")
 

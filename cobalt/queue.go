@@ -255,7 +255,7 @@ func (q *Queue[T]) Detail() Detail {
 }
 
 // Metrics lists the Detail's values with tc-like names.
-func (d Detail) Metrics() iter.Seq[aqm.Metric] { return detailMetrics.Of(d) }
+func (d Detail) metrics() iter.Seq[aqm.Metric] { return detailMetrics.Of(d) }
 
 var detailMetrics = metrics.Declare[Detail]("")
 

@@ -420,13 +420,13 @@ func (q *Queue[T]) Detail() Detail {
 	}
 }
 
-// Metrics lists the values of d as [aqm.Metric]s named in the words of
+// metrics lists the values of d as [aqm.Metric]s named in the words of
 // Linux tc's codel statistics, units in the name: count, lastcount,
 // dropping (0 or 1), ldelay_seconds (the last sojourn time),
 // next_drop_time_seconds and first_above_time_seconds (instants in the
 // caller's clock, 0 when unset), marked_codel_packets,
 // marked_ce_threshold_packets, capped_dequeues and memory_bytes.
-func (d Detail) Metrics() iter.Seq[aqm.Metric] { return detailMetrics.Of(d) }
+func (d Detail) metrics() iter.Seq[aqm.Metric] { return detailMetrics.Of(d) }
 
 var detailMetrics = metrics.Declare[Detail]("")
 

@@ -57,7 +57,7 @@ type Detail struct {
 	MemoryBytes int `metric:"memory_bytes,gauge"`
 }
 
-// Metrics lists d's values for exporters, with units in the names:
+// metrics lists d's values for exporters, with units in the names:
 // probabilities (base_probability, classic_probability,
 // l4s_coupled_probability), the overload flag (overloaded, 0 or 1), head
 // delays (classic_delay_seconds, l4s_delay_seconds), queue lengths
@@ -65,7 +65,7 @@ type Detail struct {
 // l4s_backlog_bytes, max_backlog_packets), counters (marked_step_packets,
 // updates), the WRR credit (wrr_credit), memory (max_memory_used_bytes,
 // memory_limit_bytes, memory_bytes) and next_update_time_seconds.
-func (d Detail) Metrics() iter.Seq[aqm.Metric] { return detailMetrics.Of(d) }
+func (d Detail) metrics() iter.Seq[aqm.Metric] { return detailMetrics.Of(d) }
 
 var detailMetrics = metrics.Declare[Detail]("")
 

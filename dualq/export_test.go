@@ -1,5 +1,11 @@
 package dualq
 
+import (
+	"iter"
+
+	"github.com/aqmkit/aqmkit/aqm"
+)
+
 // Constants the external tests read.
 const (
 	DefaultAlpha                    = defaultAlpha
@@ -15,3 +21,6 @@ const (
 	DefaultTimeShift                = defaultTimeShift
 	DefaultTupdate                  = defaultTupdate
 )
+
+// Metrics lets the external tests list d's own metrics.
+func (d Detail) Metrics() iter.Seq[aqm.Metric] { return d.metrics() }

@@ -388,8 +388,8 @@ func (q *Queue[T]) Detail() Detail {
 	return Detail{MemoryBytes: len(q.buf) * int(unsafe.Sizeof(aqm.Packet[T]{}))}
 }
 
-// Metrics lists d's values: memory_bytes, a gauge.
-func (d Detail) Metrics() iter.Seq[aqm.Metric] { return detailMetrics.Of(d) }
+// metrics lists d's values: memory_bytes, a gauge.
+func (d Detail) metrics() iter.Seq[aqm.Metric] { return detailMetrics.Of(d) }
 
 var detailMetrics = metrics.Declare[Detail]("")
 

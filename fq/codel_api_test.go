@@ -362,7 +362,7 @@ func TestCoDelDetailMetrics(t *testing.T) {
 		"max_flow_backlog_bytes": float64(d.MaxFlowBacklog), "memory_bytes": float64(d.MemoryBytes),
 	}
 	got := map[string]float64{}
-	for m := range d.Metrics() {
+	for m := range d.metrics() {
 		_, dup := got[m.Name]
 		require.False(t, dup, m.Name)
 		got[m.Name] = m.Value
@@ -379,7 +379,7 @@ func TestCoDelDetailMetrics(t *testing.T) {
 	require.Equal(t, 96*17+28*16+512+241*4+32*9, d.MemoryBytes)
 	big, _ := NewCoDel[uint64](CoDelConfig{Seed: 1, Flows: 65536}, nil)
 	require.Equal(t, 96*65537+28*65536+512+241*4+32*10241, big.Detail().MemoryBytes)
-	for range d.Metrics() {
+	for range d.metrics() {
 		break // stopping early is allowed
 	}
 }

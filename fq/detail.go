@@ -121,13 +121,13 @@ func (q *CoDel[T]) Detail() CoDelDetail {
 	return d
 }
 
-// Metrics lists the values of d as [aqm.Metric]s, after Linux tc's
+// metrics lists the values of d as [aqm.Metric]s, after Linux tc's
 // fq_codel statistics with their units: marked_codel_packets,
 // marked_ce_threshold_packets and capped_dequeues (counters), then the
 // scheduler's evicted_overlimit_packets, evicted_overmemory_packets,
 // activated_flows (counters), new_flows, old_flows, max_flow_backlog_bytes
 // and memory_bytes (gauges).
-func (d CoDelDetail) Metrics() iter.Seq[aqm.Metric] { return coDelMetrics.Of(d) }
+func (d CoDelDetail) metrics() iter.Seq[aqm.Metric] { return coDelMetrics.Of(d) }
 
 var coDelMetrics = metrics.Declare[CoDelDetail]("")
 
@@ -174,11 +174,11 @@ func (q *Cobalt[T]) Detail() CobaltDetail {
 	return d
 }
 
-// Metrics lists the values of d as [aqm.Metric]s with tc-like names and
+// metrics lists the values of d as [aqm.Metric]s with tc-like names and
 // their units: dropped_codel_packets, dropped_blue_packets and
 // capped_dequeues (counters), then the scheduler's (as
-// [CoDelDetail.Metrics]).
-func (d CobaltDetail) Metrics() iter.Seq[aqm.Metric] { return cobaltMetrics.Of(d) }
+// CoDelDetail.metrics).
+func (d CobaltDetail) metrics() iter.Seq[aqm.Metric] { return cobaltMetrics.Of(d) }
 
 var cobaltMetrics = metrics.Declare[CobaltDetail]("")
 
@@ -220,10 +220,10 @@ func (q *PIE[T]) Detail() PIEDetail {
 	return d
 }
 
-// Metrics lists the values of d as [aqm.Metric]s, after Linux tc's fq_pie
-// statistics with their units: the scheduler's (as [CoDelDetail.Metrics]);
+// metrics lists the values of d as [aqm.Metric]s, after Linux tc's fq_pie
+// statistics with their units: the scheduler's (as CoDelDetail.metrics);
 // PIE's own counters repeat [aqm.Stats].
-func (d PIEDetail) Metrics() iter.Seq[aqm.Metric] { return pieMetrics.Of(d) }
+func (d PIEDetail) metrics() iter.Seq[aqm.Metric] { return pieMetrics.Of(d) }
 
 var pieMetrics = metrics.Declare[PIEDetail]("")
 

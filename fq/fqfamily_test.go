@@ -258,7 +258,7 @@ func TestFQFamilyDetailMetrics(t *testing.T) {
 	p.Dequeue(ct0)
 	d := c.Detail()
 	require.NotZero(t, d.EvictedOverlimit)
-	metricsMatch(t, d.Metrics(), map[string]float64{
+	metricsMatch(t, d.metrics(), map[string]float64{
 		"evicted_overlimit_packets": float64(d.EvictedOverlimit), "evicted_overmemory_packets": float64(d.EvictedOvermemory),
 		"diverted_flood_guard_packets": float64(d.GuardDiverted), "dropped_flood_guard_packets": float64(d.GuardDropped),
 		"promoted_flood_guard_flows": float64(d.GuardPromoted), "flood_guard_queue_packets": float64(d.GuardQueueLen),
@@ -270,7 +270,7 @@ func TestFQFamilyDetailMetrics(t *testing.T) {
 	require.GreaterOrEqual(t, d.MemoryBytes, 16*56+9*32)
 	e := p.Detail()
 	require.NotZero(t, e.EvictedOverlimit)
-	metricsMatch(t, e.Metrics(), map[string]float64{
+	metricsMatch(t, e.metrics(), map[string]float64{
 		"evicted_overlimit_packets": float64(e.EvictedOverlimit), "evicted_overmemory_packets": float64(e.EvictedOvermemory),
 		"diverted_flood_guard_packets": float64(e.GuardDiverted), "dropped_flood_guard_packets": float64(e.GuardDropped),
 		"promoted_flood_guard_flows": float64(e.GuardPromoted), "flood_guard_queue_packets": float64(e.GuardQueueLen),

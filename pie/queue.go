@@ -398,14 +398,14 @@ type Detail struct {
 	MemoryBytes int `metric:"memory_bytes,gauge"`
 }
 
-// Metrics lists the values of d as [aqm.Metric]s in the words of Linux
+// metrics lists the values of d as [aqm.Metric]s in the words of Linux
 // tc's pie statistics, units in the name: probability (the drop
 // probability, in [0, 1]), delay_seconds, burst_allowance_seconds,
 // accumulated_probability, average_dequeue_time_seconds,
 // dequeue_rate_bytes_per_second, measuring (0 or 1), updates,
 // next_update_time_seconds (an instant in the caller's clock, 0 when
 // unset) and memory_bytes.
-func (d Detail) Metrics() iter.Seq[aqm.Metric] { return detailMetrics.Of(d) }
+func (d Detail) metrics() iter.Seq[aqm.Metric] { return detailMetrics.Of(d) }
 
 var detailMetrics = metrics.Declare[Detail]("")
 

@@ -56,10 +56,10 @@ type Detail struct {
 	MemoryBytes int `metric:"memory_bytes,gauge"`
 }
 
-// Metrics lists the values of d as [aqm.Metric]s with lower_snake names
+// metrics lists the values of d as [aqm.Metric]s with lower_snake names
 // that carry their units ("_packets" or "_bytes" after the average and the
 // thresholds, as ByteMode says).
-func (d Detail) Metrics() iter.Seq[aqm.Metric] { return detailMetrics.Of(d) }
+func (d Detail) metrics() iter.Seq[aqm.Metric] { return detailMetrics.Of(d) }
 
 var detailMetrics = metrics.Declare[Detail]("")
 

@@ -260,7 +260,7 @@ func TestDetailMetrics(t *testing.T) {
 		}
 		d := q.Detail()
 		got := map[string]float64{}
-		for m := range d.Metrics() {
+		for m := range d.metrics() {
 			_, dup := got[m.Name]
 			require.False(t, dup, m.Name)
 			require.Regexp(t, `^[a-z][a-z0-9_]*$`, m.Name)

@@ -33,12 +33,12 @@ type Detail struct {
 	MemoryBytes int `metric:"memory_bytes,gauge"`
 }
 
-// Metrics lists d's values for exporters: active_flows,
+// metrics lists d's values for exporters: active_flows,
 // longest_flow_packets and memory_bytes (gauges), perturbations,
 // dropped_depth_packets and dropped_overflow_packets (counters), and
 // next_perturbation_time_seconds (a gauge: the instant of the next re-key,
 // 0 if none).
-func (d Detail) Metrics() iter.Seq[aqm.Metric] { return detailMetrics.Of(d) }
+func (d Detail) metrics() iter.Seq[aqm.Metric] { return detailMetrics.Of(d) }
 
 var detailMetrics = metrics.Declare[Detail]("")
 

@@ -154,7 +154,7 @@ func TestSFQDetailMetrics(t *testing.T) {
 	}
 	d := q.Detail()
 	got := map[string]float64{}
-	for m := range d.Metrics() {
+	for m := range d.metrics() {
 		_, dup := got[m.Name]
 		require.False(t, dup, m.Name)
 		require.Equal(t, strings.ToLower(m.Name), m.Name)
@@ -169,7 +169,7 @@ func TestSFQDetailMetrics(t *testing.T) {
 	assert.Equal(t, want, got)
 	assert.NotZero(t, d.DroppedDepth)
 	assert.Positive(t, d.MemoryBytes)
-	for range d.Metrics() {
+	for range d.metrics() {
 		break // stopping early must not panic
 	}
 }

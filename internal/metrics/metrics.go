@@ -134,7 +134,23 @@ func Declare[D any](prefix string) *Set[D] {
 	b.walk(t, 0, prefix, "", nil)
 	s.fields, s.descs = b.fields, b.descs
 	declared.Store(t, s.descs)
+	emitters.Store(t, func(v any) iter.Seq[aqm.Metric] { return s.Of(v.(D)) })
 	return s
+}
+
+// emitters holds, by type, a function that lists a value's metrics, for
+// [Of].
+var emitters sync.Map // reflect.Type -> func(any) iter.Seq[aqm.Metric]
+
+// Of returns the metrics of v, whose type must have a declared Set, and
+// whether it has one: what that Set's Of gives, for a caller that holds v
+// as an interface value (the tests that walk every Detail type).
+func Of(v any) (iter.Seq[aqm.Metric], bool) {
+	f, ok := emitters.Load(reflect.TypeOf(v))
+	if !ok {
+		return nil, false
+	}
+	return f.(func(any) iter.Seq[aqm.Metric])(v), true
 }
 
 // Lookup returns the descriptions of the metrics of the struct type t, if a
