@@ -254,9 +254,6 @@ func (q *Queue[T]) Detail() Detail {
 	}
 }
 
-// Metrics lists the Detail's values with tc-like names.
-func (d Detail) metrics() iter.Seq[aqm.Metric] { return detailMetrics.Of(d) }
-
 var detailMetrics = metrics.Declare[Detail]("")
 
 // Metrics lists the queue's [aqm.Stats] metrics, then its [Detail]'s, from
