@@ -131,7 +131,7 @@ func TestACKFilterReference(t *testing.T) {
 				}
 				want := refFilter(qs, a, mode == ACKFilterAggressive)
 				dropped = dropped[:0]
-				q.EnqueueInfo(aqm.Packet[int]{Payload: i, Meta: aqm.Meta{Size: 60}}, Info{ACK: a}, ms)
+				q.EnqueueInfo(aqm.Packet[int]{Payload: i, Meta: aqm.Meta{Size: 60}}, Info{ack: a}, ms)
 				model = append(model, item{i, a})
 				if want < 0 {
 					require.Empty(t, dropped, "trial %d arrival %d", trial, i)
@@ -177,7 +177,7 @@ func TestACKFilterNeverDropsNews(t *testing.T) {
 			a := randACK(r)
 			acks[i] = a
 			victim = victim[:0]
-			q.EnqueueInfo(aqm.Packet[int]{Payload: i, Meta: aqm.Meta{Size: 60}}, Info{ACK: a}, ms)
+			q.EnqueueInfo(aqm.Packet[int]{Payload: i, Meta: aqm.Meta{Size: 60}}, Info{ack: a}, ms)
 			for _, v := range victim {
 				d := acks[v]
 				if d.Flags&^(flagACK|flagECE|flagCWR) != 0 || d.Payload || d.OtherOptions || d.Reserved || !d.TCP {
@@ -214,7 +214,7 @@ func TestACKFilterNeverDropsNews(t *testing.T) {
 func TestACKFilterCounts(t *testing.T) {
 	q, _ := New[int](Config{Seed: 1, ACKFilter: ACKFilterConservative}, nil)
 	for i := range 3 {
-		q.EnqueueInfo(pkt(60, 1), Info{ACK: ackInfo{TCP: true, Conn: 1, Flags: flagACK, Ack: uint32(i+1) * 1000}}, ms)
+		q.EnqueueInfo(pkt(60, 1), Info{ack: ackInfo{TCP: true, Conn: 1, Flags: flagACK, Ack: uint32(i+1) * 1000}}, ms)
 	}
 	require.Equal(t, 2, q.Len())
 	require.Equal(t, 120, q.Backlog())

@@ -89,7 +89,7 @@ func (c *Classifier) Classify(pkt []byte) (aqm.Meta, Info, error) {
 	m.Hash = f.Hash
 	info.SrcHost, info.DstHost = f.SrcHostHash, f.DstHostHash
 	if f.Protocol == 6 && f.L4Offset != 0 {
-		info.ACK = c.tcpSummary(pkt[f.L4Offset:ipEnd(pkt, f.Version)], f)
+		info.ack = c.tcpSummary(pkt[f.L4Offset:ipEnd(pkt, f.Version)], f)
 	}
 	if c.wash && info.DSCP != 0 {
 		wash(outer)

@@ -91,7 +91,7 @@ func TestClassifyIPv4(t *testing.T) {
 	require.Equal(t, uint32(len(fwd)), m.Size)
 	require.Equal(t, aqm.ECT0, m.ECN)
 	require.Equal(t, uint8(46), info.DSCP)
-	a := info.ACK
+	a := info.ack
 	require.True(t, a.TCP)
 	require.Equal(t, uint32(12345), a.Ack)
 	require.Equal(t, flagACK|flagECE, a.Flags)
@@ -116,8 +116,8 @@ func TestClassifyIPv4(t *testing.T) {
 	require.Equal(t, info.SrcHost, toC.SrcHost)
 	require.Equal(t, info.DstHost, fromC.DstHost)
 	require.NotEqual(t, info.DstHost, toC.DstHost)
-	require.NotEqual(t, a.Conn, info2.ACK.Conn, "directions differ for the ACK filter")
-	require.True(t, info2.ACK.Payload)
+	require.NotEqual(t, a.Conn, info2.ack.Conn, "directions differ for the ACK filter")
+	require.True(t, info2.ack.Payload)
 	// Another port: another flow, same hosts.
 	other := ipv4(hA, hB, 6, 0, tcpSeg{sport: 40001, dport: 443, flags: flagACK}.bytes())
 	m3, info3, _ := c.Classify(other)
@@ -126,8 +126,8 @@ func TestClassifyIPv4(t *testing.T) {
 	// Unknown option, MSS: forbids filtering; reserved bits.
 	mss := ipv4(hA, hB, 6, 0, tcpSeg{flags: flagACK, opts: []byte{2, 4, 5, 180}, reserved: 1}.bytes())
 	_, info4, _ := c.Classify(mss)
-	require.True(t, info4.ACK.OtherOptions)
-	require.True(t, info4.ACK.Reserved)
+	require.True(t, info4.ack.OtherOptions)
+	require.True(t, info4.ack.Reserved)
 	// A different key gives different hashes.
 	m5, _, _ := NewClassifier(2, false).Classify(fwd)
 	require.NotEqual(t, m.Hash, m5.Hash)
@@ -147,8 +147,8 @@ func TestClassifyIPv6(t *testing.T) {
 	require.NoError(t, err)
 	require.Equal(t, uint8(8), info.DSCP)
 	require.Equal(t, aqm.ECT1, m.ECN)
-	require.True(t, info.ACK.TCP)
-	require.Equal(t, uint32(99), info.ACK.Ack)
+	require.True(t, info.ack.TCP)
+	require.Equal(t, uint32(99), info.ack.Ack)
 	plain := ipv6(s, d, 6, 0, seg)
 	m2, _, _ := c.Classify(plain)
 	require.Equal(t, m.Hash, m2.Hash)
@@ -158,7 +158,7 @@ func TestClassifyIPv6(t *testing.T) {
 	require.NoError(t, err)
 	require.Equal(t, m.Hash, m3.Hash)
 	require.Equal(t, uint8(10), info3.DSCP)
-	require.True(t, info3.ACK.TCP)
+	require.True(t, info3.ack.TCP)
 }
 
 // TestClassifyErrors protects bad input: errors, never panics.
@@ -220,7 +220,7 @@ func FuzzClassify(f *testing.F) {
 		if m.Hash != m2.Hash {
 			t.Fatalf("direction changed the flow hash")
 		}
-		if info.ACK.TCP && info2.ACK.TCP && info.ACK.Conn == info2.ACK.Conn && !sameEndpoints(p) {
+		if info.ack.TCP && info2.ack.TCP && info.ack.Conn == info2.ack.Conn && !sameEndpoints(p) {
 			t.Fatalf("the two directions share an ACK filter connection")
 		}
 	})

@@ -22,9 +22,10 @@ type Info struct {
 	DstHost uint32
 	// DSCP is the packet's DiffServ code point (the low 6 bits are used).
 	DSCP uint8
-	// ACK summarises the TCP header for the ACK filter; the zero value
+	// ack summarises the TCP header for the ACK filter, filled in by
+	// [Classifier.Classify]; the zero value
 	// means "not TCP", which the filter never touches.
-	ACK ackInfo
+	ack ackInfo
 }
 
 const nilIdx = ^uint32(0)
@@ -375,8 +376,8 @@ func (q *Queue[T]) enqueueFlow(p aqm.Packet[T], info *Info, b *tin, fi uint32, n
 	}
 	b.s.arrived.AddMeta(p.Meta)
 	if q.acks != nil {
-		q.acks[ni] = info.ACK
-		if q.ackMode != ACKFilterOff && info.ACK.TCP && fi < q.g.base { // the shared queue stays a FIFO
+		q.acks[ni] = info.ack
+		if q.ackMode != ACKFilterOff && info.ack.TCP && fi < q.g.base { // the shared queue stays a FIFO
 			q.ackFilter(b, fi, ni, now)
 		}
 	}
