@@ -7,6 +7,7 @@ import (
 
 	"github.com/aqmkit/aqmkit/aqm"
 	"github.com/aqmkit/aqmkit/fifo"
+	"github.com/aqmkit/aqmkit/internal/tally"
 	"github.com/stretchr/testify/require"
 )
 
@@ -50,16 +51,16 @@ func TestVerdict(t *testing.T) {
 }
 
 // TestStatsArithmetic protects the accounting identities that the kit and
-// users rely on.
+// users rely on, and the tally helpers every queue counts with.
 func TestStatsArithmetic(t *testing.T) {
 	var s aqm.Stats
 	s.Enqueued.Add(100)
 	s.Enqueued.Add(200)
-	s.CountDrop(aqm.DroppedEarly, 50, false)
-	s.CountDrop(aqm.DroppedOverlimit, 100, true) // an accepted packet evicted
-	s.CountDrop(aqm.Enqueued, 999, true)         // not a drop: ignored
-	s.NoteSize(50)
-	s.NoteSize(20)
+	tally.Drop(&s, aqm.DroppedEarly, 50, false)
+	tally.Drop(&s, aqm.DroppedOverlimit, 100, true) // an accepted packet evicted
+	tally.Drop(&s, aqm.Enqueued, 999, true)         // not a drop: ignored
+	tally.NoteSize(&s, 50)
+	tally.NoteSize(&s, 20)
 	require.Equal(t, aqm.Count{Packets: 2, Bytes: 150}, s.Dropped())
 	require.Equal(t, aqm.Count{Packets: 1, Bytes: 100}, s.DroppedQueued)
 	require.Equal(t, aqm.Count{Packets: 3, Bytes: 350}, s.Offered())

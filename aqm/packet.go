@@ -2,6 +2,11 @@ package aqm
 
 import "strconv"
 
+// DSCPNQB is the DSCP of the Non-Queue-Building PHB (RFC 9956): 45. The
+// queues that treat NQB packets apart take the DSCP through an
+// EnqueueDSCP method.
+const DSCPNQB = 45
+
 // ECN is the two-bit Explicit Congestion Notification field of the IP header
 // (RFC 3168), with the header's own values.
 type ECN uint8

@@ -191,12 +191,12 @@ const (
 	// 100 ms, CoDel's interval and the usual planning figure for Internet
 	// paths.
 	DefaultRTT = 100 * time.Millisecond
-	// MinBufferBytes is the smallest buffer a preset gives, 64 KiB, so that
+	// minBufferBytes is the smallest buffer a preset gives, 64 KiB, so that
 	// a slow link still absorbs a burst of a few dozen full-size packets.
-	MinBufferBytes = 64 << 10
-	// MaxBufferBytes is the largest buffer a preset gives, 32 MiB, the
+	minBufferBytes = 64 << 10
+	// maxBufferBytes is the largest buffer a preset gives, 32 MiB, the
 	// memory FQ-CoDel takes by default.
-	MaxBufferBytes = 32 << 20
+	maxBufferBytes = 32 << 20
 	// FullPacketBytes is the packet size the presets use to turn bytes into
 	// packets: an Ethernet MTU plus its 14-byte header.
 	FullPacketBytes = 1514
@@ -205,7 +205,7 @@ const (
 // BufferBytes returns the buffer, in bytes, that the presets give a queue
 // draining at rate r for flows whose round-trip time is about rtt: four
 // round trips' worth at r (as CAKE sizes its buffer), at least
-// [MinBufferBytes] and at most [MaxBufferBytes]. A zero rtt means
+// 64 KiB and at most 32 MiB. A zero rtt means
 // [DefaultRTT]; a zero (unlimited) rate gets the maximum. At 8 Mb/s and
 // 100 ms this is 400 kB, 400 ms of queue at most.
 func (r Rate) BufferBytes(rtt time.Duration) int {
@@ -213,13 +213,13 @@ func (r Rate) BufferBytes(rtt time.Duration) int {
 		rtt = DefaultRTT
 	}
 	if r == 0 {
-		return MaxBufferBytes
+		return maxBufferBytes
 	}
 	b := r.BytesIn(rtt)
-	if b > MaxBufferBytes/4 {
-		return MaxBufferBytes
+	if b > maxBufferBytes/4 {
+		return maxBufferBytes
 	}
-	return int(max(4*b, MinBufferBytes))
+	return int(max(4*b, minBufferBytes))
 }
 
 // BufferPackets returns [Rate.BufferBytes] in full-size packets

@@ -102,9 +102,9 @@ func TestRateTxTimeBytesIn(t *testing.T) {
 func TestRateBuffer(t *testing.T) {
 	require.Equal(t, 400000, (8 * aqm.Mbit).BufferBytes(100*time.Millisecond))
 	require.Equal(t, 400000, (8 * aqm.Mbit).BufferBytes(0))
-	require.Equal(t, aqm.MinBufferBytes, (64 * aqm.Kbit).BufferBytes(20*time.Millisecond))
-	require.Equal(t, aqm.MaxBufferBytes, (10 * aqm.Gbit).BufferBytes(time.Second))
-	require.Equal(t, aqm.MaxBufferBytes, aqm.Rate(0).BufferBytes(time.Second))
+	require.Equal(t, (64 << 10), (64 * aqm.Kbit).BufferBytes(20*time.Millisecond))
+	require.Equal(t, 32<<20, (10 * aqm.Gbit).BufferBytes(time.Second))
+	require.Equal(t, 32<<20, aqm.Rate(0).BufferBytes(time.Second))
 	require.Equal(t, 265, (8 * aqm.Mbit).BufferPackets(0))
 	require.LessOrEqual(t, (8 * aqm.Mbit).TxTime(int64((8 * aqm.Mbit).BufferBytes(0))), 400*time.Millisecond)
 }

@@ -84,35 +84,3 @@ func (s Stats) Offered() Count {
 		Bytes:   s.Enqueued.Bytes + d.Bytes - s.DroppedQueued.Bytes,
 	}
 }
-
-// CountDrop adds one drop of size bytes for reason why, and to DroppedQueued
-// if queued is true (the packet had been accepted). A verdict that is not a
-// drop is ignored.
-func (s *Stats) CountDrop(why Verdict, size uint32, queued bool) {
-	s.CountDropMeta(why, Meta{Size: size}, queued)
-}
-
-// CountDropMeta is [Stats.CountDrop] for the packet m describes: it counts
-// m.SegmentCount() wire packets of m.Size bytes.
-func (s *Stats) CountDropMeta(why Verdict, m Meta, queued bool) {
-	switch why {
-	case DroppedOverlimit:
-		s.DroppedOverlimit.AddMeta(m)
-	case DroppedEarly:
-		s.DroppedEarly.AddMeta(m)
-	case DroppedOverload:
-		s.DroppedOverload.AddMeta(m)
-	default:
-		return
-	}
-	if queued {
-		s.DroppedQueued.AddMeta(m)
-	}
-}
-
-// NoteSize records an offered packet's size in MaxSize.
-func (s *Stats) NoteSize(size uint32) {
-	if size > s.MaxSize {
-		s.MaxSize = size
-	}
-}

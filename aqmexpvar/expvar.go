@@ -19,9 +19,9 @@
 // that lock too, with front.Front.WithQueue:
 //
 //	aqmexpvar.Publish("wan_fq", aqmexpvar.Func(func() iter.Seq[aqm.Metric] {
-//		var d fq.CoDelDetail
-//		f.WithQueue(func(q aqm.Queue[Buf]) { d = q.(*fq.CoDel[Buf]).Detail() })
-//		return d.Metrics()
+//		var ms []aqm.Metric
+//		f.WithQueue(func(q aqm.Queue[Buf]) { ms = slices.Collect(q.(*fq.CoDel[Buf]).Metrics()) })
+//		return slices.Values(ms)
 //	}))
 package aqmexpvar
 

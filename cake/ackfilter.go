@@ -1,26 +1,29 @@
 package cake
 
-import "github.com/aqmkit/aqmkit/aqm"
-
-// TCP flag bits of [ACKInfo.Flags] (the header's flags byte).
-const (
-	FlagFIN uint8 = 1 << iota
-	FlagSYN
-	FlagRST
-	FlagPSH
-	FlagACK
-	FlagURG
-	FlagECE
-	FlagCWR
+import (
+	"github.com/aqmkit/aqmkit/aqm"
+	"github.com/aqmkit/aqmkit/internal/tally"
 )
 
-// SACKBlock is one TCP selective acknowledgement block, [Start, End).
-type SACKBlock struct{ Start, End uint32 }
+// TCP flag bits of [ackInfo.Flags] (the header's flags byte).
+const (
+	flagFIN uint8 = 1 << iota
+	flagSYN
+	flagRST
+	flagPSH
+	flagACK
+	flagURG
+	flagECE
+	flagCWR
+)
 
-// ACKInfo is the part of a TCP header the ACK filter compares: enough to
+// sackBlock is one TCP selective acknowledgement block, [Start, End).
+type sackBlock struct{ Start, End uint32 }
+
+// ackInfo is the part of a TCP header the ACK filter compares: enough to
 // tell whether an ACK carries anything a later one does not. [Classifier]
 // fills it; the zero value means "not TCP".
-type ACKInfo struct {
+type ackInfo struct {
 	// TCP reports that the packet is TCP (over IPv4 or IPv6); the other
 	// fields mean nothing otherwise.
 	TCP bool
@@ -33,7 +36,7 @@ type ACKInfo struct {
 	OtherOptions bool
 	// Reserved reports reserved header bits (or AE) set.
 	Reserved bool
-	// Flags is the TCP flags byte (FlagFIN ... FlagCWR).
+	// Flags is the TCP flags byte (flagFIN ... flagCWR).
 	Flags uint8
 	// NSACK is the number of SACK blocks in SACK (at most 4).
 	NSACK uint8
@@ -44,7 +47,7 @@ type ACKInfo struct {
 	// Ack is the cumulative acknowledgement number.
 	Ack          uint32
 	TSVal, TSEcr uint32
-	SACK         [4]SACKBlock
+	SACK         [4]sackBlock
 }
 
 // after reports whether a is after b in sequence-number (serial)
@@ -52,7 +55,7 @@ type ACKInfo struct {
 func after(a, b uint32) bool { return int32(a-b) > 0 }
 
 // sackBytes returns the bytes a's SACK blocks cover.
-func (a *ACKInfo) sackBytes() uint64 {
+func (a *ackInfo) sackBytes() uint64 {
 	var n uint64
 	for i := range min(int(a.NSACK), len(a.SACK)) {
 		n += uint64(a.SACK[i].End - a.SACK[i].Start)
@@ -65,9 +68,9 @@ func (a *ACKInfo) sackBytes() uint64 {
 // flags, no data, no unknown option, no reserved bit), whose cumulative
 // ACK, timestamps and SACK blocks are all covered by t's, and which is
 // not a duplicate ACK that t does not supersede with more SACK.
-func redundant(a, t *ACKInfo) bool {
-	const bad = FlagURG | FlagPSH | FlagRST | FlagSYN | FlagFIN
-	if a.Flags&FlagACK == 0 || a.Flags&bad != 0 || a.Reserved || a.OtherOptions || a.Payload {
+func redundant(a, t *ackInfo) bool {
+	const bad = flagURG | flagPSH | flagRST | flagSYN | flagFIN
+	if a.Flags&flagACK == 0 || a.Flags&bad != 0 || a.Reserved || a.OtherOptions || a.Payload {
 		return false
 	}
 	if a.HasTS && (after(a.TSVal, t.TSVal) || after(a.TSEcr, t.TSEcr)) {
@@ -105,10 +108,10 @@ func redundant(a, t *ACKInfo) bool {
 // most one ACK made redundant by the arrival (see [ACKFilter]).
 func (q *Queue[T]) ackFilter(b *tin, fi, ni uint32, now aqm.Time) {
 	t := &q.acks[ni]
-	if t.Flags&FlagACK == 0 || t.Flags&FlagSYN != 0 {
+	if t.Flags&flagACK == 0 || t.Flags&flagSYN != 0 {
 		return
 	}
-	const eceCWR = FlagECE | FlagCWR
+	const eceCWR = flagECE | flagCWR
 	f := &q.flows[fi]
 	elig, eligPrev := nilIdx, nilIdx
 	eligFlags := uint8(0)
@@ -150,7 +153,7 @@ func (q *Queue[T]) ackFilter(b *tin, fi, ni uint32, now aqm.Time) {
 	nd.pkt = aqm.Packet[T]{}
 	nd.next = q.free
 	q.free = victim
-	q.acks[victim] = ACKInfo{}
+	q.acks[victim] = ackInfo{}
 	f.backlog -= p.Size
 	b.pkts -= p.SegmentCount()
 	b.backlog -= int(p.Size)
@@ -161,7 +164,7 @@ func (q *Queue[T]) ackFilter(b *tin, fi, ni uint32, now aqm.Time) {
 	if q.ingress {
 		q.charge(b, q.adjLenOf(p.Meta), now, true)
 	}
-	q.stats.CountDropMeta(aqm.DroppedEarly, p.Meta, true)
+	tally.DropMeta(&q.stats, aqm.DroppedEarly, p.Meta, true)
 	if q.onDrop != nil {
 		q.onDrop(p, aqm.DroppedEarly)
 	}

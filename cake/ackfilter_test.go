@@ -12,7 +12,7 @@ import (
 )
 
 // refCovers reports whether SACK block s lies inside one of t's blocks.
-func refCovers(t *ACKInfo, s SACKBlock) bool {
+func refCovers(t *ackInfo, s sackBlock) bool {
 	for _, u := range t.SACK[:t.NSACK] {
 		if int32(s.Start-u.Start) >= 0 && int32(u.End-s.End) >= 0 {
 			return true
@@ -23,10 +23,10 @@ func refCovers(t *ACKInfo, s SACKBlock) bool {
 
 // refRedundant is the slow statement of the eligibility rules, one rule a
 // line, as tc-cake(8) and the filter's design describe them.
-func refRedundant(a, t ACKInfo) bool {
+func refRedundant(a, t ackInfo) bool {
 	rules := []bool{
-		a.Flags&FlagACK != 0,
-		a.Flags&(FlagURG|FlagPSH|FlagRST|FlagSYN|FlagFIN) == 0,
+		a.Flags&flagACK != 0,
+		a.Flags&(flagURG|flagPSH|flagRST|flagSYN|flagFIN) == 0,
 		!a.Reserved, !a.OtherOptions, !a.Payload,
 		!a.HasTS || int32(t.TSVal-a.TSVal) >= 0 && int32(t.TSEcr-a.TSEcr) >= 0,
 		int32(t.Ack-a.Ack) >= 0,
@@ -54,11 +54,11 @@ func refRedundant(a, t ACKInfo) bool {
 // redundant ACKs of t's connection with unchanged ECE/CWR bits between
 // them, or in aggressive mode a lone redundant one right before t with
 // t's ECE/CWR bits.
-func refFilter(qs []ACKInfo, t ACKInfo, aggressive bool) int {
-	if !t.TCP || t.Flags&FlagACK == 0 || t.Flags&FlagSYN != 0 {
+func refFilter(qs []ackInfo, t ackInfo, aggressive bool) int {
+	if !t.TCP || t.Flags&flagACK == 0 || t.Flags&flagSYN != 0 {
 		return -1
 	}
-	const ec = FlagECE | FlagCWR
+	const ec = flagECE | flagCWR
 	var cands []int
 	for i, a := range qs {
 		if !a.TCP || a.Conn != t.Conn {
@@ -82,14 +82,14 @@ func refFilter(qs []ACKInfo, t ACKInfo, aggressive bool) int {
 
 // randACK draws an ACK of one of two connections with small numbers so
 // that ties, reordering, SACK and flag changes are frequent.
-func randACK(r *rand.Rand) ACKInfo {
-	a := ACKInfo{TCP: r.IntN(10) > 0, Conn: uint32(r.IntN(2)), Ack: uint32(r.IntN(8)) * 100,
-		Flags: FlagACK}
+func randACK(r *rand.Rand) ackInfo {
+	a := ackInfo{TCP: r.IntN(10) > 0, Conn: uint32(r.IntN(2)), Ack: uint32(r.IntN(8)) * 100,
+		Flags: flagACK}
 	if r.IntN(8) == 0 {
-		a.Flags |= []uint8{FlagPSH, FlagFIN, FlagSYN, FlagECE, FlagCWR, FlagURG, FlagRST}[r.IntN(7)]
+		a.Flags |= []uint8{flagPSH, flagFIN, flagSYN, flagECE, flagCWR, flagURG, flagRST}[r.IntN(7)]
 	}
 	if r.IntN(6) == 0 {
-		a.Flags |= FlagECE
+		a.Flags |= flagECE
 	}
 	if r.IntN(3) == 0 {
 		a.HasTS = true
@@ -102,7 +102,7 @@ func randACK(r *rand.Rand) ACKInfo {
 		a.NSACK = uint8(1 + r.IntN(2))
 		for i := range int(a.NSACK) {
 			s := a.Ack + uint32(r.IntN(6))*100 - 100
-			a.SACK[i] = SACKBlock{s, s + uint32(1+r.IntN(4))*100}
+			a.SACK[i] = sackBlock{s, s + uint32(1+r.IntN(4))*100}
 		}
 	}
 	return a
@@ -120,18 +120,18 @@ func TestACKFilterReference(t *testing.T) {
 				func(p aqm.Packet[int], _ aqm.Verdict) { dropped = append(dropped, p.Payload) })
 			type item struct {
 				id int
-				a  ACKInfo
+				a  ackInfo
 			}
 			var model []item
 			for i := range 40 {
 				a := randACK(r)
-				qs := make([]ACKInfo, len(model))
+				qs := make([]ackInfo, len(model))
 				for k, it := range model {
 					qs[k] = it.a
 				}
 				want := refFilter(qs, a, mode == ACKFilterAggressive)
 				dropped = dropped[:0]
-				q.EnqueueInfo(aqm.Packet[int]{Payload: i, Meta: aqm.Meta{Size: 60}}, Info{ACK: a}, ms)
+				q.EnqueueInfo(aqm.Packet[int]{Payload: i, Meta: aqm.Meta{Size: 60}}, Info{ack: a}, ms)
 				model = append(model, item{i, a})
 				if want < 0 {
 					require.Empty(t, dropped, "trial %d arrival %d", trial, i)
@@ -169,7 +169,7 @@ func TestACKFilterNeverDropsNews(t *testing.T) {
 		if aggressive {
 			mode = ACKFilterAggressive
 		}
-		acks := map[int]ACKInfo{}
+		acks := map[int]ackInfo{}
 		var victim []int
 		q, _ := New(Config{Seed: 1, ACKFilter: mode, FlowMode: FlowBlind, TinMode: BestEffort},
 			func(p aqm.Packet[int], _ aqm.Verdict) { victim = append(victim, p.Payload) })
@@ -177,10 +177,10 @@ func TestACKFilterNeverDropsNews(t *testing.T) {
 			a := randACK(r)
 			acks[i] = a
 			victim = victim[:0]
-			q.EnqueueInfo(aqm.Packet[int]{Payload: i, Meta: aqm.Meta{Size: 60}}, Info{ACK: a}, ms)
+			q.EnqueueInfo(aqm.Packet[int]{Payload: i, Meta: aqm.Meta{Size: 60}}, Info{ack: a}, ms)
 			for _, v := range victim {
 				d := acks[v]
-				if d.Flags&^(FlagACK|FlagECE|FlagCWR) != 0 || d.Payload || d.OtherOptions || d.Reserved || !d.TCP {
+				if d.Flags&^(flagACK|flagECE|flagCWR) != 0 || d.Payload || d.OtherOptions || d.Reserved || !d.TCP {
 					return false
 				}
 				covered, flags := false, false
@@ -190,7 +190,7 @@ func TestACKFilterNeverDropsNews(t *testing.T) {
 					if l < v || !la.TCP || la.Conn != d.Conn {
 						continue
 					}
-					if la.Flags&(FlagECE|FlagCWR) == d.Flags&(FlagECE|FlagCWR) {
+					if la.Flags&(flagECE|flagCWR) == d.Flags&(flagECE|flagCWR) {
 						flags = true
 					}
 					ok := int32(la.Ack-d.Ack) >= 0 && (!d.HasTS || int32(la.TSVal-d.TSVal) >= 0 && int32(la.TSEcr-d.TSEcr) >= 0)
@@ -214,13 +214,13 @@ func TestACKFilterNeverDropsNews(t *testing.T) {
 func TestACKFilterCounts(t *testing.T) {
 	q, _ := New[int](Config{Seed: 1, ACKFilter: ACKFilterConservative}, nil)
 	for i := range 3 {
-		q.EnqueueInfo(pkt(60, 1), Info{ACK: ACKInfo{TCP: true, Conn: 1, Flags: FlagACK, Ack: uint32(i+1) * 1000}}, ms)
+		q.EnqueueInfo(pkt(60, 1), Info{ack: ackInfo{TCP: true, Conn: 1, Flags: flagACK, Ack: uint32(i+1) * 1000}}, ms)
 	}
 	require.Equal(t, 2, q.Len())
 	require.Equal(t, 120, q.Backlog())
 	d := q.Detail()
-	require.Equal(t, uint64(1), d.ACKDrops)
-	require.Equal(t, uint64(1), d.Tins[1].ACKDrops) // Best Effort shows second
+	require.Equal(t, uint64(1), d.FilteredACKs)
+	require.Equal(t, uint64(1), d.Tins[1].FilteredACKs) // Best Effort shows second
 	s := q.Stats()
 	require.Equal(t, uint64(1), s.DroppedEarly.Packets)
 	require.Equal(t, uint64(1), s.DroppedQueued.Packets)

@@ -3,6 +3,7 @@ package cake
 import (
 	"github.com/aqmkit/aqmkit/aqm"
 	"github.com/aqmkit/aqmkit/cobalt"
+	"github.com/aqmkit/aqmkit/internal/tally"
 )
 
 // This file holds the burst twins of the single-packet methods:
@@ -57,7 +58,7 @@ func (q *Queue[T]) EnqueueBatch(ps []aqm.Packet[T], vs []aqm.Verdict, now aqm.Ti
 		}
 		p.ECN &= aqm.ECNMask
 		p.Enqueued = now
-		q.stats.NoteSize(size)
+		tally.NoteSize(&q.stats, size)
 		var fi uint32
 		if lastFi != nilIdx && p.Hash == lastHash && q.flows[lastFi].state != stNone {
 			b.s.wayDirect++
@@ -240,7 +241,7 @@ func (q *Queue[T]) DequeueBatch(buf []aqm.Packet[T], now aqm.Time) int {
 			continue
 		}
 		b.s.drops += uint64(p.SegmentCount())
-		q.stats.CountDropMeta(aqm.DroppedEarly, p.Meta, true)
+		tally.DropMeta(&q.stats, aqm.DroppedEarly, p.Meta, true)
 		if q.onDrop != nil {
 			q.onDrop(p, aqm.DroppedEarly)
 		}

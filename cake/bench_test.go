@@ -104,7 +104,7 @@ func BenchmarkPacket(b *testing.B) {
 // BenchmarkClassify measures parsing a TCP ACK with timestamps.
 func BenchmarkClassify(b *testing.B) {
 	c := NewClassifier(1, false)
-	p := ipv4(hA, hB, 6, 0, tcpSeg{sport: 1, dport: 2, flags: FlagACK, opts: []byte{8, 10, 0, 0, 0, 1, 0, 0, 0, 2}}.bytes())
+	p := ipv4(hA, hB, 6, 0, tcpSeg{sport: 1, dport: 2, flags: flagACK, opts: []byte{8, 10, 0, 0, 0, 1, 0, 0, 0, 2}}.bytes())
 	b.ReportAllocs()
 	for b.Loop() {
 		sinkMeta, _, _ = c.Classify(p)

@@ -34,7 +34,7 @@ func TestBlueDropsMarkedPackets(t *testing.T) {
 		}
 		fs, found := q.Flow(1, Info{})
 		require.True(t, found)
-		require.InDelta(t, 1, fs.COBALT.BlueProbability, 1e-6)
+		require.InDelta(t, 1, fs.Cobalt.BlueProbability, 1e-6)
 		dequeue := func(now aqm.Time) (aqm.Packet[int], bool) {
 			if !batch {
 				return q.Dequeue(now)
@@ -68,6 +68,6 @@ func TestBlueDropsMarkedPackets(t *testing.T) {
 		require.True(t, ok)
 		require.Equal(t, aqm.CE, p.ECN)
 		require.Equal(t, uint64(1), q.Stats().Marked.Packets)
-		require.Equal(t, uint64(1), q.Detail().Tins[0].Marks)
+		require.Equal(t, uint64(1), q.Detail().Tins[0].Marked)
 	}
 }

@@ -79,11 +79,11 @@ func TestZeroAllocs(t *testing.T) {
 			q, _ := New[int](cfg, nil)
 			now := ms
 			i := uint32(0)
-			info := Info{SrcHost: 1, DstHost: 2, DSCP: 46, ACK: ACKInfo{TCP: true, Flags: FlagACK, Conn: 5}}
+			info := Info{SrcHost: 1, DstHost: 2, DSCP: 46, ack: ackInfo{TCP: true, Flags: flagACK, Conn: 5}}
 			step := func() {
 				i++
 				now += 10 * aqm.Time(time.Microsecond)
-				info.ACK.Ack = i * 100
+				info.ack.Ack = i * 100
 				q.EnqueueInfo(pkt(100+i%1400, i%37), info, now)
 				q.Enqueue(pkt(1500, i%5), now)
 				q.Dequeue(now)

@@ -9,15 +9,6 @@ import (
 	"github.com/aqmkit/aqmkit/iphdr"
 )
 
-// Errors of [Classifier.Classify]: those of package iphdr, which parses
-// the IP header.
-var (
-	// ErrNotIP means the bytes are not an IPv4 or IPv6 packet.
-	ErrNotIP = iphdr.ErrNotIP
-	// ErrTruncated means the IP header is cut short.
-	ErrTruncated = iphdr.ErrTruncated
-)
-
 // Classifier turns raw IP packets into the [aqm.Meta] and [Info] a CAKE
 // queue needs: a keyed 5-tuple flow hash that is the same for both
 // directions of a connection, keyed source and destination host hashes,
@@ -76,7 +67,8 @@ func ipEnd(pkt []byte, version uint8) int {
 // fragments are keyed on addresses and protocol; IPv6 extension headers
 // (and AH) are skipped. IPv6 carried in IPv4 (protocol 41) is classified
 // by the inner header except for the DSCP and ECN. Only unfragmented TCP
-// gets an ACK summary. Bad input returns an error, never panics.
+// gets an ACK summary. Bad input returns an error of package iphdr ([iphdr.ErrNotIP],
+// [iphdr.ErrTruncated]), never a panic.
 func (c *Classifier) Classify(pkt []byte) (aqm.Meta, Info, error) {
 	var m aqm.Meta
 	var info Info
@@ -94,10 +86,10 @@ func (c *Classifier) Classify(pkt []byte) (aqm.Meta, Info, error) {
 			f, pkt = g, inner
 		}
 	}
-	m.Hash = f.FlowHash
+	m.Hash = f.Hash
 	info.SrcHost, info.DstHost = f.SrcHostHash, f.DstHostHash
 	if f.Protocol == 6 && f.L4Offset != 0 {
-		info.ACK = c.tcpSummary(pkt[f.L4Offset:ipEnd(pkt, f.Version)], f)
+		info.ack = c.tcpSummary(pkt[f.L4Offset:ipEnd(pkt, f.Version)], f)
 	}
 	if c.wash && info.DSCP != 0 {
 		wash(outer)
@@ -105,9 +97,9 @@ func (c *Classifier) Classify(pkt []byte) (aqm.Meta, Info, error) {
 	return m, info, nil
 }
 
-// tcpSummary fills an ACKInfo from a TCP header and its payload.
-func (c *Classifier) tcpSummary(t []byte, f iphdr.Flow) ACKInfo {
-	var a ACKInfo
+// tcpSummary fills an ackInfo from a TCP header and its payload.
+func (c *Classifier) tcpSummary(t []byte, f iphdr.Flow) ackInfo {
+	var a ackInfo
 	if len(t) < 20 {
 		return a
 	}
@@ -118,7 +110,7 @@ func (c *Classifier) tcpSummary(t []byte, f iphdr.Flow) ACKInfo {
 	a.TCP = true
 	// The connection in this direction: the flow (the same both ways),
 	// the source host and the source port tell the directions apart.
-	a.Conn = c.connHash(uint64(f.FlowHash)<<32|uint64(f.SrcHostHash), uint64(binary.BigEndian.Uint16(t[0:2])))
+	a.Conn = c.connHash(uint64(f.Hash)<<32|uint64(f.SrcHostHash), uint64(binary.BigEndian.Uint16(t[0:2])))
 	a.Ack = binary.BigEndian.Uint32(t[8:])
 	a.Flags = t[13]
 	a.Reserved = t[12]&0x0f != 0
@@ -144,7 +136,7 @@ func (c *Classifier) tcpSummary(t []byte, f iphdr.Flow) ACKInfo {
 			k := (n - 2) / 8
 			for i := range k {
 				b := opts[2+8*i:]
-				a.SACK[i] = SACKBlock{binary.BigEndian.Uint32(b), binary.BigEndian.Uint32(b[4:])}
+				a.SACK[i] = sackBlock{binary.BigEndian.Uint32(b), binary.BigEndian.Uint32(b[4:])}
 			}
 			a.NSACK = uint8(k)
 		case kind == 8 && n == 10: // timestamps

@@ -84,26 +84,26 @@ func TestClassifyIPv4(t *testing.T) {
 	c := NewClassifier(1, false)
 	sack := []byte{5, 18, 0, 0, 0, 100, 0, 0, 0, 200, 0, 0, 1, 0, 0, 0, 2, 0}
 	ts := []byte{8, 10, 0, 0, 0, 7, 0, 0, 0, 9}
-	seg := tcpSeg{sport: 40000, dport: 443, ack: 12345, flags: FlagACK | FlagECE, opts: append(append([]byte{1, 1}, ts...), sack...)}
+	seg := tcpSeg{sport: 40000, dport: 443, ack: 12345, flags: flagACK | flagECE, opts: append(append([]byte{1, 1}, ts...), sack...)}
 	fwd := ipv4(hA, hB, 6, 46<<2|2, seg.bytes())
 	m, info, err := c.Classify(fwd)
 	require.NoError(t, err)
 	require.Equal(t, uint32(len(fwd)), m.Size)
 	require.Equal(t, aqm.ECT0, m.ECN)
 	require.Equal(t, uint8(46), info.DSCP)
-	a := info.ACK
+	a := info.ack
 	require.True(t, a.TCP)
 	require.Equal(t, uint32(12345), a.Ack)
-	require.Equal(t, FlagACK|FlagECE, a.Flags)
+	require.Equal(t, flagACK|flagECE, a.Flags)
 	require.True(t, a.HasTS)
 	require.Equal(t, uint32(7), a.TSVal)
 	require.Equal(t, uint32(9), a.TSEcr)
 	require.Equal(t, uint8(2), a.NSACK)
-	require.Equal(t, SACKBlock{100, 200}, a.SACK[0])
-	require.Equal(t, SACKBlock{256, 512}, a.SACK[1])
+	require.Equal(t, sackBlock{100, 200}, a.SACK[0])
+	require.Equal(t, sackBlock{256, 512}, a.SACK[1])
 	require.False(t, a.OtherOptions || a.Payload || a.Reserved)
 
-	rev := ipv4(hB, hA, 6, 0, tcpSeg{sport: 443, dport: 40000, flags: FlagACK, payload: 100}.bytes())
+	rev := ipv4(hB, hA, 6, 0, tcpSeg{sport: 443, dport: 40000, flags: flagACK, payload: 100}.bytes())
 	m2, info2, err := c.Classify(rev)
 	require.NoError(t, err)
 	require.Equal(t, m.Hash, m2.Hash, "both directions share a flow")
@@ -116,18 +116,18 @@ func TestClassifyIPv4(t *testing.T) {
 	require.Equal(t, info.SrcHost, toC.SrcHost)
 	require.Equal(t, info.DstHost, fromC.DstHost)
 	require.NotEqual(t, info.DstHost, toC.DstHost)
-	require.NotEqual(t, a.Conn, info2.ACK.Conn, "directions differ for the ACK filter")
-	require.True(t, info2.ACK.Payload)
+	require.NotEqual(t, a.Conn, info2.ack.Conn, "directions differ for the ACK filter")
+	require.True(t, info2.ack.Payload)
 	// Another port: another flow, same hosts.
-	other := ipv4(hA, hB, 6, 0, tcpSeg{sport: 40001, dport: 443, flags: FlagACK}.bytes())
+	other := ipv4(hA, hB, 6, 0, tcpSeg{sport: 40001, dport: 443, flags: flagACK}.bytes())
 	m3, info3, _ := c.Classify(other)
 	require.NotEqual(t, m.Hash, m3.Hash)
 	require.Equal(t, info.SrcHost, info3.SrcHost)
 	// Unknown option, MSS: forbids filtering; reserved bits.
-	mss := ipv4(hA, hB, 6, 0, tcpSeg{flags: FlagACK, opts: []byte{2, 4, 5, 180}, reserved: 1}.bytes())
+	mss := ipv4(hA, hB, 6, 0, tcpSeg{flags: flagACK, opts: []byte{2, 4, 5, 180}, reserved: 1}.bytes())
 	_, info4, _ := c.Classify(mss)
-	require.True(t, info4.ACK.OtherOptions)
-	require.True(t, info4.ACK.Reserved)
+	require.True(t, info4.ack.OtherOptions)
+	require.True(t, info4.ack.Reserved)
 	// A different key gives different hashes.
 	m5, _, _ := NewClassifier(2, false).Classify(fwd)
 	require.NotEqual(t, m.Hash, m5.Hash)
@@ -140,15 +140,15 @@ func TestClassifyIPv6(t *testing.T) {
 	var s, d [16]byte
 	s[0], s[15] = 0x20, 1
 	d[0], d[15] = 0x20, 2
-	seg := tcpSeg{sport: 1, dport: 2, ack: 99, flags: FlagACK}.bytes()
+	seg := tcpSeg{sport: 1, dport: 2, ack: 99, flags: flagACK}.bytes()
 	hop := append([]byte{6, 0, 1, 4, 0, 0, 0, 0}, seg...) // hop-by-hop, then TCP
 	p := ipv6(s, d, 0, 8<<2|1, hop)
 	m, info, err := c.Classify(p)
 	require.NoError(t, err)
 	require.Equal(t, uint8(8), info.DSCP)
 	require.Equal(t, aqm.ECT1, m.ECN)
-	require.True(t, info.ACK.TCP)
-	require.Equal(t, uint32(99), info.ACK.Ack)
+	require.True(t, info.ack.TCP)
+	require.Equal(t, uint32(99), info.ack.Ack)
 	plain := ipv6(s, d, 6, 0, seg)
 	m2, _, _ := c.Classify(plain)
 	require.Equal(t, m.Hash, m2.Hash)
@@ -158,7 +158,7 @@ func TestClassifyIPv6(t *testing.T) {
 	require.NoError(t, err)
 	require.Equal(t, m.Hash, m3.Hash)
 	require.Equal(t, uint8(10), info3.DSCP)
-	require.True(t, info3.ACK.TCP)
+	require.True(t, info3.ack.TCP)
 }
 
 // TestClassifyErrors protects bad input: errors, never panics.
@@ -191,7 +191,7 @@ func TestWash(t *testing.T) {
 // TestClassifyAllocs protects the classifier's zero allocations.
 func TestClassifyAllocs(t *testing.T) {
 	c := NewClassifier(1, true)
-	p := ipv4(hA, hB, 6, 46<<2, tcpSeg{flags: FlagACK, opts: []byte{8, 10, 0, 0, 0, 1, 0, 0, 0, 2}}.bytes())
+	p := ipv4(hA, hB, 6, 46<<2, tcpSeg{flags: flagACK, opts: []byte{8, 10, 0, 0, 0, 1, 0, 0, 0, 2}}.bytes())
 	require.Zero(t, testing.AllocsPerRun(1000, func() { _, _, _ = c.Classify(p) }))
 }
 
@@ -200,7 +200,7 @@ func TestClassifyAllocs(t *testing.T) {
 // destination (addresses and ports) swapped, but another ACK filter
 // connection unless both endpoints are the same.
 func FuzzClassify(f *testing.F) {
-	f.Add(ipv4(hA, hB, 6, 0, tcpSeg{sport: 1, dport: 2, flags: FlagACK, opts: []byte{5, 10, 0, 0, 0, 1, 0, 0, 0, 2}}.bytes()))
+	f.Add(ipv4(hA, hB, 6, 0, tcpSeg{sport: 1, dport: 2, flags: flagACK, opts: []byte{5, 10, 0, 0, 0, 1, 0, 0, 0, 2}}.bytes()))
 	f.Add(ipv6([16]byte{1}, [16]byte{2}, 44, 0, []byte{6, 0, 0, 0, 0, 0, 0, 0, 0, 1, 0, 2}))
 	f.Add([]byte{0x45, 0, 0, 20})
 	c := NewClassifier(3, false)
@@ -220,7 +220,7 @@ func FuzzClassify(f *testing.F) {
 		if m.Hash != m2.Hash {
 			t.Fatalf("direction changed the flow hash")
 		}
-		if info.ACK.TCP && info2.ACK.TCP && info.ACK.Conn == info2.ACK.Conn && !sameEndpoints(p) {
+		if info.ack.TCP && info2.ack.TCP && info.ack.Conn == info2.ack.Conn && !sameEndpoints(p) {
 			t.Fatalf("the two directions share an ACK filter connection")
 		}
 	})

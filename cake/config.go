@@ -12,36 +12,36 @@ import (
 
 // Defaults and bounds of [Config].
 const (
-	// DefaultTarget is the base COBALT target, 5 ms (tc-cake's default,
-	// rtt/20). Slow tins raise it to 1.5 MTU times (see [TinStats]).
-	DefaultTarget = 5 * time.Millisecond
-	// DefaultInterval is the base COBALT interval, 100 ms (tc-cake's
+	// defaultTarget is the base COBALT target, 5 ms (tc-cake's default,
+	// rtt/20). Slow tins raise it to 1.5 MTU times (see [TinDetail]).
+	defaultTarget = 5 * time.Millisecond
+	// defaultInterval is the base COBALT interval, 100 ms (tc-cake's
 	// "internet" rtt).
-	DefaultInterval = 100 * time.Millisecond
-	// DefaultLimitPackets is the most packets the queue holds, 10240
+	defaultInterval = 100 * time.Millisecond
+	// defaultLimitPackets is the most packets the queue holds, 10240
 	// (Linux's fixed qdisc limit for CAKE).
-	DefaultLimitPackets = 10240
-	// MaxLimitPackets is the largest LimitPackets accepted. Storage for
+	defaultLimitPackets = 10240
+	// maxLimitPackets is the largest LimitPackets accepted. Storage for
 	// this many packets is allocated up front (see [Detail.MemoryBytes]).
-	MaxLimitPackets = 1 << 20
-	// MaxMemoryLimitBytes is the largest MemoryLimitBytes accepted, 1 GiB.
+	maxLimitPackets = 1 << 20
+	// maxMemoryLimitBytes is the largest MemoryLimitBytes accepted, 1 GiB.
 	// It bounds a counter, not an allocation: the byte limit allocates
 	// nothing.
-	MaxMemoryLimitBytes = 1 << 30
-	// MinMemoryBytes is the smallest byte limit derived from a rate, 4 MiB
+	maxMemoryLimitBytes = 1 << 30
+	// minMemoryBytes is the smallest byte limit derived from a rate, 4 MiB
 	// (Linux's floor).
-	MinMemoryBytes = 4 << 20
+	minMemoryBytes = 4 << 20
 	// MTU is the packet size the tins' parameters are derived from: an
 	// Ethernet MTU plus its 14-byte header, as Linux's psched_mtu.
 	MTU = 1514
-	// MaxInterval is the largest Interval accepted, one hour: COBALT's
+	// maxInterval is the largest Interval accepted, one hour: COBALT's
 	// bound.
-	MaxInterval = cobalt.MaxInterval
-	// MinOverhead and MaxOverhead bound Overhead (tc's limits).
-	MinOverhead = -64
-	MaxOverhead = 256
-	// MaxMPU bounds MPU (tc's limit).
-	MaxMPU = 256
+	maxInterval = cobalt.MaxInterval
+	// minOverhead and maxOverhead bound Overhead (tc's limits).
+	minOverhead = -64
+	maxOverhead = 256
+	// maxMPU bounds MPU (tc's limit).
+	maxMPU = 256
 	// minRateBytes is the slowest rate the shaper runs at, 64 bytes per
 	// second (Linux's MIN_RATE): a slower tin still drains.
 	minRateBytes = 64
@@ -221,13 +221,13 @@ type Config struct {
 	// Target and Interval are COBALT's base target and interval (tc's rtt
 	// sets Interval to rtt and Target to rtt/20). Each tin raises them for
 	// its rate: target ≥ 1.5 MTU times, interval = Interval + that rise.
-	// Zero means [DefaultTarget] and [DefaultInterval]; Target must be
-	// below Interval; Interval at most [MaxInterval].
+	// Zero means 5 ms and 100 ms; Target must be
+	// below Interval; Interval at most one hour.
 	Target   time.Duration
 	Interval time.Duration
 	// Overhead is added to every packet's Size for the shaper and the DRR
-	// deficits, in [MinOverhead, MaxOverhead]; MPU is the smallest length
-	// charged, in [0, MaxMPU]; Framing adds ATM or PTM cell framing. Set
+	// deficits, in [minOverhead, maxOverhead]; MPU is the smallest length
+	// charged, in [0, maxMPU]; Framing adds ATM or PTM cell framing. Set
 	// them together with [Overhead.Apply] and the presets ([Ethernet],
 	// [DOCSIS], [PPPoEPTM] ...). Size is then the IP packet length.
 	Overhead int
@@ -243,16 +243,16 @@ type Config struct {
 	ACKFilter ACKFilter
 	// LimitPackets is the most packets queued; beyond it, as beyond the
 	// byte limit, the queue drops from the head of its longest flow queue.
-	// Zero means [DefaultLimitPackets]; at most [MaxLimitPackets]. Each
+	// Zero means 10240; at most 1048576. Each
 	// packet slot is preallocated: about 40 bytes for a word-sized payload,
 	// 56 more with the ACK filter ([Detail] reports the total).
 	LimitPackets int
 	// MemoryLimitBytes is the most bytes (sum of Size) queued. Zero means
 	// Linux's rule: with a Rate, four Intervals at the rate, at least
-	// [MinMemoryBytes]; always at most LimitPackets·[MTU]. A limit that holds
+	// 4 MiB; always at most LimitPackets·[MTU]. A limit that holds
 	// more than a second of queue at the link rate defeats the AQM under
 	// unresponsive traffic: size it with [ConfigForLink]. At most
-	// [MaxMemoryLimitBytes].
+	// 1 GiB.
 	MemoryLimitBytes int
 	// DisableFloodGuard turns the flood guard off (see the package doc):
 	// every packet then finds or claims a flow queue of its own and a flow
@@ -278,35 +278,37 @@ type Overhead struct {
 	Framing Framing
 }
 
-// The presets of tc-cake(8), for packets whose Size is the IP length.
-var (
-	// Raw charges the packet's Size as it is (the default).
-	Raw = Overhead{}
-	// Conservative assumes the worst ATM case: 48 bytes, ATM framing.
-	Conservative = Overhead{Bytes: 48, Framing: ATM}
-	// Ethernet is Ethernet's preamble, start delimiter, MAC addresses,
-	// EtherType, FCS and inter-frame gap: 38 bytes, MPU 84.
-	Ethernet = Overhead{Bytes: 38, MPU: 84}
-	// DOCSIS is a DOCSIS cable modem's Ethernet frame: 18 bytes, MPU 64.
-	DOCSIS = Overhead{Bytes: 18, MPU: 64}
-	// PPPoEPTM is PPPoE over VDSL2: 30 bytes, PTM framing.
-	PPPoEPTM = Overhead{Bytes: 30, Framing: PTM}
-	// BridgedPTM is bridged Ethernet over VDSL2: 22 bytes, PTM framing.
-	BridgedPTM = Overhead{Bytes: 22, Framing: PTM}
-	// PPPoAVCMux and PPPoALLC are PPP over ATM (ADSL): 10 and 14 bytes.
-	PPPoAVCMux = Overhead{Bytes: 10, Framing: ATM}
-	PPPoALLC   = Overhead{Bytes: 14, Framing: ATM}
-	// PPPoEVCMux and PPPoELLCSNAP are PPPoE over ATM: 32 and 40 bytes.
-	PPPoEVCMux   = Overhead{Bytes: 32, Framing: ATM}
-	PPPoELLCSNAP = Overhead{Bytes: 40, Framing: ATM}
-	// BridgedVCMux and BridgedLLCSNAP are bridged Ethernet over ATM: 24
-	// and 32 bytes.
-	BridgedVCMux   = Overhead{Bytes: 24, Framing: ATM}
-	BridgedLLCSNAP = Overhead{Bytes: 32, Framing: ATM}
-	// IPoAVCMux and IPoALLCSNAP are IP over ATM: 8 and 16 bytes.
-	IPoAVCMux   = Overhead{Bytes: 8, Framing: ATM}
-	IPoALLCSNAP = Overhead{Bytes: 16, Framing: ATM}
-)
+// overheadPresets are the presets of tc-cake(8), by its keywords, for
+// packets whose Size is the IP length.
+var overheadPresets = map[string]Overhead{
+	"raw":             {},                        // Size as it is (the default)
+	"conservative":    {Bytes: 48, Framing: ATM}, // the worst ATM case
+	"ethernet":        {Bytes: 38, MPU: 84},      // preamble, SFD, MACs, EtherType, FCS, gap
+	"docsis":          {Bytes: 18, MPU: 64},      // a DOCSIS cable modem's Ethernet frame
+	"pppoe-ptm":       {Bytes: 30, Framing: PTM}, // PPPoE over VDSL2
+	"bridged-ptm":     {Bytes: 22, Framing: PTM}, // bridged Ethernet over VDSL2
+	"pppoa-vcmux":     {Bytes: 10, Framing: ATM}, // PPP over ATM (ADSL)
+	"pppoa-llc":       {Bytes: 14, Framing: ATM},
+	"pppoe-vcmux":     {Bytes: 32, Framing: ATM}, // PPPoE over ATM
+	"pppoe-llcsnap":   {Bytes: 40, Framing: ATM},
+	"bridged-vcmux":   {Bytes: 24, Framing: ATM}, // bridged Ethernet over ATM
+	"bridged-llcsnap": {Bytes: 32, Framing: ATM},
+	"ipoa-vcmux":      {Bytes: 8, Framing: ATM}, // IP over ATM
+	"ipoa-llcsnap":    {Bytes: 16, Framing: ATM},
+}
+
+// OverheadPreset returns the overhead tc-cake(8) names by keyword: "raw"
+// (Size as it is), "conservative" (48 bytes, ATM), "ethernet" (38 bytes,
+// MPU 84), "docsis" (18 bytes, MPU 64), "pppoe-ptm" (30, PTM),
+// "bridged-ptm" (22, PTM), and over ATM "pppoa-vcmux" (10), "pppoa-llc"
+// (14), "pppoe-vcmux" (32), "pppoe-llcsnap" (40), "bridged-vcmux" (24),
+// "bridged-llcsnap" (32), "ipoa-vcmux" (8) and "ipoa-llcsnap" (16). It
+// reports false for any other name. Each preset is for packets whose Size
+// is the IP length.
+func OverheadPreset(name string) (Overhead, bool) {
+	o, ok := overheadPresets[name]
+	return o, ok
+}
 
 // Apply returns c with its Overhead, MPU and Framing set from o.
 func (o Overhead) Apply(c Config) Config {
@@ -348,11 +350,11 @@ func (c Config) Validate() error {
 	// cake's defaults, which zero fields keep in range).
 	d := c.withDefaults()
 	errs = append(errs, cfgerr.Relabel("cake", cobalt.Control{Target: d.Target, Interval: d.Interval}.Validate())...)
-	if c.Overhead < MinOverhead || c.Overhead > MaxOverhead {
-		bad("Overhead", c.Overhead, "must be in [-64, 256]")
+	if c.Overhead < minOverhead || c.Overhead > maxOverhead {
+		bad("Overhead", c.Overhead, "must be in [-64, "+strconv.FormatUint(uint64(maxOverhead), 10)+"]")
 	}
-	if c.MPU < 0 || c.MPU > MaxMPU {
-		bad("MPU", c.MPU, "must be in [0, 256]")
+	if c.MPU < 0 || c.MPU > maxMPU {
+		bad("MPU", c.MPU, "must be in [0, "+strconv.FormatUint(uint64(maxMPU), 10)+"]")
 	}
 	if c.Framing > PTM {
 		bad("Framing", c.Framing, "must be NoFraming, ATM or PTM")
@@ -360,19 +362,23 @@ func (c Config) Validate() error {
 	if c.ACKFilter > ACKFilterAggressive {
 		bad("ACKFilter", c.ACKFilter, "must be off, conservative or aggressive")
 	}
-	if c.LimitPackets < 0 || c.LimitPackets > MaxLimitPackets {
-		bad("LimitPackets", c.LimitPackets, "must be in [0, "+strconv.Itoa(MaxLimitPackets)+"]")
+	if c.LimitPackets < 0 || c.LimitPackets > maxLimitPackets {
+		bad("LimitPackets", c.LimitPackets, "must be in [0, "+strconv.Itoa(maxLimitPackets)+"]")
 	}
-	if c.MemoryLimitBytes < 0 || c.MemoryLimitBytes > MaxMemoryLimitBytes {
-		bad("MemoryLimitBytes", c.MemoryLimitBytes, "must be in [0, "+strconv.Itoa(MaxMemoryLimitBytes)+"]")
+	if c.MemoryLimitBytes < 0 || c.MemoryLimitBytes > maxMemoryLimitBytes {
+		bad("MemoryLimitBytes", c.MemoryLimitBytes, "must be in [0, "+strconv.Itoa(maxMemoryLimitBytes)+"]")
 	}
 	// CAKE never drops the last packet of a flow queue (COBALT marks it at
 	// most), so limits below two packets leave only the pruner's drops.
 	if c.LimitPackets == 1 {
-		bad("LimitPackets", c.LimitPackets, "must be 0 or at least 2: CAKE never drops a flow's last packet, so with one packet queued only the limit drops")
+		// CAKE never drops a flow's last packet, so with one packet queued
+		// only the limit drops.
+		bad("LimitPackets", c.LimitPackets, "must be 0 or at least 2")
 	}
 	if c.MemoryLimitBytes > 0 && c.MemoryLimitBytes < 2*MTU {
-		bad("MemoryLimitBytes", c.MemoryLimitBytes, "must be 0 or at least 2×MTU ("+strconv.Itoa(2*MTU)+"): CAKE never drops a flow's last packet, and with less room full-size packets are refused or pruned before COBALT can signal")
+		// CAKE never drops a flow's last packet, and with less room full-size
+		// packets are refused or pruned before COBALT can signal.
+		bad("MemoryLimitBytes", c.MemoryLimitBytes, "must be 0 or at least 2×MTU ("+strconv.Itoa(2*MTU)+")")
 	}
 	return errors.Join(errs...)
 }
@@ -381,13 +387,13 @@ func (c Config) Validate() error {
 // Seed and MemoryLimitBytes are left to the queue.
 func (c Config) withDefaults() Config {
 	if c.Target == 0 {
-		c.Target = DefaultTarget
+		c.Target = defaultTarget
 	}
 	if c.Interval == 0 {
-		c.Interval = DefaultInterval
+		c.Interval = defaultInterval
 	}
 	if c.LimitPackets == 0 {
-		c.LimitPackets = DefaultLimitPackets
+		c.LimitPackets = defaultLimitPackets
 	}
 	if c.MemoryLimitBytes == 0 {
 		c.MemoryLimitBytes = memoryLimit(c)
@@ -398,10 +404,10 @@ func (c Config) withDefaults() Config {
 // memoryLimit is Linux's rule for the byte limit when none is set: four
 // intervals at the rate, at least 4 MiB, and at most LimitPackets·MTU.
 func memoryLimit(c Config) int {
-	capBytes := min(c.LimitPackets*MTU, MaxMemoryLimitBytes)
+	capBytes := min(c.LimitPackets*MTU, maxMemoryLimitBytes)
 	if c.Rate == 0 {
 		return capBytes
 	}
 	b := c.Rate.BytesIn(4 * c.Interval)
-	return int(min(max(b, MinMemoryBytes), int64(capBytes)))
+	return int(min(max(b, minMemoryBytes), int64(capBytes)))
 }

@@ -46,17 +46,17 @@ func TestConfigReportsEffective(t *testing.T) {
 	q, err := New[int](Config{}, nil)
 	require.NoError(t, err)
 	c := q.Config()
-	require.Equal(t, DefaultTarget, c.Target)
-	require.Equal(t, DefaultInterval, c.Interval)
-	require.Equal(t, DefaultLimitPackets, c.LimitPackets)
-	require.Equal(t, DefaultLimitPackets*MTU, c.MemoryLimitBytes) // unshaped: 10240·MTU
+	require.Equal(t, defaultTarget, c.Target)
+	require.Equal(t, defaultInterval, c.Interval)
+	require.Equal(t, defaultLimitPackets, c.LimitPackets)
+	require.Equal(t, defaultLimitPackets*MTU, c.MemoryLimitBytes) // unshaped: 10240·MTU
 	require.NotZero(t, c.Seed)
 	// 100 Mbit/s, 100 ms: 4·12.5 MB/s·0.1 s = 5 000 000 bytes.
 	q, _ = New[int](Config{Rate: 100 * aqm.Mbit}, nil)
 	require.Equal(t, 5_000_000, q.Config().MemoryLimitBytes)
 	// 1 Mbit/s: the 4 MiB floor.
 	q, _ = New[int](Config{Rate: aqm.Mbit}, nil)
-	require.Equal(t, MinMemoryBytes, q.Config().MemoryLimitBytes)
+	require.Equal(t, minMemoryBytes, q.Config().MemoryLimitBytes)
 	// The rule follows SetRate while the limit is derived.
 	q.SetRate(100 * aqm.Mbit)
 	require.Equal(t, 5_000_000, q.Config().MemoryLimitBytes)

@@ -31,7 +31,7 @@ func kitFactory(cfg Config) aqmtest.Factory {
 		LimitBytes:   d.MemoryLimitBytes,
 		Reconfigure: func(q aqm.Queue[uint64], i int) error {
 			c := cfg
-			c.Target = DefaultTarget * time.Duration(1+i%3)
+			c.Target = defaultTarget * time.Duration(1+i%3)
 			c.Overhead = i % 40
 			c.Ingress = i%2 == 1
 			return q.(*Queue[uint64]).Reconfigure(c)

@@ -242,7 +242,7 @@ func TestOverloadPrunesLongest(t *testing.T) {
 	require.NotZero(t, pruned)
 	active := 0
 	for i := range q.flows {
-		if q.flows[i].cv.Active() {
+		if q.flows[i].cv.State().BlueProbability > 0 {
 			active++
 		}
 	}

@@ -12,9 +12,9 @@ import (
 	"github.com/aqmkit/aqmkit/aqm"
 )
 
-// TinStats is one tin's row of [Detail], the analogue of a tin column of
+// TinDetail is one tin's row of [Detail], the analogue of a tin column of
 // "tc -s qdisc show" for cake.
-type TinStats struct {
+type TinDetail struct {
 	// Name is the tin's name ("Bulk", "Best Effort", "Video", "Voice", or
 	// "Tin N" in diffserv8 and precedence); Index its priority index in
 	// this package (higher is served first when under its threshold).
@@ -46,11 +46,11 @@ type TinStats struct {
 	WayIndirect  uint64 `metric:"way_indirect_hits,counter"`
 	WayMiss      uint64 `metric:"way_misses,counter"`
 	WayCollision uint64 `metric:"way_collisions,counter"`
-	// Drops counts COBALT and overload drops, Marks CE marks, ACKDrops the
-	// ACK filter's drops.
-	Drops    uint64 `metric:"dropped_packets,counter"`
-	Marks    uint64 `metric:"marked_packets,counter"`
-	ACKDrops uint64 `metric:"filtered_ack_packets,counter"`
+	// Dropped counts COBALT and overload drops, Marked CE marks,
+	// FilteredACKs the ACK filter's drops.
+	Dropped      uint64 `metric:"dropped_packets,counter"`
+	Marked       uint64 `metric:"marked_packets,counter"`
+	FilteredACKs uint64 `metric:"filtered_ack_packets,counter"`
 	// SparseFlows, BulkFlows, DecayingFlows and UnresponsiveFlows count the
 	// tin's flow queues by state (sp_flows counts sparse and decaying ones
 	// in tc); unresponsive flows have BLUE's probability above zero.
@@ -70,10 +70,10 @@ type Detail struct {
 	// packet storage (LimitPackets+1 slots, plus the ACK summaries when the
 	// filter is on), the flow and host tables and the pruner's heap.
 	MemoryBytes int `metric:"memory_bytes,gauge"`
-	// MemoryUsed is the peak of the bytes queued (as Linux, a peak), and
+	// MaxMemoryUsed is the peak of the bytes queued (Linux memory_used, also a peak), and
 	// MemoryLimit the byte limit.
-	MemoryUsed  int `metric:"max_memory_used_bytes,gauge"`
-	MemoryLimit int `metric:"memory_limit_bytes,gauge"`
+	MaxMemoryUsed int `metric:"max_memory_used_bytes,gauge"`
+	MemoryLimit   int `metric:"memory_limit_bytes,gauge"`
 	// Rate is the shaper's rate (zero: unshaped).
 	Rate aqm.Rate `metric:"capacity_estimate_bits_per_second,gauge"`
 	// MinNetworkLen and MaxNetworkLen are the smallest and largest Size
@@ -82,10 +82,10 @@ type Detail struct {
 	MaxNetworkLen  int `metric:"max_network_len_bytes,gauge"`
 	MinAdjustedLen int `metric:"min_adjusted_len_bytes,gauge"`
 	MaxAdjustedLen int `metric:"max_adjusted_len_bytes,gauge"`
-	// OverlimitDrops counts packets the overload pruner removed, ACKDrops
-	// those the ACK filter removed.
-	OverlimitDrops uint64 `metric:"evicted_overlimit_packets,counter"`
-	ACKDrops       uint64 `metric:"filtered_ack_packets,counter"`
+	// EvictedOverlimit counts packets the overload pruner removed,
+	// FilteredACKs those the ACK filter removed.
+	EvictedOverlimit uint64 `metric:"evicted_overlimit_packets,counter"`
+	FilteredACKs     uint64 `metric:"filtered_ack_packets,counter"`
 	// GuardDiverted counts packets the flood guard sent to a tin's shared
 	// queue, GuardDropped those it dropped from a shared queue's head for
 	// waiting longer than the tin's target, GuardPromoted the new flows
@@ -96,8 +96,8 @@ type Detail struct {
 	// NumTins is the number of tins; Tins[:NumTins] are their rows in tc's
 	// display order, listed by Metrics with the prefix "tinK_" (K the
 	// display position).
-	NumTins int         `metric:"-"`
-	Tins    [8]TinStats `metric:"tin,each=NumTins"`
+	NumTins int          `metric:"-"`
+	Tins    [8]TinDetail `metric:"tin,each=NumTins"`
 }
 
 var tinNames = map[TinMode][]string{
@@ -110,10 +110,10 @@ var tinNames = map[TinMode][]string{
 // table, O(flows).
 func (q *Queue[T]) Detail() Detail {
 	d := Detail{
-		MemoryBytes: q.memoryBytes(), MemoryUsed: q.d.memPeak, MemoryLimit: q.memLimit, Rate: q.cfg.Rate,
+		MemoryBytes: q.memoryBytes(), MaxMemoryUsed: q.d.memPeak, MemoryLimit: q.memLimit, Rate: q.cfg.Rate,
 		MinNetworkLen: int(q.d.minLen), MaxNetworkLen: int(q.d.maxLen),
 		MinAdjustedLen: int(q.d.minAdj), MaxAdjustedLen: int(q.d.maxAdj),
-		OverlimitDrops: q.d.overlimitDrops, ACKDrops: q.d.ackDrops, NumTins: q.ntins,
+		EvictedOverlimit: q.d.overlimitDrops, FilteredACKs: q.d.ackDrops, NumTins: q.ntins,
 		GuardDiverted: q.g.diverted, GuardDropped: q.g.dropped, GuardPromoted: q.g.promoted,
 	}
 	for k := range q.ntins {
@@ -123,7 +123,7 @@ func (q *Queue[T]) Detail() Detail {
 		if n, ok := tinNames[q.cfg.TinMode]; ok {
 			name = n[i]
 		}
-		ts := TinStats{
+		ts := TinDetail{
 			Name: name, Index: i, Threshold: aqm.Rate(b.rateBytes * 8),
 			Target: b.target, Interval: b.interval,
 			PeakDelay: time.Duration(b.s.peakDelay), AvgDelay: time.Duration(b.s.avgDelay),
@@ -132,13 +132,13 @@ func (q *Queue[T]) Detail() Detail {
 			BacklogPackets: b.pkts, BacklogBytes: b.backlog,
 			WayDirect: b.s.wayDirect, WayIndirect: b.s.wayIndirect, WayMiss: b.s.wayMiss,
 			WayCollision: b.s.wayCollision,
-			Drops:        b.s.drops, Marks: b.s.marks, ACKDrops: b.s.ackDrops,
+			Dropped:      b.s.drops, Marked: b.s.marks, FilteredACKs: b.s.ackDrops,
 			SparseFlows: b.sparse, BulkFlows: b.bulk, DecayingFlows: b.decaying,
 			MaxAdjustedLen: int(b.s.maxAdj), Quantum: int(b.quantum),
 		}
 		base := i * queuesPerTin
 		for j := base; j < base+queuesPerTin; j++ {
-			if q.flows[j].state != stNone && q.flows[j].cv.Active() {
+			if q.flows[j].state != stNone && q.flows[j].cv.State().BlueProbability > 0 {
 				ts.UnresponsiveFlows++
 			}
 		}
@@ -149,7 +149,7 @@ func (q *Queue[T]) Detail() Detail {
 
 // memoryBytes is what build allocated.
 func (q *Queue[T]) memoryBytes() int {
-	n := len(q.nodes)*int(unsafe.Sizeof(node[T]{})) + len(q.acks)*int(unsafe.Sizeof(ACKInfo{})) +
+	n := len(q.nodes)*int(unsafe.Sizeof(node[T]{})) + len(q.acks)*int(unsafe.Sizeof(ackInfo{})) +
 		len(q.flows)*int(unsafe.Sizeof(flow{})) + len(q.tags)*4 + 2*len(q.heap)*2 +
 		len(q.tins)*int(unsafe.Sizeof(tin{})) +
 		len(q.g.sets)*int(unsafe.Sizeof(guardSet{})) + len(q.g.tins)*int(unsafe.Sizeof(guardTin{}))
@@ -159,9 +159,9 @@ func (q *Queue[T]) memoryBytes() int {
 	return n
 }
 
-// Metrics lists the values of d with tc-like names, units in the name;
+// metrics lists the values of d with tc-like names, units in the name;
 // per-tin values are prefixed "tinK_" with K the display position.
-func (d Detail) Metrics() iter.Seq[aqm.Metric] { return detailMetrics.Of(d) }
+func (d Detail) metrics() iter.Seq[aqm.Metric] { return detailMetrics.Of(d) }
 
 var detailMetrics = metrics.Declare[Detail]("")
 
@@ -169,28 +169,49 @@ var detailMetrics = metrics.Declare[Detail]("")
 // one snapshot taken when it is called; a *Queue is an [aqm.MetricSource].
 func (q *Queue[T]) Metrics() iter.Seq[aqm.Metric] { return detailMetrics.Queue(q.Stats(), q.Detail()) }
 
-// FlowStats is the state of one flow queue, the analogue of a class of
+// FlowDetail is the state of one flow queue, the analogue of a class of
 // "tc -s class show" for cake.
-type FlowStats struct {
+type FlowDetail struct {
 	// Tin is the tin's index and Queue the flow queue's way in it
 	// (0..1023).
 	Tin, Queue int
 	// Packets and Bytes are queued now; Deficit is the DRR credit.
 	Packets, Bytes, Deficit int
-	// State is "idle", "sparse", "sparse-wait", "bulk" or "decaying".
-	State string
-	// COBALT is the flow's COBALT state (count, dropping, next signal time,
+	// State is the flow queue's place in the DRR++ lists.
+	State FlowState
+	// Cobalt is the flow's COBALT state (count, dropping, next signal time,
 	// BLUE probability).
-	COBALT cobalt.State
+	Cobalt cobalt.State
 }
 
+// FlowState is where a flow queue stands in CAKE's DRR++ scheduler.
+type FlowState uint8
+
+// The states of a flow queue (Linux's flow sets).
+const (
+	FlowIdle       FlowState = iota // no packets, on no list
+	FlowSparse                      // on the new list
+	FlowSparseWait                  // counted sparse, already on the old list
+	FlowBulk                        // on the old list with packets
+	FlowDecaying                    // empty, its COBALT not yet at rest
+)
+
 var stateNames = [...]string{"idle", "sparse", "sparse-wait", "bulk", "decaying"}
+
+// String returns tc's word for s: "idle", "sparse", "sparse-wait", "bulk"
+// or "decaying".
+func (s FlowState) String() string {
+	if int(s) < len(stateNames) {
+		return stateNames[s]
+	}
+	return "FlowState(" + strconv.Itoa(int(s)) + ")"
+}
 
 // Flow returns the flow queue that holds the flow of a packet with the
 // given hash and info (as [Queue.EnqueueInfo] would classify it), without
 // changing anything. It reports false if no flow queue is tagged with that
 // flow (it never arrived, or another flow took its way over).
-func (q *Queue[T]) Flow(hash uint32, info Info) (FlowStats, bool) {
+func (q *Queue[T]) Flow(hash uint32, info Info) (FlowDetail, bool) {
 	t := 0
 	if q.ntins > 1 {
 		t = int(q.dscpTin[info.DSCP&63])
@@ -220,7 +241,7 @@ func (q *Queue[T]) Flow(hash uint32, info Info) (FlowStats, bool) {
 			}
 		}
 		if !found {
-			return FlowStats{}, false
+			return FlowDetail{}, false
 		}
 	}
 	f := &q.flows[fi]
@@ -228,8 +249,8 @@ func (q *Queue[T]) Flow(hash uint32, info Info) (FlowStats, bool) {
 	for x := f.head; x != nilIdx; x = q.nodes[x].next {
 		n++
 	}
-	return FlowStats{
+	return FlowDetail{
 		Tin: t, Queue: int(fi - base), Packets: n, Bytes: int(f.backlog), Deficit: int(f.deficit),
-		State: stateNames[f.state], COBALT: f.cv.State(),
+		State: FlowState(f.state), Cobalt: f.cv.State(),
 	}, true
 }

@@ -22,7 +22,7 @@ func TestDetailMetrics(t *testing.T) {
 	require.Equal(t, "Best Effort", d.Tins[1].Name)
 	require.Equal(t, aqm.Rate(10*aqm.Mbit/16), d.Tins[0].Threshold)
 	seen := map[string]float64{}
-	for m := range d.Metrics() {
+	for m := range d.metrics() {
 		_, dup := seen[m.Name]
 		require.False(t, dup, m.Name)
 		require.Equal(t, strings.ToLower(m.Name), m.Name)
@@ -43,7 +43,7 @@ func TestDetailMetrics(t *testing.T) {
 	require.Equal(t, 99, q.Len())
 	// Stopping early is honoured.
 	n := 0
-	for range d.Metrics() {
+	for range d.metrics() {
 		n++
 		if n == 3 {
 			break
@@ -77,7 +77,8 @@ func TestFlowStats(t *testing.T) {
 	require.Equal(t, 3, fs.Tin)
 	require.Equal(t, 5, fs.Packets)
 	require.Equal(t, 1500, fs.Bytes)
-	require.Equal(t, "sparse", fs.State)
+	require.Equal(t, FlowSparse, fs.State)
+	require.Equal(t, "sparse", fs.State.String())
 	require.Positive(t, fs.Deficit)
 	_, ok = q.Flow(78, info)
 	require.False(t, ok)

@@ -72,8 +72,8 @@
 // # Statistics
 //
 // [Queue.Stats] has the counters every aqmkit queue keeps; [Queue.Detail]
-// adds what "tc -s qdisc show" prints for cake, per tin ([TinStats]) and
-// for the queue, and lists it as metrics ([Detail.Metrics]);
+// adds what "tc -s qdisc show" prints for cake, per tin ([TinDetail]) and
+// for the queue, and lists it as metrics ([Queue.Metrics]);
 // [Queue.Flow] shows one flow queue as "tc -s class show" does.
 //
 // # Per-packet facts

@@ -3,6 +3,7 @@ package cake
 import (
 	"github.com/aqmkit/aqmkit/aqm"
 	"github.com/aqmkit/aqmkit/cobalt"
+	"github.com/aqmkit/aqmkit/internal/tally"
 )
 
 // This file is CAKE's deficit round robin inside a tin: the intrusive
@@ -158,7 +159,7 @@ begin:
 					return p, true
 				}
 				b.s.drops += uint64(p.SegmentCount())
-				q.stats.CountDropMeta(aqm.DroppedEarly, p.Meta, true)
+				tally.DropMeta(&q.stats, aqm.DroppedEarly, p.Meta, true)
 				if q.onDrop != nil {
 					q.onDrop(p, aqm.DroppedEarly)
 				}
@@ -210,7 +211,7 @@ func ewma(avg, v uint64, shift uint) uint64 { return avg - avg>>shift + v>>shift
 func (q *Queue[T]) stillDecaying(b *tin, f *flow, now aqm.Time) bool {
 	f.cv.Empty(&b.cp, now)
 	st := f.cv.State()
-	return f.cv.Active() || st.Count > 0 || now < st.Next
+	return st.BlueProbability > 0 || st.Count > 0 || now < st.Next
 }
 
 // flowEmpty handles flow fi (head of l) found empty: it rests if its

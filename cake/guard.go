@@ -1,6 +1,9 @@
 package cake
 
-import "github.com/aqmkit/aqmkit/aqm"
+import (
+	"github.com/aqmkit/aqmkit/aqm"
+	"github.com/aqmkit/aqmkit/internal/tally"
+)
 
 // This file is CAKE's flood guard (the package doc's Flood guard section).
 // A flow that has a way of its set (its tag) is served as without the
@@ -113,7 +116,7 @@ func (q *Queue[T]) trimShared(b *tin, fi uint32, now aqm.Time) {
 		}
 		q.g.dropped++
 		b.s.drops += uint64(p.SegmentCount())
-		q.stats.CountDropMeta(aqm.DroppedOverlimit, p.Meta, true)
+		tally.DropMeta(&q.stats, aqm.DroppedOverlimit, p.Meta, true)
 		if q.onDrop != nil {
 			q.onDrop(p, aqm.DroppedOverlimit)
 		}

@@ -27,7 +27,7 @@ func udpLight(dst byte, sport uint16, id uint16) []byte {
 // with Ethernet framing, dequeuing at every departure its shaper allows;
 // it returns the drops and the Detail.
 func runLight(t *testing.T, seed uint64, gap, pause time.Duration, off bool) (drops uint64, d Detail) {
-	q, err := New(Ethernet.Apply(Config{Rate: 8 * aqm.Mbit, TinMode: DiffServ4, FlowMode: DualDstHost, LimitPackets: 200, Seed: seed, DisableFloodGuard: off}), func(aqm.Packet[int], aqm.Verdict) { drops++ })
+	q, err := New(overheadPresets["ethernet"].Apply(Config{Rate: 8 * aqm.Mbit, TinMode: DiffServ4, FlowMode: DualDstHost, LimitPackets: 200, Seed: seed, DisableFloodGuard: off}), func(aqm.Packet[int], aqm.Verdict) { drops++ })
 	require.NoError(t, err)
 	now := aqm.Time(time.Second)
 	i := 0

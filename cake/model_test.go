@@ -64,8 +64,8 @@ func playInfo(cfg Config, data []byte) error {
 			seq++
 			info := Info{SrcHost: uint32(w>>8) % 5, DstHost: uint32(w>>12) % 7, DSCP: uint8(w >> 16)}
 			if w>>22&1 == 1 {
-				info.ACK = ACKInfo{TCP: true, Conn: uint32(w>>23) % 3, Ack: uint32(w>>26) % 16 * 100,
-					Flags: FlagACK | uint8(w>>30)&FlagECE, Payload: w>>31&7 == 0, HasTS: w>>34&1 == 1, TSVal: uint32(w>>35) % 4}
+				info.ack = ackInfo{TCP: true, Conn: uint32(w>>23) % 3, Ack: uint32(w>>26) % 16 * 100,
+					Flags: flagACK | uint8(w>>30)&flagECE, Payload: w>>31&7 == 0, HasTS: w>>34&1 == 1, TSVal: uint32(w>>35) % 4}
 			}
 			p := aqm.Packet[int]{Payload: seq, Meta: aqm.Meta{Size: uint32(w>>40) % 1600, Hash: uint32(w>>52) % 9, ECN: aqm.ECN(w >> 60)}}
 			inCall = true
@@ -73,7 +73,7 @@ func playInfo(cfg Config, data []byte) error {
 			inCall = false
 			if v.Accepted() {
 				inQ[seq] = live{p.Size, uint64(q.dscpTin[info.DSCP&63])<<48 | uint64(p.Hash)<<32 |
-					uint64(info.SrcHost)<<16 | uint64(info.DstHost)<<8 | uint64(info.ACK.Conn)}
+					uint64(info.SrcHost)<<16 | uint64(info.DstHost)<<8 | uint64(info.ack.Conn)}
 			}
 		case 4, 5:
 			for range int(w>>8) % 20 {

@@ -3,7 +3,7 @@ package cake_test
 import (
 	"testing"
 
-	"github.com/aqmkit/aqmkit/aqm/aqmtest"
+	"github.com/aqmkit/aqmkit/internal/refusal"
 
 	"github.com/aqmkit/aqmkit/cake"
 )
@@ -13,10 +13,10 @@ import (
 // of limit, or less than two MTUs of bytes, leaves only the pruner. Each
 // case is refused naming its field, and the boundary value is accepted.
 func TestValidateNoDropTail(t *testing.T) {
-	aqmtest.CheckRefusals(t, []aqmtest.Refusal{
-		aqmtest.Refuses(cake.Config{LimitPackets: 1}, "LimitPackets"),
-		aqmtest.Accepts(cake.Config{LimitPackets: 2}),
-		aqmtest.Refuses(cake.Config{MemoryLimitBytes: 2*cake.MTU - 1}, "MemoryLimitBytes"),
-		aqmtest.Accepts(cake.Config{MemoryLimitBytes: 2 * cake.MTU}),
+	refusal.Check(t, []refusal.Case{
+		refusal.Refuses(cake.Config{LimitPackets: 1}, "LimitPackets"),
+		refusal.Accepts(cake.Config{LimitPackets: 2}),
+		refusal.Refuses(cake.Config{MemoryLimitBytes: 2*cake.MTU - 1}, "MemoryLimitBytes"),
+		refusal.Accepts(cake.Config{MemoryLimitBytes: 2 * cake.MTU}),
 	})
 }

@@ -2,6 +2,7 @@ package cake
 
 import (
 	"github.com/aqmkit/aqmkit/aqm"
+	"github.com/aqmkit/aqmkit/internal/tally"
 )
 
 // This file is CAKE's overload pruner: when the queue is over its limits,
@@ -29,7 +30,7 @@ func (q *Queue[T]) prune(now aqm.Time, arrival uint32) bool {
 	}
 	b.s.drops += uint64(p.SegmentCount())
 	q.d.overlimitDrops += uint64(p.SegmentCount())
-	q.stats.CountDropMeta(aqm.DroppedOverlimit, p.Meta, true)
+	tally.DropMeta(&q.stats, aqm.DroppedOverlimit, p.Meta, true)
 	if q.onDrop != nil {
 		q.onDrop(p, aqm.DroppedOverlimit)
 	}

@@ -6,6 +6,7 @@ import (
 	"github.com/aqmkit/aqmkit/aqm"
 	"github.com/aqmkit/aqmkit/cobalt"
 	"github.com/aqmkit/aqmkit/internal/rng"
+	"github.com/aqmkit/aqmkit/internal/tally"
 )
 
 // Info is what CAKE needs to know about a packet beyond [aqm.Meta]: the
@@ -21,9 +22,10 @@ type Info struct {
 	DstHost uint32
 	// DSCP is the packet's DiffServ code point (the low 6 bits are used).
 	DSCP uint8
-	// ACK summarises the TCP header for the ACK filter; the zero value
+	// ack summarises the TCP header for the ACK filter, filled in by
+	// [Classifier.Classify]; the zero value
 	// means "not TCP", which the filter never touches.
-	ACK ACKInfo
+	ack ackInfo
 }
 
 const nilIdx = ^uint32(0)
@@ -90,7 +92,7 @@ type tin struct {
 type Queue[T any] struct {
 	nodes   []node[T]
 	free    uint32
-	acks    []ACKInfo // per node, only with the ACK filter on
+	acks    []ackInfo // per node, only with the ACK filter on
 	flows   []flow
 	tags    []uint32
 	tins    []tin
@@ -202,7 +204,7 @@ func (q *Queue[T]) build(cfg Config) {
 	q.free = 0
 	q.acks = nil
 	if cfg.ACKFilter != ACKFilterOff {
-		q.acks = make([]ACKInfo, len(q.nodes))
+		q.acks = make([]ackInfo, len(q.nodes))
 	}
 	q.src.Seed(cfg.Seed)
 	k := rng.New(cfg.Seed ^ 0x6a09e667f3bcc909)
@@ -235,8 +237,8 @@ func (q *Queue[T]) apply(cfg Config) {
 		b.mtu = mtuTime
 		b.target = max(mtuTime*3/2, cfg.Target)
 		b.interval = max(cfg.Interval+b.target-cfg.Target, 2*b.target)
-		b.target = min(b.target, MaxInterval-1)
-		b.interval = min(b.interval, MaxInterval)
+		b.target = min(b.target, maxInterval-1)
+		b.interval = min(b.interval, maxInterval)
 		b.cp = cobalt.Control{
 			Target: b.target, Interval: b.interval, MTUTime: mtuTime,
 			DisableBlueThreshold: true,
@@ -328,9 +330,9 @@ func (q *Queue[T]) EnqueueInfo(p aqm.Packet[T], info Info, now aqm.Time) aqm.Ver
 func (q *Queue[T]) enqueue(p aqm.Packet[T], info *Info, hosts bool, now aqm.Time) aqm.Verdict {
 	p.ECN &= aqm.ECNMask
 	p.Enqueued = now
-	q.stats.NoteSize(p.Size)
+	tally.NoteSize(&q.stats, p.Size)
 	if int64(p.Size) > int64(q.memLimit) || int(p.Segments) > q.limit || q.len > q.limit || q.backlog > q.memLimit {
-		q.stats.CountDropMeta(aqm.DroppedOverlimit, p.Meta, false)
+		tally.DropMeta(&q.stats, aqm.DroppedOverlimit, p.Meta, false)
 		return aqm.DroppedOverlimit
 	}
 	t := 0
@@ -374,8 +376,8 @@ func (q *Queue[T]) enqueueFlow(p aqm.Packet[T], info *Info, b *tin, fi uint32, n
 	}
 	b.s.arrived.AddMeta(p.Meta)
 	if q.acks != nil {
-		q.acks[ni] = info.ACK
-		if q.ackMode != ACKFilterOff && info.ACK.TCP && fi < q.g.base { // the shared queue stays a FIFO
+		q.acks[ni] = info.ack
+		if q.ackMode != ACKFilterOff && info.ack.TCP && fi < q.g.base { // the shared queue stays a FIFO
 			q.ackFilter(b, fi, ni, now)
 		}
 	}
@@ -414,7 +416,7 @@ func (q *Queue[T]) enqueueFlow(p aqm.Packet[T], info *Info, b *tin, fi uint32, n
 	for q.len > q.limit || q.backlog > q.memLimit {
 		if q.prune(now, ni) {
 			b.s.drops += uint64(p.SegmentCount())
-			q.stats.CountDropMeta(aqm.DroppedOverlimit, p.Meta, false)
+			tally.DropMeta(&q.stats, aqm.DroppedOverlimit, p.Meta, false)
 			return aqm.DroppedOverlimit
 		}
 	}

@@ -1,8 +1,10 @@
 package cake
 
 import (
+	"maps"
 	"math/big"
 	"math/rand/v2"
+	"slices"
 	"testing"
 	"time"
 
@@ -45,9 +47,14 @@ func refAdjLen(size, overhead, mpu int, f Framing) int {
 // to 3000 under every preset and random overheads gives the reference's
 // length exactly.
 func TestAdjustedLenReference(t *testing.T) {
-	presets := []Overhead{Raw, Conservative, Ethernet, DOCSIS, PPPoEPTM, BridgedPTM, PPPoAVCMux, PPPoALLC,
-		PPPoEVCMux, PPPoELLCSNAP, BridgedVCMux, BridgedLLCSNAP, IPoAVCMux, IPoALLCSNAP,
-		{Bytes: -64, MPU: 0, Framing: ATM}, {Bytes: 256, MPU: 256, Framing: PTM}, {Bytes: -10, MPU: 0}}
+	presets := []Overhead{{Bytes: -64, MPU: 0, Framing: ATM}, {Bytes: 256, MPU: 256, Framing: PTM}, {Bytes: -10, MPU: 0}}
+	for _, name := range slices.Sorted(maps.Keys(overheadPresets)) {
+		o, ok := OverheadPreset(name)
+		require.True(t, ok, name)
+		presets = append(presets, o)
+	}
+	_, ok := OverheadPreset("adsl")
+	require.False(t, ok)
 	for _, o := range presets {
 		q, err := New[int](o.Apply(Config{Seed: 1}), nil)
 		require.NoError(t, err)
@@ -57,10 +64,10 @@ func TestAdjustedLenReference(t *testing.T) {
 	}
 	// Known values: a 1500-byte IP packet over PPPoE LLC/SNAP ATM is 32
 	// cells (1540 bytes -> 33 cells would be 1584), and 64 bytes is 2 cells.
-	q, _ := New[int](PPPoELLCSNAP.Apply(Config{Seed: 1}), nil)
+	q, _ := New[int](overheadPresets["pppoe-llcsnap"].Apply(Config{Seed: 1}), nil)
 	require.Equal(t, uint32(33*53), q.adjLen(1500)) // 1540/48 = 32.08 -> 33 cells
 	require.Equal(t, uint32(3*53), q.adjLen(64))    // 104/48 -> 3 cells
-	q, _ = New[int](Ethernet.Apply(Config{Seed: 1}), nil)
+	q, _ = New[int](overheadPresets["ethernet"].Apply(Config{Seed: 1}), nil)
 	require.Equal(t, uint32(84), q.adjLen(40))
 	require.Equal(t, uint32(1538), q.adjLen(1500))
 }
@@ -91,7 +98,7 @@ func runShaped(q *Queue[int], sizes []uint32, start aqm.Time) []aqm.Time {
 func TestShaperDeparturesReference(t *testing.T) {
 	rnd := rand.New(rand.NewPCG(5, 5))
 	for _, rate := range []aqm.Rate{64 * aqm.Kbit, aqm.Mbit, 37 * aqm.Mbit, 10 * aqm.Gbit} {
-		for _, o := range []Overhead{Raw, PPPoEVCMux, BridgedPTM, Ethernet} {
+		for _, o := range []Overhead{overheadPresets["raw"], overheadPresets["pppoe-vcmux"], overheadPresets["bridged-ptm"], overheadPresets["ethernet"]} {
 			q, _ := New[int](o.Apply(Config{Seed: 1, Rate: rate, TinMode: BestEffort,
 				Target: time.Hour - 1, Interval: time.Hour, LimitPackets: 500, MemoryLimitBytes: 1 << 20}), nil)
 			sizes := make([]uint32, 300)

@@ -12,30 +12,30 @@ import (
 
 // Defaults for the zero fields of [Config].
 const (
-	// DefaultTarget is the acceptable standing delay, 5 ms (CoDel's, and
+	// defaultTarget is the acceptable standing delay, 5 ms (CoDel's, and
 	// both Linux CAKE's and ns-3's default).
-	DefaultTarget = 5 * time.Millisecond
-	// DefaultInterval is CoDel's window and the base of the control law,
+	defaultTarget = 5 * time.Millisecond
+	// defaultInterval is CoDel's window and the base of the control law,
 	// 100 ms.
-	DefaultInterval = 100 * time.Millisecond
-	// DefaultBlueIncrement is the step by which BLUE's drop probability
+	defaultInterval = 100 * time.Millisecond
+	// defaultBlueIncrement is the step by which BLUE's drop probability
 	// rises on an overflow, 1/256 (Linux CAKE and ns-3).
-	DefaultBlueIncrement = 1.0 / 256
-	// DefaultBlueDecrement is the step by which it falls when the queue is
+	defaultBlueIncrement = 1.0 / 256
+	// defaultBlueDecrement is the step by which it falls when the queue is
 	// found empty, 1/4096 (Linux CAKE and ns-3).
-	DefaultBlueDecrement = 1.0 / 4096
-	// DefaultBlueThreshold is the sojourn time above which a dequeued
+	defaultBlueDecrement = 1.0 / 4096
+	// defaultBlueThreshold is the sojourn time above which a dequeued
 	// packet raises BLUE's probability as an overflow does, 400 ms (ns-3's
 	// BlueThreshold; Linux CAKE has no such ceiling).
-	DefaultBlueThreshold = 400 * time.Millisecond
-	// DefaultLimitPackets is the packet limit of a [Queue], 1000.
-	DefaultLimitPackets = 1000
+	defaultBlueThreshold = 400 * time.Millisecond
+	// defaultLimitPackets is the packet limit of a [Queue], 1000.
+	defaultLimitPackets = 1000
 	// MaxInterval is the largest Interval (and Target) accepted, one hour,
 	// as for CoDel.
 	MaxInterval = time.Hour
-	// MaxLimitPackets is the largest LimitPackets accepted; storage for
+	// maxLimitPackets is the largest LimitPackets accepted; storage for
 	// this many packets is allocated up front.
-	MaxLimitPackets = 1 << 24
+	maxLimitPackets = 1 << 24
 	// MaxDropsPerDequeue bounds the packets one Dequeue call drops, as
 	// codel.MaxDropsPerDequeue does.
 	MaxDropsPerDequeue = 256
@@ -61,11 +61,11 @@ const (
 // and 1/4096, a 400 ms BLUE ceiling.
 type Control struct {
 	// Target is the acceptable minimum sojourn time. Zero means
-	// [DefaultTarget]; it must be below Interval.
+	// 5 ms; it must be below Interval.
 	Target time.Duration
 	// Interval is how long the sojourn time must stay above Target before
 	// the first signal, and the base of the spacing Interval/sqrt(count).
-	// Zero means [DefaultInterval]; at most [MaxInterval].
+	// Zero means 100 ms; at most [MaxInterval].
 	Interval time.Duration
 	// MTUTime, if positive, is the time one full-size packet takes at the
 	// link rate; a sojourn must also exceed 4·MTUTime to count as above
@@ -74,11 +74,11 @@ type Control struct {
 	// disables the guard.
 	MTUTime time.Duration
 	// BlueIncrement and BlueDecrement are BLUE's steps, as probabilities in
-	// (0, 1]. Zero means [DefaultBlueIncrement] and [DefaultBlueDecrement].
+	// (0, 1]. Zero means 1/256 and 1/4096.
 	BlueIncrement float64
 	BlueDecrement float64
 	// BlueThreshold is the sojourn time above which a dequeued packet
-	// raises BLUE's probability. Zero means [DefaultBlueThreshold].
+	// raises BLUE's probability. Zero means 400 ms.
 	BlueThreshold time.Duration
 	// DisableBlueThreshold turns the BlueThreshold ceiling off, as in Linux
 	// CAKE: BLUE then rises only on overflow.
@@ -95,7 +95,7 @@ type Config struct {
 	Control
 	// LimitPackets is the most packets a [Queue] holds; an arrival beyond
 	// it is refused and raises BLUE's probability. Zero means
-	// [DefaultLimitPackets]. A limit that holds more than a second of
+	// 1000. A limit that holds more than a second of
 	// packets at the link rate leaves BLUE slow to react: size it with
 	// [ConfigForLink].
 	LimitPackets int
@@ -159,9 +159,10 @@ func (c Control) validate() []error {
 	// BLUE's steps live on a 2^32 scale: a smaller increment rounds to
 	// zero and BLUE would never rise on an overflow.
 	if c.BlueIncrement > 0 && c.BlueIncrement < minBlueStep {
-		bad("BlueIncrement", c.BlueIncrement, "must be 0 or at least 2^-32: a smaller step rounds to zero and BLUE never rises")
+		// A smaller step rounds to zero and BLUE never rises.
+		bad("BlueIncrement", c.BlueIncrement, "must be 0 or at least 2^-32")
 	}
-	d := c.WithDefaults()
+	d := c.withDefaults()
 	if c.Target >= 0 && c.Target < MaxInterval && c.Interval >= 0 && c.Interval <= MaxInterval && d.Target >= d.Interval {
 		bad("Target", d.Target, "must be less than Interval ("+d.Interval.String()+")")
 	}
@@ -176,8 +177,8 @@ func (c Config) Validate() error {
 	bad := func(field string, v any, rule string) {
 		errs = append(errs, &aqm.ConfigError{Pkg: "cobalt", Field: field, Value: v, Rule: rule})
 	}
-	if c.LimitPackets < 0 || c.LimitPackets > MaxLimitPackets {
-		bad("LimitPackets", c.LimitPackets, "must be in [0, "+strconv.Itoa(MaxLimitPackets)+"]")
+	if c.LimitPackets < 0 || c.LimitPackets > maxLimitPackets {
+		bad("LimitPackets", c.LimitPackets, "must be in [0, "+strconv.Itoa(maxLimitPackets)+"]")
 	}
 	if c.LimitBytes < 0 {
 		bad("LimitBytes", c.LimitBytes, "must not be negative")
@@ -186,7 +187,9 @@ func (c Config) Validate() error {
 	// limits that hold less than two full-size packets leave only the
 	// limit's tail drop.
 	if c.LimitPackets > 0 && c.LimitPackets < minLimitPackets {
-		bad("LimitPackets", c.LimitPackets, "must be 0 or at least 2: with one packet queued, COBALT has nothing to signal on before the limit refuses the next")
+		// With one packet queued, COBALT has nothing to signal on before the
+		// limit refuses the next.
+		bad("LimitPackets", c.LimitPackets, "must be 0 or at least 2")
 	}
 	if c.LimitBytes > 0 && c.LimitBytes < minLimitBytes {
 		bad("LimitBytes", c.LimitBytes, "must be 0 or at least 2 full-size packets ("+strconv.Itoa(minLimitBytes)+" bytes): with less, full-size packets are refused at the limit before COBALT can signal")
@@ -194,33 +197,33 @@ func (c Config) Validate() error {
 	return errors.Join(errs...)
 }
 
-// WithDefaults returns c with every zero field that has a default set to
+// withDefaults returns c with every zero field that has a default set to
 // it: the settings a controller built from c runs on, as the queues that
 // embed Control report them in their Config.
-func (c Control) WithDefaults() Control {
+func (c Control) withDefaults() Control {
 	if c.Target == 0 {
-		c.Target = DefaultTarget
+		c.Target = defaultTarget
 	}
 	if c.Interval == 0 {
-		c.Interval = DefaultInterval
+		c.Interval = defaultInterval
 	}
 	if c.BlueIncrement == 0 {
-		c.BlueIncrement = DefaultBlueIncrement
+		c.BlueIncrement = defaultBlueIncrement
 	}
 	if c.BlueDecrement == 0 {
-		c.BlueDecrement = DefaultBlueDecrement
+		c.BlueDecrement = defaultBlueDecrement
 	}
 	if c.BlueThreshold == 0 {
-		c.BlueThreshold = DefaultBlueThreshold
+		c.BlueThreshold = defaultBlueThreshold
 	}
 	return c
 }
 
 // withDefaults returns c with every zero field set to its default.
 func (c Config) withDefaults() Config {
-	c.Control = c.Control.WithDefaults()
+	c.Control = c.Control.withDefaults()
 	if c.LimitPackets == 0 {
-		c.LimitPackets = DefaultLimitPackets
+		c.LimitPackets = defaultLimitPackets
 	}
 	return c
 }
@@ -236,14 +239,20 @@ type Params struct {
 	pDec      uint32
 	ecn       bool
 	interval2 [2]uint64 // interval² in 128 bits (hi, lo), for the exact law
+	ctl       Control   // the settings, defaults filled in
 }
+
+// Control returns the settings p was built from, defaults filled in: the
+// settings its controllers run on, as a queue that embeds [Control]
+// reports them in its Config.
+func (p *Params) Control() Control { return p.ctl }
 
 // Params returns the [Params] for c with defaults applied, for a [Queue]
 // or for a queue that embeds a [Controller] per flow. Call
 // [Control.Validate] (or the embedding configuration's Validate) first:
 // out-of-range values are clamped here, not reported.
 func (c Control) Params() Params {
-	d := c.WithDefaults()
+	d := c.withDefaults()
 	iv := int64(min(max(d.Interval, 2), MaxInterval))
 	tg := min(max(int64(d.Target), 1), iv-1)
 	p := Params{
@@ -254,6 +263,7 @@ func (c Control) Params() Params {
 		pInc:     probScale(d.BlueIncrement),
 		pDec:     probScale(d.BlueDecrement),
 		ecn:      !d.DisableECN,
+		ctl:      d,
 	}
 	if !d.DisableBlueThreshold {
 		p.blueCeil = int64(max(d.BlueThreshold, 0))

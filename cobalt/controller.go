@@ -95,10 +95,6 @@ func (c *Controller) State() State {
 // is true.
 func (c *Controller) Marked() bool { return c.marked }
 
-// Active reports whether BLUE's probability is above zero: the flow is
-// unresponsive by BLUE's measure (CAKE's "unresponsive flows").
-func (c *Controller) Active() bool { return c.p != 0 }
-
 // spacing returns floor(interval/sqrt(n)) exactly (interval for n <= 1):
 // the control law's gap after n signals. The float64 estimate is corrected
 // by the integer test s²·n <= interval², so the result is the exact floor.

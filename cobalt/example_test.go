@@ -25,7 +25,7 @@ func Example() {
 	}
 	d := q.Detail()
 	fmt.Printf("BLUE probability %.2f, queue %d packets\n", d.BlueProbability, q.Len())
-	fmt.Println("refused at the limit:", d.Overflows > 0, "dropped by BLUE:", d.BlueDrops > 0)
+	fmt.Println("refused at the limit:", q.Stats().DroppedOverlimit.Packets > 0, "dropped by BLUE:", d.DroppedBlue > 0)
 	// Output:
 	// BLUE probability 0.43, queue 4 packets
 	// refused at the limit: true dropped by BLUE: true

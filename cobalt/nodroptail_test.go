@@ -3,7 +3,7 @@ package cobalt_test
 import (
 	"testing"
 
-	"github.com/aqmkit/aqmkit/aqm/aqmtest"
+	"github.com/aqmkit/aqmkit/internal/refusal"
 
 	"github.com/aqmkit/aqmkit/aqm"
 	"github.com/aqmkit/aqmkit/cobalt"
@@ -14,12 +14,12 @@ import (
 // bytes) and a BLUE increment that rounds to zero on the 2^32 scale. Each
 // case is refused naming its field, and the boundary value is accepted.
 func TestValidateNoDropTail(t *testing.T) {
-	aqmtest.CheckRefusals(t, []aqmtest.Refusal{
-		aqmtest.Refuses(cobalt.Config{LimitPackets: 1}, "LimitPackets"),
-		aqmtest.Accepts(cobalt.Config{LimitPackets: 2}),
-		aqmtest.Refuses(cobalt.Config{LimitBytes: 2*aqm.FullPacketBytes - 1}, "LimitBytes"),
-		aqmtest.Accepts(cobalt.Config{LimitBytes: 2 * aqm.FullPacketBytes}),
-		aqmtest.Refuses(cobalt.Config{Control: cobalt.Control{BlueIncrement: 0x1p-33}}, "BlueIncrement"),
-		aqmtest.Accepts(cobalt.Config{Control: cobalt.Control{BlueIncrement: 0x1p-32}}),
+	refusal.Check(t, []refusal.Case{
+		refusal.Refuses(cobalt.Config{LimitPackets: 1}, "LimitPackets"),
+		refusal.Accepts(cobalt.Config{LimitPackets: 2}),
+		refusal.Refuses(cobalt.Config{LimitBytes: 2*aqm.FullPacketBytes - 1}, "LimitBytes"),
+		refusal.Accepts(cobalt.Config{LimitBytes: 2 * aqm.FullPacketBytes}),
+		refusal.Refuses(cobalt.Config{Control: cobalt.Control{BlueIncrement: 0x1p-33}}, "BlueIncrement"),
+		refusal.Accepts(cobalt.Config{Control: cobalt.Control{BlueIncrement: 0x1p-32}}),
 	})
 }

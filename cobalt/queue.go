@@ -6,6 +6,7 @@ import (
 	"github.com/aqmkit/aqmkit/aqm"
 	"github.com/aqmkit/aqmkit/internal/metrics"
 	"github.com/aqmkit/aqmkit/internal/ring"
+	"github.com/aqmkit/aqmkit/internal/tally"
 )
 
 // Queue is a COBALT queue: a FIFO with a packet limit (and an optional byte
@@ -21,10 +22,8 @@ type Queue[T any] struct {
 	cfg     Config // effective: defaults filled in, Seed the one in use
 	onDrop  aqm.DropFunc[T]
 	stats   aqm.Stats
-	marks   uint64
 	codel   uint64 // CoDel-half drops
 	blue    uint64 // BLUE drops
-	full    uint64 // overflows
 	capHits uint64
 }
 
@@ -81,13 +80,12 @@ func (q *Queue[T]) Reconfigure(cfg Config) error {
 func (q *Queue[T]) Enqueue(p aqm.Packet[T], now aqm.Time) aqm.Verdict {
 	p.ECN &= aqm.ECNMask
 	p.Enqueued = now
-	q.stats.NoteSize(p.Size)
+	tally.NoteSize(&q.stats, p.Size)
 	segs := p.SegmentCount()
 	if q.segs+segs > q.cfg.LimitPackets ||
 		(q.cfg.LimitBytes > 0 && int64(q.backlog)+int64(p.Size) > int64(q.cfg.LimitBytes)) {
-		q.full += uint64(segs)
 		q.c.Overflow(&q.p, now)
-		q.stats.CountDropMeta(aqm.DroppedOverlimit, p.Meta, false)
+		tally.DropMeta(&q.stats, aqm.DroppedOverlimit, p.Meta, false)
 		return aqm.DroppedOverlimit
 	}
 	q.ring.PushBack(p) // room: Len ≤ segs < LimitPackets ≤ Cap
@@ -121,7 +119,6 @@ func (q *Queue[T]) Dequeue(now aqm.Time) (p aqm.Packet[T], ok bool) {
 		switch act {
 		case Mark:
 			p.ECN = aqm.CE
-			q.marks += uint64(p.SegmentCount())
 			q.stats.Marked.AddMeta(p.Meta)
 		case DropCoDel, DropBlue:
 			why := aqm.DroppedEarly
@@ -134,7 +131,7 @@ func (q *Queue[T]) Dequeue(now aqm.Time) (p aqm.Packet[T], ok bool) {
 				q.codel += uint64(p.SegmentCount())
 			}
 			drops++
-			q.stats.CountDropMeta(why, p.Meta, true)
+			tally.DropMeta(&q.stats, why, p.Meta, true)
 			if q.onDrop != nil {
 				q.onDrop(p, why)
 			}
@@ -234,18 +231,13 @@ func (q *Queue[T]) Stats() aqm.Stats {
 type Detail struct {
 	// State is the controller's state.
 	State
-	// Marks counts packets the CoDel half marked CE that were delivered
-	// (a marked packet BLUE then drops counts in BlueDrops only): the
-	// queue's Stats.Marked.Packets, so not a metric of its own.
-	Marks uint64 `metric:"-"`
-	// CoDelDrops and BlueDrops count drops by each half, in wire packets.
-	CoDelDrops uint64 `metric:"dropped_codel_packets,counter"`
-	BlueDrops  uint64 `metric:"dropped_blue_packets,counter"`
-	// Overflows counts arrivals refused by a limit: the queue's
-	// Stats.DroppedOverlimit.Packets, so not a metric of its own.
-	Overflows uint64 `metric:"-"`
-	// DropCapHits counts Dequeue calls that reached [MaxDropsPerDequeue].
-	DropCapHits uint64 `metric:"capped_dequeues,counter"`
+	// DroppedCoDel and DroppedBlue count drops by each half, in wire
+	// packets; a packet the CoDel half marked and BLUE then dropped counts
+	// in DroppedBlue only.
+	DroppedCoDel uint64 `metric:"dropped_codel_packets,counter"`
+	DroppedBlue  uint64 `metric:"dropped_blue_packets,counter"`
+	// CappedDequeues counts Dequeue calls that reached [MaxDropsPerDequeue].
+	CappedDequeues uint64 `metric:"capped_dequeues,counter"`
 	// MemoryBytes is the memory the queue preallocated for its packet
 	// storage: LimitPackets slots (rounded up to a power of two) of one
 	// packet each.
@@ -256,14 +248,11 @@ type Detail struct {
 func (q *Queue[T]) Detail() Detail {
 	var zero aqm.Packet[T]
 	return Detail{
-		State: q.c.State(), Marks: q.marks, CoDelDrops: q.codel, BlueDrops: q.blue,
-		Overflows: q.full, DropCapHits: q.capHits,
-		MemoryBytes: q.ring.Cap() * int(sizeofPacket(zero)),
+		State: q.c.State(), DroppedCoDel: q.codel, DroppedBlue: q.blue,
+		CappedDequeues: q.capHits,
+		MemoryBytes:    q.ring.Cap() * int(sizeofPacket(zero)),
 	}
 }
-
-// Metrics lists the Detail's values with tc-like names.
-func (d Detail) Metrics() iter.Seq[aqm.Metric] { return detailMetrics.Of(d) }
 
 var detailMetrics = metrics.Declare[Detail]("")
 

@@ -32,7 +32,7 @@ func TestValidateNamesEveryField(t *testing.T) {
 	err = Config{Control: Control{Target: 200 * time.Millisecond}}.Validate()
 	require.ErrorIs(t, err, aqm.ErrInvalidConfig)
 	require.Equal(t, "cobalt: Target (200ms) must be less than Interval (100ms)", err.Error())
-	_, err = New[int](Config{LimitPackets: MaxLimitPackets + 1}, nil)
+	_, err = New[int](Config{LimitPackets: maxLimitPackets + 1}, nil)
 	var ce *aqm.ConfigError
 	require.True(t, errors.As(err, &ce))
 	require.Equal(t, "LimitPackets", ce.Field)
@@ -45,8 +45,8 @@ func TestConfigAndSeeds(t *testing.T) {
 	q, err := New[int](Config{}, nil)
 	require.NoError(t, err)
 	c := q.Config()
-	require.Equal(t, DefaultTarget, c.Target)
-	require.Equal(t, DefaultLimitPackets, c.LimitPackets)
+	require.Equal(t, defaultTarget, c.Target)
+	require.Equal(t, defaultLimitPackets, c.LimitPackets)
 	require.NotZero(t, c.Seed)
 	q2, _ := New[int](Config{}, nil)
 	require.NotEqual(t, c.Seed, q2.Config().Seed)
@@ -138,7 +138,7 @@ func TestTimeGlitchRecovers(t *testing.T) {
 		for q.Len() > 0 {
 			q.Dequeue(t0)
 		}
-		require.LessOrEqual(t, q.c.State().Next, t0+aqm.Time(DefaultInterval))
+		require.LessOrEqual(t, q.c.State().Next, t0+aqm.Time(defaultInterval))
 		delivered := 0
 		now := t0
 		for range 1000 { // 10 s of one packet per 10 ms
@@ -172,7 +172,7 @@ func TestZeroAllocs(t *testing.T) {
 		q.Dequeue(now)
 	})
 	require.Zero(t, allocs)
-	require.Positive(t, q.Detail().Overflows)
+	require.Positive(t, q.Stats().DroppedOverlimit.Packets)
 }
 
 // TestUnresponsiveFlow protects COBALT's reason to exist: one unresponsive

@@ -355,7 +355,7 @@ func TestMatchesReference(t *testing.T) {
 			}
 		}
 		drops += len(qd)
-		blue += int(q.Detail().BlueDrops)
+		blue += int(q.Detail().DroppedBlue)
 		afterMark += m.blueAfterMark
 		long += m.longDecays
 		partial += m.longPartial

@@ -107,7 +107,7 @@ func TestDetailMetrics(t *testing.T) {
 	require.True(t, d.Dropping)
 	require.Equal(t, 1024*32, d.MemoryBytes)
 	got := map[string]float64{}
-	for m := range d.Metrics() {
+	for m := range d.metrics() {
 		require.NotContains(t, got, m.Name, "duplicate metric")
 		require.Regexp(t, `^[a-z]+(_[a-z]+)*$`, m.Name)
 		got[m.Name] = m.Value
@@ -120,7 +120,7 @@ func TestDetailMetrics(t *testing.T) {
 	}, got)
 	require.NotZero(t, got["count"])
 	n := 0
-	for range d.Metrics() {
+	for range d.metrics() {
 		n++
 		break // stopping early must not panic
 	}

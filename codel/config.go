@@ -10,28 +10,28 @@ import (
 
 // Defaults for the zero fields of [Config].
 const (
-	// DefaultTarget is the acceptable standing queue delay, 5 ms (RFC 8289
+	// defaultTarget is the acceptable standing queue delay, 5 ms (RFC 8289
 	// section 4.4).
-	DefaultTarget = 5 * time.Millisecond
-	// DefaultInterval is the sliding window over which the minimum delay is
+	defaultTarget = 5 * time.Millisecond
+	// defaultInterval is the sliding window over which the minimum delay is
 	// tracked, 100 ms (RFC 8289 section 4.3).
-	DefaultInterval = 100 * time.Millisecond
+	defaultInterval = 100 * time.Millisecond
 	// DefaultMTUBytes is the "less than one MTU queued" guard threshold, 1514
 	// bytes: an Ethernet MTU plus its 14-byte header, the value Linux takes
 	// from the device (psched_mtu).
 	DefaultMTUBytes = 1514
-	// DefaultLimitPackets is the packet limit, 1000, Linux sch_codel's
+	// defaultLimitPackets is the packet limit, 1000, Linux sch_codel's
 	// default.
-	DefaultLimitPackets = 1000
-	// MaxInterval is the largest Interval accepted: one hour. It keeps
+	defaultLimitPackets = 1000
+	// maxInterval is the largest Interval accepted: one hour. It keeps
 	// interval^2*count within 128 bits in the control law and 16*Interval
 	// within int64.
-	MaxInterval = time.Hour
+	maxInterval = time.Hour
 	// MaxMTUBytes is the largest MTUBytes accepted, 2^20 as in Linux.
 	MaxMTUBytes = 1 << 20
-	// MaxLimitPackets is the largest LimitPackets accepted: storage for
+	// maxLimitPackets is the largest LimitPackets accepted: storage for
 	// this many packets is allocated up front.
-	MaxLimitPackets = 1 << 24
+	maxLimitPackets = 1 << 24
 	// MaxDropsPerDequeue bounds the packets one Dequeue call drops, 256 as
 	// in Linux since 2026. When it is reached the call returns the next
 	// packet and reschedules the next drop from now, so a pathological
@@ -48,13 +48,13 @@ const (
 // a one-MTU guard of 1514 bytes.
 type Control struct {
 	// Target is the acceptable minimum sojourn time. Zero means
-	// [DefaultTarget]. It must be below Interval (and so below
-	// [MaxInterval]).
+	// 5 ms. It must be below Interval (and so below
+	// one hour).
 	Target time.Duration
 	// Interval is the window the minimum sojourn time must stay above
 	// Target before CoDel drops, and the base of the control law
-	// Interval/sqrt(count). Zero means [DefaultInterval]; at most
-	// [MaxInterval].
+	// Interval/sqrt(count). Zero means 100 ms; at most
+	// one hour.
 	Interval time.Duration
 	// MTUBytes is the guard: CoDel does not drop while at most this many
 	// bytes remain queued after the head packet is removed (RFC 8289's
@@ -77,7 +77,7 @@ type Control struct {
 	// with mask 0x01). By default every ECN-capable packet is eligible.
 	CEThresholdECT1Only bool
 	// CEThresholdNQB, with CEThreshold and CEThresholdECT1Only, selects for
-	// the CE threshold the packets that arrive with DSCP [DSCPNQB] (45, the
+	// the CE threshold the packets that arrive with DSCP [aqm.DSCPNQB] (45, the
 	// Non-Queue-Building PHB of RFC 9956) too, through the queues'
 	// EnqueueDSCP ([Queue.EnqueueDSCP], package fq's CoDel.EnqueueDSCP):
 	// RFC 9956 asks that NQB traffic share the L4S treatment where a
@@ -98,10 +98,6 @@ type Control struct {
 	// re-entry rule carries into the next episode.
 	LinuxCount bool
 }
-
-// DSCPNQB is the DSCP of the Non-Queue-Building PHB (RFC 9956): 45. See
-// [Control].CEThresholdNQB.
-const DSCPNQB = 45
 
 // SelectsNQB reports whether a controller built from c selects DSCP-45
 // packets for the CE threshold: CEThresholdNQB with a positive CEThreshold
@@ -125,19 +121,19 @@ func (c Control) validate() []error {
 	bad := func(field string, v any, rule string) {
 		errs = append(errs, &aqm.ConfigError{Pkg: "codel", Field: field, Value: v, Rule: rule})
 	}
-	targetOK := c.Target >= 0 && c.Target < MaxInterval
+	targetOK := c.Target >= 0 && c.Target < maxInterval
 	if !targetOK {
-		bad("Target", c.Target, "must be in [0, "+MaxInterval.String()+")")
+		bad("Target", c.Target, "must be in [0, "+maxInterval.String()+")")
 	}
-	intervalOK := c.Interval >= 0 && c.Interval <= MaxInterval
+	intervalOK := c.Interval >= 0 && c.Interval <= maxInterval
 	if !intervalOK {
-		bad("Interval", c.Interval, "must be in [0, "+MaxInterval.String()+"]")
+		bad("Interval", c.Interval, "must be in [0, "+maxInterval.String()+"]")
 	}
-	if d := c.WithDefaults(); targetOK && intervalOK && d.Target >= d.Interval {
+	if d := c.withDefaults(); targetOK && intervalOK && d.Target >= d.Interval {
 		bad("Target", d.Target, "must be less than Interval ("+d.Interval.String()+")")
 	}
 	if c.MTUBytes < 0 || c.MTUBytes > MaxMTUBytes {
-		bad("MTUBytes", c.MTUBytes, "must be in [0, 1048576]")
+		bad("MTUBytes", c.MTUBytes, "must be in [0, "+strconv.Itoa(MaxMTUBytes)+"]")
 	}
 	if c.CEThreshold < 0 {
 		bad("CEThreshold", c.CEThreshold, "must not be negative")
@@ -145,15 +141,15 @@ func (c Control) validate() []error {
 	return errs
 }
 
-// WithDefaults returns c with every zero field that has a default set to
+// withDefaults returns c with every zero field that has a default set to
 // it: the settings a controller built from c runs on, as the queues that
 // embed Control report them in their Config.
-func (c Control) WithDefaults() Control {
+func (c Control) withDefaults() Control {
 	if c.Target == 0 {
-		c.Target = DefaultTarget
+		c.Target = defaultTarget
 	}
 	if c.Interval == 0 {
-		c.Interval = DefaultInterval
+		c.Interval = defaultInterval
 	}
 	if c.MTUBytes == 0 {
 		c.MTUBytes = DefaultMTUBytes
@@ -170,7 +166,7 @@ type Config struct {
 	Control
 	// LimitPackets is the most packets queued; arrivals beyond it are
 	// refused ([aqm.DroppedOverlimit]) and do not touch CoDel's state. Zero
-	// means [DefaultLimitPackets]; at most [MaxLimitPackets]. New allocates
+	// means 1000; at most 16777216. New allocates
 	// storage for this many packets (rounded up to a power of two; see
 	// [Detail].MemoryBytes).
 	//
@@ -195,8 +191,8 @@ func (c Config) Validate() error {
 	bad := func(field string, v any, rule string) {
 		errs = append(errs, &aqm.ConfigError{Pkg: "codel", Field: field, Value: v, Rule: rule})
 	}
-	if c.LimitPackets < 0 || c.LimitPackets > MaxLimitPackets {
-		bad("LimitPackets", c.LimitPackets, "must be in [0, 16777216]")
+	if c.LimitPackets < 0 || c.LimitPackets > maxLimitPackets {
+		bad("LimitPackets", c.LimitPackets, "must be in [0, "+strconv.FormatUint(uint64(maxLimitPackets), 10)+"]")
 	}
 	if c.LimitBytes < 0 {
 		bad("LimitBytes", c.LimitBytes, "must not be negative")
@@ -205,10 +201,15 @@ func (c Config) Validate() error {
 	// packet leaving. Limits that never hold that much, in packets of up
 	// to MTUBytes, leave only the limit's tail drop.
 	if c.LimitPackets > 0 && c.LimitPackets < minLimitPackets {
-		bad("LimitPackets", c.LimitPackets, "must be 0 or at least 3: CoDel signals only while more than MTUBytes stay queued behind the packet leaving, which takes two more packets of up to MTUBytes")
+		// CoDel signals only while more than MTUBytes stay queued behind the
+		// packet leaving, which takes two more packets of up to MTUBytes.
+		bad("LimitPackets", c.LimitPackets, "must be 0 or at least 3")
 	}
 	if mtu := c.withDefaults().MTUBytes; c.LimitBytes > 0 && c.MTUBytes >= 0 && c.MTUBytes <= MaxMTUBytes && c.LimitBytes < 3*mtu {
-		bad("LimitBytes", c.LimitBytes, "must be 0 or at least 3×MTUBytes ("+strconv.Itoa(3*mtu)+"): CoDel signals only while more than MTUBytes stay queued behind the packet leaving, and a full queue of packets of up to MTUBytes may hold less")
+		// CoDel signals only while more than MTUBytes stay queued behind the
+		// packet leaving, and a full queue of packets of up to MTUBytes may
+		// hold less.
+		bad("LimitBytes", c.LimitBytes, "must be 0 or at least 3×MTUBytes ("+strconv.Itoa(3*mtu)+")")
 	}
 	return errors.Join(errs...)
 }
@@ -220,9 +221,9 @@ const minLimitPackets = 3
 // withDefaults returns c with every zero field that has a default set to
 // it.
 func (c Config) withDefaults() Config {
-	c.Control = c.Control.WithDefaults()
+	c.Control = c.Control.withDefaults()
 	if c.LimitPackets == 0 {
-		c.LimitPackets = DefaultLimitPackets
+		c.LimitPackets = defaultLimitPackets
 	}
 	return c
 }
@@ -231,7 +232,7 @@ func (c Config) withDefaults() Config {
 // whose round-trip time is about rtt (zero means [aqm.DefaultRTT]): the
 // byte limit is rate.BufferBytes(rtt), four round trips at the rate between
 // 64 KiB and 32 MiB (see [aqm.Rate.BufferBytes]), and the packet limit is
-// that many full-size packets, but at least [DefaultLimitPackets] so that
+// that many full-size packets, but at least 1000 so that
 // small packets are not refused first. Everything else keeps its default.
 // A zero rate (unknown or unlimited) gives the zero Config: the defaults.
 func ConfigForLink(rate aqm.Rate, rtt time.Duration) Config {
@@ -240,7 +241,7 @@ func ConfigForLink(rate aqm.Rate, rtt time.Duration) Config {
 	}
 	return Config{
 		LimitBytes:   rate.BufferBytes(rtt),
-		LimitPackets: max(rate.BufferPackets(rtt), DefaultLimitPackets),
+		LimitPackets: max(rate.BufferPackets(rtt), defaultLimitPackets),
 	}
 }
 
@@ -256,7 +257,13 @@ type Params struct {
 	ceNQB       bool // SelectsNQB: SelectDSCP sets nqbSelected
 	strict      bool
 	linuxCount  bool
+	ctl         Control // the settings, defaults filled in
 }
+
+// Control returns the settings p was built from, defaults filled in: the
+// settings its controllers run on, as a queue that embeds [Control]
+// reports them in its Config.
+func (p *Params) Control() Control { return p.ctl }
 
 // Params applies the defaults and returns the [Params] for c, for a
 // [Queue] or for a queue that embeds a [Controller] per flow, such as
@@ -264,8 +271,8 @@ type Params struct {
 // configuration's Validate) first: out-of-range values are clamped here,
 // not reported.
 func (c Control) Params() Params {
-	c = c.WithDefaults()
-	iv := min(max(c.Interval, 2), MaxInterval)
+	c = c.withDefaults()
+	iv := min(max(c.Interval, 2), maxInterval)
 	tg := min(max(c.Target, 1), iv-1)
 	return Params{
 		target:      int64(tg),
@@ -277,6 +284,7 @@ func (c Control) Params() Params {
 		ceNQB:       c.SelectsNQB(),
 		strict:      c.StrictDeadline,
 		linuxCount:  c.LinuxCount,
+		ctl:         c,
 	}
 }
 
@@ -290,7 +298,7 @@ const nqbSelected aqm.ECN = 0x80
 // with codepoint ecn and DSCP dscp, and to pass to [Controller.Decide]
 // when it reaches the head: ecn's two ECN bits, plus, if p selects NQB
 // packets ([Control.SelectsNQB]) and the packet is ECN-capable with DSCP
-// [DSCPNQB], a selection bit above them that Decide's CE threshold reads
+// [aqm.DSCPNQB], a selection bit above them that Decide's CE threshold reads
 // as "L4S". The owner must clear that bit (keep only [aqm.ECNMask]) before
 // the packet leaves, through Dequeue, a DropFunc or any other way. The bit
 // is set only while p has a CE threshold, so a packet that Decide does not
@@ -298,7 +306,7 @@ const nqbSelected aqm.ECN = 0x80
 // threshold) never carries it.
 func (p *Params) SelectDSCP(ecn aqm.ECN, dscp uint8) aqm.ECN {
 	ecn &= aqm.ECNMask
-	if p.ceNQB && dscp == DSCPNQB && ecn != aqm.NotECT {
+	if p.ceNQB && dscp == aqm.DSCPNQB && ecn != aqm.NotECT {
 		ecn |= nqbSelected
 	}
 	return ecn

@@ -16,7 +16,7 @@ func factory(cfg Config) aqmtest.Factory {
 		New: func(seed uint64, onDrop aqm.DropFunc[aqmtest.Payload]) (aqm.Queue[aqmtest.Payload], error) {
 			return New(cfg, onDrop)
 		},
-		LimitPackets: max(cfg.LimitPackets, DefaultLimitPackets*boolInt(cfg.LimitPackets == 0)),
+		LimitPackets: max(cfg.LimitPackets, defaultLimitPackets*boolInt(cfg.LimitPackets == 0)),
 		LimitBytes:   cfg.LimitBytes,
 		Reconfigure: func(q aqm.Queue[aqmtest.Payload], i int) error {
 			next := cfg
@@ -68,7 +68,7 @@ type nqbQueue struct{ *Queue[aqmtest.Payload] }
 
 func nqbDSCP(hash uint32) uint8 {
 	if hash%2 == 0 {
-		return DSCPNQB
+		return aqm.DSCPNQB
 	}
 	return 0
 }

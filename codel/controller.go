@@ -298,6 +298,12 @@ func (c *Controller) Empty(p *Params, now aqm.Time) {
 	c.flags &^= flagDropping | flagAbove | flagPending | flagEntered
 }
 
+// Overflow records that one of c's packets hit a limit at now. CoDel's
+// rule does not react to a refusal (a fair queue's overload dropper uses
+// [Controller.AddCount] instead), so Overflow changes nothing; it is here
+// so that every per-flow controller is told the same way.
+func (c *Controller) Overflow(p *Params, now aqm.Time) {}
+
 // Resync is called instead of Decide when the owner has dropped
 // [MaxDropsPerDequeue] packets in one Dequeue: the next packet is sent and, if
 // still dropping, the next drop is scheduled one control-law step from now
@@ -323,6 +329,3 @@ func (c *Controller) AddCount(k uint32) {
 	c.count = 0
 	c.setCount(uint32(min(n, maxCount)))
 }
-
-// Reset returns c to the initial state.
-func (c *Controller) Reset() { *c = Controller{} }

@@ -37,9 +37,9 @@
 // With CEThreshold set, every ECN-capable packet (or only ECT(1) and CE ones,
 // with CEThresholdECT1Only) that leaves with a sojourn time above the
 // threshold is marked CE as well: the shallow, L4S-style signal of Linux's
-// ce_threshold. These marks are counted in [Detail].CEMarks. With
+// ce_threshold. These marks are counted in [Detail].MarkedCEThreshold. With
 // CEThresholdNQB as well, [Queue.EnqueueDSCP] selects ECN-capable packets
-// that carry DSCP 45 ([DSCPNQB], the Non-Queue-Building PHB of RFC 9956)
+// that carry DSCP 45 ([aqm.DSCPNQB], the Non-Queue-Building PHB of RFC 9956)
 // as it selects ECT(1); the selection travels with the queued packet in a
 // bit above the ECN field, which never leaves the queue.
 //

@@ -140,7 +140,7 @@ func invSqrtNewton(n uint32, prev uint32) uint32 {
 // [s-e, s+e] on the exact test x^2*n <= interval^2 (128-bit products) then
 // makes it the exact floor, so the schedule equals the RFC's real-valued
 // interval/sqrt(count) truncated to whole nanoseconds. interval is at most
-// MaxInterval (< 2^42) so every product fits in 128 bits.
+// maxInterval (< 2^42) so every product fits in 128 bits.
 func lawStep(interval int64, n uint32, y uint32) int64 {
 	iv := uint64(interval)
 	if n <= 1 {

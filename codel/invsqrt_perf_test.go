@@ -84,7 +84,7 @@ func TestInvSqrtFastMatchesNewton(t *testing.T) {
 // TestLawStepCachedExact protects the control law's shortcut: with the
 // cached estimate invSqrt(n) it must equal floor(interval/sqrt(n)) (at least
 // 1) exactly, as lawStep computes it, for intervals from 2 ns to
-// MaxInterval and every count range.
+// maxInterval and every count range.
 func TestLawStepCachedExact(t *testing.T) {
 	r := rand.New(rand.NewPCG(7, 8))
 	random := 3_000_000
@@ -98,9 +98,9 @@ func TestLawStepCachedExact(t *testing.T) {
 		}
 	}
 	for n := uint32(1); n <= 1<<20; n++ {
-		check(int64(DefaultInterval), n)
+		check(int64(defaultInterval), n)
 	}
-	ivs := []int64{2, 3, 1000, int64(time.Millisecond), int64(DefaultInterval), 1<<31 - 1, 1 << 31, 1<<31 + 1, 1 << 32, int64(MaxInterval) - 1, int64(MaxInterval)}
+	ivs := []int64{2, 3, 1000, int64(time.Millisecond), int64(defaultInterval), 1<<31 - 1, 1 << 31, 1<<31 + 1, 1 << 32, int64(maxInterval) - 1, int64(maxInterval)}
 	ns := []uint32{1, 2, 3, 4, 1 << 20, maxCount - 1, maxCount}
 	for _, iv := range ivs {
 		for _, n := range ns {
@@ -111,7 +111,7 @@ func TestLawStepCachedExact(t *testing.T) {
 		}
 	}
 	for range random {
-		iv := 2 + r.Int64N(int64(MaxInterval)-1)
+		iv := 2 + r.Int64N(int64(maxInterval)-1)
 		switch r.IntN(4) {
 		case 0:
 			iv = 2 + r.Int64N(1000)

@@ -72,16 +72,16 @@ func TestLawStepExact(t *testing.T) {
 		require.Equalf(t, w, s, "interval %d count %d", iv, n)
 	}
 	for n := uint32(1); n <= 2000; n++ {
-		check(int64(DefaultInterval), n)
+		check(int64(defaultInterval), n)
 	}
 	for range 20000 {
-		iv := 2 + r.Int64N(int64(MaxInterval)-1)
+		iv := 2 + r.Int64N(int64(maxInterval)-1)
 		if r.IntN(4) == 0 {
 			iv = 2 + r.Int64N(1000)
 		}
 		check(iv, uint32(1+r.Uint64N(maxCount)))
 	}
-	check(int64(MaxInterval), maxCount)
+	check(int64(maxInterval), maxCount)
 	check(2, maxCount)
 }
 

@@ -3,7 +3,7 @@ package codel_test
 import (
 	"testing"
 
-	"github.com/aqmkit/aqmkit/aqm/aqmtest"
+	"github.com/aqmkit/aqmkit/internal/refusal"
 
 	"github.com/aqmkit/aqmkit/codel"
 )
@@ -13,13 +13,13 @@ import (
 // MTUs, leave no more than MTUBytes behind the packet leaving. Each case
 // is refused naming its field, and the boundary value is accepted.
 func TestValidateNoDropTail(t *testing.T) {
-	aqmtest.CheckRefusals(t, []aqmtest.Refusal{
-		aqmtest.Refuses(codel.Config{LimitPackets: 1}, "LimitPackets"),
-		aqmtest.Refuses(codel.Config{LimitPackets: 2}, "LimitPackets"),
-		aqmtest.Accepts(codel.Config{LimitPackets: 3}),
-		aqmtest.Refuses(codel.Config{LimitBytes: 3*codel.DefaultMTUBytes - 1}, "LimitBytes"),
-		aqmtest.Accepts(codel.Config{LimitBytes: 3 * codel.DefaultMTUBytes}),
-		aqmtest.Refuses(codel.Config{LimitBytes: 1 << 21, Control: codel.Control{MTUBytes: 1 << 20}}, "LimitBytes"),
-		aqmtest.Accepts(codel.Config{LimitBytes: 1500, Control: codel.Control{MTUBytes: 500}}),
+	refusal.Check(t, []refusal.Case{
+		refusal.Refuses(codel.Config{LimitPackets: 1}, "LimitPackets"),
+		refusal.Refuses(codel.Config{LimitPackets: 2}, "LimitPackets"),
+		refusal.Accepts(codel.Config{LimitPackets: 3}),
+		refusal.Refuses(codel.Config{LimitBytes: 3*codel.DefaultMTUBytes - 1}, "LimitBytes"),
+		refusal.Accepts(codel.Config{LimitBytes: 3 * codel.DefaultMTUBytes}),
+		refusal.Refuses(codel.Config{LimitBytes: 1 << 21, Control: codel.Control{MTUBytes: 1 << 20}}, "LimitBytes"),
+		refusal.Accepts(codel.Config{LimitBytes: 1500, Control: codel.Control{MTUBytes: 500}}),
 	})
 }

@@ -28,17 +28,17 @@ type nqbCase struct {
 // CE are marked either way, Not-ECT never, other DSCPs and plain Enqueue
 // select on ECN alone.
 var nqbCases = []nqbCase{
-	{ecn: aqm.ECT0, dscp: DSCPNQB, off: aqm.ECT0, on: aqm.CE},
-	{ecn: aqm.ECT1, dscp: DSCPNQB, off: aqm.CE, on: aqm.CE},
-	{ecn: aqm.CE, dscp: DSCPNQB, off: aqm.CE, on: aqm.CE},
-	{ecn: aqm.NotECT, dscp: DSCPNQB, off: aqm.NotECT, on: aqm.NotECT},
+	{ecn: aqm.ECT0, dscp: aqm.DSCPNQB, off: aqm.ECT0, on: aqm.CE},
+	{ecn: aqm.ECT1, dscp: aqm.DSCPNQB, off: aqm.CE, on: aqm.CE},
+	{ecn: aqm.CE, dscp: aqm.DSCPNQB, off: aqm.CE, on: aqm.CE},
+	{ecn: aqm.NotECT, dscp: aqm.DSCPNQB, off: aqm.NotECT, on: aqm.NotECT},
 	{ecn: aqm.ECT0, dscp: 0, off: aqm.ECT0, on: aqm.ECT0},
 	{ecn: aqm.ECT0, dscp: 46, off: aqm.ECT0, on: aqm.ECT0},
 	{ecn: aqm.ECT0, dscp: 44, off: aqm.ECT0, on: aqm.ECT0},
 	{ecn: aqm.ECT1, dscp: 0, off: aqm.CE, on: aqm.CE},
 	{ecn: aqm.ECT0, viaPlain: true, off: aqm.ECT0, on: aqm.ECT0},
-	{ecn: aqm.ECT0 | 0xfc, dscp: DSCPNQB, off: aqm.ECT0, on: aqm.CE}, // stray bits in, none out
-	{ecn: aqm.NotECT | 0xfc, dscp: DSCPNQB, off: aqm.NotECT, on: aqm.NotECT},
+	{ecn: aqm.ECT0 | 0xfc, dscp: aqm.DSCPNQB, off: aqm.ECT0, on: aqm.CE}, // stray bits in, none out
+	{ecn: aqm.NotECT | 0xfc, dscp: aqm.DSCPNQB, off: aqm.NotECT, on: aqm.NotECT},
 }
 
 // TestQueueCEThresholdNQB protects CEThresholdNQB on the CoDel queue: with
@@ -73,7 +73,7 @@ func TestQueueCEThresholdNQB(t *testing.T) {
 				if want == aqm.CE && !below {
 					marks = 1 // a CE arrival counts too, as in Linux's ce_mark
 				}
-				assert.Equal(t, marks, q.Detail().CEMarks, "on=%v below=%v case %d", on, below, i)
+				assert.Equal(t, marks, q.Detail().MarkedCEThreshold, "on=%v below=%v case %d", on, below, i)
 			}
 		}
 	}
@@ -91,7 +91,7 @@ func TestControlSelectsNQB(t *testing.T) {
 		assert.Equal(t, mask == 7, c.SelectsNQB(), "%+v", c)
 		p := c.Params()
 		for e := range aqm.ECN(4) {
-			got := p.SelectDSCP(e|0x7c, DSCPNQB)
+			got := p.SelectDSCP(e|0x7c, aqm.DSCPNQB)
 			want := e
 			if mask == 7 && e != aqm.NotECT {
 				want |= nqbSelected
@@ -123,7 +123,7 @@ func TestQueueNQBReconfigure(t *testing.T) {
 			q, err := New[int](base, nil)
 			require.NoError(t, err)
 			for i := range 4 {
-				q.EnqueueDSCP(aqm.Packet[int]{Payload: i, Meta: aqm.Meta{Size: 100, ECN: aqm.ECT0}}, DSCPNQB, t0)
+				q.EnqueueDSCP(aqm.Packet[int]{Payload: i, Meta: aqm.Meta{Size: 100, ECN: aqm.ECT0}}, aqm.DSCPNQB, t0)
 			}
 			require.NoError(t, q.Reconfigure(tc.next(base)))
 			buf := make([]aqm.Packet[int], 4)
@@ -218,13 +218,13 @@ func TestQueuePropertyNQBNoStrayBits(t *testing.T) {
 			seq++
 			dscp := uint8(r.IntN(64))
 			if r.IntN(2) == 0 {
-				dscp = DSCPNQB
+				dscp = aqm.DSCPNQB
 			}
 			return aqm.Packet[int]{Payload: seq, Meta: aqm.Meta{Size: uint32(40 + r.IntN(300)), ECN: aqm.ECN(r.IntN(256))}}, dscp
 		}
 		note := func(p aqm.Packet[int], dscp uint8, dscpSeen bool) {
 			e := p.ECN & aqm.ECNMask
-			queued[p.Payload] = &info{ecn: e, at: now, sel: dscpSeen && dscp == DSCPNQB && e.Capable() && q.cfg.SelectsNQB()}
+			queued[p.Payload] = &info{ecn: e, at: now, sel: dscpSeen && dscp == aqm.DSCPNQB && e.Capable() && q.cfg.SelectsNQB()}
 		}
 		for range 400 {
 			now += aqm.Time(r.IntN(400)) * aqm.Time(time.Microsecond)

@@ -9,6 +9,7 @@ import (
 	"github.com/aqmkit/aqmkit/aqm"
 	"github.com/aqmkit/aqmkit/internal/metrics"
 	"github.com/aqmkit/aqmkit/internal/ring"
+	"github.com/aqmkit/aqmkit/internal/tally"
 )
 
 // Queue is a CoDel queue (RFC 8289): a FIFO with a packet limit (and an
@@ -91,11 +92,11 @@ func (q *Queue[T]) Reconfigure(cfg Config) error {
 func (q *Queue[T]) Enqueue(p aqm.Packet[T], now aqm.Time) aqm.Verdict {
 	p.ECN &= aqm.ECNMask
 	p.Enqueued = now
-	q.stats.NoteSize(p.Size)
+	tally.NoteSize(&q.stats, p.Size)
 	segs := p.SegmentCount()
 	if q.segs+segs > q.limitPackets ||
 		(q.limitBytes > 0 && int64(q.backlog)+int64(p.Size) > int64(q.limitBytes)) {
-		q.stats.CountDropMeta(aqm.DroppedOverlimit, p.Meta, false)
+		tally.DropMeta(&q.stats, aqm.DroppedOverlimit, p.Meta, false)
 		return aqm.DroppedOverlimit
 	}
 	q.ring.PushBack(p) // room: Len ≤ segs < limitPackets ≤ Cap
@@ -108,7 +109,7 @@ func (q *Queue[T]) Enqueue(p aqm.Packet[T], now aqm.Time) aqm.Verdict {
 // EnqueueDSCP is Enqueue for a packet whose DSCP the caller read (the six
 // high bits of the IPv4 TOS or IPv6 Traffic Class byte, as package iphdr's
 // Flow.DSCP gives it): with CEThresholdNQB (and CEThreshold and
-// CEThresholdECT1Only), an ECN-capable packet with DSCP [DSCPNQB] (45) is
+// CEThresholdECT1Only), an ECN-capable packet with DSCP [aqm.DSCPNQB] (45) is
 // selected for the CE threshold as an L4S packet is. Every other packet is
 // treated as Enqueue treats it. The selection travels with the queued
 // packet in a bit above the two ECN bits, cleared before the packet leaves
@@ -155,7 +156,7 @@ func (q *Queue[T]) dequeueFrom(p aqm.Packet[T], now aqm.Time) (aqm.Packet[T], bo
 		switch act {
 		case Drop:
 			drops++
-			q.stats.CountDropMeta(aqm.DroppedEarly, p.Meta, true)
+			tally.DropMeta(&q.stats, aqm.DroppedEarly, p.Meta, true)
 			if q.onDrop != nil {
 				q.onDrop(p, aqm.DroppedEarly)
 			}
@@ -212,7 +213,7 @@ func (q *Queue[T]) EnqueueBatch(ps []aqm.Packet[T], vs []aqm.Verdict, now aqm.Ti
 		size, segs := p.Size, p.SegmentCount()
 		maxSize = max(maxSize, size)
 		if segs > room || backlog+int64(size) > limitBytes {
-			q.stats.CountDropMeta(aqm.DroppedOverlimit, p.Meta, false)
+			tally.DropMeta(&q.stats, aqm.DroppedOverlimit, p.Meta, false)
 			vs[i] = aqm.DroppedOverlimit
 			continue
 		}
@@ -393,13 +394,13 @@ func (q *Queue[T]) Stats() aqm.Stats {
 type Detail struct {
 	// State is the controller's state.
 	State
-	// ECNMarks counts packets CoDel marked CE instead of dropping, in wire
+	// MarkedCoDel counts packets CoDel marked CE instead of dropping, in wire
 	// packets (a super-packet counts its segments).
-	ECNMarks uint64 `metric:"marked_codel_packets,counter"`
-	// CEMarks counts packets marked CE by the CE threshold, in wire packets.
-	CEMarks uint64 `metric:"marked_ce_threshold_packets,counter"`
-	// DropCapHits counts Dequeue calls that reached [MaxDropsPerDequeue].
-	DropCapHits uint64 `metric:"capped_dequeues,counter"`
+	MarkedCoDel uint64 `metric:"marked_codel_packets,counter"`
+	// MarkedCEThreshold counts packets marked CE by the CE threshold, in wire packets.
+	MarkedCEThreshold uint64 `metric:"marked_ce_threshold_packets,counter"`
+	// CappedDequeues counts Dequeue calls that reached [MaxDropsPerDequeue].
+	CappedDequeues uint64 `metric:"capped_dequeues,counter"`
 	// MemoryBytes is the memory the queue preallocated for packets: room
 	// for LimitPackets packets, rounded up to a power of two, times the
 	// size of an [aqm.Packet] of the queue's payload type.
@@ -414,18 +415,18 @@ func (q *Queue[T]) Detail() Detail {
 		mem = 1 << bits.Len(uint(mem-1))
 	}
 	return Detail{
-		State: q.c.State(), ECNMarks: q.ecnMarks, CEMarks: q.ceMarks, DropCapHits: q.capHits,
+		State: q.c.State(), MarkedCoDel: q.ecnMarks, MarkedCEThreshold: q.ceMarks, CappedDequeues: q.capHits,
 		MemoryBytes: mem * int(unsafe.Sizeof(p)),
 	}
 }
 
-// Metrics lists the values of d as [aqm.Metric]s named in the words of
+// metrics lists the values of d as [aqm.Metric]s named in the words of
 // Linux tc's codel statistics, units in the name: count, lastcount,
 // dropping (0 or 1), ldelay_seconds (the last sojourn time),
 // next_drop_time_seconds and first_above_time_seconds (instants in the
 // caller's clock, 0 when unset), marked_codel_packets,
 // marked_ce_threshold_packets, capped_dequeues and memory_bytes.
-func (d Detail) Metrics() iter.Seq[aqm.Metric] { return detailMetrics.Of(d) }
+func (d Detail) metrics() iter.Seq[aqm.Metric] { return detailMetrics.Of(d) }
 
 var detailMetrics = metrics.Declare[Detail]("")
 

@@ -73,7 +73,7 @@ func TestQueueECNMarks(t *testing.T) {
 	// marks at 105, 205 and the first ms at or after 275.710678.
 	require.Equal(t, []uint64{105, 205, 276}, marked)
 	require.Equal(t, uint64(3), q.Stats().Marked.Packets)
-	require.Equal(t, uint64(3), q.Detail().ECNMarks)
+	require.Equal(t, uint64(3), q.Detail().MarkedCoDel)
 }
 
 // TestQueueLimits protects the hard limits: packet and byte limits refuse
@@ -115,7 +115,7 @@ func TestQueueDropCap(t *testing.T) {
 	_, ok := q.Dequeue(now)
 	require.True(t, ok)
 	require.Equal(t, MaxDropsPerDequeue, drops)
-	require.Equal(t, uint64(1), q.Detail().DropCapHits)
+	require.Equal(t, uint64(1), q.Detail().CappedDequeues)
 	require.Greater(t, q.Detail().DropNext, now)
 }
 
@@ -150,7 +150,7 @@ func TestValidate(t *testing.T) {
 	} {
 		err := c.Validate()
 		require.ErrorContains(t, err, "codel: Target (", "%+v", c)
-		if c.Interval > MaxInterval {
+		if c.Interval > maxInterval {
 			require.ErrorContains(t, err, "codel: Interval (", "%+v", c)
 		}
 	}
@@ -167,8 +167,8 @@ func TestValidate(t *testing.T) {
 	require.Equal(t, Config{}, c)
 	q, err := New[int](c, nil)
 	require.NoError(t, err)
-	require.Equal(t, Config{Control: Control{Target: DefaultTarget, Interval: DefaultInterval, MTUBytes: DefaultMTUBytes}, LimitPackets: DefaultLimitPackets}, q.Config())
-	_, err = New[int](Config{LimitPackets: MaxLimitPackets + 1}, nil)
+	require.Equal(t, Config{Control: Control{Target: defaultTarget, Interval: defaultInterval, MTUBytes: DefaultMTUBytes}, LimitPackets: defaultLimitPackets}, q.Config())
+	_, err = New[int](Config{LimitPackets: maxLimitPackets + 1}, nil)
 	require.ErrorIs(t, err, aqm.ErrInvalidConfig)
 }
 
@@ -182,7 +182,7 @@ func TestConfigForLink(t *testing.T) {
 			c := ConfigForLink(rate, rtt)
 			require.NoError(t, c.Validate())
 			require.Equal(t, rate.BufferBytes(rtt), c.LimitBytes)
-			require.Equal(t, max(rate.BufferPackets(rtt), DefaultLimitPackets), c.LimitPackets)
+			require.Equal(t, max(rate.BufferPackets(rtt), defaultLimitPackets), c.LimitPackets)
 			c.LimitBytes, c.LimitPackets = 0, 0
 			require.Equal(t, Config{}, c)
 		}

@@ -165,7 +165,7 @@ func TestReferenceRFC8289(t *testing.T) {
 			drops += len(got)
 			decisions++
 		}
-		require.Zero(t, q.Detail().DropCapHits, "the reference has no drop cap")
+		require.Zero(t, q.Detail().CappedDequeues, "the reference has no drop cap")
 		require.Equal(t, ref.count, q.Detail().Count, "seed %d", seed)
 	}
 	t.Logf("%d dequeues, %d drops, all identical", decisions, drops)

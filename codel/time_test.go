@@ -85,7 +85,7 @@ func (h *glitchHarness) light(from aqm.Time, d time.Duration) (sent, got int) {
 // good.
 func TestTimeGlitchRecovery(t *testing.T) {
 	const far = aqm.Time(1) << 62
-	interval := DefaultInterval
+	interval := defaultInterval
 	fresh := newGlitchHarness(t).standing(t0, 30, time.Second)
 	require.Positive(t, fresh)
 

@@ -11,46 +11,43 @@ import (
 
 // Defaults applied by [Config] fields left at their zero value.
 const (
-	// DefaultTarget is the Classic queue delay the base PI controller aims
+	// defaultTarget is the Classic queue delay the base PI controller aims
 	// for: 15 ms (RFC 9332 Appendix A, Linux sch_dualpi2).
-	DefaultTarget = 15 * time.Millisecond
-	// DefaultTupdate is the PI update interval: 16 ms, Linux's default (RFC
+	defaultTarget = 15 * time.Millisecond
+	// defaultTupdate is the PI update interval: 16 ms, Linux's default (RFC
 	// 9332's formula min(target, RTT_max/3) gives 15 ms).
-	DefaultTupdate = 16 * time.Millisecond
-	// DefaultAlpha is the PI integral gain in Hz: 0.16, Linux's default,
+	defaultTupdate = 16 * time.Millisecond
+	// defaultAlpha is the PI integral gain in Hz: 0.16, Linux's default,
 	// which is RFC 9332's formula 0.1·Tupdate/RTT_max² at Tupdate = 16 ms
 	// and RTT_max = 100 ms.
-	DefaultAlpha = 0.16
-	// DefaultBeta is the PI proportional gain in Hz: 3.2, Linux's default
+	defaultAlpha = 0.16
+	// defaultBeta is the PI proportional gain in Hz: 3.2, Linux's default
 	// (RFC 9332's formula 0.3/RTT_max gives 3.0 at RTT_max = 100 ms).
-	DefaultBeta = 3.2
-	// DefaultCouplingFactor is k in p_CL = k·p': 2 (RFC 9332 §2.4, Linux).
-	DefaultCouplingFactor = 2
-	// DefaultStepThreshold is the sojourn time above which the native L4S
+	defaultBeta = 3.2
+	// defaultCouplingFactor is k in p_CL = k·p': 2 (RFC 9332 §2.4, Linux).
+	defaultCouplingFactor = 2
+	// defaultStepThreshold is the sojourn time above which the native L4S
 	// AQM step marks: 1 ms (Linux sch_dualpi2).
-	DefaultStepThreshold = time.Millisecond
-	// DefaultRampMinThreshold is where the optional native L4S ramp starts:
+	defaultStepThreshold = time.Millisecond
+	// defaultRampMinThreshold is where the optional native L4S ramp starts:
 	// 800 µs (RFC 9332 Appendix A, minTh).
-	DefaultRampMinThreshold = 800 * time.Microsecond
-	// DefaultRampRange is the width of the optional ramp, from 0 to 100 %
+	defaultRampMinThreshold = 800 * time.Microsecond
+	// defaultRampRange is the width of the optional ramp, from 0 to 100 %
 	// marking: 400 µs (RFC 9332 Appendix A, range; maxTh = 1.2 ms).
-	DefaultRampRange = 400 * time.Microsecond
-	// DefaultClassicProtectionPercent is the Classic queue's weight in the
+	defaultRampRange = 400 * time.Microsecond
+	// defaultClassicProtectionPercent is the Classic queue's weight in the
 	// WRR scheduler: 10 % (Linux classic_protection).
-	DefaultClassicProtectionPercent = 10
-	// DefaultTimeShift is the time-shifted FIFO's L4S head start: 50 ms
+	defaultClassicProtectionPercent = 10
+	// defaultTimeShift is the time-shifted FIFO's L4S head start: 50 ms
 	// (the RFC 9332 example scheduler as modelled by ns-3).
-	DefaultTimeShift = 50 * time.Millisecond
-	// DefaultLimitPackets is the packet limit shared by both queues: 10000
+	defaultTimeShift = 50 * time.Millisecond
+	// defaultLimitPackets is the packet limit shared by both queues: 10000
 	// (Linux sch_dualpi2).
-	DefaultLimitPackets = 10000
-	// DefaultMTUBytes is the MTU used for the WRR credit scale and the
+	defaultLimitPackets = 10000
+	// defaultMTUBytes is the MTU used for the WRR credit scale and the
 	// "no coupled AQM below two MTUs of backlog" rule: 1500 bytes.
-	DefaultMTUBytes = 1500
+	defaultMTUBytes = 1500
 )
-
-// DSCPNQB is the DSCP of the Non-Queue-Building PHB (RFC 9956): 45.
-const DSCPNQB = 45
 
 // ClassicProtectionNone is the value of [Config.ClassicProtectionPercent]
 // that gives the Classic queue a weight of 0 %: strict L4S priority. (Zero
@@ -73,27 +70,27 @@ const (
 // secret random seed. [ConfigForLink] sizes the limits for a link instead.
 type Config struct {
 	// Target is the queue delay the base PI controller holds the larger of
-	// the two queues' head delays at. Zero means [DefaultTarget] (15 ms).
+	// the two queues' head delays at. Zero means 15 ms (15 ms).
 	// At most 10 s.
 	Target time.Duration
 	// Tupdate is the interval between PI updates, which run lazily from the
-	// time passed to Enqueue and Dequeue. Zero means [DefaultTupdate]
+	// time passed to Enqueue and Dequeue. Zero means 16 ms
 	// (16 ms). At least 1 ms and at most 10 s.
 	Tupdate time.Duration
 	// Alpha is the PI integral gain in Hz (probability per second of delay
-	// error, per update). Zero means [DefaultAlpha] (0.16). In [0.001, 100].
+	// error, per update). Zero means 0.16 (0.16). In [0.001, 100].
 	Alpha float64
 	// Beta is the PI proportional gain in Hz (probability per second of
-	// delay change, per update). Zero means [DefaultBeta] (3.2). In
+	// delay change, per update). Zero means 3.2 (3.2). In
 	// [0.001, 100].
 	Beta float64
 	// CouplingFactor is k, the coupling between the base probability p' and
 	// the L4S queue's coupled marking probability p_CL = k·p'. Zero means
-	// [DefaultCouplingFactor] (2). In [1, 255].
+	// 2 (2). In [1, 255].
 	CouplingFactor int
 	// StepThreshold is the L4S sojourn time above which the native step
 	// AQM marks every L4S packet (strictly above). Zero means
-	// [DefaultStepThreshold] (1 ms). Ignored if Ramp is set. At most 10 s.
+	// 1 ms (1 ms). Ignored if Ramp is set. At most 10 s.
 	StepThreshold time.Duration
 	// StepThresholdPackets, if not zero, makes the native step count
 	// packets instead of time: an L4S packet is marked when more than this
@@ -112,14 +109,14 @@ type Config struct {
 	// holds more than one packet (Th_len).
 	Ramp bool
 	// RampMinThreshold is where the ramp starts. Zero means
-	// [DefaultRampMinThreshold] (800 µs). At most 1 s.
+	// 800 µs (800 µs). At most 1 s.
 	RampMinThreshold time.Duration
-	// RampRange is the ramp's width. Zero means [DefaultRampRange]
+	// RampRange is the ramp's width. Zero means 400 µs
 	// (400 µs). At most 1 s.
 	RampRange time.Duration
 	// ClassicProtectionPercent is the Classic queue's weight, in percent of
 	// the bytes served while both queues are backlogged, in the credit-based
-	// WRR scheduler. Zero means [DefaultClassicProtectionPercent] (10 %);
+	// WRR scheduler. Zero means 10 (10 %);
 	// [ClassicProtectionNone] means 0 % (strict L4S priority). In [1, 100]
 	// otherwise. Ignored with TimeShiftedFIFO.
 	ClassicProtectionPercent int
@@ -128,7 +125,7 @@ type Config struct {
 	// than TimeShift longer.
 	TimeShiftedFIFO bool
 	// TimeShift is the time-shifted FIFO's head start for L4S packets.
-	// Zero means [DefaultTimeShift] (50 ms). At most 10 s.
+	// Zero means 50 ms (50 ms). At most 10 s.
 	TimeShift time.Duration
 	// AnyECTToL4S classifies every ECN-capable packet (ECT(0), ECT(1), CE)
 	// into the L4S queue, as in the DualPI2 paper's experiments and Linux's
@@ -157,7 +154,7 @@ type Config struct {
 	// the L queue).
 	NQBToL4S bool
 	// LimitPackets is the most packets both queues hold together. Zero
-	// means [DefaultLimitPackets] (10000). In [2, 1<<24]: a queue of one
+	// means 10000 (10000). In [2, 1<<24]: a queue of one
 	// packet would never hold the backlog the AQM acts on. Storage for twice
 	// this many packets (one ring per queue) is allocated by New:
 	// 2·LimitPackets·(size of a Packet[T]), 640 kB for the default and an
@@ -175,7 +172,7 @@ type Config struct {
 	// MTUBytes is the MTU in bytes: the coupled and Classic AQMs act only
 	// while at least 2×MTUBytes (or half of LimitPackets) remain queued
 	// after a dequeue, and the WRR credit starts at MTUBytes×(wc−wl). Zero
-	// means [DefaultMTUBytes] (1500). At most 1<<20 and at most a quarter
+	// means 1500 (1500). At most 1<<20 and at most a quarter
 	// of LimitBytes.
 	MTUBytes int
 	// Seed seeds the queue's random marking and dropping decisions. Zero
@@ -211,31 +208,31 @@ func (c Config) withDefaults() Config {
 			*d = v
 		}
 	}
-	def(&c.Target, DefaultTarget)
-	def(&c.Tupdate, DefaultTupdate)
+	def(&c.Target, defaultTarget)
+	def(&c.Tupdate, defaultTupdate)
 	if c.StepThresholdPackets == 0 {
-		def(&c.StepThreshold, DefaultStepThreshold)
+		def(&c.StepThreshold, defaultStepThreshold)
 	}
-	def(&c.RampMinThreshold, DefaultRampMinThreshold)
-	def(&c.RampRange, DefaultRampRange)
-	def(&c.TimeShift, DefaultTimeShift)
+	def(&c.RampMinThreshold, defaultRampMinThreshold)
+	def(&c.RampRange, defaultRampRange)
+	def(&c.TimeShift, defaultTimeShift)
 	if c.Alpha == 0 {
-		c.Alpha = DefaultAlpha
+		c.Alpha = defaultAlpha
 	}
 	if c.Beta == 0 {
-		c.Beta = DefaultBeta
+		c.Beta = defaultBeta
 	}
 	if c.CouplingFactor == 0 {
-		c.CouplingFactor = DefaultCouplingFactor
+		c.CouplingFactor = defaultCouplingFactor
 	}
 	if c.ClassicProtectionPercent == 0 {
-		c.ClassicProtectionPercent = DefaultClassicProtectionPercent
+		c.ClassicProtectionPercent = defaultClassicProtectionPercent
 	}
 	if c.LimitPackets == 0 {
-		c.LimitPackets = DefaultLimitPackets
+		c.LimitPackets = defaultLimitPackets
 	}
 	if c.MTUBytes == 0 {
-		c.MTUBytes = DefaultMTUBytes
+		c.MTUBytes = defaultMTUBytes
 	}
 	if c.LimitBytes == 0 && c.LimitPackets > 0 && c.MTUBytes > 0 {
 		c.LimitBytes = c.LimitPackets * 2 * c.MTUBytes
@@ -280,7 +277,7 @@ func (c Config) Validate() error {
 		bad("ClassicProtectionPercent", c.ClassicProtectionPercent, "must be in [1, 100] or ClassicProtectionNone (-1)")
 	}
 	if d.LimitPackets < 2 || d.LimitPackets > maxLimitPackets {
-		bad("LimitPackets", c.LimitPackets, "must be 0 or in [2, 16777216]")
+		bad("LimitPackets", c.LimitPackets, "must be 0 or in [2, "+strconv.FormatUint(uint64(maxLimitPackets), 10)+"]")
 	}
 	switch {
 	case c.StepThresholdPackets == 0:

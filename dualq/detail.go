@@ -37,26 +37,14 @@ type Detail struct {
 	// MaxPackets is the largest total length seen, in wire packets (Linux
 	// maxq).
 	MaxPackets int `metric:"max_backlog_packets,gauge"`
-	// ECNMarks counts every packet set to CE (Linux ecn_mark): the queue's
-	// Stats.Marked.Packets, so not a metric of its own. StepMarks counts
-	// the subset marked by the native L4S AQM (the step or ramp).
-	ECNMarks  uint64 `metric:"-"`
-	StepMarks uint64 `metric:"marked_step_packets,counter"`
-	// DroppedEarly, DroppedOverload and DroppedOverlimit count drops in
-	// packets by reason: Not-ECT Classic packets dropped with p_C,
-	// ECN-capable packets dropped in overload, and arrivals refused at the
-	// limit. They are the queue's Stats counts, so not metrics of their
-	// own.
-	DroppedEarly     uint64 `metric:"-"`
-	DroppedOverload  uint64 `metric:"-"`
-	DroppedOverlimit uint64 `metric:"-"`
+	// MarkedStep counts the packets marked by the native L4S AQM (the step
+	// or ramp), a subset of the queue's Stats.Marked.
+	MarkedStep uint64 `metric:"marked_step_packets,counter"`
 	// Credit is the WRR credit in byte-percent: > 0 means the Classic queue
 	// is served next when both are backlogged.
 	Credit int64 `metric:"wrr_credit,gauge"`
-	// MemoryUsed is the bytes queued (the queue's Stats.Backlog, so not a
-	// metric of its own), MaxMemoryUsed its peak and MemoryLimit the
-	// shared byte limit.
-	MemoryUsed    int `metric:"-"`
+	// MaxMemoryUsed is the peak of the bytes queued (the bytes queued now
+	// are the queue's Stats.Backlog) and MemoryLimit the shared byte limit.
 	MaxMemoryUsed int `metric:"max_memory_used_bytes,gauge"`
 	MemoryLimit   int `metric:"memory_limit_bytes,gauge"`
 	// Updates counts the PI updates run so far.
@@ -69,17 +57,15 @@ type Detail struct {
 	MemoryBytes int `metric:"memory_bytes,gauge"`
 }
 
-// Metrics lists d's values for exporters, with units in the names:
+// metrics lists d's values for exporters, with units in the names:
 // probabilities (base_probability, classic_probability,
 // l4s_coupled_probability), the overload flag (overloaded, 0 or 1), head
 // delays (classic_delay_seconds, l4s_delay_seconds), queue lengths
 // (classic_backlog_packets, l4s_backlog_packets, classic_backlog_bytes,
 // l4s_backlog_bytes, max_backlog_packets), counters (marked_step_packets,
 // updates), the WRR credit (wrr_credit), memory (max_memory_used_bytes,
-// memory_limit_bytes, memory_bytes) and next_update_time_seconds. The
-// values that repeat [aqm.Stats] (ECNMarks, the drops, MemoryUsed) are not
-// listed again.
-func (d Detail) Metrics() iter.Seq[aqm.Metric] { return detailMetrics.Of(d) }
+// memory_limit_bytes, memory_bytes) and next_update_time_seconds.
+func (d Detail) metrics() iter.Seq[aqm.Metric] { return detailMetrics.Of(d) }
 
 var detailMetrics = metrics.Declare[Detail]("")
 
@@ -91,27 +77,22 @@ func (q *Queue[T]) Metrics() iter.Seq[aqm.Metric] { return detailMetrics.Queue(q
 // Dequeue (or their burst forms). It runs no pending PI update.
 func (q *Queue[T]) Detail() Detail {
 	d := Detail{
-		Prob:             float64(q.ctl.p48) / float64(one48),
-		ProbRaw:          uint64(q.ctl.p48) >> 16,
-		ProbClassic:      float64(q.ctl.pC) / float64(one32),
-		ProbL4SCoupled:   float64(q.ctl.pCL) / float64(one32),
-		Overloaded:       q.ctl.overload,
-		PacketsClassic:   q.segsC,
-		PacketsL4S:       q.segsL,
-		BytesClassic:     q.bytesC,
-		BytesL4S:         q.bytesL,
-		MaxPackets:       q.maxLen,
-		ECNMarks:         q.stats.Marked.Packets,
-		StepMarks:        q.stepMarks,
-		DroppedEarly:     q.stats.DroppedEarly.Packets,
-		DroppedOverload:  q.stats.DroppedOverload.Packets,
-		DroppedOverlimit: q.stats.DroppedOverlimit.Packets,
-		Credit:           q.credit,
-		MemoryUsed:       q.bytesL + q.bytesC,
-		MaxMemoryUsed:    q.maxBacklog,
-		MemoryLimit:      q.par.limitBytes,
-		Updates:          q.ctl.updates,
-		MemoryBytes:      q.memBytes,
+		Prob:           float64(q.ctl.p48) / float64(one48),
+		ProbRaw:        uint64(q.ctl.p48) >> 16,
+		ProbClassic:    float64(q.ctl.pC) / float64(one32),
+		ProbL4SCoupled: float64(q.ctl.pCL) / float64(one32),
+		Overloaded:     q.ctl.overload,
+		PacketsClassic: q.segsC,
+		PacketsL4S:     q.segsL,
+		BytesClassic:   q.bytesC,
+		BytesL4S:       q.bytesL,
+		MaxPackets:     q.maxLen,
+		MarkedStep:     q.stepMarks,
+		Credit:         q.credit,
+		MaxMemoryUsed:  q.maxBacklog,
+		MemoryLimit:    q.par.limitBytes,
+		Updates:        q.ctl.updates,
+		MemoryBytes:    q.memBytes,
 	}
 	if q.ctl.started {
 		d.NextUpdate = q.ctl.nextUpd

@@ -27,7 +27,7 @@ func Example() {
 		fmt.Println(p.Payload, p.ECN)
 	}
 	d := q.Detail()
-	fmt.Println("step marks:", d.StepMarks, "credit:", d.Credit)
+	fmt.Println("step marks:", d.MarkedStep, "credit:", d.Credit)
 	// Output:
 	// l4s CE
 	// classic ECT(0)

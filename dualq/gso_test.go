@@ -30,7 +30,7 @@ func TestStepCountsSegments(t *testing.T) {
 	require.Equal(t, 1, p.Payload)
 	require.Equal(t, aqm.CE, p.ECN)
 	require.Equal(t, uint64(8), q.Stats().Marked.Packets)
-	require.Equal(t, uint64(8), q.Detail().StepMarks)
+	require.Equal(t, uint64(8), q.Detail().MarkedStep)
 	// The second leaves 1: below the step, not marked.
 	p, ok = q.Dequeue(now)
 	require.True(t, ok)

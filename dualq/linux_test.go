@@ -28,7 +28,7 @@ func TestStepInPackets(t *testing.T) {
 		require.True(t, ok)
 		assert.Equal(t, w, p.ECN, "packet %d", i)
 	}
-	assert.Equal(t, uint64(2), q.Detail().StepMarks)
+	assert.Equal(t, uint64(2), q.Detail().MarkedStep)
 }
 
 // TestStepMinQueue protects StepMinQueuePackets (Linux min_qlen_step): a
@@ -118,9 +118,9 @@ func TestNQB(t *testing.T) {
 			dscp uint8
 			l4s  bool // with the option on
 		}{
-			{aqm.NotECT, dualq.DSCPNQB, true},
-			{aqm.ECT0, dualq.DSCPNQB, true},
-			{aqm.ECT1, dualq.DSCPNQB, true},
+			{aqm.NotECT, aqm.DSCPNQB, true},
+			{aqm.ECT0, aqm.DSCPNQB, true},
+			{aqm.ECT1, aqm.DSCPNQB, true},
 			{aqm.NotECT, 46, false},
 			{aqm.NotECT, 44, false},
 			{aqm.ECT1, 0, true},
@@ -149,8 +149,8 @@ func TestNQB(t *testing.T) {
 		dropped++
 	})
 	require.NoError(t, err)
-	q.EnqueueDSCP(pkt(aqm.NotECT, 100, 1), dualq.DSCPNQB, t0)
-	q.EnqueueDSCP(pkt(aqm.NotECT, 100, 2), dualq.DSCPNQB, t0+ms(1))
+	q.EnqueueDSCP(pkt(aqm.NotECT, 100, 1), aqm.DSCPNQB, t0)
+	q.EnqueueDSCP(pkt(aqm.NotECT, 100, 2), aqm.DSCPNQB, t0+ms(1))
 	p, ok := q.Dequeue(t0 + ms(1.5)) // packet 1: 1.5 ms > step, dropped; packet 2: 0.5 ms, sent
 	require.True(t, ok)
 	assert.Equal(t, uint64(2), p.Payload)

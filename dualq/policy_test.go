@@ -259,7 +259,7 @@ func TestDetailMetrics(t *testing.T) {
 		"overloaded": 0, "classic_delay_seconds": d.DelayClassic.Seconds(), "l4s_delay_seconds": d.DelayL4S.Seconds(),
 		"classic_backlog_packets": float64(d.PacketsClassic), "l4s_backlog_packets": float64(d.PacketsL4S),
 		"classic_backlog_bytes": float64(d.BytesClassic), "l4s_backlog_bytes": float64(d.BytesL4S),
-		"max_backlog_packets": float64(d.MaxPackets), "marked_step_packets": float64(d.StepMarks),
+		"max_backlog_packets": float64(d.MaxPackets), "marked_step_packets": float64(d.MarkedStep),
 		"wrr_credit": float64(d.Credit), "max_memory_used_bytes": float64(d.MaxMemoryUsed),
 		"memory_limit_bytes": float64(d.MemoryLimit), "updates": float64(d.Updates),
 		"next_update_time_seconds": time.Duration(d.NextUpdate).Seconds(), "memory_bytes": float64(d.MemoryBytes),

@@ -7,6 +7,7 @@ import (
 	"github.com/aqmkit/aqmkit/aqm"
 	"github.com/aqmkit/aqmkit/internal/ring"
 	"github.com/aqmkit/aqmkit/internal/rng"
+	"github.com/aqmkit/aqmkit/internal/tally"
 )
 
 // Queue is a DualQ Coupled AQM with a PI2 base (DualPI2): an L4S queue and
@@ -109,11 +110,11 @@ func (q *Queue[T]) Enqueue(p aqm.Packet[T], now aqm.Time) aqm.Verdict {
 // EnqueueDSCP is Enqueue for a packet whose DSCP the caller read (the six
 // high bits of the IPv4 TOS or IPv6 Traffic Class byte, as
 // package iphdr's Flow.DSCP gives it): with NQBToL4S, a packet with DSCP
-// [DSCPNQB] (45) goes to the L4S queue whatever its ECN field; every other
+// [aqm.DSCPNQB] (45) goes to the L4S queue whatever its ECN field; every other
 // packet is classified as Enqueue does.
 func (q *Queue[T]) EnqueueDSCP(p aqm.Packet[T], dscp uint8, now aqm.Time) aqm.Verdict {
 	q.advance(now)
-	toL := q.isL4S(p.ECN&aqm.ECNMask) || q.par.nqb && dscp == DSCPNQB
+	toL := q.isL4S(p.ECN&aqm.ECNMask) || q.par.nqb && dscp == aqm.DSCPNQB
 	return q.enqueueTo(p, toL, now)
 }
 
@@ -122,12 +123,12 @@ func (q *Queue[T]) EnqueueDSCP(p aqm.Packet[T], dscp uint8, now aqm.Time) aqm.Ve
 func (q *Queue[T]) enqueueTo(p aqm.Packet[T], toL bool, now aqm.Time) aqm.Verdict {
 	p.ECN &= aqm.ECNMask
 	p.Enqueued = now
-	q.stats.NoteSize(p.Size)
+	tally.NoteSize(&q.stats, p.Size)
 	size, segs := int(p.Size), p.SegmentCount()
 	backlog := q.bytesL + q.bytesC
 	n := q.segsL + q.segsC
 	if n+segs > q.par.limitPkts || size > q.par.limitBytes-backlog {
-		q.stats.CountDropMeta(aqm.DroppedOverlimit, p.Meta, false)
+		tally.DropMeta(&q.stats, aqm.DroppedOverlimit, p.Meta, false)
 		return aqm.DroppedOverlimit
 	}
 	v := aqm.Enqueued
@@ -141,7 +142,7 @@ func (q *Queue[T]) enqueueTo(p aqm.Packet[T], toL bool, now aqm.Time) aqm.Verdic
 		}
 		if a >= dropEarly {
 			v = a.verdict()
-			q.stats.CountDropMeta(v, p.Meta, false)
+			tally.DropMeta(&q.stats, v, p.Meta, false)
 			return v
 		}
 		if a == mark {
@@ -332,7 +333,7 @@ func (q *Queue[T]) mark(m aqm.Meta) aqm.ECN {
 }
 
 func (q *Queue[T]) drop(p aqm.Packet[T], why aqm.Verdict) {
-	q.stats.CountDropMeta(why, p.Meta, true)
+	tally.DropMeta(&q.stats, why, p.Meta, true)
 	if q.onDrop != nil {
 		q.onDrop(p, why)
 	}

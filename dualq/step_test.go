@@ -118,7 +118,7 @@ func TestStepThreshold(t *testing.T) {
 		if s.want == aqm.CE {
 			wantStep = 1
 		}
-		assert.Equal(t, wantStep, q.Detail().StepMarks, "step %d", i)
+		assert.Equal(t, wantStep, q.Detail().MarkedStep, "step %d", i)
 	}
 }
 

@@ -7,8 +7,8 @@
 //
 // # Parameters
 //
-//   - LimitPackets: packets, default [DefaultLimitPackets] (1000, Linux's
-//     txqueuelen), at most [MaxLimitPackets].
+//   - LimitPackets: packets, default 1000 (Linux's
+//     txqueuelen), at most 16777216.
 //   - LimitBytes: bytes, default none.
 //   - HeadDrop: drop the oldest packets to admit an arrival.
 //

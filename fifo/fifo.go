@@ -3,21 +3,23 @@ package fifo
 import (
 	"errors"
 	"iter"
+	"strconv"
 	"time"
 	"unsafe"
 
 	"github.com/aqmkit/aqmkit/aqm"
 	"github.com/aqmkit/aqmkit/internal/metrics"
+	"github.com/aqmkit/aqmkit/internal/tally"
 )
 
-// DefaultLimitPackets is the FIFO's packet limit when Config leaves
+// defaultLimitPackets is the FIFO's packet limit when Config leaves
 // it zero: 1000, Linux's default txqueuelen, which pfifo takes as its limit.
-const DefaultLimitPackets = 1000
+const defaultLimitPackets = 1000
 
-// MaxLimitPackets is the largest packet limit a FIFO accepts: 1<<24
+// maxLimitPackets is the largest packet limit a FIFO accepts: 1<<24
 // packets, whose storage New allocates at once (32 bytes per packet for
 // a word-sized payload, so 512 MiB at this limit).
-const MaxLimitPackets = 1 << 24
+const maxLimitPackets = 1 << 24
 
 // Config configures a drop-tail (or drop-head) FIFO. The zero value is
 // Linux's default pfifo: 1000 packets, no byte limit, tail drop.
@@ -28,9 +30,9 @@ const MaxLimitPackets = 1 << 24
 // [ConfigForLink] sizes the limits for a given rate.
 type Config struct {
 	// LimitPackets is the most packets the queue holds. Zero means
-	// [DefaultLimitPackets]. Storage for this many packets (rounded up
+	// [defaultLimitPackets]. Storage for this many packets (rounded up
 	// to a power of two) is allocated by New, so it must be at most
-	// [MaxLimitPackets].
+	// 16777216.
 	LimitPackets int
 	// LimitBytes is the most bytes the queue holds (the sum of Size). Zero
 	// means no byte limit: the packet limit alone applies (pfifo); set it for
@@ -46,8 +48,8 @@ type Config struct {
 // valid: they mean their defaults.
 func (c Config) Validate() error {
 	var errs []error
-	if c.LimitPackets < 0 || c.LimitPackets > MaxLimitPackets {
-		errs = append(errs, &aqm.ConfigError{Pkg: "fifo", Field: "LimitPackets", Value: c.LimitPackets, Rule: "must be in [0, 16777216]"})
+	if c.LimitPackets < 0 || c.LimitPackets > maxLimitPackets {
+		errs = append(errs, &aqm.ConfigError{Pkg: "fifo", Field: "LimitPackets", Value: c.LimitPackets, Rule: "must be in [0, " + strconv.FormatUint(uint64(maxLimitPackets), 10) + "]"})
 	}
 	if c.LimitBytes < 0 {
 		errs = append(errs, &aqm.ConfigError{Pkg: "fifo", Field: "LimitBytes", Value: c.LimitBytes, Rule: "must not be negative"})
@@ -58,7 +60,7 @@ func (c Config) Validate() error {
 // withDefaults returns c with every zero field that has a default set to it.
 func (c Config) withDefaults() Config {
 	if c.LimitPackets == 0 {
-		c.LimitPackets = DefaultLimitPackets
+		c.LimitPackets = defaultLimitPackets
 	}
 	return c
 }
@@ -74,7 +76,7 @@ func ConfigForLink(rate aqm.Rate, rtt time.Duration) Config {
 		return Config{}
 	}
 	return Config{
-		LimitPackets: min(rate.BufferPackets(rtt), MaxLimitPackets),
+		LimitPackets: min(rate.BufferPackets(rtt), maxLimitPackets),
 		LimitBytes:   rate.BufferBytes(rtt),
 	}
 }
@@ -199,7 +201,7 @@ func (q *Queue[T]) makeRoom(size, segs int) bool {
 			return false
 		}
 		old := q.popFront()
-		q.stats.CountDropMeta(aqm.DroppedOverlimit, old.Meta, true)
+		tally.DropMeta(&q.stats, aqm.DroppedOverlimit, old.Meta, true)
 		if q.onDrop != nil {
 			q.onDrop(old, aqm.DroppedOverlimit)
 		}
@@ -212,10 +214,10 @@ func (q *Queue[T]) makeRoom(size, segs int) bool {
 // queue instead evicts packets from its head, through the DropFunc, until p
 // fits.
 func (q *Queue[T]) Enqueue(p aqm.Packet[T], now aqm.Time) aqm.Verdict {
-	q.stats.NoteSize(p.Size)
+	tally.NoteSize(&q.stats, p.Size)
 	size, segs := int(p.Size), p.SegmentCount()
 	if q.full(size, segs) && !q.makeRoom(size, segs) {
-		q.stats.CountDropMeta(aqm.DroppedOverlimit, p.Meta, false)
+		tally.DropMeta(&q.stats, aqm.DroppedOverlimit, p.Meta, false)
 		return aqm.DroppedOverlimit
 	}
 	p.ECN &= aqm.ECNMask
@@ -386,8 +388,8 @@ func (q *Queue[T]) Detail() Detail {
 	return Detail{MemoryBytes: len(q.buf) * int(unsafe.Sizeof(aqm.Packet[T]{}))}
 }
 
-// Metrics lists d's values: memory_bytes, a gauge.
-func (d Detail) Metrics() iter.Seq[aqm.Metric] { return detailMetrics.Of(d) }
+// metrics lists d's values: memory_bytes, a gauge.
+func (d Detail) metrics() iter.Seq[aqm.Metric] { return detailMetrics.Of(d) }
 
 var detailMetrics = metrics.Declare[Detail]("")
 

@@ -8,6 +8,7 @@ import (
 	"github.com/aqmkit/aqmkit/cobalt"
 	"github.com/aqmkit/aqmkit/internal/cfgerr"
 	"github.com/aqmkit/aqmkit/internal/rng"
+	"github.com/aqmkit/aqmkit/internal/tally"
 )
 
 // CobaltConfig configures an FQ-COBALT queue ([Cobalt]). The zero value is
@@ -23,28 +24,28 @@ import (
 // link's rate.
 type CobaltConfig struct {
 	// Flows is the number of flow queues packets are hashed into. Zero
-	// means [DefaultCoDelFlows] (1024); at most 65536. Each takes 56 bytes,
+	// means 1024 (1024); at most 65536. Each takes 56 bytes,
 	// plus 32 bytes of overload bookkeeping, allocated up front (see
 	// [CobaltDetail.MemoryBytes]).
 	Flows int
 	// LimitPackets is the most packets queued in all flows together; an
 	// arrival beyond it makes the queue drop from the fattest flow. Zero
-	// means [DefaultCoDelLimitPackets] (10240); at most 2^24. Storage for
+	// means 10240 (10240); at most 2^24. Storage for
 	// this many packets is allocated up front. A limit that holds more than
 	// a second of queue at the link's rate defeats the purpose of the AQM
 	// under unresponsive traffic; see [CobaltConfigForLink].
 	LimitPackets int
 	// MemoryLimitBytes is the most bytes (sum of Size) queued in all flows;
 	// beyond it the queue drops from the fattest flow, and a packet larger
-	// than it is refused. Zero means [DefaultCoDelMemoryLimitBytes]
+	// than it is refused. Zero means 32 MiB
 	// (32 MiB); at most 2^31.
 	MemoryLimitBytes int
 	// QuantumBytes is the DRR quantum. Zero means
-	// [DefaultCoDelQuantumBytes] (1514); in [256, 2^20].
+	// 1514 (1514); in [256, 2^20].
 	QuantumBytes int
 	// DropBatchPackets is the most packets one overload drop removes from
 	// the fattest flow (it stops earlier once half that flow's bytes are
-	// gone). Zero means [DefaultCoDelDropBatchPackets] (64); at most 65536.
+	// gone). Zero means 64 (64); at most 65536.
 	DropBatchPackets int
 	// Control configures each flow's COBALT: Target, Interval, MTUTime,
 	// BlueIncrement, BlueDecrement, BlueThreshold, DisableBlueThreshold and
@@ -97,7 +98,8 @@ func (c CobaltConfig) Validate() error {
 // (the seed is left alone: NewCobalt draws it).
 func (c CobaltConfig) withDefaults() CobaltConfig {
 	schedDefaults(&c.Flows, &c.LimitPackets, &c.MemoryLimitBytes, &c.QuantumBytes, &c.DropBatchPackets)
-	c.Control = c.Control.WithDefaults()
+	p := c.Control.Params()
+	c.Control = p.Control()
 	return c
 }
 
@@ -168,9 +170,9 @@ func (q *Cobalt[T]) Config() CobaltConfig { return q.cfg }
 func (q *Cobalt[T]) Enqueue(p aqm.Packet[T], now aqm.Time) aqm.Verdict {
 	p.ECN &= aqm.ECNMask
 	p.Enqueued = now
-	q.stats.NoteSize(p.Size)
+	tally.NoteSize(&q.stats, p.Size)
 	if q.refuses(p.Meta) {
-		q.stats.CountDropMeta(aqm.DroppedOverlimit, p.Meta, false)
+		tally.DropMeta(&q.stats, aqm.DroppedOverlimit, p.Meta, false)
 		return aqm.DroppedOverlimit
 	}
 	idx := q.bucket(p.Hash)
@@ -188,13 +190,13 @@ func (q *Cobalt[T]) Enqueue(p aqm.Packet[T], now aqm.Time) aqm.Verdict {
 		memory := q.backlog > q.memLim
 		for q.over() {
 			fat, dropped, gone := q.dropFat(idx)
-			q.d.DropOverlimit += uint64(dropped)
+			q.d.EvictedOverlimit += uint64(dropped)
 			if memory {
-				q.d.DropOvermemory += uint64(dropped)
+				q.d.EvictedOvermemory += uint64(dropped)
 			}
 			q.flows[fat].cv.Overflow(&q.cp, now)
 			if gone {
-				q.stats.CountDropMeta(aqm.DroppedOverlimit, p.Meta, false)
+				tally.DropMeta(&q.stats, aqm.DroppedOverlimit, p.Meta, false)
 				return aqm.DroppedOverlimit
 			}
 		}
@@ -232,7 +234,7 @@ func (q *Cobalt[T]) Dequeue(now aqm.Time) (p aqm.Packet[T], ok bool) {
 			if drops < cobalt.MaxDropsPerDequeue {
 				act = f.cv.Decide(&q.cp, now, p.Enqueued.Since(now), p.ECN)
 			} else {
-				q.d.DropCapHits++
+				q.d.CappedDequeues++
 			}
 			if f.head == cqNone {
 				// The flow's last packet is leaving: its queue is empty
@@ -243,20 +245,19 @@ func (q *Cobalt[T]) Dequeue(now aqm.Time) (p aqm.Packet[T], ok bool) {
 			switch act {
 			case cobalt.Mark:
 				p.ECN = aqm.CE
-				q.d.ECNMarks += uint64(p.SegmentCount())
 				q.stats.Marked.AddMeta(p.Meta)
 			case cobalt.DropCoDel, cobalt.DropBlue:
 				why := aqm.DroppedEarly
 				if act == cobalt.DropBlue {
-					q.d.BlueDrops += uint64(p.SegmentCount())
+					q.d.DroppedBlue += uint64(p.SegmentCount())
 					if p.ECN != aqm.NotECT {
 						why = aqm.DroppedOverload
 					}
 				} else {
-					q.d.CoDelDrops += uint64(p.SegmentCount())
+					q.d.DroppedCoDel += uint64(p.SegmentCount())
 				}
 				drops++
-				q.stats.CountDropMeta(why, p.Meta, true)
+				tally.DropMeta(&q.stats, why, p.Meta, true)
 				if q.onDrop != nil {
 					q.onDrop(p, why)
 				}
@@ -319,19 +320,7 @@ func (q *Cobalt[T]) Reconfigure(cfg CobaltConfig) error {
 	if cfg.Seed == 0 {
 		cfg.Seed = q.cfg.Seed
 	}
-	need := max(cfg.LimitPackets, q.used)
-	if cfg.Flows == q.cfg.Flows && cfg.Seed == q.cfg.Seed {
-		if need+1 > len(q.nodes) || cfg.LimitPackets+1 < len(q.nodes) {
-			q.resize(need)
-			q.resetGuard()
-		}
-		q.apply(cfg)
-		return nil
-	}
-	old := q.sched
-	q.build(cfg, need)
-	q.stats = old.stats
-	q.rehash(&old)
-	q.resetGuard()
+	same := cfg.Flows == q.cfg.Flows && cfg.Seed == q.cfg.Seed
+	q.reconfigure(same, cfg.LimitPackets, func() { q.apply(cfg) }, func(need int) { q.build(cfg, need) })
 	return nil
 }

@@ -60,7 +60,7 @@ func TestCobaltPolicesECNFlowsThatIgnoreMarks(t *testing.T) {
 		}
 	}
 	s := q.Stats()
-	t.Logf("BLUE drops %d, CoDel marks %d, refused %d", q.Detail().BlueDrops, s.Marked.Packets, s.DroppedOverlimit.Packets)
+	t.Logf("BLUE drops %d, CoDel marks %d, refused %d", q.Detail().DroppedBlue, s.Marked.Packets, s.DroppedOverlimit.Packets)
 	for f := range flows {
 		require.Positive(t, sent[f])
 		mean := sojourn[f] / time.Duration(sent[f])

@@ -8,24 +8,25 @@ import (
 	"github.com/aqmkit/aqmkit/codel"
 	"github.com/aqmkit/aqmkit/internal/cfgerr"
 	"github.com/aqmkit/aqmkit/internal/rng"
+	"github.com/aqmkit/aqmkit/internal/tally"
 )
 
 // Defaults of [CoDelConfig] (RFC 8290 section 5.2 and Linux fq_codel).
 const (
-	// DefaultCoDelFlows is the number of flow queues (hash buckets), 1024.
-	DefaultCoDelFlows = 1024
-	// DefaultCoDelLimitPackets is the packet limit of the whole queue, 10240.
-	DefaultCoDelLimitPackets = 10240
-	// DefaultCoDelMemoryLimitBytes is the byte limit of the whole queue,
+	// defaultCoDelFlows is the number of flow queues (hash buckets), 1024.
+	defaultCoDelFlows = 1024
+	// defaultCoDelLimitPackets is the packet limit of the whole queue, 10240.
+	defaultCoDelLimitPackets = 10240
+	// defaultCoDelMemoryLimitBytes is the byte limit of the whole queue,
 	// 32 MiB, Linux's default memory_limit (counted here as the sum of
 	// Packet.Size, Linux counts skb truesize).
-	DefaultCoDelMemoryLimitBytes = 32 << 20
-	// DefaultCoDelQuantumBytes is the DRR quantum, 1514 bytes: an Ethernet
+	defaultCoDelMemoryLimitBytes = 32 << 20
+	// defaultCoDelQuantumBytes is the DRR quantum, 1514 bytes: an Ethernet
 	// MTU plus its 14-byte header.
-	DefaultCoDelQuantumBytes = 1514
-	// DefaultCoDelDropBatchPackets is the most packets one overload drop
+	defaultCoDelQuantumBytes = 1514
+	// defaultCoDelDropBatchPackets is the most packets one overload drop
 	// removes from the fattest flow, 64 (Linux drop_batch).
-	DefaultCoDelDropBatchPackets = 64
+	defaultCoDelDropBatchPackets = 64
 )
 
 // Bounds checked by [CoDelConfig.Validate].
@@ -53,13 +54,13 @@ const (
 // [CoDelConfigForLink] to size the limits for the link's rate.
 type CoDelConfig struct {
 	// Flows is the number of flow queues packets are hashed into. Zero means
-	// [DefaultCoDelFlows]; at most 65536. Each takes 64 bytes, plus 32
+	// 1024; at most 65536. Each takes 64 bytes, plus 32
 	// bytes of overload bookkeeping and 28 of flood guard state, allocated
 	// up front (see [CoDelDetail.MemoryBytes]).
 	Flows int
 	// LimitPackets is the most packets queued in all flows together; an
 	// arrival beyond it makes the queue drop from the fattest flow. Zero
-	// means [DefaultCoDelLimitPackets]; at most 2^24. Storage for this many
+	// means 10240; at most 2^24. Storage for this many
 	// packets (32 bytes each for a word-sized payload) is allocated up
 	// front. A limit that holds more than a second of queue at the link's
 	// rate defeats the purpose of the AQM under unresponsive traffic; see
@@ -67,16 +68,16 @@ type CoDelConfig struct {
 	LimitPackets int
 	// MemoryLimitBytes is the most bytes (sum of Size) queued in all flows;
 	// beyond it the queue drops from the fattest flow. A packet larger than
-	// it is refused. Zero means [DefaultCoDelMemoryLimitBytes]; at most 2^31.
+	// it is refused. Zero means 32 MiB; at most 2^31.
 	// Like LimitPackets it should hold well under a second at the link rate.
 	MemoryLimitBytes int
 	// QuantumBytes is the DRR quantum: the bytes a flow may send per round.
-	// Zero means [DefaultCoDelQuantumBytes]; in [256, 2^20].
+	// Zero means 1514; in [256, 2^20].
 	QuantumBytes int
 	// DropBatchPackets is the most packets one overload drop removes from
 	// the fattest flow (it stops earlier once half that flow's bytes are
 	// gone). 1 gives RFC 8290's single-packet drop. Zero means
-	// [DefaultCoDelDropBatchPackets]; at most 65536.
+	// 64; at most 65536.
 	DropBatchPackets int
 	// Control configures each flow's CoDel: Target, Interval, MTUBytes,
 	// DisableECN, CEThreshold, CEThresholdECT1Only, CEThresholdNQB (see
@@ -142,7 +143,8 @@ func (c CoDelConfig) Validate() error {
 // (the seed is left alone: NewCoDel draws it).
 func (c CoDelConfig) withDefaults() CoDelConfig {
 	schedDefaults(&c.Flows, &c.LimitPackets, &c.MemoryLimitBytes, &c.QuantumBytes, &c.DropBatchPackets)
-	c.Control = c.Control.WithDefaults()
+	p := c.Control.Params()
+	c.Control = p.Control()
 	return c
 }
 
@@ -214,9 +216,9 @@ func (q *CoDel[T]) Config() CoDelConfig { return q.cfg }
 func (q *CoDel[T]) Enqueue(p aqm.Packet[T], now aqm.Time) aqm.Verdict {
 	p.ECN &= aqm.ECNMask
 	p.Enqueued = now
-	q.stats.NoteSize(p.Size)
+	tally.NoteSize(&q.stats, p.Size)
 	if q.refuses(p.Meta) {
-		q.stats.CountDropMeta(aqm.DroppedOverlimit, p.Meta, false)
+		tally.DropMeta(&q.stats, aqm.DroppedOverlimit, p.Meta, false)
 		return aqm.DroppedOverlimit
 	}
 	idx := q.bucket(p.Hash)
@@ -260,7 +262,7 @@ func (q *CoDel[T]) Enqueue(p aqm.Packet[T], now aqm.Time) aqm.Verdict {
 	}
 	if q.used > q.limit || q.backlog > q.memLim {
 		if q.overload(idx, q.backlog > q.memLim) {
-			q.stats.CountDropMeta(aqm.DroppedOverlimit, p.Meta, false)
+			tally.DropMeta(&q.stats, aqm.DroppedOverlimit, p.Meta, false)
 			return aqm.DroppedOverlimit
 		}
 	}
@@ -271,7 +273,7 @@ func (q *CoDel[T]) Enqueue(p aqm.Packet[T], now aqm.Time) aqm.Verdict {
 // EnqueueDSCP is Enqueue for a packet whose DSCP the caller read (the six
 // high bits of the IPv4 TOS or IPv6 Traffic Class byte, as package iphdr's
 // Flow.DSCP gives it): with CEThresholdNQB (and CEThreshold and
-// CEThresholdECT1Only), an ECN-capable packet with DSCP [codel.DSCPNQB]
+// CEThresholdECT1Only), an ECN-capable packet with DSCP [aqm.DSCPNQB]
 // (45) is selected for the CE threshold as an L4S packet is. Every other
 // packet is treated as Enqueue treats it; Enqueue and EnqueueBatch, which
 // see no DSCP, select on ECN alone. The selection travels with the queued
@@ -351,7 +353,7 @@ func (q *CoDel[T]) EnqueueBatch(ps []aqm.Packet[T], vs []aqm.Verdict, now aqm.Ti
 		if q.tracking {
 			q.reclass(f, idx)
 		}
-		q.stats.NoteSize(size)
+		tally.NoteSize(&q.stats, size)
 		q.stats.Enqueued.AddMeta(p.Meta)
 		vs[i] = aqm.Enqueued
 		accepted++
@@ -374,9 +376,9 @@ func (q *CoDel[T]) overload(arrival uint32, memory bool) bool {
 }
 
 func (q *CoDel[T]) bumpCount(f *cqFlow, dropped uint32, memory bool) {
-	q.d.DropOverlimit += uint64(dropped)
+	q.d.EvictedOverlimit += uint64(dropped)
 	if memory {
-		q.d.DropOvermemory += uint64(dropped)
+		q.d.EvictedOvermemory += uint64(dropped)
 	}
 	if !q.keep {
 		f.cv.AddCount(dropped)
@@ -445,24 +447,24 @@ func (q *CoDel[T]) Dequeue(now aqm.Time) (p aqm.Packet[T], ok bool) {
 				}
 			} else {
 				f.cv.Resync(&q.cp, now)
-				q.d.DropCapHits++
+				q.d.CappedDequeues++
 				p.ECN &= aqm.ECNMask
 			}
 			switch act {
 			case codel.Drop:
 				drops++
-				q.stats.CountDropMeta(aqm.DroppedEarly, p.Meta, true)
+				tally.DropMeta(&q.stats, aqm.DroppedEarly, p.Meta, true)
 				if q.onDrop != nil {
 					q.onDrop(p, aqm.DroppedEarly)
 				}
 				continue
 			case codel.Mark:
 				p.ECN = aqm.CE
-				q.d.ECNMarks += uint64(p.SegmentCount())
+				q.d.MarkedCoDel += uint64(p.SegmentCount())
 				q.stats.Marked.AddMeta(p.Meta)
 			case codel.MarkCE:
 				p.ECN = aqm.CE
-				q.d.CEMarks += uint64(p.SegmentCount())
+				q.d.MarkedCEThreshold += uint64(p.SegmentCount())
 				q.stats.Marked.AddMeta(p.Meta)
 			}
 			f.deficit -= int32(min(p.Size, q.charge))
@@ -514,21 +516,9 @@ func (q *CoDel[T]) Reconfigure(cfg CoDelConfig) error {
 	if cfg.Seed == 0 {
 		cfg.Seed = q.cfg.Seed
 	}
-	need := max(cfg.LimitPackets, q.used)
 	unselect := q.cfg.SelectsNQB() && !cfg.SelectsNQB()
-	if cfg.Flows == q.cfg.Flows && cfg.Seed == q.cfg.Seed {
-		if need+1 > len(q.nodes) || cfg.LimitPackets+1 < len(q.nodes) {
-			q.resize(need)
-			q.resetGuard()
-		}
-		q.apply(cfg)
-	} else {
-		old := q.sched
-		q.build(cfg, need)
-		q.stats = old.stats
-		q.rehash(&old)
-		q.resetGuard()
-	}
+	same := cfg.Flows == q.cfg.Flows && cfg.Seed == q.cfg.Seed
+	q.reconfigure(same, cfg.LimitPackets, func() { q.apply(cfg) }, func(need int) { q.build(cfg, need) })
 	if unselect {
 		// Queued NQB packets stop being selected, and Dequeue's fast path
 		// (no CE threshold) does not clear the selection bit.

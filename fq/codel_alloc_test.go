@@ -45,6 +45,6 @@ func TestCoDelAllocs(t *testing.T) {
 			seq++
 			coDelSinkVerdict = q.Enqueue(aqm.Packet[uint64]{Meta: aqm.Meta{Size: 100, Hash: seq % 7}}, now)
 		}))
-		require.NotZero(t, q.Detail().DropOverlimit)
+		require.NotZero(t, q.Detail().EvictedOverlimit)
 	})
 }

@@ -53,8 +53,8 @@ func TestCoDelConfigForLink(t *testing.T) {
 	fast := CoDelConfigForLink(10*aqm.Gbit, 100*time.Millisecond)
 	require.Equal(t, 32<<20, fast.MemoryLimitBytes)
 	slow := CoDelConfigForLink(100*aqm.Kbit, 20*time.Millisecond)
-	require.Equal(t, aqm.MinBufferBytes, slow.MemoryLimitBytes)
-	require.Equal(t, (aqm.MinBufferBytes+1513)/1514, slow.LimitPackets)
+	require.Equal(t, (64 << 10), slow.MemoryLimitBytes)
+	require.Equal(t, ((64<<10)+1513)/1514, slow.LimitPackets)
 }
 
 // TestCoDelPresetUnresponsiveFlow protects the preset's purpose at 8 Mb/s
@@ -153,7 +153,7 @@ func TestCoDelPresetUnresponsiveFlow(t *testing.T) {
 	share := float64(respBytes*8) / time.Duration(end-warm).Seconds() / float64(rate)
 	drain := rate.TxTime(int64(cfg.MemoryLimitBytes)) * 2
 	t.Logf("responsive: worst delay %v, share %.2f; unresponsive: worst delay %v (bound %v); %d sent, %d overload drops",
-		respWorst, share, cbrWorst, drain, cbrSent, q.Detail().DropOverlimit)
+		respWorst, share, cbrWorst, drain, cbrSent, q.Detail().EvictedOverlimit)
 	require.Less(t, respWorst, 20*time.Millisecond)
 	require.LessOrEqual(t, maxBacklog, cfg.MemoryLimitBytes)
 	require.Less(t, cbrWorst, drain)
@@ -221,7 +221,7 @@ func TestCoDelBatchMatchesLoop(t *testing.T) {
 				require.Equal(t, b.Stats(), a.Stats(), "op %d", op)
 				require.Equal(t, b.Detail(), a.Detail(), "op %d", op)
 			}
-			overloads += a.Detail().DropOverlimit
+			overloads += a.Detail().EvictedOverlimit
 			early += a.Stats().DroppedEarly.Packets
 		}
 	}
@@ -353,16 +353,16 @@ func TestCoDelDetailMetrics(t *testing.T) {
 	q.Dequeue(ct0)
 	d := q.Detail()
 	want := map[string]float64{
-		"evicted_overlimit_packets": float64(d.DropOverlimit), "evicted_overmemory_packets": float64(d.DropOvermemory),
+		"evicted_overlimit_packets": float64(d.EvictedOverlimit), "evicted_overmemory_packets": float64(d.EvictedOvermemory),
 		"diverted_flood_guard_packets": float64(d.GuardDiverted), "dropped_flood_guard_packets": float64(d.GuardDropped),
 		"promoted_flood_guard_flows": float64(d.GuardPromoted), "flood_guard_queue_packets": float64(d.GuardQueueLen),
-		"activated_flows": float64(d.NewFlowCount), "marked_codel_packets": float64(d.ECNMarks),
-		"marked_ce_threshold_packets": float64(d.CEMarks), "capped_dequeues": float64(d.DropCapHits),
+		"activated_flows": float64(d.NewFlowCount), "marked_codel_packets": float64(d.MarkedCoDel),
+		"marked_ce_threshold_packets": float64(d.MarkedCEThreshold), "capped_dequeues": float64(d.CappedDequeues),
 		"new_flows": float64(d.NewFlowsLen), "old_flows": float64(d.OldFlowsLen),
 		"max_flow_backlog_bytes": float64(d.MaxFlowBacklog), "memory_bytes": float64(d.MemoryBytes),
 	}
 	got := map[string]float64{}
-	for m := range d.Metrics() {
+	for m := range d.metrics() {
 		_, dup := got[m.Name]
 		require.False(t, dup, m.Name)
 		got[m.Name] = m.Value
@@ -373,13 +373,13 @@ func TestCoDelDetailMetrics(t *testing.T) {
 		}
 	}
 	require.Equal(t, want, got)
-	require.NotZero(t, d.DropOverlimit)
+	require.NotZero(t, d.EvictedOverlimit)
 	// 64 + 32 bytes per flow and the shared queue, 28 per flow of flood
 	// guard, 32 per packet node (limit + 1), the stack heads.
 	require.Equal(t, 96*17+28*16+512+241*4+32*9, d.MemoryBytes)
 	big, _ := NewCoDel[uint64](CoDelConfig{Seed: 1, Flows: 65536}, nil)
 	require.Equal(t, 96*65537+28*65536+512+241*4+32*10241, big.Detail().MemoryBytes)
-	for range d.Metrics() {
+	for range d.metrics() {
 		break // stopping early is allowed
 	}
 }
@@ -419,12 +419,12 @@ func TestCoDelOverloadWorkBounded(t *testing.T) {
 		d := q.Detail()
 		per := float64(q.work) / float64(arrivals)
 		t.Logf("flows %d guard %v target %v: %d overload drops, %d guard drops, %.3f entries visited per arrival",
-			flows, c.guard, c.target, d.DropOverlimit, d.GuardDropped, per)
+			flows, c.guard, c.target, d.EvictedOverlimit, d.GuardDropped, per)
 		require.Greater(t, q.Stats().DroppedOverlimit.Packets, uint64(arrivals/3), "the flood must overload the queue")
 		if c.guard {
 			require.Greater(t, d.GuardDiverted, uint64(arrivals/2), "the guard must divert the flood")
 			if c.target == time.Second {
-				require.Greater(t, d.DropOverlimit, uint64(arrivals/3), "the shared queue must overload the queue")
+				require.Greater(t, d.EvictedOverlimit, uint64(arrivals/3), "the shared queue must overload the queue")
 			}
 		}
 		require.Less(t, per, 6.0, fmt.Sprintf("flows %d guard %v", flows, c.guard))

@@ -102,7 +102,7 @@ func BenchmarkCoDelHashFlood(b *testing.B) {
 					for range 100000 / 32 {
 						burst()
 					}
-					if q.Detail().DropOverlimit == 0 {
+					if q.Detail().EvictedOverlimit == 0 {
 						b.Fatal("no overload")
 					}
 					b.ReportAllocs()
@@ -123,7 +123,7 @@ func BenchmarkCoDelHashFlood(b *testing.B) {
 				for range 100000 {
 					step()
 				}
-				if q.Detail().DropOverlimit == 0 {
+				if q.Detail().EvictedOverlimit == 0 {
 					b.Fatal("no overload")
 				}
 				b.ReportAllocs()

@@ -10,6 +10,7 @@ import (
 	"github.com/aqmkit/aqmkit/aqm"
 	"github.com/aqmkit/aqmkit/codel"
 	"github.com/aqmkit/aqmkit/internal/rng"
+	"github.com/aqmkit/aqmkit/internal/tally"
 	"github.com/stretchr/testify/require"
 )
 
@@ -242,7 +243,7 @@ func (m *fqcRef) flow(b int) *fqcRefFlow {
 }
 
 func (m *fqcRef) dropQueued(p aqm.Packet[uint64], why aqm.Verdict) {
-	m.stats.CountDrop(why, p.Size, true)
+	tally.Drop(&m.stats, why, p.Size, true)
 	m.drops = append(m.drops, fqcRefDrop{p, why})
 }
 
@@ -252,14 +253,14 @@ func (m *fqcRef) dropQueued(p aqm.Packet[uint64], why aqm.Verdict) {
 func (m *fqcRef) enqueue(p aqm.Packet[uint64], bucket int, now int64) aqm.Verdict {
 	p.ECN &= 3 // the two ECN bits
 	p.Enqueued = aqm.Time(now)
-	m.stats.NoteSize(p.Size)
+	tally.NoteSize(&m.stats, p.Size)
 	if int64(p.Size) > m.memLimit || m.n > m.limit || m.bytes > m.memLimit {
 		if int64(p.Size) > m.memLimit {
 			m.cov.refusedTooBig++
 		} else {
 			m.cov.refusedAbove++ // a Reconfigure left the queue above a limit
 		}
-		m.stats.CountDrop(aqm.DroppedOverlimit, p.Size, false)
+		tally.Drop(&m.stats, aqm.DroppedOverlimit, p.Size, false)
 		return aqm.DroppedOverlimit
 	}
 	f := m.flow(bucket)
@@ -293,7 +294,7 @@ func (m *fqcRef) enqueue(p aqm.Packet[uint64], bucket int, now int64) aqm.Verdic
 	if m.n > m.limit || m.bytes > m.memLimit {
 		if m.overload(bucket) {
 			m.cov.refusedArrival++
-			m.stats.CountDrop(aqm.DroppedOverlimit, p.Size, false)
+			tally.Drop(&m.stats, aqm.DroppedOverlimit, p.Size, false)
 			return aqm.DroppedOverlimit
 		}
 	}
@@ -350,9 +351,9 @@ func (m *fqcRef) overload(arrival int) bool {
 		}
 		m.cov.overload += dropped
 		m.cov.overloadBatches++
-		m.detail.DropOverlimit += uint64(dropped)
+		m.detail.EvictedOverlimit += uint64(dropped)
 		if memory {
-			m.detail.DropOvermemory += uint64(dropped)
+			m.detail.EvictedOvermemory += uint64(dropped)
 		}
 		if !m.keepCount {
 			f.count += int64(dropped)
@@ -429,7 +430,7 @@ func (m *fqcRef) markable(p aqm.Packet[uint64]) bool { return m.ecn && p.ECN != 
 // mark sets CE on a packet the control law signals instead of dropping it.
 func (m *fqcRef) mark(p aqm.Packet[uint64]) aqm.Packet[uint64] {
 	p.ECN = aqm.CE
-	m.detail.ECNMarks++
+	m.detail.MarkedCoDel++
 	m.cov.marks++
 	m.stats.Marked.Add(p.Size)
 	return p
@@ -443,7 +444,7 @@ func (m *fqcRef) deliver(p aqm.Packet[uint64], now int64) aqm.Packet[uint64] {
 	if m.ceThreshold > 0 && sojourn > m.ceThreshold && p.ECN != aqm.NotECT &&
 		(!m.ceECT1Only || p.ECN == aqm.ECT1 || p.ECN == aqm.CE) {
 		p.ECN = aqm.CE
-		m.detail.CEMarks++
+		m.detail.MarkedCEThreshold++
 		m.cov.ceMarks++
 		m.stats.Marked.Add(p.Size)
 	}
@@ -470,7 +471,7 @@ func (m *fqcRef) resync(f *fqcRefFlow, now int64) (aqm.Packet[uint64], bool) {
 	if f.dropping {
 		f.dropNext = m.controlLaw(now, f.count)
 	}
-	m.detail.DropCapHits++
+	m.detail.CappedDequeues++
 	m.cov.capHits++
 	if m.callDropFlows > 1 {
 		m.cov.capMultiFlow++ // the cap counts drops over all flows of the call
@@ -660,7 +661,6 @@ func (m *fqcRef) fullDetail() CoDelDetail {
 			d.MaxFlowBacklog = max(d.MaxFlowBacklog, int(f.bytes))
 		}
 	}
-	d.MemoryUsage = int(m.bytes)
 	d.MemoryBytes = m.memory
 	return d
 }

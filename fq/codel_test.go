@@ -152,8 +152,8 @@ func TestCoDelBatchDrop(t *testing.T) {
 				require.Equal(t, uint64(i), id, "from the head, in order")
 			}
 			d := q.Detail()
-			require.Equal(t, uint64(c.wantDrops), d.DropOverlimit)
-			require.Zero(t, d.DropOvermemory)
+			require.Equal(t, uint64(c.wantDrops), d.EvictedOverlimit)
+			require.Zero(t, d.EvictedOvermemory)
 			require.Equal(t, uint32(c.wantDrops), flowState(q.Flow(h[1])).CoDel.Count, "count bumped by the drops")
 			s := q.Stats()
 			require.Equal(t, uint64(c.wantDrops), s.DroppedOverlimit.Packets)
@@ -204,7 +204,7 @@ func TestCoDelBatchDrop(t *testing.T) {
 		q.Enqueue(cpkt(2, 1000, h[0]), ct0)
 		require.Equal(t, aqm.Enqueued, q.Enqueue(cpkt(3, 1500, h[1]), ct0)) // 3500 > 3000: drop 1 (half of 2000)
 		require.Equal(t, []uint64{1}, dropped)
-		require.Equal(t, uint64(1), q.Detail().DropOvermemory)
+		require.Equal(t, uint64(1), q.Detail().EvictedOvermemory)
 		// An arrival that is itself the fattest flow's only packet is refused.
 		q2, _ := NewCoDel(CoDelConfig{Seed: 1, Flows: 16, MemoryLimitBytes: 3000, Control: codel.Control{MTUBytes: 1000}}, func(p aqm.Packet[uint64], why aqm.Verdict) { t.Fatal("no queued drop expected") })
 		q2.Enqueue(cpkt(1, 1000, h[0]), ct0)
@@ -246,7 +246,7 @@ func TestCoDelCountBumpKeepsInvSqrt(t *testing.T) {
 	require.Equal(t, uint32(1), st.Count)
 	// Overload: fill up to the limit; the fat flow h[0] loses a batch and its
 	// count rises by the number dropped.
-	for q.Detail().DropOverlimit == 0 {
+	for q.Detail().EvictedOverlimit == 0 {
 		id++
 		q.Enqueue(cpkt(id, 1000, h[0]), now)
 	}

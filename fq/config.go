@@ -23,14 +23,19 @@ func (c CoDelConfig) signalRules() []error {
 		errs = append(errs, &aqm.ConfigError{Pkg: "fq", Field: field, Value: v, Rule: rule})
 	}
 	if c.LimitPackets > 0 && c.LimitPackets < 3 {
-		bad("LimitPackets", c.LimitPackets, "must be 0 or at least 3: CoDel signals only while more than MTUBytes stay queued behind the packet leaving, which takes two more packets of up to MTUBytes")
+		// CoDel signals only while more than MTUBytes stay queued behind the
+		// packet leaving, which takes two more packets of up to MTUBytes.
+		bad("LimitPackets", c.LimitPackets, "must be 0 or at least 3")
 	}
 	mtu := c.MTUBytes
 	if mtu == 0 {
 		mtu = codel.DefaultMTUBytes
 	}
 	if c.MemoryLimitBytes > 0 && c.MemoryLimitBytes <= maxCoDelMemoryLimit && mtu > 0 && mtu <= codel.MaxMTUBytes && c.MemoryLimitBytes < 3*mtu {
-		bad("MemoryLimitBytes", c.MemoryLimitBytes, "must be 0 or at least 3×MTUBytes ("+strconv.Itoa(3*mtu)+"): CoDel signals only while more than MTUBytes stay queued behind the packet leaving, and a full queue of packets of up to MTUBytes may hold less")
+		// CoDel signals only while more than MTUBytes stay queued behind the
+		// packet leaving, and a full queue of packets of up to MTUBytes may
+		// hold less.
+		bad("MemoryLimitBytes", c.MemoryLimitBytes, "must be 0 or at least 3×MTUBytes ("+strconv.Itoa(3*mtu)+")")
 	}
 	return errs
 }
@@ -44,7 +49,9 @@ func (c CobaltConfig) signalRules() []error {
 		errs = append(errs, &aqm.ConfigError{Pkg: "fq", Field: field, Value: v, Rule: rule})
 	}
 	if c.LimitPackets > 0 && c.LimitPackets < 2 {
-		bad("LimitPackets", c.LimitPackets, "must be 0 or at least 2: with one packet queued, COBALT has nothing to signal on before the limit refuses the next")
+		// With one packet queued, COBALT has nothing to signal on before the
+		// limit refuses the next.
+		bad("LimitPackets", c.LimitPackets, "must be 0 or at least 2")
 	}
 	if need := 2 * aqm.FullPacketBytes; c.MemoryLimitBytes > 0 && c.MemoryLimitBytes < need {
 		bad("MemoryLimitBytes", c.MemoryLimitBytes, "must be 0 or at least 2 full-size packets ("+strconv.Itoa(need)+" bytes): with less, full-size packets are refused at the limit before COBALT can signal")
@@ -66,20 +73,26 @@ func (c PIEConfig) signalRules() []error {
 		return nil // reported on their own
 	}
 	if c.LimitPackets > 0 && c.LimitPackets < 4 {
-		bad("LimitPackets", c.LimitPackets, "must be 0 or at least 4: PIE drops nothing while at most 2×MeanPacketBytes are queued, which takes three mean-size packets to exceed")
+		// PIE drops nothing while at most 2×MeanPacketBytes are queued, which
+		// takes three mean-size packets to exceed.
+		bad("LimitPackets", c.LimitPackets, "must be 0 or at least 4")
 	}
 	if c.MemoryLimitBytes > 0 && c.MemoryLimitBytes < 4*mean {
-		bad("MemoryLimitBytes", c.MemoryLimitBytes, "must be 0 or at least 4×MeanPacketBytes ("+strconv.Itoa(4*mean)+"): PIE drops nothing while at most 2×MeanPacketBytes are queued, and a full queue of packets of up to twice the mean may hold less")
+		// PIE drops nothing while at most 2×MeanPacketBytes are queued, and a
+		// full queue of packets of up to twice the mean may hold less.
+		bad("MemoryLimitBytes", c.MemoryLimitBytes, "must be 0 or at least 4×MeanPacketBytes ("+strconv.Itoa(4*mean)+")")
 	}
 	if !d.RateEstimator || d.DequeueThresholdBytes < 1 || d.DequeueThresholdBytes > 1<<30 {
 		return errs
 	}
 	if d.DequeueThresholdBytes <= mean {
-		bad("DequeueThresholdBytes", d.DequeueThresholdBytes, "must be more than MeanPacketBytes ("+strconv.Itoa(mean)+") with RateEstimator: a measurement cycle that one packet completes takes no time, the departure rate looks infinite and PIE never signals")
+		// A measurement cycle that one packet completes takes no time, the
+		// departure rate looks infinite and PIE never signals.
+		bad("DequeueThresholdBytes", d.DequeueThresholdBytes, "must be more than MeanPacketBytes ("+strconv.Itoa(mean)+") with RateEstimator")
 	}
 	buf := min(d.LimitPackets*mean, d.MemoryLimitBytes)
 	if buf < d.DequeueThresholdBytes+2*mean {
-		bad("DequeueThresholdBytes", d.DequeueThresholdBytes, "must be at most the buffer ("+strconv.Itoa(buf)+" bytes: MemoryLimitBytes, or LimitPackets in mean-size packets) less 2×MeanPacketBytes with RateEstimator: a flow that never holds DequeueThresholdBytes never measures its departure rate, and its PIE never signals")
+		bad("DequeueThresholdBytes", d.DequeueThresholdBytes, "must be at most "+strconv.Itoa(buf-2*mean)+" with RateEstimator (the buffer less 2×MeanPacketBytes)")
 	}
 	return errs
 }

@@ -2,10 +2,12 @@ package fq
 
 import (
 	"math/bits"
+	"strconv"
 	"unsafe"
 
 	"github.com/aqmkit/aqmkit/aqm"
 	"github.com/aqmkit/aqmkit/internal/rng"
+	"github.com/aqmkit/aqmkit/internal/tally"
 )
 
 // This file is the fair-queueing scheduler that [CoDel], [Cobalt] and [PIE]
@@ -554,7 +556,7 @@ func (q *sched[T, A]) dropFat(arrival uint32) (fat, dropped uint32, gone bool) {
 		n++
 		dropped += uint32(p.SegmentCount())
 		bytes += p.Size
-		q.stats.CountDropMeta(aqm.DroppedOverlimit, p.Meta, true)
+		tally.DropMeta(&q.stats, aqm.DroppedOverlimit, p.Meta, true)
 		if q.onDrop != nil {
 			q.onDrop(p, aqm.DroppedOverlimit)
 		}
@@ -624,19 +626,19 @@ func validateSched(flows, limit, mem, quantum, batch int) []error {
 		errs = append(errs, &aqm.ConfigError{Pkg: "fq", Field: field, Value: v, Rule: rule})
 	}
 	if flows < 0 || flows > maxCoDelFlows {
-		bad("Flows", flows, "must be in [0, 65536]")
+		bad("Flows", flows, "must be in [0, "+strconv.FormatUint(uint64(maxCoDelFlows), 10)+"]")
 	}
 	if limit < 0 || limit > maxCoDelLimit {
-		bad("LimitPackets", limit, "must be in [0, 16777216]")
+		bad("LimitPackets", limit, "must be in [0, "+strconv.FormatUint(uint64(maxCoDelLimit), 10)+"]")
 	}
 	if mem < 0 || mem > maxCoDelMemoryLimit {
-		bad("MemoryLimitBytes", mem, "must be in [0, 2147483648]")
+		bad("MemoryLimitBytes", mem, "must be in [0, "+strconv.FormatUint(uint64(maxCoDelMemoryLimit), 10)+"]")
 	}
 	if quantum != 0 && (quantum < minCoDelQuantum || quantum > maxCoDelQuantum) {
-		bad("QuantumBytes", quantum, "must be 0 or in [256, 1048576]")
+		bad("QuantumBytes", quantum, "must be 0 or in [256, "+strconv.FormatUint(uint64(maxCoDelQuantum), 10)+"]")
 	}
 	if batch < 0 || batch > maxCoDelBatch {
-		bad("DropBatchPackets", batch, "must be in [0, 65536]")
+		bad("DropBatchPackets", batch, "must be in [0, "+strconv.FormatUint(uint64(maxCoDelBatch), 10)+"]")
 	}
 	return errs
 }
@@ -648,11 +650,11 @@ func schedDefaults(flows, limit, mem, quantum, batch *int) {
 			*v = d
 		}
 	}
-	def(flows, DefaultCoDelFlows)
-	def(limit, DefaultCoDelLimitPackets)
-	def(mem, DefaultCoDelMemoryLimitBytes)
-	def(quantum, DefaultCoDelQuantumBytes)
-	def(batch, DefaultCoDelDropBatchPackets)
+	def(flows, defaultCoDelFlows)
+	def(limit, defaultCoDelLimitPackets)
+	def(mem, defaultCoDelMemoryLimitBytes)
+	def(quantum, defaultCoDelQuantumBytes)
+	def(batch, defaultCoDelDropBatchPackets)
 }
 
 // touchAhead is how many packets of a burst touch classifies ahead.

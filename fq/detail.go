@@ -18,17 +18,17 @@ import (
 // SchedulerDetail is the part of a fair queue's Detail that the DRR++
 // scheduler shared by [CoDel], [Cobalt] and [PIE] keeps, after Linux's
 // fq_codel statistics. [CoDelDetail], [CobaltDetail] and [PIEDetail] embed
-// it, so its fields read as theirs (d.DropOverlimit).
+// it, so its fields read as theirs (d.EvictedOverlimit).
 type SchedulerDetail struct {
-	// DropOverlimit counts queued packets the overload dropper evicted from
-	// the fattest flow (Linux drop_overlimit); DropOvermemory the subset
+	// EvictedOverlimit counts queued packets the overload dropper evicted from
+	// the fattest flow (Linux drop_overlimit); EvictedOvermemory the subset
 	// evicted because the memory limit was exceeded (Linux
 	// drop_overmemory). An arrival refused because only it would have been
 	// left to drop is not counted here, nor in its flow's AQM state (Linux
 	// counts it in both): it never entered the queue, and
 	// [aqm.Stats.DroppedOverlimit] counts it as a refusal.
-	DropOverlimit  uint64 `metric:"evicted_overlimit_packets,counter"`
-	DropOvermemory uint64 `metric:"evicted_overmemory_packets,counter"`
+	EvictedOverlimit  uint64 `metric:"evicted_overlimit_packets,counter"`
+	EvictedOvermemory uint64 `metric:"evicted_overmemory_packets,counter"`
 	// NewFlowCount counts flows that became active (joined the new list;
 	// Linux new_flow_count).
 	NewFlowCount uint64 `metric:"activated_flows,counter"`
@@ -49,9 +49,6 @@ type SchedulerDetail struct {
 	GuardPromoted uint64 `metric:"promoted_flood_guard_flows,counter"`
 	// GuardQueueLen is the packets in the flood guard's shared queue.
 	GuardQueueLen int `metric:"flood_guard_queue_packets,gauge"`
-	// MemoryUsage is the bytes queued (Linux memory_usage; here the sum of
-	// Size): the queue's Stats.Backlog, so not a metric of its own.
-	MemoryUsage int `metric:"-"`
 	// MemoryBytes is the memory the queue's configuration preallocated: one
 	// flow state per flow (64 bytes with a CoDel controller, 56 with
 	// COBALT's, more with PIE's), 32 bytes per flow of overload
@@ -67,7 +64,6 @@ func (q *sched[T, A]) schedDetail(d SchedulerDetail) SchedulerDetail {
 	d.GuardDiverted, d.GuardDropped, d.GuardPromoted = q.g.diverted, q.g.dropped, q.g.promoted
 	d.GuardQueueLen = q.sharedLen()
 	d.MaxFlowBacklog = q.maxFlowBytes()
-	d.MemoryUsage = q.backlog
 	d.MemoryBytes = q.memoryBytes()
 	return d
 }
@@ -103,14 +99,14 @@ func (q *sched[T, A]) flowQueue(hash uint32) (FlowQueue, *A) {
 // CoDelDetail is the FQ-CoDel-specific state of a [CoDel] queue, the
 // analogue of Linux's tc_fq_codel_qd_stats.
 type CoDelDetail struct {
-	// ECNMarks counts packets CoDel marked instead of dropping (Linux
+	// MarkedCoDel counts packets CoDel marked instead of dropping (Linux
 	// ecn_mark); CEMarks those marked by the CE threshold (Linux ce_mark).
 	// Together they are the queue's Stats.Marked.Packets.
-	ECNMarks uint64 `metric:"marked_codel_packets,counter"`
-	CEMarks  uint64 `metric:"marked_ce_threshold_packets,counter"`
-	// DropCapHits counts Dequeue calls that reached
+	MarkedCoDel       uint64 `metric:"marked_codel_packets,counter"`
+	MarkedCEThreshold uint64 `metric:"marked_ce_threshold_packets,counter"`
+	// CappedDequeues counts Dequeue calls that reached
 	// [codel.MaxDropsPerDequeue].
-	DropCapHits uint64 `metric:"capped_dequeues,counter"`
+	CappedDequeues uint64 `metric:"capped_dequeues,counter"`
 	// SchedulerDetail comes last, its counters first, so that every counter
 	// the hot path bumps lies in the first bytes of the struct, ahead of
 	// the gauges that Detail fills in.
@@ -125,13 +121,13 @@ func (q *CoDel[T]) Detail() CoDelDetail {
 	return d
 }
 
-// Metrics lists the values of d as [aqm.Metric]s, after Linux tc's
+// metrics lists the values of d as [aqm.Metric]s, after Linux tc's
 // fq_codel statistics with their units: marked_codel_packets,
 // marked_ce_threshold_packets and capped_dequeues (counters), then the
 // scheduler's evicted_overlimit_packets, evicted_overmemory_packets,
 // activated_flows (counters), new_flows, old_flows, max_flow_backlog_bytes
 // and memory_bytes (gauges).
-func (d CoDelDetail) Metrics() iter.Seq[aqm.Metric] { return coDelMetrics.Of(d) }
+func (d CoDelDetail) metrics() iter.Seq[aqm.Metric] { return coDelMetrics.Of(d) }
 
 var coDelMetrics = metrics.Declare[CoDelDetail]("")
 
@@ -158,15 +154,12 @@ func (q *CoDel[T]) Flow(hash uint32) (CoDelFlow, bool) {
 
 // CobaltDetail is the FQ-COBALT-specific state of a [Cobalt] queue.
 type CobaltDetail struct {
-	// ECNMarks counts packets COBALT's CoDel half marked CE: the queue's
-	// Stats.Marked.Packets, so not a metric of its own.
-	ECNMarks uint64 `metric:"-"`
-	// CoDelDrops and BlueDrops count the drops of each half of COBALT.
-	CoDelDrops uint64 `metric:"dropped_codel_packets,counter"`
-	BlueDrops  uint64 `metric:"dropped_blue_packets,counter"`
-	// DropCapHits counts Dequeue calls that reached
+	// DroppedCoDel and DroppedBlue count the drops of each half of COBALT.
+	DroppedCoDel uint64 `metric:"dropped_codel_packets,counter"`
+	DroppedBlue  uint64 `metric:"dropped_blue_packets,counter"`
+	// CappedDequeues counts Dequeue calls that reached
 	// [cobalt.MaxDropsPerDequeue].
-	DropCapHits uint64 `metric:"capped_dequeues,counter"`
+	CappedDequeues uint64 `metric:"capped_dequeues,counter"`
 	// SchedulerDetail comes last, its counters first, so that every counter
 	// the hot path bumps lies in the first bytes of the struct, ahead of
 	// the gauges that Detail fills in.
@@ -181,11 +174,11 @@ func (q *Cobalt[T]) Detail() CobaltDetail {
 	return d
 }
 
-// Metrics lists the values of d as [aqm.Metric]s with tc-like names and
+// metrics lists the values of d as [aqm.Metric]s with tc-like names and
 // their units: dropped_codel_packets, dropped_blue_packets and
 // capped_dequeues (counters), then the scheduler's (as
-// [CoDelDetail.Metrics]).
-func (d CobaltDetail) Metrics() iter.Seq[aqm.Metric] { return cobaltMetrics.Of(d) }
+// CoDelDetail.metrics).
+func (d CobaltDetail) metrics() iter.Seq[aqm.Metric] { return cobaltMetrics.Of(d) }
 
 var cobaltMetrics = metrics.Declare[CobaltDetail]("")
 
@@ -213,16 +206,9 @@ func (q *Cobalt[T]) Flow(hash uint32) (CobaltFlow, bool) {
 // PIEDetail is the FQ-PIE-specific state of a [PIE] queue, the analogue of
 // Linux's tc_fq_pie_xstats.
 type PIEDetail struct {
-	// EarlyDrops counts arrivals PIE refused (Linux dropped): the queue's
-	// Stats.DroppedEarly and DroppedOverload packets, so not a metric of
-	// its own.
-	EarlyDrops uint64 `metric:"-"`
-	// ECNMarks counts arrivals PIE marked CE instead (Linux ecn_mark): the
-	// queue's Stats.Marked.Packets, so not a metric of its own.
-	ECNMarks uint64 `metric:"-"`
-	// SchedulerDetail comes last, its counters first, so that every counter
-	// the hot path bumps lies in the first bytes of the struct, ahead of
-	// the gauges that Detail fills in.
+	// SchedulerDetail is the scheduler's state; PIE's own counts (Linux
+	// dropped and ecn_mark) are the queue's Stats.DroppedEarly,
+	// DroppedOverload and Marked.
 	SchedulerDetail
 }
 
@@ -234,10 +220,10 @@ func (q *PIE[T]) Detail() PIEDetail {
 	return d
 }
 
-// Metrics lists the values of d as [aqm.Metric]s, after Linux tc's fq_pie
-// statistics with their units: the scheduler's (as [CoDelDetail.Metrics]);
+// metrics lists the values of d as [aqm.Metric]s, after Linux tc's fq_pie
+// statistics with their units: the scheduler's (as CoDelDetail.metrics);
 // PIE's own counters repeat [aqm.Stats].
-func (d PIEDetail) Metrics() iter.Seq[aqm.Metric] { return pieMetrics.Of(d) }
+func (d PIEDetail) metrics() iter.Seq[aqm.Metric] { return pieMetrics.Of(d) }
 
 var pieMetrics = metrics.Declare[PIEDetail]("")
 

@@ -276,7 +276,7 @@
 //     limit whatever its flow and only counts memory above memory_limit;
 //     here, as in ns-3, the fattest flow loses a batch from its head, and
 //     the memory limit is enforced like the packet limit (Linux's
-//     overmemory counter becomes DropOvermemory). The flow that loses
+//     overmemory counter becomes EvictedOvermemory). The flow that loses
 //     packets restarts its derandomization, as Linux restarts the arrival's
 //     flow's on a tail drop.
 //   - Overload, FQ-COBALT: the fattest flow's COBALT is told its queue

@@ -109,8 +109,8 @@ func TestPIEPropertyProbabilityIsolated(t *testing.T) {
 			}
 		}
 		lost := mixRun(q, sparse, over, time.Millisecond, 3*time.Second, &sparseDrops)
-		if flowState(q.Flow(0)).PIE.Prob == 0 || q.Detail().EarlyDrops == 0 || lost != 0 {
-			t.Logf("unresponsive p %v, early drops %d, sparse lost %d", flowState(q.Flow(0)).PIE.Prob, q.Detail().EarlyDrops, lost)
+		if flowState(q.Flow(0)).PIE.Prob == 0 || (q.Stats().DroppedEarly.Packets+q.Stats().DroppedOverload.Packets) == 0 || lost != 0 {
+			t.Logf("unresponsive p %v, early drops %d, sparse lost %d", flowState(q.Flow(0)).PIE.Prob, (q.Stats().DroppedEarly.Packets + q.Stats().DroppedOverload.Packets), lost)
 			return false
 		}
 		for h := uint32(1); h <= uint32(sparse); h++ {

@@ -470,8 +470,8 @@ func TestCobaltMatchesReference(t *testing.T) {
 			inc: c.BlueIncrement, dec: c.BlueDecrement, ecn: !c.DisableECN, seed: c.Seed}
 		m := newRefFQ(c.QuantumBytes, r)
 		d, k := refTrace(t, g, q, func(h uint32) int { return flowState(q.Flow(h)).Bucket }, m, &qd, &qw, 3000)
-		require.Zero(t, q.Detail().DropOverlimit, "the trace must stay below the limits")
-		drops, marks, blue = drops+d, marks+k, blue+int(q.Detail().BlueDrops)
+		require.Zero(t, q.Detail().EvictedOverlimit, "the trace must stay below the limits")
+		drops, marks, blue = drops+d, marks+k, blue+int(q.Detail().DroppedBlue)
 	}
 	t.Logf("%d drops (%d by BLUE), %d marks", drops, blue, marks)
 	require.Positive(t, drops)
@@ -503,7 +503,7 @@ func TestPIEMatchesReference(t *testing.T) {
 		r := newRefPIE(q.Config())
 		m := newRefFQ(q.Config().QuantumBytes, r)
 		_, k := refTrace(t, g, q, func(h uint32) int { return flowState(q.Flow(h)).Bucket }, m, &qd, &qw, 3000)
-		require.Zero(t, q.Detail().DropOverlimit, "the trace must stay below the limits")
+		require.Zero(t, q.Detail().EvictedOverlimit, "the trace must stay below the limits")
 		for b, f := range m.flows {
 			for h := uint32(0); h < 16; h++ {
 				if qf := flowState(q.Flow(h)); qf.Bucket == b {
@@ -512,7 +512,7 @@ func TestPIEMatchesReference(t *testing.T) {
 				}
 			}
 		}
-		signals += int(q.Detail().EarlyDrops)
+		signals += int((q.Stats().DroppedEarly.Packets + q.Stats().DroppedOverload.Packets))
 		marks += k
 	}
 	t.Logf("%d early drops, %d marks", signals, marks)

@@ -257,21 +257,21 @@ func TestFQFamilyDetailMetrics(t *testing.T) {
 	c.Dequeue(ct0)
 	p.Dequeue(ct0)
 	d := c.Detail()
-	require.NotZero(t, d.DropOverlimit)
-	metricsMatch(t, d.Metrics(), map[string]float64{
-		"evicted_overlimit_packets": float64(d.DropOverlimit), "evicted_overmemory_packets": float64(d.DropOvermemory),
+	require.NotZero(t, d.EvictedOverlimit)
+	metricsMatch(t, d.metrics(), map[string]float64{
+		"evicted_overlimit_packets": float64(d.EvictedOverlimit), "evicted_overmemory_packets": float64(d.EvictedOvermemory),
 		"diverted_flood_guard_packets": float64(d.GuardDiverted), "dropped_flood_guard_packets": float64(d.GuardDropped),
 		"promoted_flood_guard_flows": float64(d.GuardPromoted), "flood_guard_queue_packets": float64(d.GuardQueueLen),
-		"activated_flows": float64(d.NewFlowCount), "dropped_codel_packets": float64(d.CoDelDrops),
-		"dropped_blue_packets": float64(d.BlueDrops), "capped_dequeues": float64(d.DropCapHits),
+		"activated_flows": float64(d.NewFlowCount), "dropped_codel_packets": float64(d.DroppedCoDel),
+		"dropped_blue_packets": float64(d.DroppedBlue), "capped_dequeues": float64(d.CappedDequeues),
 		"new_flows": float64(d.NewFlowsLen), "old_flows": float64(d.OldFlowsLen),
 		"max_flow_backlog_bytes": float64(d.MaxFlowBacklog), "memory_bytes": float64(d.MemoryBytes),
 	})
 	require.GreaterOrEqual(t, d.MemoryBytes, 16*56+9*32)
 	e := p.Detail()
-	require.NotZero(t, e.DropOverlimit)
-	metricsMatch(t, e.Metrics(), map[string]float64{
-		"evicted_overlimit_packets": float64(e.DropOverlimit), "evicted_overmemory_packets": float64(e.DropOvermemory),
+	require.NotZero(t, e.EvictedOverlimit)
+	metricsMatch(t, e.metrics(), map[string]float64{
+		"evicted_overlimit_packets": float64(e.EvictedOverlimit), "evicted_overmemory_packets": float64(e.EvictedOvermemory),
 		"diverted_flood_guard_packets": float64(e.GuardDiverted), "dropped_flood_guard_packets": float64(e.GuardDropped),
 		"promoted_flood_guard_flows": float64(e.GuardPromoted), "flood_guard_queue_packets": float64(e.GuardQueueLen),
 		"activated_flows": float64(e.NewFlowCount), "new_flows": float64(e.NewFlowsLen), "old_flows": float64(e.OldFlowsLen),
@@ -306,6 +306,6 @@ func TestFQFamilyZeroAllocs(t *testing.T) {
 		})
 		require.Zero(t, allocs)
 	}
-	require.NotZero(t, c.Detail().DropOverlimit+c.Detail().CoDelDrops)
-	require.NotZero(t, p.Detail().EarlyDrops+p.Detail().ECNMarks)
+	require.NotZero(t, c.Detail().EvictedOverlimit+c.Detail().DroppedCoDel)
+	require.NotZero(t, p.Stats().DroppedEarly.Packets+p.Stats().DroppedOverload.Packets+p.Stats().Marked.Packets)
 }

@@ -4,6 +4,7 @@ import (
 	"time"
 
 	"github.com/aqmkit/aqmkit/aqm"
+	"github.com/aqmkit/aqmkit/internal/tally"
 )
 
 // This file is the flood guard of the shared scheduler (core.go): it keeps
@@ -215,7 +216,7 @@ func (q *sched[T, A]) trimShared(now aqm.Time) {
 		p.ECN &= aqm.ECNMask // the selection bit stays inside
 		q.work++
 		q.g.dropped++
-		q.stats.CountDropMeta(aqm.DroppedOverlimit, p.Meta, true)
+		tally.DropMeta(&q.stats, aqm.DroppedOverlimit, p.Meta, true)
 		if q.onDrop != nil {
 			q.onDrop(p, aqm.DroppedOverlimit)
 		}

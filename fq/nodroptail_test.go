@@ -3,7 +3,7 @@ package fq_test
 import (
 	"testing"
 
-	"github.com/aqmkit/aqmkit/aqm/aqmtest"
+	"github.com/aqmkit/aqmkit/internal/refusal"
 
 	"github.com/aqmkit/aqmkit/aqm"
 	"github.com/aqmkit/aqmkit/cobalt"
@@ -19,25 +19,25 @@ import (
 // threshold. Each case is refused naming its field, and the boundary value
 // is accepted.
 func TestValidateNoDropTail(t *testing.T) {
-	aqmtest.CheckRefusals(t, []aqmtest.Refusal{
-		aqmtest.Refuses(fq.CoDelConfig{LimitPackets: 2}, "LimitPackets"),
-		aqmtest.Accepts(fq.CoDelConfig{LimitPackets: 3}),
-		aqmtest.Refuses(fq.CoDelConfig{MemoryLimitBytes: 3*1514 - 1}, "MemoryLimitBytes"),
-		aqmtest.Accepts(fq.CoDelConfig{MemoryLimitBytes: 3 * 1514}),
-		aqmtest.Accepts(fq.CoDelConfig{Control: codel.Control{MTUBytes: 1 << 20}}), // 32 MiB hold it
-		aqmtest.Refuses(fq.CoDelConfig{MemoryLimitBytes: 3<<20 - 1, Control: codel.Control{MTUBytes: 1 << 20}}, "MemoryLimitBytes"),
-		aqmtest.Refuses(fq.CobaltConfig{LimitPackets: 1}, "LimitPackets"),
-		aqmtest.Accepts(fq.CobaltConfig{LimitPackets: 2}),
-		aqmtest.Refuses(fq.CobaltConfig{MemoryLimitBytes: 2*aqm.FullPacketBytes - 1}, "MemoryLimitBytes"),
-		aqmtest.Accepts(fq.CobaltConfig{MemoryLimitBytes: 2 * aqm.FullPacketBytes}),
-		aqmtest.Refuses(fq.CobaltConfig{Control: cobalt.Control{BlueIncrement: 0x1p-33}}, "BlueIncrement"),
-		aqmtest.Refuses(fq.PIEConfig{LimitPackets: 3}, "LimitPackets"),
-		aqmtest.Accepts(fq.PIEConfig{LimitPackets: 4}),
-		aqmtest.Refuses(fq.PIEConfig{MemoryLimitBytes: 4*1500 - 1}, "MemoryLimitBytes"),
-		aqmtest.Accepts(fq.PIEConfig{MemoryLimitBytes: 4 * 1500}),
-		aqmtest.Refuses(fq.PIEConfig{Control: pie.Control{RateEstimator: true, DequeueThresholdBytes: 1500}}, "DequeueThresholdBytes"),
-		aqmtest.Refuses(fq.PIEConfig{MemoryLimitBytes: 16384 + 2*1500 - 1, Control: pie.Control{RateEstimator: true}}, "DequeueThresholdBytes"),
-		aqmtest.Accepts(fq.PIEConfig{MemoryLimitBytes: 16384 + 2*1500, Control: pie.Control{RateEstimator: true}}),
-		aqmtest.Accepts(fq.PIEConfig{Control: pie.Control{RateEstimator: true, MeanPacketBytes: 10}}), // 10240 packets of 10 bytes hold the threshold
+	refusal.Check(t, []refusal.Case{
+		refusal.Refuses(fq.CoDelConfig{LimitPackets: 2}, "LimitPackets"),
+		refusal.Accepts(fq.CoDelConfig{LimitPackets: 3}),
+		refusal.Refuses(fq.CoDelConfig{MemoryLimitBytes: 3*1514 - 1}, "MemoryLimitBytes"),
+		refusal.Accepts(fq.CoDelConfig{MemoryLimitBytes: 3 * 1514}),
+		refusal.Accepts(fq.CoDelConfig{Control: codel.Control{MTUBytes: 1 << 20}}), // 32 MiB hold it
+		refusal.Refuses(fq.CoDelConfig{MemoryLimitBytes: 3<<20 - 1, Control: codel.Control{MTUBytes: 1 << 20}}, "MemoryLimitBytes"),
+		refusal.Refuses(fq.CobaltConfig{LimitPackets: 1}, "LimitPackets"),
+		refusal.Accepts(fq.CobaltConfig{LimitPackets: 2}),
+		refusal.Refuses(fq.CobaltConfig{MemoryLimitBytes: 2*aqm.FullPacketBytes - 1}, "MemoryLimitBytes"),
+		refusal.Accepts(fq.CobaltConfig{MemoryLimitBytes: 2 * aqm.FullPacketBytes}),
+		refusal.Refuses(fq.CobaltConfig{Control: cobalt.Control{BlueIncrement: 0x1p-33}}, "BlueIncrement"),
+		refusal.Refuses(fq.PIEConfig{LimitPackets: 3}, "LimitPackets"),
+		refusal.Accepts(fq.PIEConfig{LimitPackets: 4}),
+		refusal.Refuses(fq.PIEConfig{MemoryLimitBytes: 4*1500 - 1}, "MemoryLimitBytes"),
+		refusal.Accepts(fq.PIEConfig{MemoryLimitBytes: 4 * 1500}),
+		refusal.Refuses(fq.PIEConfig{Control: pie.Control{RateEstimator: true, DequeueThresholdBytes: 1500}}, "DequeueThresholdBytes"),
+		refusal.Refuses(fq.PIEConfig{MemoryLimitBytes: 16384 + 2*1500 - 1, Control: pie.Control{RateEstimator: true}}, "DequeueThresholdBytes"),
+		refusal.Accepts(fq.PIEConfig{MemoryLimitBytes: 16384 + 2*1500, Control: pie.Control{RateEstimator: true}}),
+		refusal.Accepts(fq.PIEConfig{Control: pie.Control{RateEstimator: true, MeanPacketBytes: 10}}), // 10240 packets of 10 bytes hold the threshold
 	})
 }

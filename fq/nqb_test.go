@@ -32,16 +32,16 @@ func TestCoDelCEThresholdNQB(t *testing.T) {
 		off, on aqm.ECN
 		plain   bool // through Enqueue, which sees no DSCP
 	}{
-		{ecn: aqm.ECT0, dscp: codel.DSCPNQB, off: aqm.ECT0, on: aqm.CE},
-		{ecn: aqm.ECT1, dscp: codel.DSCPNQB, off: aqm.CE, on: aqm.CE},
-		{ecn: aqm.CE, dscp: codel.DSCPNQB, off: aqm.CE, on: aqm.CE},
-		{ecn: aqm.NotECT, dscp: codel.DSCPNQB, off: aqm.NotECT, on: aqm.NotECT},
+		{ecn: aqm.ECT0, dscp: aqm.DSCPNQB, off: aqm.ECT0, on: aqm.CE},
+		{ecn: aqm.ECT1, dscp: aqm.DSCPNQB, off: aqm.CE, on: aqm.CE},
+		{ecn: aqm.CE, dscp: aqm.DSCPNQB, off: aqm.CE, on: aqm.CE},
+		{ecn: aqm.NotECT, dscp: aqm.DSCPNQB, off: aqm.NotECT, on: aqm.NotECT},
 		{ecn: aqm.ECT0, dscp: 0, off: aqm.ECT0, on: aqm.ECT0},
 		{ecn: aqm.ECT0, dscp: 46, off: aqm.ECT0, on: aqm.ECT0},
 		{ecn: aqm.ECT1, dscp: 0, off: aqm.CE, on: aqm.CE},
 		{ecn: aqm.ECT0, plain: true, off: aqm.ECT0, on: aqm.ECT0},
-		{ecn: aqm.ECT0 | 0xfc, dscp: codel.DSCPNQB, off: aqm.ECT0, on: aqm.CE},
-		{ecn: aqm.NotECT | 0xfc, dscp: codel.DSCPNQB, off: aqm.NotECT, on: aqm.NotECT},
+		{ecn: aqm.ECT0 | 0xfc, dscp: aqm.DSCPNQB, off: aqm.ECT0, on: aqm.CE},
+		{ecn: aqm.NotECT | 0xfc, dscp: aqm.DSCPNQB, off: aqm.NotECT, on: aqm.NotECT},
 	}
 	for _, on := range []bool{false, true} {
 		for _, below := range []bool{false, true} {
@@ -77,7 +77,7 @@ func TestCoDelCEThresholdNQB(t *testing.T) {
 				if want == aqm.CE && !below {
 					marks = 1 // a CE arrival counts too, as in Linux's ce_mark
 				}
-				assert.Equal(t, marks, q.Detail().CEMarks, "on=%v below=%v case %d", on, below, i)
+				assert.Equal(t, marks, q.Detail().MarkedCEThreshold, "on=%v below=%v case %d", on, below, i)
 			}
 		}
 	}
@@ -104,7 +104,7 @@ func TestCoDelNQBReconfigure(t *testing.T) {
 			q, err := NewCoDel[int](base, nil)
 			require.NoError(t, err)
 			for i := range 8 {
-				q.EnqueueDSCP(aqm.Packet[int]{Payload: i, Meta: aqm.Meta{Size: 100, Hash: uint32(i % 3), ECN: aqm.ECT0}}, codel.DSCPNQB, nqbT0)
+				q.EnqueueDSCP(aqm.Packet[int]{Payload: i, Meta: aqm.Meta{Size: 100, Hash: uint32(i % 3), ECN: aqm.ECT0}}, aqm.DSCPNQB, nqbT0)
 			}
 			next := tc.next(base)
 			if rehash {
@@ -197,7 +197,7 @@ func TestCoDelPropertyNQBNoStrayBits(t *testing.T) {
 			seq++
 			dscp := uint8(r.IntN(64))
 			if r.IntN(2) == 0 {
-				dscp = codel.DSCPNQB
+				dscp = aqm.DSCPNQB
 			}
 			h := uint32(r.IntN(6))
 			if r.IntN(4) == 0 {
@@ -207,7 +207,7 @@ func TestCoDelPropertyNQBNoStrayBits(t *testing.T) {
 		}
 		note := func(p aqm.Packet[int], dscp uint8, dscpSeen bool) {
 			e := p.ECN & aqm.ECNMask
-			queued[p.Payload] = &info{ecn: e, at: now, sel: dscpSeen && dscp == codel.DSCPNQB && e.Capable() && q.Config().SelectsNQB()}
+			queued[p.Payload] = &info{ecn: e, at: now, sel: dscpSeen && dscp == aqm.DSCPNQB && e.Capable() && q.Config().SelectsNQB()}
 		}
 		for range 500 {
 			now += aqm.Time(r.IntN(300)) * aqm.Time(time.Microsecond)
@@ -293,7 +293,7 @@ type nqbCoDel struct{ *CoDel[uint64] }
 func (q nqbCoDel) Enqueue(p aqm.Packet[uint64], now aqm.Time) aqm.Verdict {
 	dscp := uint8(0)
 	if p.Hash%2 == 0 {
-		dscp = codel.DSCPNQB
+		dscp = aqm.DSCPNQB
 	}
 	return q.EnqueueDSCP(p, dscp, now)
 }

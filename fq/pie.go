@@ -7,6 +7,7 @@ import (
 	"github.com/aqmkit/aqmkit/aqm"
 	"github.com/aqmkit/aqmkit/internal/cfgerr"
 	"github.com/aqmkit/aqmkit/internal/rng"
+	"github.com/aqmkit/aqmkit/internal/tally"
 	"github.com/aqmkit/aqmkit/pie"
 )
 
@@ -23,29 +24,29 @@ import (
 // rate.
 type PIEConfig struct {
 	// Flows is the number of flow queues packets are hashed into. Zero
-	// means [DefaultCoDelFlows] (1024); at most 65536. Each flow's state
+	// means 1024 (1024); at most 65536. Each flow's state
 	// (its PIE controller, packet list and DRR state, 136 bytes) and
 	// 32 bytes of overload bookkeeping are allocated up front (see
 	// [PIEDetail.MemoryBytes]).
 	Flows int
 	// LimitPackets is the most packets queued in all flows together; an
 	// arrival beyond it makes the queue drop from the fattest flow. Zero
-	// means [DefaultCoDelLimitPackets] (10240); at most 2^24. Storage for
+	// means 10240 (10240); at most 2^24. Storage for
 	// this many packets is allocated up front. A limit that holds more than
 	// a second of queue at the link's rate defeats the purpose of the AQM
 	// under unresponsive traffic; see [PIEConfigForLink].
 	LimitPackets int
 	// MemoryLimitBytes is the most bytes (sum of Size) queued in all flows;
 	// beyond it the queue drops from the fattest flow, and a packet larger
-	// than it is refused. Zero means [DefaultCoDelMemoryLimitBytes]
+	// than it is refused. Zero means 32 MiB
 	// (32 MiB); at most 2^31.
 	MemoryLimitBytes int
 	// QuantumBytes is the DRR quantum. Zero means
-	// [DefaultCoDelQuantumBytes] (1514); in [256, 2^20].
+	// 1514 (1514); in [256, 2^20].
 	QuantumBytes int
 	// DropBatchPackets is the most packets one overload drop removes from
 	// the fattest flow (it stops earlier once half that flow's bytes are
-	// gone). Zero means [DefaultCoDelDropBatchPackets] (64); at most 65536.
+	// gone). Zero means 64 (64); at most 65536.
 	DropBatchPackets int
 	// Control configures each flow's PIE: Target, TUpdate, Alpha, Beta,
 	// MaxBurst, DisableBurstAllowance, MeanPacketBytes, DisableECN,
@@ -100,7 +101,8 @@ func (c PIEConfig) Validate() error {
 // (the seed is left alone: NewPIE draws it).
 func (c PIEConfig) withDefaults() PIEConfig {
 	schedDefaults(&c.Flows, &c.LimitPackets, &c.MemoryLimitBytes, &c.QuantumBytes, &c.DropBatchPackets)
-	c.Control = c.Control.WithDefaults()
+	p := c.Control.Params()
+	c.Control = p.Control()
 	return c
 }
 
@@ -181,9 +183,9 @@ func (q *PIE[T]) update(f *flowOf[pie.Controller], now aqm.Time) {
 func (q *PIE[T]) Enqueue(p aqm.Packet[T], now aqm.Time) aqm.Verdict {
 	p.ECN &= aqm.ECNMask
 	p.Enqueued = now
-	q.stats.NoteSize(p.Size)
+	tally.NoteSize(&q.stats, p.Size)
 	if q.refuses(p.Meta) {
-		q.stats.CountDropMeta(aqm.DroppedOverlimit, p.Meta, false)
+		tally.DropMeta(&q.stats, aqm.DroppedOverlimit, p.Meta, false)
 		return aqm.DroppedOverlimit
 	}
 	idx := q.bucket(p.Hash)
@@ -195,7 +197,7 @@ func (q *PIE[T]) Enqueue(p aqm.Packet[T], now aqm.Time) aqm.Verdict {
 	if f.cv.Due(&q.fp, now) {
 		q.update(f, now)
 	}
-	v := f.cv.Decide(&q.fp, now, p.Size, p.ECN, int(f.bytes))
+	v := f.cv.Decide(&q.fp, now, p.Size, int(f.bytes), p.ECN)
 	switch v {
 	case aqm.Marked:
 		p.ECN = aqm.CE
@@ -203,8 +205,7 @@ func (q *PIE[T]) Enqueue(p aqm.Packet[T], now aqm.Time) aqm.Verdict {
 		if mark != 0 {
 			q.unroute(mark, p.Hash)
 		}
-		q.d.EarlyDrops += uint64(p.SegmentCount())
-		q.stats.CountDropMeta(v, p.Meta, false)
+		tally.DropMeta(&q.stats, v, p.Meta, false)
 		return v
 	}
 	if q.admit(&p, idx, mark) {
@@ -217,19 +218,18 @@ func (q *PIE[T]) Enqueue(p aqm.Packet[T], now aqm.Time) aqm.Verdict {
 		memory := q.backlog > q.memLim
 		for q.over() {
 			fat, dropped, gone := q.dropFat(idx)
-			q.d.DropOverlimit += uint64(dropped)
+			q.d.EvictedOverlimit += uint64(dropped)
 			if memory {
-				q.d.DropOvermemory += uint64(dropped)
+				q.d.EvictedOvermemory += uint64(dropped)
 			}
 			q.flows[fat].cv.Overflow(&q.fp, now)
 			if gone {
-				q.stats.CountDropMeta(aqm.DroppedOverlimit, p.Meta, false)
+				tally.DropMeta(&q.stats, aqm.DroppedOverlimit, p.Meta, false)
 				return aqm.DroppedOverlimit
 			}
 		}
 	}
 	if v == aqm.Marked {
-		q.d.ECNMarks += uint64(p.SegmentCount())
 		q.stats.Marked.AddMeta(p.Meta)
 	}
 	q.stats.Enqueued.AddMeta(p.Meta)
@@ -322,23 +322,13 @@ func (q *PIE[T]) Reconfigure(cfg PIEConfig) error {
 	if cfg.Seed == 0 {
 		cfg.Seed = q.cfg.Seed
 	}
-	need := max(cfg.LimitPackets, q.used)
-	if cfg.Flows == q.cfg.Flows && cfg.Seed == q.cfg.Seed {
-		if need+1 > len(q.nodes) || cfg.LimitPackets+1 < len(q.nodes) {
-			q.resize(need)
-			q.resetGuard()
-		}
+	same := cfg.Flows == q.cfg.Flows && cfg.Seed == q.cfg.Seed
+	q.reconfigure(same, cfg.LimitPackets, func() {
 		old := q.fp
 		q.apply(cfg)
 		for i := range q.flows {
 			q.flows[i].cv.Reconfigured(&old, &q.fp)
 		}
-		return nil
-	}
-	old := q.sched
-	q.build(cfg, need)
-	q.stats = old.stats
-	q.rehash(&old)
-	q.resetGuard()
+	}, func(need int) { q.build(cfg, need) })
 	return nil
 }

@@ -159,9 +159,9 @@ func TestIPCakeACKFilter(t *testing.T) {
 		f, _ := newCakeIP(t, cake.Config{ACKFilter: cake.ACKFilterConservative, Seed: 1}, pool, clock.NewManual(clock.Epoch))
 		offer(t, f, pool, pkts, batch)
 		d := cakeDetail(f)
-		require.GreaterOrEqual(t, d.ACKDrops, uint64(len(pkts)-3), "batch=%v: all but the last few ACKs are redundant", batch)
-		require.Equal(t, d.ACKDrops, pool.Stats().Dropped.Packets, "every dropped ACK's buffer is back")
-		require.Equal(t, len(pkts)-int(d.ACKDrops), f.Len())
+		require.GreaterOrEqual(t, d.FilteredACKs, uint64(len(pkts)-3), "batch=%v: all but the last few ACKs are redundant", batch)
+		require.Equal(t, d.FilteredACKs, pool.Stats().Dropped.Packets, "every dropped ACK's buffer is back")
+		require.Equal(t, len(pkts)-int(d.FilteredACKs), f.Len())
 		st := f.Stats()
 		require.Equal(t, st.Offered().Packets, uint64(len(pkts)))
 	}
@@ -175,7 +175,7 @@ func TestIPCakeACKFilter(t *testing.T) {
 		require.NoError(t, err)
 		enq(t, pf, aqm.Packet[uint64]{Meta: m})
 	}
-	require.Zero(t, q.Detail().ACKDrops)
+	require.Zero(t, q.Detail().FilteredACKs)
 }
 
 // TestIPCakeHostFairness protects host isolation behind the IP front:
@@ -287,7 +287,7 @@ func TestIPClassifiesBeforeTheQueue(t *testing.T) {
 	f, err := front.NewIP(w, nil, front.IPConfig{Pool: pool})
 	require.NoError(t, err)
 	offer(t, f, pool, acks, true)
-	require.Positive(t, cq.Detail().ACKDrops)
+	require.Positive(t, cq.Detail().FilteredACKs)
 	require.Zero(t, w.plain, "the Meta-only paths are never taken")
 
 	fq, err := fifo.New[*front.Buf](fifo.Config{}, nil)

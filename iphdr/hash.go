@@ -24,7 +24,7 @@ const (
 	// endpoints put in order first, so that both directions of a
 	// connection get one hash (a queue that sees both directions, as
 	// CAKE does, then keeps a connection in one queue). See the package
-	// documentation for the order. It also makes [Hasher.Flow]'s FlowHash
+	// documentation for the order. It also makes [Hasher.Flow]'s Hash
 	// symmetric.
 	HashFlowSymmetric
 )

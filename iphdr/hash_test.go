@@ -65,9 +65,9 @@ func TestGoldenHashes(t *testing.T) {
 	f, err := h.Flow(p)
 	require.NoError(t, err)
 	ref := refParse(p)
-	require.Equal(t, refHash32(paperK0, paperK1, ref.flowKey), f.FlowHash)
+	require.Equal(t, refHash32(paperK0, paperK1, ref.flowKey), f.Hash)
 	require.Equal(t, []byte{192, 0, 2, 1, 198, 51, 100, 7, 0x9c, 0x40, 0x01, 0xbb, 6, 9}, ref.flowKey)
-	require.Equal(t, uint32(0xdf613e57), f.FlowHash)
+	require.Equal(t, uint32(0xdf613e57), f.Hash)
 }
 
 // NewHasher draws a fresh key each time, and the key changes the hashes.
@@ -84,7 +84,7 @@ func TestModes(t *testing.T) {
 	p := v6(0, 0, 17, srcA6, dstB6, udp(1, 2, nil))
 	f, err := h.Flow(p)
 	require.NoError(t, err)
-	for mode, want := range map[Mode]uint32{HashFlow: f.FlowHash, HashSrcHost: f.SrcHostHash, HashDstHost: f.DstHostHash, Mode(9): f.FlowHash} {
+	for mode, want := range map[Mode]uint32{HashFlow: f.Hash, HashSrcHost: f.SrcHostHash, HashDstHost: f.DstHostHash, Mode(9): f.Hash} {
 		hm := h.WithMode(mode)
 		require.Equal(t, mode, hm.Mode())
 		m, err := hm.Meta(p)
@@ -122,8 +122,8 @@ func TestSymmetric(t *testing.T) {
 		require.NoError(t, err)
 		fb, err := h.Flow(pr[1])
 		require.NoError(t, err)
-		require.Equal(t, a.Hash, fa.FlowHash)
-		require.Equal(t, fa.FlowHash, fb.FlowHash)
+		require.Equal(t, a.Hash, fa.Hash)
+		require.Equal(t, fa.Hash, fb.Hash)
 		d0, _ := h.WithMode(HashFlow).Meta(pr[0])
 		d1, _ := h.WithMode(HashFlow).Meta(pr[1])
 		require.NotEqual(t, d0.Hash, a.Hash, "pair %d: the symmetric key is its own", i)

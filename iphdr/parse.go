@@ -33,12 +33,12 @@ const MaxExtHeaders = 8
 // Flow is what one parse of a packet yields: its three keyed hashes and
 // the header fields that are free to read on the way.
 type Flow struct {
-	// FlowHash is the keyed hash of the flow key: addresses, protocol and
+	// Hash is the keyed hash of the flow key: addresses, protocol and
 	// transport words (ports, ICMP echo identifier, SPI or GRE key), or
 	// addresses and protocol alone for fragments, unknown protocols and
 	// truncated headers. A Hasher in [HashFlowSymmetric] mode gives the
 	// symmetric key's hash, the same for both directions.
-	FlowHash uint32
+	Hash uint32
 	// SrcHostHash is the keyed hash of the source address alone.
 	SrcHostHash uint32
 	// DstHostHash is the keyed hash of the destination address alone.
@@ -342,10 +342,10 @@ func (h Hasher) Flow(pkt []byte) (Flow, error) {
 	}
 	if t.flags&tupleV6 != 0 {
 		f.Version = 6
-		f.FlowHash, f.SrcHostHash, f.DstHostHash = h.all6(pkt, t.tail|(kindFlow|kindIPv6)<<40)
+		f.Hash, f.SrcHostHash, f.DstHostHash = h.all6(pkt, t.tail|(kindFlow|kindIPv6)<<40)
 	} else {
 		f.Version = 4
-		f.FlowHash, f.SrcHostHash, f.DstHostHash = h.all4(pkt, t.tail|kindFlow<<40)
+		f.Hash, f.SrcHostHash, f.DstHostHash = h.all4(pkt, t.tail|kindFlow<<40)
 	}
 	return f, nil
 }
@@ -367,10 +367,10 @@ func (h Hasher) flowSymmetric(pkt []byte) (Flow, error) {
 	}
 	if t.flags&tupleV6 != 0 {
 		f.Version = 6
-		f.FlowHash, f.SrcHostHash, f.DstHostHash = h.allSym6(pkt, t.tail|(kindFlow|kindIPv6)<<40)
+		f.Hash, f.SrcHostHash, f.DstHostHash = h.allSym6(pkt, t.tail|(kindFlow|kindIPv6)<<40)
 	} else {
 		f.Version = 4
-		f.FlowHash, f.SrcHostHash, f.DstHostHash = h.allSym4(pkt, t.tail|kindFlow<<40)
+		f.Hash, f.SrcHostHash, f.DstHostHash = h.allSym4(pkt, t.tail|kindFlow<<40)
 	}
 	return f, nil
 }

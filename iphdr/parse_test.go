@@ -34,7 +34,7 @@ func requireMatchesRef(t testing.TB, h Hasher, pkt []byte) Flow {
 		return f
 	}
 	want := Flow{
-		FlowHash:    refHash32(h.k0, h.k1, r.flowKey),
+		Hash:        refHash32(h.k0, h.k1, r.flowKey),
 		SrcHostHash: refHash32(h.k0, h.k1, r.srcKey),
 		DstHostHash: refHash32(h.k0, h.k1, r.dstKey),
 		L4Offset:    uint16(r.l4off),
@@ -50,9 +50,9 @@ func requireMatchesRef(t testing.TB, h Hasher, pkt []byte) Flow {
 	fs, err := h.WithMode(HashFlowSymmetric).Flow(pkt)
 	require.NoError(t, err)
 	wantSym := want
-	wantSym.FlowHash = sym
+	wantSym.Hash = sym
 	require.Equal(t, wantSym, fs, "symmetric flow key %x", r.symKey)
-	for mode, hash := range map[Mode]uint32{HashFlow: want.FlowHash, HashSrcHost: want.SrcHostHash, HashDstHost: want.DstHostHash, HashFlowSymmetric: sym} {
+	for mode, hash := range map[Mode]uint32{HashFlow: want.Hash, HashSrcHost: want.SrcHostHash, HashDstHost: want.DstHostHash, HashFlowSymmetric: sym} {
 		m, err := h.WithMode(mode).Meta(pkt)
 		require.NoError(t, err)
 		require.Equal(t, aqm.Meta{Size: uint32(len(pkt)), Hash: hash, ECN: want.ECN}, m, "mode %v", mode)
@@ -132,7 +132,7 @@ func TestFlowKeys(t *testing.T) {
 			require.Equal(t, c.want, got)
 			padded := append(c.pkt[:len(c.pkt):len(c.pkt)], 0xff, 0xff, 0xff, 0xff) // link padding
 			g := requireMatchesRef(t, testHasher, padded)
-			require.Equal(t, f.FlowHash, g.FlowHash, "link padding changed the hash")
+			require.Equal(t, f.Hash, g.Hash, "link padding changed the hash")
 		})
 	}
 }
@@ -159,7 +159,7 @@ func TestFlowEquivalence(t *testing.T) {
 	fh := func(p []byte) uint32 {
 		f, err := h.Flow(p)
 		require.NoError(t, err)
-		return f.FlowHash
+		return f.Hash
 	}
 	base := fh(v4(0, 6, srcA4, dstB4, 0, nil, tcp(40000, 443, nil)))
 	require.Equal(t, base, fh(v4(0xbb, 6, srcA4, dstB4, 0x4000, []byte{1, 1, 1, 0}, tcp(40000, 443, data(900)))))
@@ -243,10 +243,10 @@ func TestKeyedness(t *testing.T) {
 		require.NoError(t, err)
 		fb, err := b.Flow(p)
 		require.NoError(t, err)
-		if fa.FlowHash == fb.FlowHash {
+		if fa.Hash == fb.Hash {
 			sameHash++
 		}
-		if fa.FlowHash%16 == fb.FlowHash%16 {
+		if fa.Hash%16 == fb.Hash%16 {
 			sameBucket++
 		}
 	}

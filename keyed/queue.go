@@ -9,6 +9,7 @@ import (
 	"github.com/aqmkit/aqmkit/aqm"
 	"github.com/aqmkit/aqmkit/internal/bucket"
 	"github.com/aqmkit/aqmkit/internal/metrics"
+	"github.com/aqmkit/aqmkit/internal/tally"
 )
 
 // errNilKey is returned by [New] for a nil key function.
@@ -180,8 +181,8 @@ func (k *Queue[K, T]) EnqueueKey(key K, p aqm.Packet[T], now aqm.Time) aqm.Verdi
 	if !ok {
 		var full bool
 		if i, full = k.create(key, now); i == none {
-			k.own.NoteSize(p.Size)
-			k.own.CountDrop(aqm.DroppedOverlimit, p.Size, false)
+			tally.NoteSize(&k.own, p.Size)
+			tally.Drop(&k.own, aqm.DroppedOverlimit, p.Size, false)
 			if full {
 				k.refusedLimit.Add(p.Size)
 			} else {

@@ -142,7 +142,7 @@ func TestConfigForLink(t *testing.T) {
 			c := ConfigForLink(rate, rtt)
 			require.NoError(t, c.Validate())
 			require.Equal(t, rate.BufferBytes(rtt), c.LimitBytes)
-			require.Equal(t, max(rate.BufferPackets(rtt), DefaultLimitPackets), c.LimitPackets)
+			require.Equal(t, max(rate.BufferPackets(rtt), defaultLimitPackets), c.LimitPackets)
 			c.LimitBytes, c.LimitPackets = 0, 0
 			require.Equal(t, Config{}, c)
 		}
@@ -172,7 +172,7 @@ func TestDetailMetrics(t *testing.T) {
 	require.NotZero(t, d.Prob)
 	require.Equal(t, 1024*32, d.MemoryBytes)
 	got := map[string]float64{}
-	for m := range d.Metrics() {
+	for m := range d.metrics() {
 		require.NotContains(t, got, m.Name, "duplicate metric")
 		require.Regexp(t, `^[a-z]+(_[a-z]+)*$`, m.Name)
 		got[m.Name] = m.Value
@@ -189,7 +189,7 @@ func TestDetailMetrics(t *testing.T) {
 		"next_update_time_seconds": time.Duration(d.NextUpdate).Seconds(), "memory_bytes": 1024 * 32,
 	}, got)
 	n := 0
-	for range d.Metrics() {
+	for range d.metrics() {
 		n++
 		break // stopping early must not panic
 	}

@@ -69,7 +69,7 @@ func BenchmarkDropEarly(b *testing.B) {
 			cfg := Config{Control: Control{Derandomize: derand}}
 			_ = cfg.Validate()
 			pp := cfg.derive()
-			var c controller
+			var c Controller
 			c.init(&pp, 1)
 			c.p, c.old, c.burst = probCeil(0.05), int64(time.Second), 0
 			n := uint64(0)

@@ -11,45 +11,45 @@ import (
 
 // Defaults of the zero fields of [Config].
 const (
-	// DefaultTarget is QDELAY_REF, the queueing delay PIE steers towards
+	// defaultTarget is QDELAY_REF, the queueing delay PIE steers towards
 	// (RFC 8033 §4.2, Appendix A): 15 ms.
-	DefaultTarget = 15 * time.Millisecond
-	// DefaultTUpdate is T_UPDATE, the period of the drop-probability
+	defaultTarget = 15 * time.Millisecond
+	// defaultTUpdate is T_UPDATE, the period of the drop-probability
 	// update (RFC 8033 §4.2): 15 ms.
-	DefaultTUpdate = 15 * time.Millisecond
-	// DefaultAlpha is alpha, the integral gain of the update in Hz
+	defaultTUpdate = 15 * time.Millisecond
+	// defaultAlpha is alpha, the integral gain of the update in Hz
 	// (1/s per second of delay error), RFC 8033 §4.2: 0.125.
-	DefaultAlpha = 0.125
-	// DefaultBeta is beta, the proportional gain of the update in Hz,
+	defaultAlpha = 0.125
+	// defaultBeta is beta, the proportional gain of the update in Hz,
 	// RFC 8033 §4.2: 1.25.
-	DefaultBeta = 1.25
-	// DefaultMaxBurst is MAX_BURST, the burst allowance (RFC 8033 §4.4):
+	defaultBeta = 1.25
+	// defaultMaxBurst is MAX_BURST, the burst allowance (RFC 8033 §4.4):
 	// 150 ms.
-	DefaultMaxBurst = 150 * time.Millisecond
-	// DefaultLimitPackets is the packet limit: 1000, as Linux sch_pie.
-	DefaultLimitPackets = 1000
-	// DefaultMeanPacketBytes is MEAN_PKTSIZE, the typical packet size used
+	defaultMaxBurst = 150 * time.Millisecond
+	// defaultLimitPackets is the packet limit: 1000, as Linux sch_pie.
+	defaultLimitPackets = 1000
+	// defaultMeanPacketBytes is MEAN_PKTSIZE, the typical packet size used
 	// by the "two packets" safeguard and as the reference size of byte
 	// mode: 1500 bytes, an Ethernet MTU.
-	DefaultMeanPacketBytes = 1500
-	// DefaultECNThreshold is mark_ecnth (RFC 8033 §5.1): ECN-capable
+	defaultMeanPacketBytes = 1500
+	// defaultECNThreshold is mark_ecnth (RFC 8033 §5.1): ECN-capable
 	// packets are marked instead of dropped while the probability is below
 	// 10%.
-	DefaultECNThreshold = 0.1
-	// DefaultDequeueThresholdBytes is DQ_THRESHOLD of the departure-rate
+	defaultECNThreshold = 0.1
+	// defaultDequeueThresholdBytes is DQ_THRESHOLD of the departure-rate
 	// estimator (RFC 8033 §5.2): 16 KiB, 2^14 bytes.
-	DefaultDequeueThresholdBytes = 1 << 14
+	defaultDequeueThresholdBytes = 1 << 14
 )
 
 // Bounds that keep the fixed-point arithmetic exact (see controller.go).
 const (
-	// MaxDelay is the largest queueing delay PIE represents: 2^36 ns, about
+	// maxDelay is the largest queueing delay PIE represents: 2^36 ns, about
 	// 68.7 s. Longer delays (a stalled link, a huge clock jump) saturate
 	// at it; every probability decision is already at its limit long
 	// before.
-	MaxDelay = time.Duration(1) << 36
-	// MaxGain is the largest Alpha or Beta accepted, in Hz.
-	MaxGain = 16.0
+	maxDelay = time.Duration(1) << 36
+	// maxGain is the largest Alpha or Beta accepted, in Hz.
+	maxGain = 16.0
 	// maxMeanPacketBytes keeps p·size within 64 bits in byte mode:
 	// p ≤ 2^48 and size ≤ 2^16-1.
 	maxMeanPacketBytes = 1<<16 - 1
@@ -64,22 +64,22 @@ const (
 // marking below 10% and no derandomization.
 type Control struct {
 	// Target is QDELAY_REF, the queueing delay PIE controls to. Zero means
-	// [DefaultTarget] (15 ms). It must be in [1µs, 10s].
+	// 15 ms (15 ms). It must be in [1µs, 10s].
 	Target time.Duration
 	// TUpdate is T_UPDATE, the period of the probability update. Zero
-	// means [DefaultTUpdate] (15 ms). It must be in [1µs, 10s]. RFC 8033
+	// means 15 ms (15 ms). It must be in [1µs, 10s]. RFC 8033
 	// §4.2: if TUpdate is halved, halve Alpha and raise Beta by Alpha/4.
 	TUpdate time.Duration
-	// Alpha is the integral gain in Hz. Zero means [DefaultAlpha] (0.125).
-	// It must be in (0, [MaxGain]]; it is used rounded to a multiple of
+	// Alpha is the integral gain in Hz. Zero means 0.125 (0.125).
+	// It must be in (0, 16.0]; it is used rounded to a multiple of
 	// 2^-20 Hz (exact for the RFC values).
 	Alpha float64
-	// Beta is the proportional gain in Hz. Zero means [DefaultBeta]
+	// Beta is the proportional gain in Hz. Zero means 1.25
 	// (1.25). Same range and rounding as Alpha.
 	Beta float64
 	// MaxBurst is MAX_BURST, how long a burst may exceed the target
 	// without early drops after a quiet period. Zero means
-	// [DefaultMaxBurst] (150 ms); it must be at most 10 s. Set
+	// 150 ms (150 ms); it must be at most 10 s. Set
 	// DisableBurstAllowance for none.
 	MaxBurst time.Duration
 	// DisableBurstAllowance turns the burst allowance off (MAX_BURST = 0).
@@ -88,7 +88,7 @@ type Control struct {
 	// MeanPacketBytes is MEAN_PKTSIZE in bytes. No early drop happens
 	// while the backlog (before the arrival) is at most twice this (RFC
 	// 8033 §4.1 safeguard), and in byte mode a packet of this size sees
-	// the full probability. Zero means [DefaultMeanPacketBytes] (1500). It
+	// the full probability. Zero means 1500 (1500). It
 	// must be in [1, 65535].
 	MeanPacketBytes int
 
@@ -99,7 +99,7 @@ type Control struct {
 	// ECNThreshold is mark_ecnth, a probability: marking happens only while
 	// the drop probability is strictly below it; at or above it
 	// ECN-capable packets are dropped ([aqm.DroppedOverload]). Zero means
-	// [DefaultECNThreshold] (0.1). It must be in [0, 1].
+	// 0.1 (0.1). It must be in [0, 1].
 	ECNThreshold float64
 	// Derandomize turns on the derandomization of RFC 8033 §5.4: an
 	// accumulated probability suppresses drops until it reaches 0.85 and
@@ -117,7 +117,7 @@ type Control struct {
 	RateEstimator bool
 	// DequeueThresholdBytes is DQ_THRESHOLD, the bytes a departure-rate
 	// measurement cycle covers, and the backlog needed to start one. Zero
-	// means [DefaultDequeueThresholdBytes] (16384). It must be in
+	// means 16384 (16384). It must be in
 	// [1, 1<<30]. Used only with RateEstimator.
 	DequeueThresholdBytes int
 
@@ -136,7 +136,7 @@ type Config struct {
 	Control
 
 	// LimitPackets is the hard packet limit. Zero means
-	// [DefaultLimitPackets] (1000). Storage for this many packets is
+	// 1000 (1000). Storage for this many packets is
 	// allocated by New (rounded up to a power of two; see
 	// [Detail].MemoryBytes), so it must be at most 1<<24.
 	//
@@ -171,7 +171,7 @@ func (c Control) validate() []error {
 	bad := func(field string, v any, rule string) {
 		errs = append(errs, &aqm.ConfigError{Pkg: "pie", Field: field, Value: v, Rule: rule})
 	}
-	d := c.WithDefaults()
+	d := c.withDefaults()
 	span := func(field string, v time.Duration) {
 		if v < time.Microsecond || v > 10*time.Second {
 			bad(field, v, "must be in [1µs, 10s]")
@@ -180,7 +180,7 @@ func (c Control) validate() []error {
 	span("Target", d.Target)
 	span("TUpdate", d.TUpdate)
 	gain := func(field string, g float64) {
-		if math.IsNaN(g) || g < 0x1p-21 || g > MaxGain {
+		if math.IsNaN(g) || g < 0x1p-21 || g > maxGain {
 			bad(field, g, "must be in [2^-21, 16] Hz")
 		}
 	}
@@ -190,7 +190,7 @@ func (c Control) validate() []error {
 		bad("MaxBurst", d.MaxBurst, "must be in [0, 10s]")
 	}
 	if d.MeanPacketBytes < 0 || d.MeanPacketBytes > maxMeanPacketBytes {
-		bad("MeanPacketBytes", d.MeanPacketBytes, "must be in [1, 65535]")
+		bad("MeanPacketBytes", d.MeanPacketBytes, "must be in [1, "+strconv.FormatUint(uint64(maxMeanPacketBytes), 10)+"]")
 	}
 	if math.IsNaN(d.ECNThreshold) || d.ECNThreshold < 0 || d.ECNThreshold > 1 {
 		bad("ECNThreshold", d.ECNThreshold, "must be in [0, 1]")
@@ -212,7 +212,7 @@ func (c Config) Validate() error {
 		errs = append(errs, &aqm.ConfigError{Pkg: "pie", Field: field, Value: v, Rule: rule})
 	}
 	if c.LimitPackets < 0 || c.LimitPackets > maxLimitPackets {
-		bad("LimitPackets", c.LimitPackets, "must be in [0, 16777216]")
+		bad("LimitPackets", c.LimitPackets, "must be in [0, "+strconv.FormatUint(uint64(maxLimitPackets), 10)+"]")
 	}
 	if c.LimitBytes < 0 {
 		bad("LimitBytes", c.LimitBytes, "must not be negative")
@@ -244,10 +244,14 @@ func (c Config) signalRules(pkg, bytesField string, limitPackets, limitBytes int
 		return nil // reported on their own
 	}
 	if limitPackets > 0 && limitPackets < minLimitPackets {
-		bad("LimitPackets", limitPackets, "must be 0 or at least 4: PIE drops nothing while at most 2×MeanPacketBytes are queued, which takes three mean-size packets to exceed")
+		// PIE drops nothing while at most 2×MeanPacketBytes are queued, which
+		// takes three mean-size packets to exceed.
+		bad("LimitPackets", limitPackets, "must be 0 or at least 4")
 	}
 	if limitBytes > 0 && limitBytes < 4*mean {
-		bad(bytesField, limitBytes, "must be 0 or at least 4×MeanPacketBytes ("+strconv.Itoa(4*mean)+"): PIE drops nothing while at most 2×MeanPacketBytes are queued, and a full queue of packets of up to twice the mean may hold less")
+		// PIE drops nothing while at most 2×MeanPacketBytes are queued, and a
+		// full queue of packets of up to twice the mean may hold less.
+		bad(bytesField, limitBytes, "must be 0 or at least 4×MeanPacketBytes ("+strconv.Itoa(4*mean)+")")
 	}
 	if !d.RateEstimator || d.DequeueThresholdBytes < 1 || d.DequeueThresholdBytes > 1<<30 {
 		return errs
@@ -257,47 +261,49 @@ func (c Config) signalRules(pkg, bytesField string, limitPackets, limitBytes int
 	// bytes leaves the delay estimate at zero, and PIE silent.
 	lp := limitPackets
 	if lp == 0 {
-		lp = DefaultLimitPackets
+		lp = defaultLimitPackets
 	}
 	buf := lp * mean
 	if limitBytes > 0 {
 		buf = min(buf, limitBytes)
 	}
 	if d.DequeueThresholdBytes <= mean {
-		bad("DequeueThresholdBytes", d.DequeueThresholdBytes, "must be more than MeanPacketBytes ("+strconv.Itoa(mean)+") with RateEstimator: a measurement cycle that one packet completes takes no time, the departure rate looks infinite and PIE never signals")
+		// A measurement cycle that one packet completes takes no time, the
+		// departure rate looks infinite and PIE never signals.
+		bad("DequeueThresholdBytes", d.DequeueThresholdBytes, "must be more than MeanPacketBytes ("+strconv.Itoa(mean)+") with RateEstimator")
 	}
 	if need := d.DequeueThresholdBytes + 2*mean; buf < need {
-		bad("DequeueThresholdBytes", d.DequeueThresholdBytes, "must be at most the buffer ("+strconv.Itoa(buf)+" bytes: the byte limit, or the packet limit in mean-size packets) less 2×MeanPacketBytes with RateEstimator: a buffer that never holds DequeueThresholdBytes never measures the departure rate, and PIE never signals")
+		bad("DequeueThresholdBytes", d.DequeueThresholdBytes, "must be at most "+strconv.Itoa(buf-2*mean)+" with RateEstimator (the buffer less 2×MeanPacketBytes)")
 	}
 	return errs
 }
 
-// WithDefaults returns c with every zero field that has a default set to
+// withDefaults returns c with every zero field that has a default set to
 // it: the settings a controller built from c runs on, as the queues that
 // embed Control report them in their Config.
-func (c Control) WithDefaults() Control {
+func (c Control) withDefaults() Control {
 	def := func(v *time.Duration, d time.Duration) {
 		if *v == 0 {
 			*v = d
 		}
 	}
-	def(&c.Target, DefaultTarget)
-	def(&c.TUpdate, DefaultTUpdate)
-	def(&c.MaxBurst, DefaultMaxBurst)
+	def(&c.Target, defaultTarget)
+	def(&c.TUpdate, defaultTUpdate)
+	def(&c.MaxBurst, defaultMaxBurst)
 	if c.Alpha == 0 {
-		c.Alpha = DefaultAlpha
+		c.Alpha = defaultAlpha
 	}
 	if c.Beta == 0 {
-		c.Beta = DefaultBeta
+		c.Beta = defaultBeta
 	}
 	if c.MeanPacketBytes == 0 {
-		c.MeanPacketBytes = DefaultMeanPacketBytes
+		c.MeanPacketBytes = defaultMeanPacketBytes
 	}
 	if c.ECNThreshold == 0 {
-		c.ECNThreshold = DefaultECNThreshold
+		c.ECNThreshold = defaultECNThreshold
 	}
 	if c.DequeueThresholdBytes == 0 {
-		c.DequeueThresholdBytes = DefaultDequeueThresholdBytes
+		c.DequeueThresholdBytes = defaultDequeueThresholdBytes
 	}
 	return c
 }
@@ -305,9 +311,9 @@ func (c Control) WithDefaults() Control {
 // withDefaults returns c with every zero field that has a default set to
 // it. The zero Seed is left for New to replace with a random one.
 func (c Config) withDefaults() Config {
-	c.Control = c.Control.WithDefaults()
+	c.Control = c.Control.withDefaults()
 	if c.LimitPackets == 0 {
-		c.LimitPackets = DefaultLimitPackets
+		c.LimitPackets = defaultLimitPackets
 	}
 	return c
 }
@@ -316,7 +322,7 @@ func (c Config) withDefaults() Config {
 // whose round-trip time is about rtt (zero means [aqm.DefaultRTT]): the
 // byte limit is rate.BufferBytes(rtt), four round trips at the rate between
 // 64 KiB and 32 MiB (see [aqm.Rate.BufferBytes]), and the packet limit is
-// that many full-size packets, but at least [DefaultLimitPackets] so that
+// that many full-size packets, but at least 1000 so that
 // small packets are not refused first. Everything else keeps its default.
 // A zero rate (unknown or unlimited) gives the zero Config: the defaults.
 func ConfigForLink(rate aqm.Rate, rtt time.Duration) Config {
@@ -325,7 +331,7 @@ func ConfigForLink(rate aqm.Rate, rtt time.Duration) Config {
 	}
 	return Config{
 		LimitBytes:   rate.BufferBytes(rtt),
-		LimitPackets: max(rate.BufferPackets(rtt), DefaultLimitPackets),
+		LimitPackets: max(rate.BufferPackets(rtt), defaultLimitPackets),
 	}
 }
 

@@ -3,6 +3,7 @@ package pie
 import (
 	"math"
 	"math/bits"
+	"time"
 
 	"github.com/aqmkit/aqmkit/aqm"
 	"github.com/aqmkit/aqmkit/internal/rng"
@@ -72,9 +73,14 @@ const avgShift = 24
 // minTime marks a controller that has not seen a packet operation yet.
 const minTime = aqm.Time(math.MinInt64)
 
-// controller is PIE's state machine, separate from the packet storage so a
-// flow-queueing scheduler can embed one per flow.
-type controller struct {
+// Controller is the PIE state of one queue, as a plain value a flow-queueing
+// scheduler embeds per flow (Linux fq_pie and ns-3's FqPie keep one PIE per
+// flow): the drop probability, the delay history, the burst allowance,
+// the derandomization accumulator, the departure-rate estimator and its
+// own random source. It runs exactly the algorithm of [Queue] on the
+// backlog and head packet its owner reports. Initialize it with
+// [Controller.Init]; it is not safe for concurrent use.
+type Controller struct {
 	p     int64 // drop_prob_, fixed point, in [0, probOne]
 	old   int64 // qdelay_old_, ns: the delay estimate of the last update
 	burst int64 // burst_allowance_, ns, in [0, maxBurst]
@@ -94,8 +100,8 @@ type controller struct {
 	rng rng.Source
 }
 
-func (c *controller) init(pp *params, seed uint64) {
-	*c = controller{burst: pp.maxBurst, next: minTime, dqEnd: minTime, rng: rng.New(seed)}
+func (c *Controller) init(pp *params, seed uint64) {
+	*c = Controller{burst: pp.maxBurst, next: minTime, dqEnd: minTime, rng: rng.New(seed)}
 }
 
 // satAdd returns t+d saturated at the largest Time.
@@ -107,20 +113,20 @@ func satAdd(t aqm.Time, d int64) aqm.Time {
 }
 
 // age returns to−from in ns, 0 if to is not after from (backward time) and
-// saturated at MaxDelay. The difference is taken in uint64, so instants at
+// saturated at maxDelay. The difference is taken in uint64, so instants at
 // opposite ends of the int64 range do not overflow (aqm.Time.Since would).
 func age(from, to aqm.Time) int64 {
 	if to <= from {
 		return 0
 	}
-	return int64(min(uint64(to)-uint64(from), uint64(MaxDelay)))
+	return int64(min(uint64(to)-uint64(from), uint64(maxDelay)))
 }
 
 // delayAt returns current_qdelay at instant t for a queue whose contents do
 // not change between the last packet operation and t: the age of the head
 // packet (timestamps) or backlog·avg_dq_time/DQ_THRESHOLD (rate estimator),
-// in ns, saturated at MaxDelay.
-func (c *controller) delayAt(pp *params, t aqm.Time, empty bool, head aqm.Time, backlog int) int64 {
+// in ns, saturated at maxDelay.
+func (c *Controller) delayAt(pp *params, t aqm.Time, empty bool, head aqm.Time, backlog int) int64 {
 	if empty {
 		return 0
 	}
@@ -132,16 +138,16 @@ func (c *controller) delayAt(pp *params, t aqm.Time, empty bool, head aqm.Time, 
 	hi, lo := bits.Mul64(uint64(backlog), c.avgDq)
 	d := uint64(pp.dqThresh) << avgShift
 	if hi >= d {
-		return int64(MaxDelay)
+		return int64(maxDelay)
 	}
 	q, _ := bits.Div64(hi, lo, d)
-	return int64(min(q, uint64(MaxDelay)))
+	return int64(min(q, uint64(maxDelay)))
 }
 
 // raw returns the probability change of one update with delay estimate cur:
 // the PI term of RFC 8033 §4.2, auto-tuned by the current p, capped at 2%
 // from p ≥ 0.1 (§5.5), plus 2% beyond 250 ms with HighDelayBoost.
-func (c *controller) raw(pp *params, cur int64) int64 {
+func (c *Controller) raw(pp *params, cur int64) int64 {
 	n := pp.alphaQ*(cur-pp.target) + pp.betaQ*(cur-c.old)
 	i := 0
 	for i < len(autoTune) && c.p >= autoTune[i] {
@@ -160,7 +166,7 @@ func (c *controller) raw(pp *params, cur int64) int64 {
 }
 
 // update runs one periodic update (calculate_drop_prob) with estimate cur.
-func (c *controller) update(pp *params, cur int64) {
+func (c *Controller) update(pp *params, cur int64) {
 	p := c.p + c.raw(pp, cur)
 	if p < 0 {
 		p = 0
@@ -192,7 +198,7 @@ func (c *controller) update(pp *params, cur int64) {
 // that one is, or that the next update lies more than one TUpdate ahead). The queue's contents are those since the last packet
 // operation, so the delay each missed update would have seen is known
 // exactly: the updates are those a timer would have run.
-func (c *controller) catchUp(pp *params, now aqm.Time, empty bool, head aqm.Time, backlog int) {
+func (c *Controller) catchUp(pp *params, now aqm.Time, empty bool, head aqm.Time, backlog int) {
 	if pp.rate {
 		c.forgetFuture(pp, now)
 	}
@@ -263,7 +269,7 @@ func (c *controller) catchUp(pp *params, now aqm.Time, empty bool, head aqm.Time
 // (below the next threshold, or at most probOne in the top band, for
 // r > 0; at or above the band's threshold, and at least 1, for r < 0).
 // n·|r| stays below 2^50.
-func (c *controller) inBand(r int64) uint64 {
+func (c *Controller) inBand(r int64) uint64 {
 	j := 0
 	for j < len(autoTune) && c.p >= autoTune[j] {
 		j++
@@ -285,7 +291,7 @@ func (c *controller) inBand(r int64) uint64 {
 // skip applies m updates in closed form, their effect on p nil or already
 // applied: the burst allowance either is restored each time (reset) or
 // runs down by m·T; the last delay sample becomes qdelay_old.
-func (c *controller) skip(pp *params, m uint64, last aqm.Time, cur int64, reset bool) {
+func (c *Controller) skip(pp *params, m uint64, last aqm.Time, cur int64, reset bool) {
 	if reset {
 		c.burst = pp.maxBurst
 	} else if m >= uint64(c.burst)/uint64(pp.tupdate)+1 {
@@ -302,7 +308,7 @@ func (c *controller) skip(pp *params, m uint64, last aqm.Time, cur int64, reset 
 // optional derandomization and the random draw, for a packet of size bytes
 // arriving on a backlog of backlog bytes. It does not reset accu; the caller
 // does, on every positive decision.
-func (c *controller) dropEarly(pp *params, size uint32, backlog int) bool {
+func (c *Controller) dropEarly(pp *params, size uint32, backlog int) bool {
 	if (2*c.old < pp.target && c.p < safeProb) || backlog <= pp.safeBytes {
 		return false
 	}
@@ -331,7 +337,7 @@ func (c *controller) dropEarly(pp *params, size uint32, backlog int) bool {
 // onDequeue feeds the departure-rate estimator of RFC 8033 §5.2 with a
 // packet of size bytes leaving a backlog of backlog bytes (this packet
 // included) at now.
-func (c *controller) onDequeue(pp *params, now aqm.Time, size uint32, backlog int) {
+func (c *Controller) onDequeue(pp *params, now aqm.Time, size uint32, backlog int) {
 	c.forgetFuture(pp, now)
 	if c.measuring && now < c.dqStart {
 		// The cycle started at a reading in the future: its duration is
@@ -350,12 +356,12 @@ func (c *controller) onDequeue(pp *params, now aqm.Time, size uint32, backlog in
 	}
 	// A cycle took dt to dequeue DQ_THRESHOLD bytes; average it with
 	// weight 1/4 (RFC 8033's DQ_THRESHOLD/2^16 at the default threshold).
-	// A cycle of MaxDelay or more (a stalled link, or readings far apart
+	// A cycle of maxDelay or more (a stalled link, or readings far apart
 	// because one was wrong) is no measurement of the rate: it gives no
 	// sample, which would take dozens of cycles to average away.
 	c.measuring = false
 	a := age(c.dqStart, now)
-	if a >= int64(MaxDelay) {
+	if a >= int64(maxDelay) {
 		return
 	}
 	dt := uint64(a) << avgShift
@@ -372,10 +378,139 @@ func (c *controller) onDequeue(pp *params, now aqm.Time, size uint32, backlog in
 // forgetFuture discards the departure-rate samples of the cycles that
 // ended at a reading more than TUpdate ahead of now: a later reading that
 // far behind shows that one was in the future, and a cycle timed against
-// it (up to MaxDelay long, or zero) says nothing about the link. The
+// it (up to maxDelay long, or zero) says nothing about the link. The
 // average returns to its value before them.
-func (c *controller) forgetFuture(pp *params, now aqm.Time) {
+func (c *Controller) forgetFuture(pp *params, now aqm.Time) {
 	if c.dqEnd > now && uint64(c.dqEnd)-uint64(now) > uint64(pp.tupdate) {
 		c.avgDq, c.dqEnd = c.dqPrev, now
 	}
+}
+
+// Params are the constants a [Controller] runs on, derived from a
+// [Control] and shared by every Controller of a queue.
+type Params struct {
+	pp  params
+	ctl Control
+}
+
+// Params returns the [Params] for c with defaults applied. Call
+// [Control.Validate] (or the embedding configuration's Validate) first: the
+// values are used as they are.
+func (c Control) Params() Params {
+	d := c.withDefaults()
+	return Params{pp: d.derive(), ctl: d}
+}
+
+// Control returns the settings p was built from, defaults filled in: the
+// settings its controllers run on, as a queue that embeds [Control]
+// reports them in its Config.
+func (p *Params) Control() Control { return p.ctl }
+
+// Init resets c to a fresh controller whose random draws start from seed.
+func (c *Controller) Init(p *Params, seed uint64) { c.init(&p.pp, seed) }
+
+// Update runs the periodic probability updates due at now for a queue
+// whose contents have not changed since c's last call: empty, or with its
+// oldest packet enqueued at head and backlog bytes queued. Missed periods
+// are replayed as a timer would have run them; a schedule left in the
+// future by a reading far ahead of now restarts from now. Call it before
+// [Controller.Decide] and [Controller.Dequeued]. The common case, no update
+// due, is a single compare.
+func (c *Controller) Update(p *Params, now aqm.Time, empty bool, head aqm.Time, backlog int) {
+	if c.Due(p, now) {
+		c.catchUp(&p.pp, now, empty, head, backlog)
+	}
+}
+
+// Due reports whether [Controller.Update] has work at now: an update is due, or
+// the schedule lies further ahead than one TUpdate (a reading far in the
+// future left it there). A caller can test it before gathering Update's
+// arguments.
+func (c *Controller) Due(p *Params, now aqm.Time) bool {
+	return uint64(c.next-now-1) >= uint64(p.pp.tupdate)
+}
+
+// Reconfigured carries c over from the parameters old to cur, as
+// [Queue.Reconfigure] does: the burst allowance is cut to cur's
+// MaxBurst, and the departure-rate estimate restarts if the estimator or
+// its threshold changed.
+func (c *Controller) Reconfigured(old, cur *Params) {
+	if cur.pp.rate != old.pp.rate || cur.pp.dqThresh != old.pp.dqThresh {
+		c.measuring, c.dqCount, c.avgDq, c.dqEnd = false, 0, 0, minTime
+	}
+	c.burst = min(c.burst, cur.pp.maxBurst)
+}
+
+// Decide is PIE's decision for a packet of size bytes arriving at now, its
+// queue holding backlog bytes before it, with ECN codepoint ecn:
+// [aqm.Enqueued] (no signal), [aqm.Marked] (queue it with CE set),
+// [aqm.DroppedEarly] or, for an ECN-capable packet dropped because the
+// probability is at or above ECNThreshold, [aqm.DroppedOverload]. No
+// signal is given while the burst allowance lasts. The decision rests on
+// the probability of the last [Controller.Update], so now is not read; it
+// is taken so that the three per-flow controllers decide alike.
+func (c *Controller) Decide(p *Params, now aqm.Time, size uint32, backlog int, ecn aqm.ECN) aqm.Verdict {
+	pp := &p.pp
+	if c.burst != 0 || !c.dropEarly(pp, size, backlog) {
+		return aqm.Enqueued
+	}
+	c.accu = 0 // every positive decision restarts the derandomization
+	capable := ecn&aqm.ECNMask != aqm.NotECT
+	switch {
+	case pp.ecn && capable && c.p < pp.ecnTh:
+		return aqm.Marked
+	case pp.ecn && capable:
+		return aqm.DroppedOverload
+	}
+	return aqm.DroppedEarly
+}
+
+// Overflow records that one of c's packets hit a limit at now: the
+// derandomization restarts, as on a refusal by [Queue]. PIE's rule needs
+// neither p nor now; they are taken so that every per-flow controller is
+// told the same way.
+func (c *Controller) Overflow(p *Params, now aqm.Time) { c.accu = 0 }
+
+// Empty records that c's queue was found empty at now. PIE learns an empty
+// queue from [Controller.Update]'s empty argument, so Empty changes
+// nothing; it is here so that every per-flow controller is told the same
+// way.
+func (c *Controller) Empty(p *Params, now aqm.Time) {}
+
+// Dequeued feeds the departure-rate estimator (used only with
+// RateEstimator) with a packet of size bytes leaving at now a backlog of
+// backlog bytes, this packet included.
+func (c *Controller) Dequeued(p *Params, now aqm.Time, size uint32, backlog int) {
+	if p.pp.rate {
+		c.onDequeue(&p.pp, now, size, backlog)
+	}
+}
+
+// State is a snapshot of a [Controller].
+type State struct {
+	// Prob is the drop probability in [0, 1].
+	Prob float64
+	// QueueDelay is the delay estimate of the last update.
+	QueueDelay time.Duration
+	// BurstAllowance is the burst allowance left.
+	BurstAllowance time.Duration
+	// Updates counts the periodic updates applied.
+	Updates uint64
+	// NextUpdate is the instant of the next update; zero before the
+	// first call.
+	NextUpdate aqm.Time
+}
+
+// State returns a snapshot of c.
+func (c *Controller) State() State {
+	s := State{
+		Prob:           float64(c.p) / float64(probOne),
+		QueueDelay:     time.Duration(c.old),
+		BurstAllowance: time.Duration(c.burst),
+		Updates:        c.updates,
+	}
+	if c.next != minTime {
+		s.NextUpdate = c.next
+	}
+	return s
 }

@@ -117,12 +117,12 @@
 //     8% above target. DPDK's estimator multiplies a packet count by a time
 //     per 16 KiB; here it is bytes, as the RFC says. The estimator is not
 //     reset with the burst allowance (Linux resets it). A cycle that lasts
-//     [MaxDelay] or longer (a stalled link, or a clock reading far off)
+//     2^36 ns or longer (a stalled link, or a clock reading far off)
 //     gives no sample, and the samples of cycles that ended at a reading
 //     more than TUpdate ahead of a later one are discarded (see Time).
 //   - No active/inactive state (§5.3): PIE is always on, as in Linux.
-//   - Delays saturate at [MaxDelay] (2^36 ns ≈ 68.7 s) and gains at
-//     [MaxGain] to keep the fixed point exact.
+//   - Delays saturate at 2^36 ns (2^36 ns ≈ 68.7 s) and gains at
+//     16.0 to keep the fixed point exact.
 //   - Drops happen only at enqueue; the DropFunc is never called by PIE.
 //   - A next update more than one TUpdate ahead of now (left by a clock
 //     reading far in the future, or by time going back past the last
@@ -159,7 +159,7 @@
 // probability back to zero at once. A departure-rate cycle that started
 // after now starts again at now; the rate samples of cycles that ended at
 // a reading more than TUpdate ahead of now are discarded (the average goes
-// back to its value before them), and a cycle of [MaxDelay] or longer, as
+// back to its value before them), and a cycle of 2^36 ns or longer, as
 // one that starts at a reading far in the past, gives no sample. A forward jump is elapsed time: the
 // updates due during it are caught up in bounded, closed form.
 //

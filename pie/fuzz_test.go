@@ -64,7 +64,7 @@ func FuzzConfigOps(f *testing.F) {
 				t.Fatalf("op %d: burst path and loop diverge: %+v / %+v", i, q.Detail(), r.Detail())
 			}
 			c := &q.ctl
-			if c.p < 0 || c.p > probOne || c.burst < 0 || c.burst > q.pp.maxBurst || c.old < 0 || c.old > int64(MaxDelay) {
+			if c.p < 0 || c.p > probOne || c.burst < 0 || c.burst > q.pp.maxBurst || c.old < 0 || c.old > int64(maxDelay) {
 				t.Fatalf("state out of range: %+v", q.Detail())
 			}
 			s := q.Stats()

@@ -63,7 +63,7 @@ func randomTrace(q *Queue[int], g *rand.Rand, ops int, check func(phase int, v a
 
 // TestPropertyBounds protects the state invariants on random configurations
 // and traces: p and the reported probability in [0, 1], the burst allowance
-// in [0, MAX_BURST], qdelay_old in [0, MaxDelay], the accumulator below
+// in [0, MAX_BURST], qdelay_old in [0, maxDelay], the accumulator below
 // 8.5 + 1.
 func TestPropertyBounds(t *testing.T) {
 	props := gopter.NewProperties(propParams(t, 40))
@@ -79,7 +79,7 @@ func TestPropertyBounds(t *testing.T) {
 			d := q.Detail()
 			return c.p >= 0 && c.p <= probOne && d.Prob >= 0 && d.Prob <= 1 &&
 				c.burst >= 0 && c.burst <= q.pp.maxBurst &&
-				c.old >= 0 && c.old <= int64(MaxDelay) &&
+				c.old >= 0 && c.old <= int64(maxDelay) &&
 				c.accu >= 0 && c.accu < accuHigh+probOne
 		})
 	}, gen.UInt64()))
@@ -185,7 +185,7 @@ func TestPropertyOpenLoopOverload(t *testing.T) {
 		frac, delay, over := openLoop(q, lambda, capacity, 20*time.Second, total)
 		want := 1 - capacity/lambda
 		t.Logf("λ/C %.3f C %v rate %v: drop fraction %.4f want %.4f, mean delay %v", ratio, capacity, rate, frac, want, delay)
-		ok := math.Abs(frac-want) <= 0.01 && math.Abs(float64(delay-DefaultTarget)) <= 0.2*float64(DefaultTarget) && over == 0
+		ok := math.Abs(frac-want) <= 0.01 && math.Abs(float64(delay-defaultTarget)) <= 0.2*float64(defaultTarget) && over == 0
 		return ok
 	}, gen.Float64Range(1.05, 3), gen.IntRange(0, 2), gen.Bool()))
 	props.TestingRun(t)

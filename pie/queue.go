@@ -10,6 +10,7 @@ import (
 	"github.com/aqmkit/aqmkit/internal/metrics"
 	"github.com/aqmkit/aqmkit/internal/ring"
 	"github.com/aqmkit/aqmkit/internal/rng"
+	"github.com/aqmkit/aqmkit/internal/tally"
 )
 
 // Queue is a FIFO managed by PIE. It implements [aqm.Queue] and its burst
@@ -22,7 +23,7 @@ type Queue[T any] struct {
 	backlog int
 	segs    int // wire packets queued: a super-packet counts its segments
 	pp      params
-	ctl     controller
+	ctl     Controller
 	cfg     Config // effective: defaults and the seed in use filled in
 	onDrop  aqm.DropFunc[T]
 	stats   aqm.Stats
@@ -93,13 +94,13 @@ func (q *Queue[T]) Enqueue(p aqm.Packet[T], now aqm.Time) aqm.Verdict {
 func (q *Queue[T]) enqueue(p aqm.Packet[T], now aqm.Time) aqm.Verdict {
 	p.ECN &= aqm.ECNMask
 	p.Enqueued = now
-	q.stats.NoteSize(p.Size)
+	tally.NoteSize(&q.stats, p.Size)
 	size := int(p.Size)
 	pp := &q.pp
 	segs := p.SegmentCount()
 	if q.segs+segs > pp.limitPackets || (pp.limitBytes > 0 && (size > pp.limitBytes || q.backlog+size > pp.limitBytes)) {
 		q.ctl.accu = 0
-		q.stats.CountDropMeta(aqm.DroppedOverlimit, p.Meta, false)
+		tally.DropMeta(&q.stats, aqm.DroppedOverlimit, p.Meta, false)
 		return aqm.DroppedOverlimit
 	}
 	if q.ctl.burst == 0 && q.ctl.dropEarly(pp, p.Size, q.backlog) {
@@ -130,10 +131,10 @@ func (q *Queue[T]) signal(p aqm.Packet[T]) aqm.Verdict {
 		q.stats.Enqueued.AddMeta(p.Meta)
 		return aqm.Marked
 	case pp.ecn && capable:
-		q.stats.CountDropMeta(aqm.DroppedOverload, p.Meta, false)
+		tally.DropMeta(&q.stats, aqm.DroppedOverload, p.Meta, false)
 		return aqm.DroppedOverload
 	default:
-		q.stats.CountDropMeta(aqm.DroppedEarly, p.Meta, false)
+		tally.DropMeta(&q.stats, aqm.DroppedEarly, p.Meta, false)
 		return aqm.DroppedEarly
 	}
 }
@@ -226,7 +227,7 @@ func (q *Queue[T]) EnqueueBatch(ps []aqm.Packet[T], vs []aqm.Verdict, now aqm.Ti
 		maxSize = max(maxSize, size)
 		if segs > room || backlog+int64(size) > limitBytes {
 			c.accu = 0
-			q.stats.CountDropMeta(aqm.DroppedOverlimit, p.Meta, false)
+			tally.DropMeta(&q.stats, aqm.DroppedOverlimit, p.Meta, false)
 			vs[i] = aqm.DroppedOverlimit
 			continue
 		}
@@ -277,7 +278,7 @@ func (q *Queue[T]) enqueueQuiet(ps []aqm.Packet[T], vs []aqm.Verdict, now aqm.Ti
 		maxSize = max(maxSize, size)
 		if segs > room || backlog+int64(size) > limitBytes {
 			q.ctl.accu = 0
-			q.stats.CountDropMeta(aqm.DroppedOverlimit, p.Meta, false)
+			tally.DropMeta(&q.stats, aqm.DroppedOverlimit, p.Meta, false)
 			vs[i] = aqm.DroppedOverlimit
 			continue
 		}
@@ -397,14 +398,14 @@ type Detail struct {
 	MemoryBytes int `metric:"memory_bytes,gauge"`
 }
 
-// Metrics lists the values of d as [aqm.Metric]s in the words of Linux
+// metrics lists the values of d as [aqm.Metric]s in the words of Linux
 // tc's pie statistics, units in the name: probability (the drop
 // probability, in [0, 1]), delay_seconds, burst_allowance_seconds,
 // accumulated_probability, average_dequeue_time_seconds,
 // dequeue_rate_bytes_per_second, measuring (0 or 1), updates,
 // next_update_time_seconds (an instant in the caller's clock, 0 when
 // unset) and memory_bytes.
-func (d Detail) Metrics() iter.Seq[aqm.Metric] { return detailMetrics.Of(d) }
+func (d Detail) metrics() iter.Seq[aqm.Metric] { return detailMetrics.Of(d) }
 
 var detailMetrics = metrics.Declare[Detail]("")
 

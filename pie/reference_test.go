@@ -74,7 +74,7 @@ func newRef(cfg Config) *refPIE {
 }
 
 // currentQdelay is the latency the update at instant t sees, in seconds,
-// at whole-ns resolution and saturated at MaxDelay (aqmkit: the timestamp
+// at whole-ns resolution and saturated at maxDelay (aqmkit: the timestamp
 // estimate is the head packet's age at t, not the last departure's).
 func (r *refPIE) currentQdelay(t int64) float64 {
 	if len(r.queue) == 0 {
@@ -86,7 +86,7 @@ func (r *refPIE) currentQdelay(t int64) float64 {
 	} else {
 		ns = float64(max(t-r.queue[0].enq, 0))
 	}
-	return min(ns, float64(MaxDelay)) / 1e9
+	return min(ns, float64(maxDelay)) / 1e9
 }
 
 func (r *refPIE) calculateDropProb(t int64) {
@@ -240,8 +240,8 @@ func (r *refPIE) deque(now int64) (refPkt, bool) {
 			r.dqCount += pkt.size
 			if r.dqCount >= thr {
 				r.inMeasurement = false
-				// aqmkit: a cycle of MaxDelay or more gives no sample.
-				if dqInt := float64(max(now-r.measStart, 0)); dqInt < float64(MaxDelay) {
+				// aqmkit: a cycle of maxDelay or more gives no sample.
+				if dqInt := float64(max(now-r.measStart, 0)); dqInt < float64(maxDelay) {
 					if now != r.dqEnd {
 						r.dqEnd, r.dqPrev = now, r.avgDqTime
 					}

@@ -15,17 +15,17 @@ const ms = time.Millisecond
 const ulp = 1.0 / (1 << 48)
 
 // newCtl returns a controller and its params for cfg, as New would.
-func newCtl(t *testing.T, cfg Config) (*controller, *params) {
+func newCtl(t *testing.T, cfg Config) (*Controller, *params) {
 	t.Helper()
 	require.NoError(t, cfg.Validate())
 	cfg = cfg.withDefaults()
 	pp := cfg.derive()
-	c := &controller{}
+	c := &Controller{}
 	c.init(&pp, cfg.Seed)
 	return c, &pp
 }
 
-func prob(c *controller) float64 { return float64(c.p) / float64(probOne) }
+func prob(c *Controller) float64 { return float64(c.p) / float64(probOne) }
 
 // TestUpdateSteps protects the periodic update against the RFC 8033 §4.2
 // formula: each row sets p and qdelay_old, runs one update with the given
@@ -194,7 +194,7 @@ func TestIdleDecayClosedForm(t *testing.T) {
 	d := q.Detail()
 	require.Zero(t, d.Prob)
 	require.Zero(t, d.QueueDelay)
-	require.Equal(t, DefaultMaxBurst, d.BurstAllowance)
+	require.Equal(t, defaultMaxBurst, d.BurstAllowance)
 	// Updates at t0+15ms, t0+30ms, ... up to t0+1h: 240000 of them.
 	require.Equal(t, uint64(time.Hour/(15*ms)), d.Updates)
 	require.Equal(t, t0.Add(time.Hour+15*ms), d.NextUpdate)
@@ -563,8 +563,8 @@ func TestHugeTimeJumps(t *testing.T) {
 			q.Enqueue(aqm.Packet[int]{Meta: aqm.Meta{Size: 1500}}, at)
 			d := q.Detail()
 			require.True(t, d.Prob >= 0 && d.Prob <= 1, "%+v", d)
-			require.True(t, d.QueueDelay >= 0 && d.QueueDelay <= MaxDelay, "%+v", d)
-			require.True(t, d.BurstAllowance >= 0 && d.BurstAllowance <= DefaultMaxBurst, "%+v", d)
+			require.True(t, d.QueueDelay >= 0 && d.QueueDelay <= maxDelay, "%+v", d)
+			require.True(t, d.BurstAllowance >= 0 && d.BurstAllowance <= defaultMaxBurst, "%+v", d)
 		}
 	}
 	// Rate estimator with a constant delay just under the target: p

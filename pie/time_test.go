@@ -97,14 +97,14 @@ func TestTimeGlitchRecovery(t *testing.T) {
 			for q.Len() > 0 {
 				q.Dequeue(resume)
 			}
-			signals := moderate(q, resume, time.Second, 2*DefaultTUpdate, 4)
+			signals := moderate(q, resume, time.Second, 2*defaultTUpdate, 4)
 			require.Zero(t, signals, "rate %v %s: early drops after recovery (p %v)", rate, name, q.Detail().Prob)
-			require.Less(t, q.Detail().NextUpdate, resume.Add(time.Second+DefaultTUpdate+1))
+			require.Less(t, q.Detail().NextUpdate, resume.Add(time.Second+defaultTUpdate+1))
 
 			q, err = New[int](cfg, nil)
 			require.NoError(t, err)
 			glitch(q)
-			sent, got := light(q, resume, time.Second, 2*DefaultTUpdate)
+			sent, got := light(q, resume, time.Second, 2*defaultTUpdate)
 			require.Equal(t, sent, got, "rate %v %s: light traffic", rate, name)
 		}
 	}

@@ -324,14 +324,6 @@ func FromConfig[T any](cfg any, onDrop aqm.DropFunc[T]) (aqm.Queue[T], error) {
 	return nil, fmt.Errorf("%w: queues: %T is not a queue configuration", aqm.ErrInvalidConfig, cfg)
 }
 
-// Configs returns the zero value of every configuration type [FromConfig]
-// accepts, one per algorithm package type, so that tools (and tests) can
-// check that each is covered.
-func Configs() []any {
-	return []any{fifo.Config{}, red.Config{}, codel.Config{}, cobalt.Config{}, pie.Config{},
-		dualq.Config{}, fq.CoDelConfig{}, fq.CobaltConfig{}, fq.PIEConfig{}, sfq.Config{}, cake.Config{}}
-}
-
 // built returns a nil queue with an error, never a typed nil pointer in a
 // non-nil interface.
 func built[T any](q aqm.Queue[T], err error) (aqm.Queue[T], error) {

@@ -161,17 +161,13 @@ func overload(q aqm.Queue[uint64]) (ce, dropped int) {
 // the registry lists builds from its zero value, and anything else is an
 // ErrInvalidConfig, not a panic.
 func TestFromConfigCoversEveryType(t *testing.T) {
-	seen := map[reflect.Type]bool{}
-	for _, c := range queues.Configs() {
-		q, err := queues.FromConfig[int](c, nil)
-		require.NoError(t, err, "%T", c)
-		require.NotNil(t, q)
-		seen[reflect.TypeOf(c)] = true
-	}
 	for _, s := range queues.List() {
 		c, err := s.Config(queues.Options{})
 		require.NoError(t, err)
-		assert.True(t, seen[reflect.TypeOf(c)], "%s's %T is in Configs", s.Name, c)
+		zero := reflect.Zero(reflect.TypeOf(c)).Interface()
+		q, err := queues.FromConfig[int](zero, nil)
+		require.NoError(t, err, "%s's %T", s.Name, zero)
+		require.NotNil(t, q)
 	}
 	for _, bad := range []any{nil, 3, &fifo.Config{}, struct{}{}} {
 		q, err := queues.FromConfig[int](bad, nil)

@@ -2,6 +2,7 @@ package red
 
 import (
 	"github.com/aqmkit/aqmkit/aqm"
+	"github.com/aqmkit/aqmkit/internal/tally"
 )
 
 // This file holds RED's burst twins. Each block below mirrors a
@@ -95,7 +96,7 @@ func (q *Queue[T]) EnqueueBatch(ps []aqm.Packet[T], vs []aqm.Verdict, now aqm.Ti
 			v = q.signal(p.Size, ecn)
 			_, count = q.held() // signal moves the count, never the average
 			if !v.Accepted() {
-				q.stats.CountDropMeta(v, p.Meta, false)
+				tally.DropMeta(&q.stats, v, p.Meta, false)
 				vs[i] = v
 				continue
 			}

@@ -11,44 +11,44 @@ import (
 
 // Defaults used when a [Config] field is left zero.
 const (
-	// DefaultMaxP is max_p, the drop probability at MaxThreshold: 0.02, the
+	// defaultMaxP is max_p, the drop probability at MaxThreshold: 0.02, the
 	// 1/50 of Floyd and Jacobson's simulations and the default of Linux tc
 	// and ns-3 (LInterm 50).
-	DefaultMaxP = 0.02
-	// DefaultMeanPacketBytes is the mean packet size in bytes: 1000, the
+	defaultMaxP = 0.02
+	// defaultMeanPacketBytes is the mean packet size in bytes: 1000, the
 	// default avpkt of Linux tc.
-	DefaultMeanPacketBytes = 1000
-	// DefaultLinkRate is the rate at which the queue is drained, used for
+	defaultMeanPacketBytes = 1000
+	// defaultLinkRate is the rate at which the queue is drained, used for
 	// the idle decay and the automatic weight and thresholds: 100 Mbit/s.
-	DefaultLinkRate = 100 * aqm.Mbit
+	defaultLinkRate = 100 * aqm.Mbit
 	// MaxLinkRate is the largest LinkRate Validate accepts: 1000 Tbit/s. A
 	// larger rate is a unit mistake.
 	MaxLinkRate = 1000 * aqm.Tbit
-	// DefaultTargetDelay is the queueing delay the automatic thresholds aim
+	// defaultTargetDelay is the queueing delay the automatic thresholds aim
 	// at: 5 ms, the target delay of Floyd, Gummadi and Shenker (2001).
-	DefaultTargetDelay = 5 * time.Millisecond
-	// DefaultAdaptInterval is how often Adaptive RED adapts max_p: 0.5 s, as
+	defaultTargetDelay = 5 * time.Millisecond
+	// defaultAdaptInterval is how often Adaptive RED adapts max_p: 0.5 s, as
 	// in Floyd, Gummadi and Shenker (2001), Linux and ns-3.
-	DefaultAdaptInterval = 500 * time.Millisecond
-	// DefaultLimitPackets is the least default packet limit: 1000, Linux's
+	defaultAdaptInterval = 500 * time.Millisecond
+	// defaultLimitPackets is the least default packet limit: 1000, Linux's
 	// default txqueuelen.
-	DefaultLimitPackets = 1000
-	// MaxDerivedLimitPackets caps a packet limit that is derived from
+	defaultLimitPackets = 1000
+	// maxDerivedLimitPackets caps a packet limit that is derived from
 	// another field (LimitPackets left zero): 131072 packets, whose storage
 	// New allocates up front (4 MiB with a word-sized payload, see
 	// [Detail.MemoryBytes]). In packet mode a MaxThreshold above it
 	// requires an explicit LimitPackets.
-	MaxDerivedLimitPackets = 1 << 17
+	maxDerivedLimitPackets = 1 << 17
 
-	// MinAdaptiveMaxP and MaxAdaptiveMaxP bound Adaptive RED's max_p:
+	// minAdaptiveMaxP and maxAdaptiveMaxP bound Adaptive RED's max_p:
 	// [0.01, 0.5] (Floyd, Gummadi and Shenker 2001, Figure 3).
-	MinAdaptiveMaxP = 0.01
-	MaxAdaptiveMaxP = 0.5
-	// AdaptiveAlpha caps Adaptive RED's additive increase of max_p; the
-	// step is min(AdaptiveAlpha, max_p/4).
-	AdaptiveAlpha = 0.01
-	// AdaptiveBeta is Adaptive RED's multiplicative decrease factor.
-	AdaptiveBeta = 0.9
+	minAdaptiveMaxP = 0.01
+	maxAdaptiveMaxP = 0.5
+	// adaptiveAlpha caps Adaptive RED's additive increase of max_p; the
+	// step is min(adaptiveAlpha, max_p/4).
+	adaptiveAlpha = 0.01
+	// adaptiveBeta is Adaptive RED's multiplicative decrease factor.
+	adaptiveBeta = 0.9
 )
 
 // Bounds checked by Validate. They keep every derived quantity finite and
@@ -79,8 +79,8 @@ type Config struct {
 	// 3·MinThreshold. It must be greater than MinThreshold.
 	MaxThreshold int
 	// MaxP is max_p, the early drop probability at MaxThreshold, in (0, 1].
-	// Zero means [DefaultMaxP]. With Adaptive it is the initial value and
-	// must be in [MinAdaptiveMaxP, MaxAdaptiveMaxP].
+	// Zero means 0.02. With Adaptive it is the initial value and
+	// must be in [minAdaptiveMaxP, maxAdaptiveMaxP].
 	MaxP float64
 	// Weight is w_q, the weight of each arrival in the average queue, in
 	// (0, 1]. Zero means the automatic weight of Floyd, Gummadi and Shenker
@@ -89,24 +89,24 @@ type Config struct {
 	Weight float64
 
 	// LinkRate is the rate at which the queue is drained. Zero means
-	// [DefaultLinkRate]; at most [MaxLinkRate]. With MeanPacketBytes it sets
+	// 100 mbit; at most [MaxLinkRate]. With MeanPacketBytes it sets
 	// the packet time s = 8·MeanPacketBytes/LinkRate that an idle period is
 	// measured in, and C = 1/s for the automatic weight and thresholds.
 	LinkRate aqm.Rate
 	// MeanPacketBytes is the mean packet size in bytes. Zero means
-	// [DefaultMeanPacketBytes]. ByteMode scales the drop probability of a
+	// 1000. ByteMode scales the drop probability of a
 	// packet by Size/MeanPacketBytes.
 	MeanPacketBytes int
 	// TargetDelay is the queueing delay the automatic thresholds are set
-	// for. Zero means [DefaultTargetDelay]. It is used only when
+	// for. Zero means 5 ms. It is used only when
 	// MinThreshold and MaxThreshold are both zero.
 	TargetDelay time.Duration
 
 	// LimitPackets is the hard limit in packets: arrivals that RED accepts
 	// are refused with [aqm.DroppedOverlimit] while the queue holds this many.
-	// Zero means the larger of [DefaultLimitPackets] and 2·MaxThreshold (in
+	// Zero means the larger of 1000 and 2·MaxThreshold (in
 	// ByteMode: LimitBytes/64, room for minimum-size frames), at most
-	// [MaxDerivedLimitPackets]. Storage for this many packets is allocated
+	// 131072. Storage for this many packets is allocated
 	// by New, so it is at most 1<<24.
 	//
 	// A limit that holds more than about a second of queue at the link rate
@@ -136,7 +136,7 @@ type Config struct {
 	// [0.01, 0.5]. Use it with Gentle, as the paper does.
 	Adaptive bool
 	// AdaptInterval is Adaptive RED's adaptation period. Zero means
-	// [DefaultAdaptInterval].
+	// 500 ms.
 	AdaptInterval time.Duration
 
 	// Wait spaces early signals as ns-2's wait_ option and ns-3's
@@ -237,19 +237,19 @@ func (c Config) withDefaults(badField map[string]bool) (Config, []error) {
 		c.Weight = 0
 	}
 	if c.LinkRate == 0 {
-		c.LinkRate = DefaultLinkRate
+		c.LinkRate = defaultLinkRate
 	}
 	if c.MeanPacketBytes == 0 {
-		c.MeanPacketBytes = DefaultMeanPacketBytes
+		c.MeanPacketBytes = defaultMeanPacketBytes
 	}
 	if c.TargetDelay == 0 {
-		c.TargetDelay = DefaultTargetDelay
+		c.TargetDelay = defaultTargetDelay
 	}
 	if c.AdaptInterval == 0 {
-		c.AdaptInterval = DefaultAdaptInterval
+		c.AdaptInterval = defaultAdaptInterval
 	}
 	if c.MaxP == 0 {
-		c.MaxP = DefaultMaxP
+		c.MaxP = defaultMaxP
 	}
 	pktPerSec := c.packetsPerSecond()
 	if c.Weight == 0 {
@@ -305,7 +305,7 @@ func (c Config) withDefaults(badField map[string]bool) (Config, []error) {
 			errs = append(errs, bad("LimitBytes", c.LimitBytes, "must be at least MaxThreshold ("+itoa(c.MaxThreshold)+")"))
 		}
 		if c.LimitPackets == 0 {
-			c.LimitPackets = min(MaxDerivedLimitPackets, max(DefaultLimitPackets, (c.LimitBytes+minFrameBytes-1)/minFrameBytes))
+			c.LimitPackets = min(maxDerivedLimitPackets, max(defaultLimitPackets, (c.LimitBytes+minFrameBytes-1)/minFrameBytes))
 		}
 		// A byte limit below two mean-size packets refuses most packets
 		// before RED sees a queue: only the limit would drop.
@@ -319,13 +319,13 @@ func (c Config) withDefaults(badField map[string]bool) (Config, []error) {
 	} else if !badField["LimitPackets"] {
 		switch {
 		case c.LimitPackets == 0:
-			c.LimitPackets = max(DefaultLimitPackets, 2*c.MaxThreshold)
-			if c.LimitPackets > MaxDerivedLimitPackets {
-				c.LimitPackets = MaxDerivedLimitPackets
-				if c.MaxThreshold > MaxDerivedLimitPackets && !maxBad {
+			c.LimitPackets = max(defaultLimitPackets, 2*c.MaxThreshold)
+			if c.LimitPackets > maxDerivedLimitPackets {
+				c.LimitPackets = maxDerivedLimitPackets
+				if c.MaxThreshold > maxDerivedLimitPackets && !maxBad {
 					errs = append(errs, bad("LimitPackets", 0, "must be set explicitly when MaxThreshold ("+
-						itoa(c.MaxThreshold)+") is above "+itoa(MaxDerivedLimitPackets)+" packets: the default would preallocate more than "+
-						itoa(MaxDerivedLimitPackets*32>>20)+" MiB"))
+						itoa(c.MaxThreshold)+") is above "+itoa(maxDerivedLimitPackets)+" packets: the default would preallocate more than "+
+						itoa(maxDerivedLimitPackets*32>>20)+" MiB"))
 				}
 			}
 		case c.LimitPackets < c.MaxThreshold && !maxBad:
@@ -356,7 +356,7 @@ func (c Config) derive() (Config, params, error) {
 		report("LinkRate", c.LinkRate, "must be at most "+MaxLinkRate.String())
 	}
 	if c.MeanPacketBytes < 0 || c.MeanPacketBytes > maxMeanBytes {
-		report("MeanPacketBytes", c.MeanPacketBytes, "must be in [0, 16777216]")
+		report("MeanPacketBytes", c.MeanPacketBytes, "must be in [0, "+strconv.FormatUint(uint64(maxMeanBytes), 10)+"]")
 	}
 	if c.TargetDelay < 0 || c.TargetDelay > time.Hour {
 		report("TargetDelay", c.TargetDelay, "must be in [0, 1h]")
@@ -370,7 +370,7 @@ func (c Config) derive() (Config, params, error) {
 	switch {
 	case !(c.MaxP >= 0 && c.MaxP <= 1):
 		report("MaxP", c.MaxP, "must be in (0, 1]")
-	case c.Adaptive && c.MaxP != 0 && (c.MaxP < MinAdaptiveMaxP || c.MaxP > MaxAdaptiveMaxP):
+	case c.Adaptive && c.MaxP != 0 && (c.MaxP < minAdaptiveMaxP || c.MaxP > maxAdaptiveMaxP):
 		report("MaxP", c.MaxP, "must be in [0.01, 0.5] with Adaptive")
 	}
 	thMax := maxLimitPackets
@@ -384,10 +384,10 @@ func (c Config) derive() (Config, params, error) {
 		report("MaxThreshold", c.MaxThreshold, "must be in [0, "+itoa(thMax)+"]")
 	}
 	if c.LimitPackets < 0 || c.LimitPackets > maxLimitPackets {
-		report("LimitPackets", c.LimitPackets, "must be in [0, 16777216]")
+		report("LimitPackets", c.LimitPackets, "must be in [0, "+strconv.FormatUint(uint64(maxLimitPackets), 10)+"]")
 	}
 	if c.LimitBytes < 0 || c.LimitBytes > maxBytes {
-		report("LimitBytes", c.LimitBytes, "must be in [0, 1099511627776]")
+		report("LimitBytes", c.LimitBytes, "must be in [0, "+strconv.FormatUint(uint64(maxBytes), 10)+"]")
 	}
 	c, rel := c.withDefaults(badField)
 	errs = append(errs, rel...)
@@ -430,7 +430,7 @@ func (c Config) derive() (Config, params, error) {
 // MaxThreshold if the automatic threshold is larger). Everything else is
 // at its default; set Gentle, Adaptive or ECN options on the result. A
 // zero rate (unknown or unlimited) gives the zero Config: the defaults,
-// whose thresholds are those of [DefaultLinkRate].
+// whose thresholds are those of 100 mbit.
 func ConfigForLink(rate aqm.Rate, rtt time.Duration) Config {
 	if rate == 0 {
 		return Config{}

@@ -74,7 +74,7 @@ func factory(t testing.TB, c Config) aqmtest.Factory {
 			case 2:
 				next.Adaptive, next.Gentle = !c.Adaptive, true
 				if next.Adaptive && next.MaxP != 0 {
-					next.MaxP = min(max(next.MaxP, MinAdaptiveMaxP), MaxAdaptiveMaxP)
+					next.MaxP = min(max(next.MaxP, minAdaptiveMaxP), maxAdaptiveMaxP)
 				}
 			case 3:
 				next.Wait, next.DisableECN = !c.Wait, !c.DisableECN
@@ -179,7 +179,7 @@ func FuzzConfig(f *testing.F) {
 			require.False(t, math.IsNaN(d.Avg) || math.IsInf(d.Avg, 0) || d.Avg < 0, "avg %v", d.Avg)
 			require.True(t, d.Prob >= 0 && d.Prob <= 1+1e-9, "prob %v", d.Prob)
 			if cfg.Adaptive {
-				require.True(t, d.MaxP >= MinAdaptiveMaxP && d.MaxP <= MaxAdaptiveMaxP)
+				require.True(t, d.MaxP >= minAdaptiveMaxP && d.MaxP <= maxAdaptiveMaxP)
 			}
 		}
 	})

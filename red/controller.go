@@ -390,13 +390,13 @@ func (c *controller) adapt(now aqm.Time, idle bool) {
 			a *= c.decay(elapsedNs(c.idleStart, t))
 		}
 		switch {
-		case a > c.p.tgtHi && c.maxP < MaxAdaptiveMaxP:
-			c.maxP = min(c.maxP+min(AdaptiveAlpha, c.maxP/4), MaxAdaptiveMaxP)
+		case a > c.p.tgtHi && c.maxP < maxAdaptiveMaxP:
+			c.maxP = min(c.maxP+min(adaptiveAlpha, c.maxP/4), maxAdaptiveMaxP)
 			changed = true
 			c.cnt.adaptations++
 			j++
-		case a < c.p.tgtLo && c.maxP > MinAdaptiveMaxP:
-			c.maxP = max(c.maxP*AdaptiveBeta, MinAdaptiveMaxP)
+		case a < c.p.tgtLo && c.maxP > minAdaptiveMaxP:
+			c.maxP = max(c.maxP*adaptiveBeta, minAdaptiveMaxP)
 			changed = true
 			c.cnt.adaptations++
 			j++

@@ -32,17 +32,18 @@ type Detail struct {
 	// average: 0.4 and 0.6 of the way from MinThreshold to MaxThreshold.
 	TargetLow  float64 `metric:"target_low,gauge,unit=ByteMode"`
 	TargetHigh float64 `metric:"target_high,gauge,unit=ByteMode"`
-	// ProbDrops and ProbMarks count probabilistic early signals, dropped or
-	// marked. ForcedDrops and ForcedMarks count signals where the average
-	// was at or above MaxThreshold (2·MaxThreshold with Gentle); ForcedDrops
-	// includes the ECN-capable packets dropped as [aqm.DroppedOverload]. A
-	// signal is counted when decided: a marked packet then refused by a
-	// full hard limit is in ProbMarks or ForcedMarks and in
+	// DroppedProbabilistic and MarkedProbabilistic count probabilistic
+	// early signals, dropped or marked. DroppedForced and MarkedForced count
+	// signals where the average was at or above MaxThreshold
+	// (2·MaxThreshold with Gentle); DroppedForced includes the ECN-capable
+	// packets dropped as [aqm.DroppedOverload]. A signal is counted when
+	// decided: a marked packet then refused by a full hard limit is in
+	// MarkedProbabilistic or MarkedForced and in
 	// Stats.DroppedOverlimit, not in Stats.Marked.
-	ProbDrops   uint64 `metric:"dropped_probabilistic_packets,counter"`
-	ProbMarks   uint64 `metric:"marked_probabilistic_packets,counter"`
-	ForcedDrops uint64 `metric:"dropped_forced_packets,counter"`
-	ForcedMarks uint64 `metric:"marked_forced_packets,counter"`
+	DroppedProbabilistic uint64 `metric:"dropped_probabilistic_packets,counter"`
+	MarkedProbabilistic  uint64 `metric:"marked_probabilistic_packets,counter"`
+	DroppedForced        uint64 `metric:"dropped_forced_packets,counter"`
+	MarkedForced         uint64 `metric:"marked_forced_packets,counter"`
 	// Adaptations counts the changes Adaptive RED made to max_p.
 	Adaptations uint64 `metric:"adaptations,counter"`
 	// ByteMode reports whether Avg, the thresholds and the targets are in
@@ -55,10 +56,10 @@ type Detail struct {
 	MemoryBytes int `metric:"memory_bytes,gauge"`
 }
 
-// Metrics lists the values of d as [aqm.Metric]s with lower_snake names
+// metrics lists the values of d as [aqm.Metric]s with lower_snake names
 // that carry their units ("_packets" or "_bytes" after the average and the
 // thresholds, as ByteMode says).
-func (d Detail) Metrics() iter.Seq[aqm.Metric] { return detailMetrics.Of(d) }
+func (d Detail) metrics() iter.Seq[aqm.Metric] { return detailMetrics.Of(d) }
 
 var detailMetrics = metrics.Declare[Detail]("")
 
@@ -80,21 +81,21 @@ func (q *Queue[T]) memoryBytes() int {
 // Detail returns a snapshot of RED's state.
 func (q *Queue[T]) Detail() Detail {
 	return Detail{
-		Avg:          q.avg,
-		MaxP:         q.maxP,
-		Prob:         float64(q.lastProb) / one,
-		Count:        q.count,
-		MinThreshold: q.p.minTh,
-		MaxThreshold: q.p.maxTh,
-		Weight:       q.p.w,
-		TargetLow:    q.p.tgtLo,
-		TargetHigh:   q.p.tgtHi,
-		ProbDrops:    q.cnt.probDrops,
-		ProbMarks:    q.cnt.probMarks,
-		ForcedDrops:  q.cnt.forcedDrops,
-		ForcedMarks:  q.cnt.forcedMarks,
-		Adaptations:  q.cnt.adaptations,
-		ByteMode:     q.p.byteMode,
-		MemoryBytes:  q.memoryBytes(),
+		Avg:                  q.avg,
+		MaxP:                 q.maxP,
+		Prob:                 float64(q.lastProb) / one,
+		Count:                q.count,
+		MinThreshold:         q.p.minTh,
+		MaxThreshold:         q.p.maxTh,
+		Weight:               q.p.w,
+		TargetLow:            q.p.tgtLo,
+		TargetHigh:           q.p.tgtHi,
+		DroppedProbabilistic: q.cnt.probDrops,
+		MarkedProbabilistic:  q.cnt.probMarks,
+		DroppedForced:        q.cnt.forcedDrops,
+		MarkedForced:         q.cnt.forcedMarks,
+		Adaptations:          q.cnt.adaptations,
+		ByteMode:             q.p.byteMode,
+		MemoryBytes:          q.memoryBytes(),
 	}
 }

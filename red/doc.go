@@ -112,7 +112,7 @@
 // New preallocates the packet ring: LimitPackets rounded up to a power of
 // two, times the size of an [aqm.Packet] of T (32 bytes for a word-sized
 // payload). [Detail.MemoryBytes] reports it. A limit derived from the
-// thresholds is capped at [MaxDerivedLimitPackets] (4 MiB with a
+// thresholds is capped at 131072 (4 MiB with a
 // word-sized payload); a larger ring must be asked for with an explicit
 // LimitPackets.
 //

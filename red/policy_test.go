@@ -232,10 +232,10 @@ func TestConfigForLink(t *testing.T) {
 func TestMemoryBounded(t *testing.T) {
 	q, err := New[uint64](Config{ByteMode: true, MinThreshold: 1 << 38, MaxThreshold: 1 << 39, Seed: 1}, nil)
 	require.NoError(t, err)
-	require.Equal(t, MaxDerivedLimitPackets, q.Config().LimitPackets)
+	require.Equal(t, maxDerivedLimitPackets, q.Config().LimitPackets)
 	d := q.Detail()
-	require.GreaterOrEqual(t, d.MemoryBytes, MaxDerivedLimitPackets*32)
-	require.Less(t, d.MemoryBytes, MaxDerivedLimitPackets*32+4096)
+	require.GreaterOrEqual(t, d.MemoryBytes, maxDerivedLimitPackets*32)
+	require.Less(t, d.MemoryBytes, maxDerivedLimitPackets*32+4096)
 
 	_, err = New[uint64](Config{MinThreshold: 1 << 20, MaxThreshold: 1 << 21}, nil)
 	require.ErrorIs(t, err, aqm.ErrInvalidConfig)
@@ -260,7 +260,7 @@ func TestDetailMetrics(t *testing.T) {
 		}
 		d := q.Detail()
 		got := map[string]float64{}
-		for m := range d.Metrics() {
+		for m := range d.metrics() {
 			_, dup := got[m.Name]
 			require.False(t, dup, m.Name)
 			require.Regexp(t, `^[a-z][a-z0-9_]*$`, m.Name)
@@ -275,12 +275,12 @@ func TestDetailMetrics(t *testing.T) {
 			"count_packets": float64(d.Count), "min_threshold" + unit: d.MinThreshold,
 			"max_threshold" + unit: d.MaxThreshold, "weight": d.Weight,
 			"target_low" + unit: d.TargetLow, "target_high" + unit: d.TargetHigh,
-			"dropped_probabilistic_packets": float64(d.ProbDrops), "marked_probabilistic_packets": float64(d.ProbMarks),
-			"dropped_forced_packets": float64(d.ForcedDrops), "marked_forced_packets": float64(d.ForcedMarks),
+			"dropped_probabilistic_packets": float64(d.DroppedProbabilistic), "marked_probabilistic_packets": float64(d.MarkedProbabilistic),
+			"dropped_forced_packets": float64(d.DroppedForced), "marked_forced_packets": float64(d.MarkedForced),
 			"adaptations": float64(d.Adaptations), "memory_bytes": float64(d.MemoryBytes),
 		}
 		require.Equal(t, want, got)
-		require.Positive(t, d.ProbDrops+d.ForcedDrops)
+		require.Positive(t, d.DroppedProbabilistic+d.DroppedForced)
 	}
 }
 

@@ -150,14 +150,14 @@ func TestPropertyAdaptiveMaxPBounds(t *testing.T) {
 	props.Property("max_p in [0.01, 0.5]", prop.ForAll(func(cfgSeed, traceSeed uint64) bool {
 		c := randomRefConfig(rand.New(rand.NewPCG(cfgSeed, 1)))
 		c.Adaptive = true
-		c.MaxP = min(max(c.MaxP, MinAdaptiveMaxP), MaxAdaptiveMaxP)
+		c.MaxP = min(max(c.MaxP, minAdaptiveMaxP), maxAdaptiveMaxP)
 		q, err := New[int](c, nil)
 		if err != nil {
 			return false
 		}
 		return traceCheck(q, traceSeed, 3000, func(aqm.Verdict, counters, float64) bool {
 			m := q.Detail().MaxP
-			return m >= MinAdaptiveMaxP && m <= MaxAdaptiveMaxP
+			return m >= minAdaptiveMaxP && m <= maxAdaptiveMaxP
 		})
 	}, gen.UInt64(), gen.UInt64()))
 	props.TestingRun(t)

@@ -4,6 +4,7 @@ import (
 	"github.com/aqmkit/aqmkit/aqm"
 	"github.com/aqmkit/aqmkit/internal/ring"
 	"github.com/aqmkit/aqmkit/internal/rng"
+	"github.com/aqmkit/aqmkit/internal/tally"
 )
 
 // Queue is a RED, Gentle RED or Adaptive RED queue of packets with payload
@@ -55,11 +56,11 @@ func New[T any](cfg Config, onDrop aqm.DropFunc[T]) (*Queue[T], error) {
 // the other.
 func (q *Queue[T]) Enqueue(p aqm.Packet[T], now aqm.Time) aqm.Verdict {
 	ecn := p.ECN & aqm.ECNMask
-	q.stats.NoteSize(p.Size)
+	tally.NoteSize(&q.stats, p.Size)
 	size := uint64(p.Size)
 	if size > q.p.limitBytes {
 		// Refused before RED sees it: it could never be queued.
-		q.stats.CountDropMeta(aqm.DroppedOverlimit, p.Meta, false)
+		tally.DropMeta(&q.stats, aqm.DroppedOverlimit, p.Meta, false)
 		return aqm.DroppedOverlimit
 	}
 	n, segs := q.segs, p.SegmentCount() // wire packets: the packet-mode average counts segments
@@ -79,12 +80,12 @@ func (q *Queue[T]) Enqueue(p aqm.Packet[T], now aqm.Time) aqm.Verdict {
 	if !q.below() {
 		v = q.signal(p.Size, ecn)
 		if !v.Accepted() {
-			q.stats.CountDropMeta(v, p.Meta, false)
+			tally.DropMeta(&q.stats, v, p.Meta, false)
 			return v
 		}
 	}
 	if n+segs > q.p.limitPackets || q.backlog+size > q.p.limitBytes {
-		q.stats.CountDropMeta(aqm.DroppedOverlimit, p.Meta, false)
+		tally.DropMeta(&q.stats, aqm.DroppedOverlimit, p.Meta, false)
 		return aqm.DroppedOverlimit
 	}
 	if v == aqm.Marked {

@@ -307,7 +307,7 @@ func TestForcedWithoutGentle(t *testing.T) {
 		require.Equal(t, aqm.DroppedEarly, v)
 	}
 	d := q.Detail()
-	require.EqualValues(t, 10, d.ForcedDrops)
+	require.EqualValues(t, 10, d.DroppedForced)
 	require.Equal(t, int64(-1), d.Count)
 	require.Equal(t, 1.0, d.Prob)
 	q.Dequeue(t0)
@@ -395,7 +395,7 @@ func TestAdaptiveSteps(t *testing.T) {
 	// average above the band: max_p saturates at exactly 0.5.
 	now += aqm.Time(100 * time.Second)
 	hold(q, 25, aqm.ECT0, now)
-	require.Equal(t, MaxAdaptiveMaxP, q.Detail().MaxP)
+	require.Equal(t, maxAdaptiveMaxP, q.Detail().MaxP)
 	// Below the band (avg 15 < 18): ×0.9 per instant, down to exactly 0.01.
 	for q.Len() > 15 {
 		q.Dequeue(now)
@@ -406,7 +406,7 @@ func TestAdaptiveSteps(t *testing.T) {
 	require.InDelta(t, 0.45, q.Detail().MaxP, 1e-15)
 	now += aqm.Time(time.Hour)
 	hold(q, 15, aqm.ECT0, now)
-	require.Equal(t, MinAdaptiveMaxP, q.Detail().MaxP)
+	require.Equal(t, minAdaptiveMaxP, q.Detail().MaxP)
 	// In the band: no change.
 	for q.Len() < 20 {
 		q.ring.PushBack(aqm.Packet[int]{Meta: aqm.Meta{Size: 1000}})
@@ -420,7 +420,7 @@ func TestAdaptiveSteps(t *testing.T) {
 	require.Equal(t, n, q.Detail().Adaptations)
 	// The largest time jump is caught up without overflow or a long loop.
 	hold(q, 20, aqm.ECT0, math.MaxInt64)
-	require.GreaterOrEqual(t, q.Detail().MaxP, MinAdaptiveMaxP)
+	require.GreaterOrEqual(t, q.Detail().MaxP, minAdaptiveMaxP)
 }
 
 // TestReconfigure protects Reconfigure: no packet is lost, duplicated or

@@ -506,8 +506,8 @@ func TestReferenceLongIdleAdaptive(t *testing.T) {
 			now += aqm.Time(gap)
 			enq()
 			require.InDelta(t, m.maxP, q.maxP, 1e-12, "gap %v w %v", gap, w)
-			require.GreaterOrEqual(t, q.maxP, MinAdaptiveMaxP)
-			require.LessOrEqual(t, q.maxP, MaxAdaptiveMaxP)
+			require.GreaterOrEqual(t, q.maxP, minAdaptiveMaxP)
+			require.LessOrEqual(t, q.maxP, maxAdaptiveMaxP)
 		}
 	}
 }

@@ -2,6 +2,7 @@ package sfq
 
 import (
 	"github.com/aqmkit/aqmkit/aqm"
+	"github.com/aqmkit/aqmkit/internal/tally"
 )
 
 // This file holds SFQ's burst twins. Each block below mirrors a
@@ -70,7 +71,7 @@ func (q *Queue[T]) EnqueueBatch(ps []aqm.Packet[T], vs []aqm.Verdict, now aqm.Ti
 		nd.pkt.ECN &= aqm.ECNMask
 		nd.pkt.Enqueued = now
 		size := nd.pkt.Size
-		q.stats.NoteSize(size)
+		tally.NoteSize(&q.stats, size)
 		q.linkTail(s, i)
 		s.backlog += uint64(size)
 		q.moveDepth(x, s.n+1)

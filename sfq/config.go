@@ -3,6 +3,7 @@ package sfq
 import (
 	"errors"
 	"math"
+	"strconv"
 	"time"
 
 	"github.com/aqmkit/aqmkit/aqm"
@@ -11,18 +12,18 @@ import (
 // Defaults of [Config], the values Linux sch_sfq uses when tc leaves a
 // parameter out.
 const (
-	// DefaultLimitPackets is the whole queue's packet limit: 127, Linux's
+	// defaultLimitPackets is the whole queue's packet limit: 127, Linux's
 	// SFQ_MAX_DEPTH, which tc prints as "limit 127p".
-	DefaultLimitPackets = 127
-	// DefaultDepthPackets is the per-flow packet limit: 127, Linux's
+	defaultLimitPackets = 127
+	// defaultDepthPackets is the per-flow packet limit: 127, Linux's
 	// default and maximum "depth".
-	DefaultDepthPackets = 127
-	// DefaultDivisor is the number of hash buckets: 1024, Linux's
+	defaultDepthPackets = 127
+	// defaultDivisor is the number of hash buckets: 1024, Linux's
 	// SFQ_DEFAULT_HASH_DIVISOR.
-	DefaultDivisor = 1024
-	// DefaultQuantumBytes is the round-robin quantum: 1514 bytes, Linux's
+	defaultDivisor = 1024
+	// defaultQuantumBytes is the round-robin quantum: 1514 bytes, Linux's
 	// psched_mtu for Ethernet (a 1500-byte MTU plus the 14-byte link header).
-	DefaultQuantumBytes = 1514
+	defaultQuantumBytes = 1514
 )
 
 // Upper bounds checked by [Config]; storage proportional to them is
@@ -39,7 +40,7 @@ const (
 // limits for a link instead.
 type Config struct {
 	// LimitPackets is the most packets the whole queue holds. Zero means
-	// [DefaultLimitPackets] (127). It must be in [1, 16777216]. SFQ has
+	// 127 (127). It must be in [1, 16777216]. SFQ has
 	// no AQM, so this limit is what bounds the queueing delay: 127 full-size
 	// packets are 1.5 ms at 1 Gbit/s and 15 ms at 100 Mbit/s. Raise it for
 	// faster links or many concurrently active flows, but a limit that
@@ -54,15 +55,15 @@ type Config struct {
 	// DepthPackets is the most packets one flow (one hash bucket) may hold;
 	// an arrival to a flow already at this depth is refused, or with
 	// HeadDrop replaces that flow's oldest packet. Zero means
-	// [DefaultDepthPackets] (127). It must not be negative; values above
+	// 127 (127). It must not be negative; values above
 	// LimitPackets have no effect.
 	DepthPackets int
 	// Divisor is the number of hash buckets packets are classified into.
-	// Zero means [DefaultDivisor] (1024). It must be in [0, 1048576]; it
+	// Zero means 1024 (1024). It must be in [0, 1048576]; it
 	// need not be a power of two.
 	Divisor int
 	// QuantumBytes is the round-robin quantum in bytes: the credit (allot)
-	// a flow receives per round. Zero means [DefaultQuantumBytes] (1514).
+	// a flow receives per round. Zero means 1514 (1514).
 	// It must be in [0, 4294967295]. Quanta smaller than the packets are
 	// allowed (the scheduler then skips flows for several rounds in one
 	// step), but a quantum of at least the MTU gives the usual
@@ -115,7 +116,7 @@ func (c Config) Validate() error {
 		errs = append(errs, &aqm.ConfigError{Pkg: "sfq", Field: field, Value: v, Rule: rule})
 	}
 	if c.LimitPackets < 0 || c.LimitPackets > maxLimitPackets {
-		bad("LimitPackets", c.LimitPackets, "must be in [0, 16777216] (0 means 127)")
+		bad("LimitPackets", c.LimitPackets, "must be in [0, "+strconv.FormatUint(uint64(maxLimitPackets), 10)+"] (0 means 127)")
 	}
 	if c.LimitBytes < 0 {
 		bad("LimitBytes", c.LimitBytes, "must not be negative")
@@ -124,10 +125,10 @@ func (c Config) Validate() error {
 		bad("DepthPackets", c.DepthPackets, "must not be negative (0 means 127)")
 	}
 	if c.Divisor < 0 || c.Divisor > maxDivisor {
-		bad("Divisor", c.Divisor, "must be in [0, 1048576] (0 means 1024)")
+		bad("Divisor", c.Divisor, "must be in [0, "+strconv.FormatUint(uint64(maxDivisor), 10)+"] (0 means 1024)")
 	}
 	if c.QuantumBytes < 0 || int64(c.QuantumBytes) > maxQuantum {
-		bad("QuantumBytes", c.QuantumBytes, "must be in [0, 4294967295] (0 means 1514)")
+		bad("QuantumBytes", c.QuantumBytes, "must be in [0, "+strconv.FormatUint(uint64(maxQuantum), 10)+"] (0 means 1514)")
 	}
 	if c.PerturbPeriod < 0 {
 		bad("PerturbPeriod", c.PerturbPeriod, "must not be negative (0 means never)")
@@ -139,16 +140,16 @@ func (c Config) Validate() error {
 // by it (Seed is left alone).
 func (c Config) withDefaults() Config {
 	if c.LimitPackets == 0 {
-		c.LimitPackets = DefaultLimitPackets
+		c.LimitPackets = defaultLimitPackets
 	}
 	if c.DepthPackets == 0 {
-		c.DepthPackets = DefaultDepthPackets
+		c.DepthPackets = defaultDepthPackets
 	}
 	if c.Divisor == 0 {
-		c.Divisor = DefaultDivisor
+		c.Divisor = defaultDivisor
 	}
 	if c.QuantumBytes == 0 {
-		c.QuantumBytes = DefaultQuantumBytes
+		c.QuantumBytes = defaultQuantumBytes
 	}
 	return c
 }

@@ -18,12 +18,12 @@ type Detail struct {
 	// NextPerturb is when the key is next replaced (checked on Enqueue);
 	// zero if perturbation is off or not yet armed by a first Enqueue.
 	NextPerturb aqm.Time `metric:"next_perturbation_time_seconds,gauge"`
-	// DepthDrops counts arrivals to a flow at DepthPackets: refused, or with
+	// DroppedDepth counts arrivals to a flow at DepthPackets: refused, or with
 	// HeadDrop, replacing the flow's oldest packet.
-	DepthDrops uint64 `metric:"dropped_depth_packets,counter"`
-	// OverflowDrops counts packets dropped from a longest flow because the
+	DroppedDepth uint64 `metric:"dropped_depth_packets,counter"`
+	// DroppedOverflow counts packets dropped from a longest flow because the
 	// queue was over LimitPackets or LimitBytes, arrivals included.
-	OverflowDrops uint64 `metric:"dropped_overflow_packets,counter"`
+	DroppedOverflow uint64 `metric:"dropped_overflow_packets,counter"`
 	// MemoryBytes is the memory the queue preallocated for its
 	// configuration: (LimitPackets+1)·(size of a Packet[T] + 8) for the
 	// packet slab plus 8·(LimitPackets+2) for the depth lists' heads,
@@ -33,12 +33,12 @@ type Detail struct {
 	MemoryBytes int `metric:"memory_bytes,gauge"`
 }
 
-// Metrics lists d's values for exporters: active_flows,
+// metrics lists d's values for exporters: active_flows,
 // longest_flow_packets and memory_bytes (gauges), perturbations,
 // dropped_depth_packets and dropped_overflow_packets (counters), and
 // next_perturbation_time_seconds (a gauge: the instant of the next re-key,
 // 0 if none).
-func (d Detail) Metrics() iter.Seq[aqm.Metric] { return detailMetrics.Of(d) }
+func (d Detail) metrics() iter.Seq[aqm.Metric] { return detailMetrics.Of(d) }
 
 var detailMetrics = metrics.Declare[Detail]("")
 

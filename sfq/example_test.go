@@ -48,7 +48,7 @@ func ExampleQueue_Detail() {
 	}
 	q.Enqueue(aqm.Packet[int]{Payload: 9, Meta: aqm.Meta{Size: 1000, Hash: 2}}, 1)
 	d := q.Detail()
-	fmt.Println("flows:", d.ActiveFlows, "longest:", d.LongestFlowPackets, "depth drops:", d.DepthDrops)
+	fmt.Println("flows:", d.ActiveFlows, "longest:", d.LongestFlowPackets, "depth drops:", d.DroppedDepth)
 	// Output:
 	// flows: 2 longest: 2 depth drops: 1
 }

@@ -154,7 +154,7 @@ func TestSFQDetailMetrics(t *testing.T) {
 	}
 	d := q.Detail()
 	got := map[string]float64{}
-	for m := range d.Metrics() {
+	for m := range d.metrics() {
 		_, dup := got[m.Name]
 		require.False(t, dup, m.Name)
 		require.Equal(t, strings.ToLower(m.Name), m.Name)
@@ -163,13 +163,13 @@ func TestSFQDetailMetrics(t *testing.T) {
 	want := map[string]float64{
 		"active_flows": float64(d.ActiveFlows), "longest_flow_packets": float64(d.LongestFlowPackets),
 		"perturbations": float64(d.Perturbations), "next_perturbation_time_seconds": time.Duration(d.NextPerturb).Seconds(),
-		"dropped_depth_packets": float64(d.DepthDrops), "dropped_overflow_packets": float64(d.OverflowDrops),
+		"dropped_depth_packets": float64(d.DroppedDepth), "dropped_overflow_packets": float64(d.DroppedOverflow),
 		"memory_bytes": float64(d.MemoryBytes),
 	}
 	assert.Equal(t, want, got)
-	assert.NotZero(t, d.DepthDrops)
+	assert.NotZero(t, d.DroppedDepth)
 	assert.Positive(t, d.MemoryBytes)
-	for range d.Metrics() {
+	for range d.metrics() {
 		break // stopping early must not panic
 	}
 }
@@ -191,5 +191,5 @@ func TestSFQMemoryBytes(t *testing.T) {
 		want := (d.LimitPackets+1)*(32+8) + 8*(d.LimitPackets+2) + 4*d.Divisor + 48*slots
 		assert.Equal(t, want, mem(c), "%+v: the documented formula for 8-byte payloads", c)
 	}
-	assert.GreaterOrEqual(t, mem(Config{Divisor: maxDivisor})-base, 4*(maxDivisor-DefaultDivisor))
+	assert.GreaterOrEqual(t, mem(Config{Divisor: maxDivisor})-base, 4*(maxDivisor-defaultDivisor))
 }

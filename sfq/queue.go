@@ -6,6 +6,7 @@ import (
 
 	"github.com/aqmkit/aqmkit/aqm"
 	"github.com/aqmkit/aqmkit/internal/rng"
+	"github.com/aqmkit/aqmkit/internal/tally"
 )
 
 // Queue is a Stochastic Fairness Queueing scheduler (McKenney, "Stochastic
@@ -167,7 +168,7 @@ func (q *Queue[T]) init(p params, capacity int) {
 func (q *Queue[T]) Enqueue(p aqm.Packet[T], now aqm.Time) aqm.Verdict {
 	p.ECN &= aqm.ECNMask
 	p.Enqueued = now
-	q.stats.NoteSize(p.Size)
+	tally.NoteSize(&q.stats, p.Size)
 	if q.p.period > 0 {
 		q.maybePerturb(now)
 	}
@@ -178,7 +179,7 @@ func (q *Queue[T]) Enqueue(p aqm.Packet[T], now aqm.Time) aqm.Verdict {
 	}
 	x := q.attach(q.bucket(p.Hash))
 	if q.slots[x].n >= q.p.depth {
-		q.detail.DepthDrops++
+		q.detail.DroppedDepth++
 		if !q.p.headDrop {
 			return q.refuse(p)
 		}
@@ -257,10 +258,10 @@ func (q *Queue[T]) overflow(arrival uint32, m aqm.Meta) aqm.Verdict {
 			x = q.slots[q.tail].next
 			i = q.slots[x].head
 		}
-		q.detail.OverflowDrops++
+		q.detail.DroppedOverflow++
 		v := q.removeNode(x, i)
 		if i == arrival {
-			q.stats.CountDropMeta(aqm.DroppedOverlimit, m, false)
+			tally.DropMeta(&q.stats, aqm.DroppedOverlimit, m, false)
 			return aqm.DroppedOverlimit
 		}
 		q.evicted(v)
@@ -270,13 +271,13 @@ func (q *Queue[T]) overflow(arrival uint32, m aqm.Meta) aqm.Verdict {
 }
 
 func (q *Queue[T]) refuse(p aqm.Packet[T]) aqm.Verdict {
-	q.stats.CountDropMeta(aqm.DroppedOverlimit, p.Meta, false)
+	tally.DropMeta(&q.stats, aqm.DroppedOverlimit, p.Meta, false)
 	return aqm.DroppedOverlimit
 }
 
 // evicted reports a queued packet dropped to make room.
 func (q *Queue[T]) evicted(p aqm.Packet[T]) {
-	q.stats.CountDropMeta(aqm.DroppedOverlimit, p.Meta, true)
+	tally.DropMeta(&q.stats, aqm.DroppedOverlimit, p.Meta, true)
 	if q.onDrop != nil {
 		q.onDrop(p, aqm.DroppedOverlimit)
 	}

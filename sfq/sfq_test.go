@@ -226,7 +226,7 @@ func TestSFQSteps(t *testing.T) {
 			enq(fA, 100, 1, ok), enq(fA, 100, 2, ok), enq(fA, 100, 3, ok, 1),
 			deq(2), deq(3), deq(0),
 		})
-		assert.Equal(t, uint64(1), q.Detail().DepthDrops, "one head replaced")
+		assert.Equal(t, uint64(1), q.Detail().DroppedDepth, "one head replaced")
 	})
 	t.Run("byte-limit", func(t *testing.T) {
 		// 3000 bytes: A 1000+1000, B 1500 makes 3500: A (2 packets) is the
@@ -274,13 +274,13 @@ func TestSFQDepthDropCounter(t *testing.T) {
 	q.Enqueue(aqm.Packet[uint64]{Meta: aqm.Meta{Hash: fB}}, sfqT0)
 	q.Enqueue(aqm.Packet[uint64]{Meta: aqm.Meta{Hash: fC}}, sfqT0) // 4 > 3: A (2) longest, loses its tail
 	d := q.Detail()
-	assert.Equal(t, uint64(1), d.DepthDrops)
-	assert.Equal(t, uint64(1), d.OverflowDrops)
+	assert.Equal(t, uint64(1), d.DroppedDepth)
+	assert.Equal(t, uint64(1), d.DroppedOverflow)
 	assert.Equal(t, 3, d.ActiveFlows)
 	assert.Equal(t, 1, d.LongestFlowPackets)
 	f, ok := q.Flow(fB)
 	require.True(t, ok)
-	assert.Equal(t, FlowDetail{Packets: 1, Bytes: 0, AllotBytes: DefaultQuantumBytes}, f)
+	assert.Equal(t, FlowDetail{Packets: 1, Bytes: 0, AllotBytes: defaultQuantumBytes}, f)
 }
 
 // FuzzSFQModel decodes a random configuration and trace and requires the
@@ -471,7 +471,7 @@ func TestSFQPropertyLongestDropAndMemory(t *testing.T) {
 					sh.queued[o.p.Payload] = o.p
 				} else {
 					after := q.Detail()
-					if after.OverflowDrops > before.OverflowDrops && after.DepthDrops == before.DepthDrops {
+					if after.DroppedOverflow > before.DroppedOverflow && after.DroppedDepth == before.DroppedDepth {
 						// the arrival itself was the overflow victim: its
 						// flow (with it) must have been a longest one.
 						for _, c := range counts {

@@ -16,9 +16,9 @@ type REDParams struct {
 	// 1 − exp(−1/C). Adaptive RED always uses the automatic weight (as
 	// ns-3's ARED switch does).
 	Weight float64 `json:",omitempty"`
-	// MaxP is max_p for RED and Gentle RED. Zero means red.DefaultMaxP.
+	// MaxP is max_p for RED and Gentle RED. Zero means red's default, 0.02.
 	MaxP float64 `json:",omitempty"`
-	// AREDMaxP is Adaptive RED's initial max_p. Zero means red.DefaultMaxP.
+	// AREDMaxP is Adaptive RED's initial max_p. Zero means red's default, 0.02.
 	AREDMaxP float64 `json:",omitempty"`
 	// Wait turns on red.Config.Wait for all three variants: ns-2's wait_
 	// and ns-3's RedQueueDisc Wait (true by default there), which waits

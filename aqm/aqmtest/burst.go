@@ -125,10 +125,10 @@ func newSidecar(f Factory, seed uint64) (*sidecar, error) {
 	return s, nil
 }
 
-// HasBurstPath reports whether the queues f builds implement
+// hasBurstPath reports whether the queues f builds implement
 // [aqm.BatchQueue]. Queues without it are driven by loops of single calls
 // in every burst, and the Burst check passes trivially.
-func HasBurstPath(f Factory) bool {
+func hasBurstPath(f Factory) bool {
 	q, err := f.New(1, nil)
 	if err != nil || q == nil {
 		return false

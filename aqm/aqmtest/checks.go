@@ -57,7 +57,7 @@ func Run(t *testing.T, f Factory) {
 				t.Skip("Factory.SkipClockGlitch is set: the queue is not checked against the time policy")
 			case strings.HasPrefix(c.name, "GSO") && f.SkipGSO:
 				t.Skip("Factory.SkipGSO is set: the queue is not checked with GSO super-packets")
-			case (c.name == "Burst" || c.name == "GSOBurst") && !HasBurstPath(f):
+			case (c.name == "Burst" || c.name == "GSOBurst") && !hasBurstPath(f):
 				t.Log("the queue has no burst path (it does not implement aqm.BatchQueue): bursts fall back to loops of single calls, so this check passes trivially")
 			}
 			if err := c.fn(f); err != nil {

@@ -21,7 +21,7 @@
 //     queue is inside Enqueue or Dequeue; refused packets never reach the
 //     DropFunc;
 //   - GSO super-packets (checks GSO, GSOLimits, GSOBurst): traces whose
-//     arrivals carry 1 to [MaxGSOSegments] segments, Size growing with them;
+//     arrivals carry 1 to 44 segments, Size growing with them;
 //     every count above is then in wire packets (a super-packet counts its
 //     segments), no queue holds more segments than LimitPackets however
 //     they are grouped, and a mark counts once per segment; [RunGSO] runs

@@ -33,7 +33,7 @@ type Factory struct {
 	// GlitchRecovery is how long the ClockGlitch check lets a queue recover
 	// after a wrong clock reading before its light traffic must fare as on
 	// a queue that never saw the glitch. Zero means
-	// [DefaultGlitchRecovery]; the time policy of package aqm asks for at
+	// one second; the time policy of package aqm asks for at
 	// most one of the queue's own periods or intervals.
 	GlitchRecovery time.Duration
 	// SkipClockGlitch turns the ClockGlitch check off (the check is logged

@@ -11,11 +11,11 @@ import (
 	"github.com/aqmkit/aqmkit/aqm"
 )
 
-// DefaultGlitchRecovery is the recovery window of the ClockGlitch check
+// defaultGlitchRecovery is the recovery window of the ClockGlitch check
 // when [Factory.GlitchRecovery] is zero: one second of correct time after
 // the wrong readings, the longest upset the time policy of package aqm
 // allows.
-const DefaultGlitchRecovery = time.Second
+const defaultGlitchRecovery = time.Second
 
 const (
 	// lightGap is the spacing of the ClockGlitch check's light traffic: one
@@ -131,7 +131,7 @@ func overloadStep(h *harness, t aqm.Time) int {
 func runGlitch(f Factory, g glitch) error {
 	recovery := f.GlitchRecovery
 	if recovery <= 0 {
-		recovery = DefaultGlitchRecovery
+		recovery = defaultGlitchRecovery
 	}
 	gh, err := newHarness(f, 11, false)
 	if err != nil {

@@ -9,24 +9,24 @@ import (
 	"github.com/aqmkit/aqmkit/aqm"
 )
 
-// MaxGSOSegments is the most segments the GSO checks put in one packet: a
+// maxGSOSegments is the most segments the GSO checks put in one packet: a
 // 64 KiB super-packet of 1448-byte TCP segments, as TUN offloads and the
 // Linux stack build them, has 45; the checks use 1 to 44.
-const MaxGSOSegments = 44
+const maxGSOSegments = 44
 
 // gsoMSS is the payload the GSO checks give each segment of a super-packet:
 // Size = Segments × gsoMSS, a TCP segment of a 1500-byte MTU.
 const gsoMSS = 1448
 
 // gsoOps turns a trace into one of GSO super-packets: every enqueue op but
-// one in four carries 1 to MaxGSOSegments segments, and ordinary sizes grow
+// one in four carries 1 to maxGSOSegments segments, and ordinary sizes grow
 // with them (Size = segments × gsoMSS); size 0 and the huge sizes stay as
 // they are, so the odd cases still run.
 func gsoOps(ops []Op) []Op {
 	out := make([]Op, len(ops))
 	for i, o := range ops {
 		if o.Kind == OpEnqueue && i%4 != 0 {
-			segs := 1 + (i*7+int(o.Hash&0xff))%MaxGSOSegments
+			segs := 1 + (i*7+int(o.Hash&0xff))%maxGSOSegments
 			o.Segments = uint16(segs)
 			if o.Size >= 40 && o.Size <= 9000 {
 				o.Size = uint32(segs) * gsoMSS
@@ -52,7 +52,7 @@ func checkGSO(f Factory) error {
 }
 
 // checkGSOLimits overruns the packet limit with super-packets of every size
-// up to MaxGSOSegments, single packets between them, from several flows and
+// up to maxGSOSegments, single packets between them, from several flows and
 // codepoints, and with super-packets larger than the whole limit: no queue
 // may ever hold more wire packets than LimitPackets, however they are
 // grouped.
@@ -60,7 +60,7 @@ func checkGSOLimits(f Factory) error {
 	tr := trace{}
 	n := f.burst()
 	for i := 0; i < n; i++ {
-		segs := uint16(1 + i%MaxGSOSegments)
+		segs := uint16(1 + i%maxGSOSegments)
 		tr = append(tr, Op{Kind: OpEnqueue, Count: 1, Dt: 20 * time.Microsecond, Size: uint32(segs) * gsoMSS,
 			Hash: uint32(i % 5), ECN: aqm.ECN(i % 4), Segments: segs})
 		if i%3 == 0 {

@@ -374,7 +374,7 @@ func burstFactory(fault string) Factory {
 // offers packets it has no verdict slot for, or stops a dequeue burst early
 // is caught, and a correct one passes.
 func TestKitCatchesBrokenBursts(t *testing.T) {
-	require.True(t, HasBurstPath(burstFactory("none")))
+	require.True(t, hasBurstPath(burstFactory("none")))
 	require.NoError(t, checkBurst(burstFactory("none")))
 	cases := []struct{ fault, says string }{
 		{"reorders", "DequeueBatch packet 1 is"},

@@ -2,18 +2,34 @@ package aqmtest
 
 import (
 	"fmt"
-	"testing"
-
 	"math/rand/v2"
-
-	"github.com/aqmkit/aqmkit/internal/seedenv"
+	"os"
+	"strconv"
+	"testing"
+	"time"
 )
 
 // defaultSeed is the property seed used unless AQMTEST_SEED says otherwise, so
 // that CI runs are reproducible.
 const defaultSeed = 20261130
 
-func propertySeed() int64 { return seedenv.Seed(defaultSeed) }
+// propertySeed returns the seed AQMTEST_SEED names: defaultSeed when it is
+// unset or not a number, a clock reading when it is "random". (The
+// repository's own gopter properties read the same variable.)
+func propertySeed() int64 {
+	switch v := os.Getenv("AQMTEST_SEED"); v {
+	case "":
+		return defaultSeed
+	case "random":
+		return time.Now().UnixNano()
+	default:
+		s, err := strconv.ParseInt(v, 10, 64)
+		if err != nil {
+			return defaultSeed
+		}
+		return s
+	}
+}
 
 func propertyRuns() int {
 	if testing.Short() {

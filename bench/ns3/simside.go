@@ -120,7 +120,7 @@ func row(name string, r sim.Run, seed uint64) error {
 	q := float64(res.QueueGrid.MeanPackets)
 	p99 := res.QueueGrid.P99Packets
 	fmt.Printf("%s,%d,%d,%d,%d,%d,%d,%.4f,%.4f,%.3f,%.0f,%.3f,%.0f,%.4f,%.4f,%.4f,%g,%g,%.6f\n",
-		name, seed, res.DropsWholeRun, d.ProbDrops, d.ForcedDrops, st.DroppedOverlimit.Packets, res.Drops,
+		name, seed, res.DropsWholeRun, d.DroppedProbabilistic, d.DroppedForced, st.DroppedOverlimit.Packets, res.Drops,
 		res.PayloadGoodputMbps, res.Utilization, q, p99, q, p99,
 		cov(flows), res.GoodputCoV100ms, res.FlowCoV100ms, d.MinThreshold, d.MaxThreshold, d.Weight)
 	return nil

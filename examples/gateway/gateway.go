@@ -189,7 +189,7 @@ func (g *gateway) report() string {
 		d := g.q.Detail()
 		s = fmt.Sprintf("backlog %d pkts", g.q.Len())
 		for _, t := range d.Tins[:d.NumTins] {
-			s += fmt.Sprintf(" | %s: %d pkts, %d drops, %d marks", t.Name, t.Packets, t.Drops, t.Marks)
+			s += fmt.Sprintf(" | %s: %d pkts, %d drops, %d marks", t.Name, t.Packets, t.Dropped, t.Marked)
 			if t.BacklogPackets > 0 {
 				// CAKE's delay averages move only while packets leave, so
 				// an idle tin would show the delay of its last busy moment.

@@ -36,13 +36,10 @@ import (
 )
 
 // overheads are the -overhead presets, by tc-cake's keywords.
-var overheads = map[string]cake.Overhead{
-	"raw": cake.Raw, "conservative": cake.Conservative, "ethernet": cake.Ethernet,
-	"docsis": cake.DOCSIS, "pppoe-ptm": cake.PPPoEPTM, "bridged-ptm": cake.BridgedPTM,
-	"pppoa-vcmux": cake.PPPoAVCMux, "pppoa-llc": cake.PPPoALLC,
-	"pppoe-vcmux": cake.PPPoEVCMux, "pppoe-llcsnap": cake.PPPoELLCSNAP,
-	"bridged-vcmux": cake.BridgedVCMux, "bridged-llcsnap": cake.BridgedLLCSNAP,
-	"ipoa-vcmux": cake.IPoAVCMux, "ipoa-llcsnap": cake.IPoALLCSNAP,
+var overheads = []string{
+	"raw", "conservative", "ethernet", "docsis", "pppoe-ptm", "bridged-ptm",
+	"pppoa-vcmux", "pppoa-llc", "pppoe-vcmux", "pppoe-llcsnap",
+	"bridged-vcmux", "bridged-llcsnap", "ipoa-vcmux", "ipoa-llcsnap",
 }
 
 func main() {
@@ -63,11 +60,7 @@ func main() {
 func run(ctx context.Context, args []string, out io.Writer, ready func(netip.AddrPort)) error {
 	fs := flag.NewFlagSet("gateway", flag.ContinueOnError)
 	fs.SetOutput(out)
-	names := make([]string, 0, len(overheads))
-	for n := range overheads {
-		names = append(names, n)
-	}
-	slices.Sort(names)
+	names := slices.Sorted(slices.Values(overheads))
 	var (
 		listen   = fs.String("listen", "127.0.0.1:9000", "local UDP `address` receiving one IP packet per datagram")
 		upstream = fs.String("upstream", "", "UDP `address` to forward the IP packets to (required)")
@@ -110,7 +103,7 @@ func run(ctx context.Context, args []string, out io.Writer, ready func(netip.Add
 	if *upstream == "" {
 		return errors.New("-upstream is required")
 	}
-	ov, ok := overheads[*overhead]
+	ov, ok := cake.OverheadPreset(*overhead)
 	if !ok {
 		return fmt.Errorf("-overhead %q: want one of %s", *overhead, strings.Join(names, ", "))
 	}

@@ -30,7 +30,7 @@ import (
 // TestConfigTypesComplete fails when a package grows one that is missing.
 var configTypes = func() []reflect.Type {
 	var ts []reflect.Type
-	for _, c := range queues.Configs() {
+	for _, c := range registryConfigs() {
 		ts = append(ts, reflect.TypeOf(c))
 	}
 	return append(ts, reflect.TypeFor[front.Config](), reflect.TypeFor[front.ShardedConfig](), reflect.TypeFor[front.PoolConfig](), reflect.TypeFor[front.IPConfig](), reflect.TypeFor[keyed.Config](), reflect.TypeFor[autorate.Config]())
@@ -151,7 +151,7 @@ type queueCase struct {
 // queueCases are every queue type of the registry, and the front.
 var queueCases = func() []queueCase {
 	var cs []queueCase
-	for _, zero := range queues.Configs() {
+	for _, zero := range registryConfigs() {
 		typ := reflect.TypeOf(zero)
 		build := func(c any) (any, error) { return queues.FromConfig[int](c, nil) }
 		cs = append(cs, queueCase{

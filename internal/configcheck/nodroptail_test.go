@@ -156,7 +156,7 @@ func genCobalt(r *rand.Rand) cobalt.Config {
 }
 
 func genPIE(r *rand.Rand) pie.Config {
-	return pie.Config{LimitPackets: often0(r, 4, func() int { return logInt(r, 1, 3000) }), LimitBytes: often0(r, 2, func() int { return logInt(r, 1, 4<<20) }), Control: pie.Control{Target: logDur(r, 100*time.Microsecond, time.Second), TUpdate: logDur(r, 100*time.Microsecond, 250*time.Millisecond), Alpha: often0(r, 3, func() float64 { return logUniform(r, 1.0/64, pie.MaxGain) }), Beta: often0(r, 3, func() float64 { return logUniform(r, 1.0/64, pie.MaxGain) }), MaxBurst: often0(r, 3, func() time.Duration { return logDur(r, time.Microsecond, time.Second) }), DisableBurstAllowance: r.IntN(3) == 0, MeanPacketBytes: often0(r, 3, func() int { return logInt(r, 1, 65535) }), DisableECN: r.IntN(3) == 0, ECNThreshold: often0(r, 2, func() float64 { return r.Float64() }), Derandomize: r.IntN(2) == 0, ByteMode: r.IntN(2) == 0, RateEstimator: r.IntN(2) == 0, DequeueThresholdBytes: often0(r, 3, func() int { return logInt(r, 1, 1<<20) }), HighDelayBoost: r.IntN(2) == 0}}
+	return pie.Config{LimitPackets: often0(r, 4, func() int { return logInt(r, 1, 3000) }), LimitBytes: often0(r, 2, func() int { return logInt(r, 1, 4<<20) }), Control: pie.Control{Target: logDur(r, 100*time.Microsecond, time.Second), TUpdate: logDur(r, 100*time.Microsecond, 250*time.Millisecond), Alpha: often0(r, 3, func() float64 { return logUniform(r, 1.0/64, 16.0) }), Beta: often0(r, 3, func() float64 { return logUniform(r, 1.0/64, 16.0) }), MaxBurst: often0(r, 3, func() time.Duration { return logDur(r, time.Microsecond, time.Second) }), DisableBurstAllowance: r.IntN(3) == 0, MeanPacketBytes: often0(r, 3, func() int { return logInt(r, 1, 65535) }), DisableECN: r.IntN(3) == 0, ECNThreshold: often0(r, 2, func() float64 { return r.Float64() }), Derandomize: r.IntN(2) == 0, ByteMode: r.IntN(2) == 0, RateEstimator: r.IntN(2) == 0, DequeueThresholdBytes: often0(r, 3, func() int { return logInt(r, 1, 1<<20) }), HighDelayBoost: r.IntN(2) == 0}}
 }
 
 // genSched fills in the scheduler fields that FQ-CoDel, FQ-COBALT and
@@ -199,7 +199,7 @@ var dropTailCases = map[reflect.Type]dropTailCase{
 			}
 			c.MaxP = often0(r, 3, func() float64 { return logUniform(r, 1e-3, 1) })
 			if c.Adaptive && c.MaxP != 0 {
-				c.MaxP = logUniform(r, red.MinAdaptiveMaxP, red.MaxAdaptiveMaxP)
+				c.MaxP = logUniform(r, 0.01, 0.5)
 			}
 			unit := 1
 			if c.ByteMode {
@@ -341,8 +341,8 @@ var dropTailCases = map[reflect.Type]dropTailCase{
 				TinMode:          cake.TinMode(r.IntN(int(cake.Precedence) + 1)),
 				FlowMode:         cake.FlowMode(r.IntN(int(cake.DualDstHost) + 1)),
 				Interval:         logDur(r, 100*time.Microsecond, 10*time.Second),
-				Overhead:         often0(r, 2, func() int { return cake.MinOverhead + r.IntN(cake.MaxOverhead-cake.MinOverhead+1) }),
-				MPU:              often0(r, 2, func() int { return r.IntN(cake.MaxMPU + 1) }),
+				Overhead:         often0(r, 2, func() int { return -64 + r.IntN(256+64+1) }),
+				MPU:              often0(r, 2, func() int { return r.IntN(256 + 1) }),
 				Framing:          cake.Framing(r.IntN(int(cake.PTM) + 1)),
 				Ingress:          r.IntN(3) == 0,
 				LimitPackets:     often0(r, 4, func() int { return logInt(r, 1, 3000) }),
@@ -504,7 +504,7 @@ func runOverload(t *testing.T, c dropTailCase, cfg any, r *rand.Rand) (dropTailR
 // limit. FIFO and SFQ have no AQM and are exempt.
 func TestPropNoDropTail(t *testing.T) {
 	exempt := map[reflect.Type]bool{reflect.TypeFor[fifo.Config](): true, reflect.TypeFor[sfq.Config](): true}
-	for _, zero := range queues.Configs() {
+	for _, zero := range registryConfigs() {
 		typ := reflect.TypeOf(zero)
 		if exempt[typ] {
 			continue

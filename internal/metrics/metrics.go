@@ -13,7 +13,7 @@
 //	Delay       time.Duration  `metric:"delay_seconds,gauge"`     // in seconds
 //	Avg         float64        `metric:"average_queue,gauge,unit=ByteMode"`
 //	Pool        PoolStats      `metric:"pool"`                    // pool_ + Pool's own tags
-//	Tins        [8]TinStats    `metric:"tin,each=NumTins"`        // tin0_…, tin1_…, for k < NumTins
+//	Tins        [8]TinDetail   `metric:"tin,each=NumTins"`        // tin0_…, tin1_…, for k < NumTins
 //	Name        string         `metric:"-"`                       // not a metric
 //
 // The first word is the name, the second the kind (counter or gauge).
@@ -134,7 +134,23 @@ func Declare[D any](prefix string) *Set[D] {
 	b.walk(t, 0, prefix, "", nil)
 	s.fields, s.descs = b.fields, b.descs
 	declared.Store(t, s.descs)
+	emitters.Store(t, func(v any) iter.Seq[aqm.Metric] { return s.Of(v.(D)) })
 	return s
+}
+
+// emitters holds, by type, a function that lists a value's metrics, for
+// [Of].
+var emitters sync.Map // reflect.Type -> func(any) iter.Seq[aqm.Metric]
+
+// Of returns the metrics of v, whose type must have a declared Set, and
+// whether it has one: what that Set's Of gives, for a caller that holds v
+// as an interface value (the tests that walk every Detail type).
+func Of(v any) (iter.Seq[aqm.Metric], bool) {
+	f, ok := emitters.Load(reflect.TypeOf(v))
+	if !ok {
+		return nil, false
+	}
+	return f.(func(any) iter.Seq[aqm.Metric])(v), true
 }
 
 // Lookup returns the descriptions of the metrics of the struct type t, if a

@@ -1,6 +1,7 @@
 // Package seedenv reads the seed of randomised tests from the environment,
-// so that one variable, AQMTEST_SEED, replays any of them. It has no
-// dependencies, so the public test kit can use it.
+// so that one variable, AQMTEST_SEED, replays any of them. The public test
+// kit, aqm/aqmtest, reads the same variable with the same rules itself, so
+// that it imports nothing under internal/.
 package seedenv
 
 import (

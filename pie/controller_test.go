@@ -44,7 +44,7 @@ func TestControllerMatchesQueue(t *testing.T) {
 				p := aqm.Packet[uint64]{Payload: uint64(step), Meta: aqm.Meta{Size: uint32(64 + g.IntN(1437)), ECN: aqm.ECN(g.IntN(4))}}
 				want := q.Enqueue(p, now)
 				update(now)
-				got := f.Decide(&fp, now, p.Size, p.ECN, backlog)
+				got := f.Decide(&fp, now, p.Size, backlog, p.ECN)
 				if got != want {
 					t.Fatalf("trace %d step %d: Controller %v, Queue %v", tr, step, got, want)
 				}

@@ -1,4 +1,4 @@
-package aqmtest
+package refusal
 
 import (
 	"errors"
@@ -30,19 +30,19 @@ func (c fakeConfig) Validate() error {
 	return errors.Join(errs...)
 }
 
-// TestCheckRefusalsFails protects the helper's power to fail: a refusal
+// TestCheckFails protects the helper's power to fail: a refusal
 // where acceptance was wanted, an acceptance where a refusal was, the wrong
 // field, and one field too many are each reported, and right cases are not.
-func TestCheckRefusalsFails(t *testing.T) {
+func TestCheckFails(t *testing.T) {
 	r := &recorder{TB: t}
-	CheckRefusals(r, []Refusal{
+	Check(r, []Case{
 		Accepts(fakeConfig{}),
 		Refuses(fakeConfig{[]string{"A"}}, "A"),
 	})
 	if len(r.errs) != 0 {
 		t.Fatalf("right cases reported: %v", r.errs)
 	}
-	CheckRefusals(r, []Refusal{
+	Check(r, []Case{
 		Accepts(fakeConfig{[]string{"A"}}),
 		Refuses(fakeConfig{}, "A"),
 		Refuses(fakeConfig{[]string{"B"}}, "A"),

@@ -1,0 +1,6 @@
+package cobalt
+
+// Constants the external tests read.
+const (
+	DefaultInterval = defaultInterval
+)

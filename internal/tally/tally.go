@@ -1,0 +1,38 @@
+// Package tally holds the [aqm.Stats] updates every queue makes: a drop
+// counted by its reason, and the largest packet size seen. They live here,
+// not as methods of Stats, because only queues call them.
+package tally
+
+import "github.com/aqmkit/aqmkit/aqm"
+
+// Drop adds one drop of size bytes for reason why to s, and to
+// DroppedQueued if queued is true (the packet had been accepted). A
+// verdict that is not a drop is ignored.
+func Drop(s *aqm.Stats, why aqm.Verdict, size uint32, queued bool) {
+	DropMeta(s, why, aqm.Meta{Size: size}, queued)
+}
+
+// DropMeta is [Drop] for the packet m describes: it counts
+// m.SegmentCount() wire packets of m.Size bytes.
+func DropMeta(s *aqm.Stats, why aqm.Verdict, m aqm.Meta, queued bool) {
+	switch why {
+	case aqm.DroppedOverlimit:
+		s.DroppedOverlimit.AddMeta(m)
+	case aqm.DroppedEarly:
+		s.DroppedEarly.AddMeta(m)
+	case aqm.DroppedOverload:
+		s.DroppedOverload.AddMeta(m)
+	default:
+		return
+	}
+	if queued {
+		s.DroppedQueued.AddMeta(m)
+	}
+}
+
+// NoteSize records an offered packet's size in s.MaxSize.
+func NoteSize(s *aqm.Stats, size uint32) {
+	if size > s.MaxSize {
+		s.MaxSize = size
+	}
+}
