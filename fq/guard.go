@@ -40,8 +40,9 @@ import (
 //     the owner or, while there is one, the candidate (two flows that share
 //     a bucket spend no tokens); a candidate of a bucket without an owner
 //     becomes the owner; any other hash (a new flow) takes a token from the
-//     admission budget and becomes the candidate; with no token left, the
-//     guard arms and routes that arrival. It also arms when the queue
+//     admission budget and becomes the candidate if the bucket lacks one
+//     or an owner; with no token left, the guard arms and routes that
+//     arrival. It also arms when the queue
 //     nears its limits (the overload classes start).
 //   - arming keeps the owners (all their packets are in their buckets) and
 //     the candidates (none of their packets is in the shared queue). The
@@ -57,8 +58,8 @@ import (
 //     guardQuiet arrivals for waiting too long and the queue is not near
 //     its limits, the flood is over: the shared queue's packets go back to their
 //     buckets (in order, after the bucket's own, as resetGuard does) and
-//     the guard disarms. O(shared queue), paid for by the diversions that
-//     filled it.
+//     the guard disarms, its admission budget full again. O(shared
+//     queue), paid for by the diversions that filled it.
 //
 // The shared queue's packets are numbered as they are diverted; it is a
 // FIFO (every removal, sent or dropped, takes its head), so packet s has
@@ -202,8 +203,10 @@ func (q *sched[T, A]) known(h, idx uint32) bool {
 // empty: the owner and, while there is one, the candidate join it; a
 // candidate of a bucket without an owner becomes its owner (nothing is in
 // the shared queue while the guard is disarmed, so all its packets are in
-// the bucket); another hash takes a token and becomes the candidate, or,
-// with none left, arms the guard, which routes it.
+// the bucket); another hash takes a token and becomes the candidate
+// unless the bucket has an owner and a candidate already (so that a
+// one-packet flow does not push out a flow that shares the bucket), or,
+// with no token left, arms the guard, which routes it.
 func (q *sched[T, A]) quiet(h, idx uint32) (uint32, uint8) {
 	e := &q.g.ids[idx]
 	switch {
@@ -213,8 +216,10 @@ func (q *sched[T, A]) quiet(h, idx uint32) (uint32, uint8) {
 		e.flags = e.flags&^idCand | idOwner
 		q.g.promoted++
 	case q.takeToken():
-		e.cand, e.candLast = h, e.lastDiv
-		e.flags |= idCand
+		if e.flags&(idOwner|idCand) != idOwner|idCand {
+			e.cand, e.candLast = h, e.lastDiv
+			e.flags |= idCand
+		}
 	default:
 		q.arm()
 		return q.route(h, idx)
@@ -254,6 +259,8 @@ func (q *sched[T, A]) lookBack() {
 	}
 	g.armed = false
 	g.disarms++
+	// The budget starts full again, as in a new queue.
+	g.tokens, g.seen = guardBurst*guardCost, q.stats.Dequeued.Packets
 	q.unshare()
 }
 
