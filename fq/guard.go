@@ -147,7 +147,7 @@ type guardState struct {
 
 // direct reports whether the arrival with hash h for bucket idx joins its
 // bucket unmarked with no more guard work than its own: disarmed, when the
-// bucket holds packets or h is its owner; armed, when h is the owner and
+// bucket holds packets or h is known there; armed, when h is the owner and
 // the arrival does not end a look-back window (it counts the arrival).
 // Every other arrival goes to route.
 func (q *sched[T, A]) direct(h, idx uint32) bool {
@@ -156,13 +156,13 @@ func (q *sched[T, A]) direct(h, idx uint32) bool {
 		return true
 	}
 	e := &g.ids[idx]
-	if e.owner != h || e.flags&idOwner == 0 {
+	if e.flags&idOwner == 0 {
 		return false
 	}
 	if !g.armed {
-		return true
+		return e.owner == h || e.cand == h // known
 	}
-	if g.calmIn <= 1 {
+	if e.owner != h || g.calmIn <= 1 {
 		return false
 	}
 	e.flags &^= idCand // as owned
@@ -191,12 +191,14 @@ func (q *sched[T, A]) route(h, idx uint32) (uint32, uint8) {
 	return q.routeNew(h, idx)
 }
 
-// known reports whether h is bucket idx's owner, or its candidate while it
-// has an owner: a disarmed guard lets both into the empty bucket as they
-// are, so that two flows that share a bucket do not spend tokens.
+// known reports whether h is bucket idx's owner, or, while it has an
+// owner, its candidate or the last one it forgot: a disarmed guard lets
+// them into the empty bucket as they are (it diverts nothing, so any hash
+// may join its bucket), so that two flows that share a bucket do not spend
+// tokens. direct tests the same inline.
 func (q *sched[T, A]) known(h, idx uint32) bool {
 	e := &q.g.ids[idx]
-	return e.flags&idOwner != 0 && (e.owner == h || e.flags&idCand != 0 && e.cand == h)
+	return e.flags&idOwner != 0 && (e.owner == h || e.cand == h)
 }
 
 // quiet is route for a disarmed guard and an arrival that finds its bucket
