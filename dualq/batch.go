@@ -1,12 +1,16 @@
 package dualq
 
-import "github.com/aqmkit/aqmkit/aqm"
+import (
+	"github.com/aqmkit/aqmkit/aqm"
+	"github.com/aqmkit/aqmkit/internal/tally"
+)
 
 // The burst forms of Enqueue and Dequeue. Each runs the PI updates due by
 // now once (at one instant advance is idempotent), then one step per
-// packet. EnqueueBatch has no twin: it calls Enqueue's body, enqueueTo,
-// per packet. DequeueBatch's loop body is written out so that no call is
-// made per packet; it keeps only the bookkeeping, and every decision is
+// packet. EnqueueBatch's loop body is enqueueTo written out, with the
+// queue's counts in registers, unless DropEnqueue is set (then it calls
+// enqueueTo per packet). DequeueBatch's loop body is written out so that
+// no call is made per packet; it keeps only the bookkeeping, and every decision is
 // the controller's (pi2.go), asked through the same calls as the single
 // path, so a change to a decision reaches both forms. The twin and what
 // it mirrors:
@@ -16,6 +20,13 @@ import "github.com/aqmkit/aqmkit/aqm"
 //	                          (decideNotECTInL, decideL4SAlone,
 //	                          decideL4SCoupled, decideClassic), mark or
 //	                          drop, WRR credit
+//
+//	EnqueueBatch, loop body   mirrors enqueueTo without DropEnqueue:
+//	                          limits, classification, noStep bit, push,
+//	                          counters (with DropEnqueue it calls enqueueTo)
+//	classicRun                mirrors Dequeue's loop while the L4S queue is
+//	                          empty and the Classic AQM cannot act (p_C = 0
+//	                          or DropEnqueue): pop, keep, count
 //
 // A fix to either side must be made to its twin; the kit's Burst check
 // compares the two forms on random traces.
@@ -32,13 +43,53 @@ func (q *Queue[T]) EnqueueBatch(ps []aqm.Packet[T], vs []aqm.Verdict, now aqm.Ti
 	q.advance(now)
 	ps, vs = ps[:n], vs[:n]
 	accepted := 0
-	for k := range ps {
-		v := q.enqueueTo(ps[k], q.isL4S(ps[k].ECN&aqm.ECNMask), now)
-		vs[k] = v
-		if v.Accepted() {
-			accepted++
+	if q.par.dropEnq {
+		for k := range ps {
+			v := q.enqueueTo(ps[k], q.isL4S(ps[k].ECN&aqm.ECNMask), now)
+			vs[k] = v
+			if v.Accepted() {
+				accepted++
+			}
 		}
+		return accepted
 	}
+	// enqueueTo without DropEnqueue, its counts in locals.
+	bytesL, bytesC, segsL, segsC := q.bytesL, q.bytesC, q.segsL, q.segsC
+	maxLen, maxBacklog := q.maxLen, q.maxBacklog
+	limitPkts, limitBytes, minQlen := q.par.limitPkts, q.par.limitBytes, q.par.minQlen
+	for k := range ps {
+		p := ps[k]
+		p.ECN &= aqm.ECNMask
+		p.Enqueued = now
+		tally.NoteSize(&q.stats, p.Size)
+		size, segs := int(p.Size), p.SegmentCount()
+		backlog := bytesL + bytesC
+		n := segsL + segsC
+		if n+segs > limitPkts || size > limitBytes-backlog {
+			tally.DropMeta(&q.stats, aqm.DroppedOverlimit, p.Meta, false)
+			vs[k] = aqm.DroppedOverlimit
+			continue
+		}
+		if q.isL4S(p.ECN) {
+			if segsL < minQlen {
+				p.ECN |= noStep
+			}
+			q.l.PushBack(p)
+			bytesL += size
+			segsL += segs
+		} else {
+			q.c.PushBack(p)
+			bytesC += size
+			segsC += segs
+		}
+		q.stats.Enqueued.AddMeta(p.Meta)
+		maxLen = max(maxLen, n+segs)
+		maxBacklog = max(maxBacklog, backlog+size)
+		vs[k] = aqm.Enqueued
+		accepted++
+	}
+	q.bytesL, q.bytesC, q.segsL, q.segsC = bytesL, bytesC, segsL, segsC
+	q.maxLen, q.maxBacklog = maxLen, maxBacklog
 	return accepted
 }
 
@@ -51,6 +102,9 @@ func (q *Queue[T]) DequeueBatch(buf []aqm.Packet[T], now aqm.Time) int {
 		return 0
 	}
 	q.advance(now)
+	if q.l.Len() == 0 && (q.ctl.pC == 0 || q.par.dropEnq) {
+		return q.classicRun(buf)
+	}
 	k := 0
 	for k < len(buf) {
 		lq, cq := q.l.Len() > 0, q.c.Len() > 0
@@ -118,6 +172,40 @@ func (q *Queue[T]) DequeueBatch(buf []aqm.Packet[T], now aqm.Time) int {
 		q.stats.Dequeued.AddMeta(p.Meta)
 		buf[k] = p
 		k++
+	}
+	return k
+}
+
+// classicRun is DequeueBatch while the L4S queue is empty and the Classic
+// AQM cannot act (p_C is 0, or DropEnqueue acted at arrival): then every
+// Classic packet is kept (decideClassic), no credit moves (the L4S queue
+// does not wait) and no L4S packet arrives during the burst, so Dequeue's
+// loop reduces to popping the Classic head with its ECN field cleaned, in
+// runs of the ring's storage. Both queues empty before buf is full: the
+// credit starts over, as in Dequeue.
+func (q *Queue[T]) classicRun(buf []aqm.Packet[T]) int {
+	k := 0
+	for k < len(buf) {
+		run := q.c.Peek(len(buf) - k)
+		if len(run) == 0 {
+			q.credit = q.par.creditInit
+			break
+		}
+		out := buf[k : k+len(run)]
+		bytes, segs := 0, 0
+		for i := range run {
+			p := run[i]
+			p.ECN &= aqm.ECNMask
+			out[i] = p
+			bytes += int(p.Size)
+			segs += p.SegmentCount()
+		}
+		q.c.Discard(len(run))
+		q.bytesC -= bytes
+		q.segsC -= segs
+		q.stats.Dequeued.Packets += uint64(segs)
+		q.stats.Dequeued.Bytes += uint64(bytes)
+		k += len(run)
 	}
 	return k
 }

@@ -177,7 +177,7 @@ func (q *Cobalt[T]) Enqueue(p aqm.Packet[T], now aqm.Time) aqm.Verdict {
 	}
 	idx := q.bucket(p.Hash)
 	var mark uint8
-	if q.guard {
+	if q.guard && !q.direct(p.Hash, idx) {
 		idx, mark = q.route(p.Hash, idx)
 	}
 	if q.admit(&p, idx, mark) {

@@ -223,7 +223,7 @@ func (q *CoDel[T]) Enqueue(p aqm.Packet[T], now aqm.Time) aqm.Verdict {
 	}
 	idx := q.bucket(p.Hash)
 	var mark uint8
-	if q.guard {
+	if q.guard && !q.direct(p.Hash, idx) {
 		idx, mark = q.route(p.Hash, idx)
 	}
 	f := &q.flows[idx]
@@ -321,7 +321,7 @@ func (q *CoDel[T]) EnqueueBatch(ps []aqm.Packet[T], vs []aqm.Verdict, now aqm.Ti
 		}
 		size := p.Size
 		idx := idxs[k]
-		if q.guard && !q.owned(p.Hash, idx) {
+		if q.guard && !q.direct(p.Hash, idx) {
 			// Not its bucket's owner: the flood guard decides, on the
 			// single path.
 			v := q.Enqueue(*p, now)

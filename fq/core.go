@@ -480,6 +480,11 @@ func (q *sched[T, A]) startTracking() {
 	}
 	q.work += uint64(visited)
 	q.credit = visited + 64
+	if q.guard && !q.g.armed {
+		// A queue near its limits may be a flood into buckets already
+		// taken, which the disarmed guard's signal does not see.
+		q.arm()
+	}
 }
 
 // compact drops the stale entries of the pool, keeping the current ones in

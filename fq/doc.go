@@ -101,8 +101,14 @@
 // a new flow that starts during a flood has its first packets in the
 // shared queue until it recurs with none of them left there, which a flow
 // whose packets come more than the shared queue's sojourn limit apart does
-// at its next packet, and a denser one only after a pause that long. The
-// guard costs one compare (and one store) per arrival of an owner and 28
+// at its next packet, and a denser one only after a pause that long.
+//
+// The guard arms only while new flows arrive faster than it admits them
+// (or the queue nears its limits); until then every packet joins its own
+// flow queue and the guard costs one test per arrival, and a hash new to
+// an empty flow queue takes an admission from the budget. Armed, it
+// disarms once its shared queue has stopped dropping packets for a while,
+// moving what it holds back to the flow queues in order. It takes 28
 // bytes per flow.
 //
 // # Parameters

@@ -33,6 +33,35 @@ import (
 //     queue and the admission budget has a token: one per guardCost
 //     packets sent, at most guardBurst saved; otherwise it is diverted.
 //
+// The guard is armed only while its pressure signal says a flood may be
+// under way, so that ordinary traffic pays one test per arrival:
+//
+//   - disarmed, every arrival joins its bucket unmarked, and nothing is
+//     diverted. An arrival that finds its bucket empty is let in if it is
+//     the owner or, while there is one, the candidate (two flows that share
+//     a bucket spend no tokens); a candidate of a bucket without an owner
+//     becomes the owner; any other hash (a new flow) takes a token from the
+//     admission budget and becomes the candidate if the bucket lacks one
+//     or an owner; with no token left, the guard arms and routes that
+//     arrival. It also arms when the queue
+//     nears its limits (the overload classes start).
+//   - arming keeps the owners (all their packets are in their buckets) and
+//     the candidates (none of their packets is in the shared queue). The
+//     packets that joined a bucket while disarmed are of hashes the guard
+//     does not know, so a bucket that holds packets when the guard arms is
+//     marked
+//     (idLegacy, counted in the bits above idMixed) and its newest packet
+//     carries markEnd: until that packet leaves, every arrival that is not
+//     the owner's is a guest of the bucket, never diverted, as after a
+//     reset. O(Flows), once per arming.
+//   - armed, every guardCalm arrivals (2·Flows with more flows), the guard
+//     looks back: if the shared queue dropped fewer than one packet per
+//     guardQuiet arrivals for waiting too long and the queue is not near
+//     its limits, the flood is over: the shared queue's packets go back to their
+//     buckets (in order, after the bucket's own, as resetGuard does) and
+//     the guard disarms, its admission budget full again. O(shared
+//     queue), paid for by the diversions that filled it.
+//
 // The shared queue's packets are numbered as they are diverted; it is a
 // FIFO (every removal, sent or dropped, takes its head), so packet s has
 // left once leftSeq > s. A bucket keeps the number of its last diverted
@@ -44,6 +73,7 @@ import (
 const (
 	markGuest  = 1 // in its bucket, not the owner's
 	markShared = 2 // in the shared queue
+	markEnd    = 4 // the newest packet its bucket held when the guard armed
 )
 
 const (
@@ -61,6 +91,18 @@ const (
 	// limit gets out: with 15 ms (FQ-PIE's Target) a 10 ms probe never
 	// did. 5 ms is the CoDel family's default Target.
 	guardMaxSpan = 5 * time.Millisecond
+	// guardCalm is the least number of arrivals between two looks back of
+	// the armed guard (see the top of this file); with more flows it is
+	// 2·Flows, so that the O(Flows) arming is paid for by the arrivals
+	// between two armings.
+	guardCalm = 1024
+	// guardQuiet: the armed guard judges a flood over when fewer than one
+	// arrival in guardQuiet made the shared queue drop a packet that had
+	// waited too long. A flood keeps it full to its limit (about one drop
+	// per diverted arrival once it arrives faster than the shared queue is
+	// served); a flow still diverted when the flood ends may lose a packet
+	// there now and then.
+	guardQuiet = 64
 )
 
 // Bits of guardID.flags.
@@ -68,6 +110,10 @@ const (
 	idOwner = 1 << iota // owner is set
 	idCand              // cand is set
 	idMixed             // the guests are of several hashes (after a reset)
+	// idLegacy is the count of markEnd packets in the bucket, in the bits
+	// from here up: while it is not zero, the bucket holds packets that
+	// came while the guard was disarmed.
+	idLegacy
 )
 
 // guardID is one bucket's recognition state.
@@ -92,16 +138,157 @@ type guardState struct {
 	diverted uint64
 	dropped  uint64
 	promoted uint64
+
+	armed   bool   // the guard routes arrivals (see the top of this file)
+	calmIn  uint32 // armed arrivals until the next look back
+	trimmed uint64 // dropped at the last look back
+	arms    uint64 // times the guard armed
+	disarms uint64 // times the guard disarmed
 }
 
-// route returns where the arrival with hash h for bucket idx goes (idx or
-// the shared queue) and the mark its node carries. The owner's arrivals
-// take the inlined test only.
+// direct reports whether the arrival with hash h for bucket idx joins its
+// bucket unmarked with no more guard work than its own: disarmed, when the
+// bucket holds packets or h is known there; armed, when h is the owner and
+// the arrival does not end a look-back window (it counts the arrival).
+// Every other arrival goes to route.
+func (q *sched[T, A]) direct(h, idx uint32) bool {
+	g := &q.g
+	if !g.armed && q.flows[idx].head != cqNone {
+		return true
+	}
+	e := &g.ids[idx]
+	if e.flags&idOwner == 0 {
+		return false
+	}
+	if !g.armed {
+		return e.owner == h || e.cand == h // known
+	}
+	if e.owner != h || g.calmIn <= 1 {
+		return false
+	}
+	e.flags &^= idCand // as owned
+	g.calmIn--
+	return true
+}
+
+// route returns where the arrival with hash h for bucket idx, which direct
+// did not let through, goes (idx or the shared queue) and the mark its
+// node carries.
 func (q *sched[T, A]) route(h, idx uint32) (uint32, uint8) {
+	if q.g.armed {
+		if q.g.calmIn--; q.g.calmIn == 0 {
+			q.lookBack()
+		}
+	}
+	if !q.g.armed {
+		if q.flows[idx].head != cqNone {
+			return idx, 0 // disarmed by the look back
+		}
+		return q.quiet(h, idx)
+	}
 	if q.owned(h, idx) {
 		return idx, 0
 	}
 	return q.routeNew(h, idx)
+}
+
+// known reports whether h is bucket idx's owner, or, while it has an
+// owner, its candidate or the last one it forgot: a disarmed guard lets
+// them into the empty bucket as they are (it diverts nothing, so any hash
+// may join its bucket), so that two flows that share a bucket do not spend
+// tokens. direct tests the same inline.
+func (q *sched[T, A]) known(h, idx uint32) bool {
+	e := &q.g.ids[idx]
+	return e.flags&idOwner != 0 && (e.owner == h || e.cand == h)
+}
+
+// quiet is route for a disarmed guard and an arrival that finds its bucket
+// empty: the owner and, while there is one, the candidate join it; a
+// candidate of a bucket without an owner becomes its owner (nothing is in
+// the shared queue while the guard is disarmed, so all its packets are in
+// the bucket); another hash takes a token and becomes the candidate
+// unless the bucket has an owner and a candidate already (so that a
+// one-packet flow does not push out a flow that shares the bucket), or,
+// with no token left, arms the guard, which routes it.
+func (q *sched[T, A]) quiet(h, idx uint32) (uint32, uint8) {
+	e := &q.g.ids[idx]
+	switch {
+	case q.known(h, idx):
+	case e.cand == h && e.flags&idCand != 0:
+		e.owner = h
+		e.flags = e.flags&^idCand | idOwner
+		q.g.promoted++
+	case q.takeToken():
+		if e.flags&(idOwner|idCand) != idOwner|idCand {
+			e.cand, e.candLast = h, e.lastDiv
+			e.flags |= idCand
+		}
+	default:
+		q.arm()
+		return q.route(h, idx)
+	}
+	return idx, 0
+}
+
+// arm arms the guard: every bucket that holds packets counts its newest as
+// the end of the packets of unknown hashes (see the top of this file).
+func (q *sched[T, A]) arm() {
+	g := &q.g
+	g.armed = true
+	g.arms++
+	g.calmIn = uint32(max(guardCalm, 2*len(g.ids)))
+	g.trimmed = g.dropped
+	for i := range g.ids {
+		f := &q.flows[i]
+		if f.head == cqNone || q.nodes[f.tail].mark&markEnd != 0 {
+			continue
+		}
+		q.nodes[f.tail].mark |= markEnd
+		g.ids[i].flags += idLegacy
+	}
+	q.work += uint64(len(g.ids))
+}
+
+// lookBack disarms the guard if the flood is over (see the top of this
+// file).
+func (q *sched[T, A]) lookBack() {
+	g := &q.g
+	window := max(guardCalm, 2*len(g.ids))
+	g.calmIn = uint32(window)
+	calm := (g.dropped-g.trimmed)*guardQuiet < uint64(window) && !q.tracking
+	g.trimmed = g.dropped
+	if !calm {
+		return
+	}
+	g.armed = false
+	g.disarms++
+	// The budget starts full again, as in a new queue.
+	g.tokens, g.seen = guardBurst*guardCost, q.stats.Dequeued.Packets
+	q.unshare()
+}
+
+// unshare moves the shared queue's packets back to their buckets, in
+// order, after the bucket's own (a hash is never in both, so every flow
+// keeps its order), unmarked.
+func (q *sched[T, A]) unshare() {
+	g := &q.g
+	sh := &q.flows[g.shared]
+	for sh.head != cqNone {
+		p := q.pop(sh)
+		idx := q.bucket(p.Hash)
+		f := &q.flows[idx]
+		q.push(f, p)
+		if f.tag&cqListMask == cqInactive<<cqListShift {
+			q.activate(f, idx)
+		}
+		if q.tracking {
+			q.reclass(f, idx)
+		}
+		q.work++
+	}
+	if q.tracking {
+		q.reclass(sh, g.shared)
+	}
 }
 
 // owned reports whether h is bucket idx's owner (route's inlined test)
@@ -125,6 +312,17 @@ func (q *sched[T, A]) routeNew(h, idx uint32) (uint32, uint8) {
 	e := &g.ids[idx]
 	q.work++
 	if e.guests > 0 && (e.guest == h || e.flags&idMixed != 0) {
+		e.guests++
+		return idx, markGuest
+	}
+	if e.flags >= idLegacy {
+		// Packets of unknown hashes are queued here: a guest, whatever
+		// the hash.
+		if e.guests == 0 {
+			e.guest = h
+		} else {
+			e.flags |= idMixed
+		}
 		e.guests++
 		return idx, markGuest
 	}
@@ -196,7 +394,11 @@ func (q *sched[T, A]) left(mark uint8, h uint32) {
 		q.g.leftSeq++
 		return
 	}
-	if e := &q.g.ids[q.bucket(h)]; e.guests > 0 {
+	e := &q.g.ids[q.bucket(h)]
+	if mark&markEnd != 0 && e.flags >= idLegacy {
+		e.flags -= idLegacy
+	}
+	if mark&markGuest != 0 && e.guests > 0 {
 		if e.guests--; e.guests == 0 {
 			e.flags &^= idMixed
 		}
@@ -275,6 +477,7 @@ func (q *sched[T, A]) resetGuard() {
 		g.ids[i] = e
 	}
 	g.tokens, g.seen = guardBurst*guardCost, q.stats.Dequeued.Packets
+	g.armed = false
 }
 
 // sharedLen returns the packets in the shared queue.

@@ -190,7 +190,7 @@ func (q *PIE[T]) Enqueue(p aqm.Packet[T], now aqm.Time) aqm.Verdict {
 	}
 	idx := q.bucket(p.Hash)
 	var mark uint8
-	if q.guard {
+	if q.guard && !q.direct(p.Hash, idx) {
 		idx, mark = q.route(p.Hash, idx)
 	}
 	f := &q.flows[idx]
