@@ -12,6 +12,7 @@ import (
 
 	"github.com/aqmkit/aqmkit/aqm"
 	"github.com/aqmkit/aqmkit/clock"
+	"github.com/aqmkit/aqmkit/front"
 	"github.com/aqmkit/aqmkit/iphdr"
 )
 
@@ -381,7 +382,7 @@ func TestWriteCoalesced(t *testing.T) {
 					}
 					return true
 				})
-				r, stop := startRouter(t, Config{AQM: "fifo", Rate: 100 * aqm.Mbit, VnetHdr: true, Clock: clock.Since(time.Now())}, p)
+				r, stop := startRouter(t, Config{AQM: "fifo", Rate: 100 * aqm.Mbit, VnetHdr: true, GSO: front.GSOSplit, Clock: clock.Since(time.Now())}, p)
 				var want [][]byte
 				for i := range 20 {
 					sp := superTCP4("10.201.1.2", "10.201.2.2", 2, 1448, 2+i%10, uint32(i))

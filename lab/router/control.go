@@ -181,6 +181,16 @@ func (s *swapQueue) replace(q aqm.Queue[[]byte], now aqm.Time, add func(p aqm.Pa
 	s.swaps++
 }
 
+// unwrap returns the queue a direction's front holds behind its swapQueue
+// (every direction's front holds one, so that Reconfigure can replace the
+// queue): the algorithm's queue, or its IP wrapper (cakeIP).
+func unwrap(q aqm.Queue[[]byte]) aqm.Queue[[]byte] {
+	if sw, ok := q.(*swapQueue); ok {
+		return sw.q
+	}
+	return q
+}
+
 // reconfigureInPlace calls the algorithm's own Reconfigure with cfg, the
 // algorithm's Config as package queues builds it, when the current queue
 // is of that algorithm.

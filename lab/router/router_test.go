@@ -204,7 +204,7 @@ func TestRateShapes(t *testing.T) {
 					}
 					if name == "cake" { // CAKE shapes by itself, behind the front's bucket
 						var cr aqm.Rate
-						q.front.WithQueue(func(cq aqm.Queue[[]byte]) { cr = cq.(*cakeIP).q.Config().Rate })
+						q.front.WithQueue(func(cq aqm.Queue[[]byte]) { cr = unwrap(cq).(*cakeIP).q.Config().Rate })
 						if cr != 2*aqm.Mbit {
 							t.Errorf("%v: CAKE's rate %v, want 2mbit", q.prefix, cr)
 						}

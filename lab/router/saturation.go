@@ -450,7 +450,7 @@ func (d *Queue) setLinkRate(r aqm.Rate) {
 // setQueueRate gives a queue that shapes by itself (CAKE) the rate r.
 func (d *Queue) setQueueRate(r aqm.Rate) {
 	d.front.WithQueue(func(q aqm.Queue[[]byte]) {
-		if c, ok := q.(*cakeIP); ok {
+		if c, ok := unwrap(q).(*cakeIP); ok {
 			c.q.SetRate(r)
 		}
 	})

@@ -286,7 +286,7 @@ func TestAutoCapCAKE(t *testing.T) {
 	g.drops.Add(5)
 	g.window(1)
 	var got aqm.Rate
-	d.front.WithQueue(func(q aqm.Queue[[]byte]) { got = q.(*cakeIP).q.Config().Rate })
+	d.front.WithQueue(func(q aqm.Queue[[]byte]) { got = unwrap(q).(*cakeIP).q.Config().Rate })
 	if got != 36*aqm.Mbit || d.linkRate() != 36*aqm.Mbit {
 		t.Errorf("CAKE's rate %v (GSO rule %v), want 36Mbit", got, d.linkRate())
 	}
@@ -355,13 +355,14 @@ func TestGSOKeptWhileSaturated(t *testing.T) {
 
 // TestVnetAutoBySize protects GSOAuto on the packet path: at 50 Mb/s a
 // super-packet of three 1448-byte segments (0.7 ms) is written whole and
-// one of twenty (4.7 ms) as its segments.
+// one of twenty (4.7 ms) as its segments (written one by one here, with
+// joining on write off, so that the writes show the split).
 func TestVnetAutoBySize(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		var mu sync.Mutex
 		var writes []int
 		p := newPipe(64, func(b []byte) bool { mu.Lock(); writes = append(writes, len(b)); mu.Unlock(); return true })
-		r, stop := startRouter(t, Config{AQM: "fq-codel", Rate: 50 * aqm.Mbit, VnetHdr: true, Clock: clock.Since(time.Now())}, p)
+		r, stop := startRouter(t, Config{AQM: "fq-codel", Rate: 50 * aqm.Mbit, VnetHdr: true, DisableCoalesce: true, Clock: clock.Since(time.Now())}, p)
 		p.in <- superTCP4("10.201.1.2", "10.201.2.2", 0, 1448, 3, 1)
 		time.Sleep(10 * time.Millisecond)
 		p.in <- superTCP4("10.201.1.2", "10.201.2.2", 0, 1448, 20, 2)
