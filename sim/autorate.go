@@ -4,6 +4,8 @@ import (
 	"fmt"
 	"path/filepath"
 	"runtime"
+	"slices"
+	"strconv"
 	"time"
 
 	"github.com/aqmkit/aqmkit/aqm"
@@ -379,6 +381,11 @@ func init() {
 // runs on, in sim/testdata/traces.
 var AutorateTraces = []string{"step-down-up.rate", "cellular-fading.mahi", "starlink-15s.rate"}
 
+// autorateBounds are the rows a run on given trace files always has: what
+// a controller that learns the capacity 300 ms late, and a rate fixed at
+// the mean, achieve there.
+var autorateBounds = []string{"fq-codel@oracle-300ms", "fq-codel@mean"}
+
 // AutorateAQMs are the autorate scenario's queues.
 var AutorateAQMs = []string{"fq-codel+autorate", "fq-codel+autorate-achieved", "fq-codel+autorate-fast", "fq-codel@oracle-300ms", "fq-codel@mean", "fq-codel@min"}
 
@@ -395,7 +402,7 @@ func tracesDir() string {
 var autorateScenario = Scenario{
 	Name: "autorate",
 	Desc: "a link whose capacity follows a trace (a step down and up; a fading cellular delivery trace; a Starlink-like " +
-		"rate with a reconfiguration every 15 s) behind a 600-packet drop-tail device buffer; in front of it FQ-CoDel " +
+		"rate with a reconfiguration every 15 s; or the files -trace names, each with its empty-queue floor) behind a 600-packet drop-tail device buffer; in front of it FQ-CoDel " +
 		"behind a shaper driven by an autorate controller (cake-autorate's defaults; with cuts to the achieved rate; and a " +
 		"faster setting with tighter delay thresholds) from three ping flows' RTTs (30, 35, 40 ms; replies evenly spaced, " +
 		"20 Hz in all), beside a shaper that learns the capacity 300 ms late (a bound for a controller that reacts " +
@@ -406,18 +413,31 @@ var autorateScenario = Scenario{
 		"a fixed rate at the mean bloats in the dips, one at the minimum wastes the rest",
 	DefaultReps: 1,
 	Runs: func(o Options) ([]Run, error) {
-		names := AutorateAQMs
+		names := slices.Clone(AutorateAQMs)
 		if len(o.AQMs) > 0 {
-			names = o.AQMs
+			names = slices.Clone(o.AQMs)
 		}
 		for _, n := range names {
 			if _, err := LookupAQM(n); err != nil {
 				return nil, err
 			}
 		}
+		files := o.Traces
+		if len(files) == 0 {
+			for _, f := range AutorateTraces {
+				files = append(files, filepath.Join(tracesDir(), f))
+			}
+		} else {
+			// A trace of one's own is read against the bounds it allows.
+			for _, n := range autorateBounds {
+				if !slices.Contains(names, n) {
+					names = append(names, n)
+				}
+			}
+		}
 		var runs []Run
-		for _, file := range AutorateTraces {
-			tr, err := LoadTrace(filepath.Join(tracesDir(), file))
+		for _, file := range files {
+			tr, err := LoadTrace(file)
 			if err != nil {
 				return nil, err
 			}
@@ -444,7 +464,9 @@ var autorateScenario = Scenario{
 			}
 			for _, a := range names {
 				runs = append(runs, Run{Scenario: "autorate", Group: tr.Name, AQM: a, BufferPackets: 1000, Config: cfg,
-					Params: map[string]string{"trace": tr.Name}})
+					Params: map[string]string{"trace": tr.Name,
+						"floor_p95_ms": strconv.FormatFloat(tr.floorMs(0.95), 'f', 1, 64),
+						"floor_p99_ms": strconv.FormatFloat(tr.floorMs(0.99), 'f', 1, 64)}})
 			}
 		}
 		return runs, nil
