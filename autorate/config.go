@@ -124,6 +124,13 @@ type Config struct {
 	// v3.1 does; [DefaultAchievedCut] (0.9) is the factor of its earlier
 	// versions.
 	AchievedCut float64
+	// Recovery, when set, lets an increase after a cut close that share
+	// of the gap to the rate the first cut of the episode started from
+	// (scaled, as the increase is, by how far the delay is below
+	// DelayThreshold), when that is more than the scaled increase. In
+	// [0, 1]; zero (the default) leaves increases to the scale alone, as
+	// cake-autorate does.
+	Recovery float64
 	// MinIncrease and MaxIncrease are the fractions an increase adds at the
 	// two ends of its scale, 0 ≤ MinIncrease ≤ MaxIncrease ≤ 1; defaults 0
 	// and 0.04 (cake-autorate's factors 1.0 and 1.04).
@@ -278,6 +285,7 @@ func (c Config) Validate() error {
 		bad("MaxCut", d.MaxCut, "must be at least MinCut")
 	}
 	fraction("AchievedCut", d.AchievedCut, true, false)
+	fraction("Recovery", d.Recovery, true, true)
 	minInc := fraction("MinIncrease", d.MinIncrease, true, true)
 	if fraction("MaxIncrease", d.MaxIncrease, false, true) && minInc && d.MaxIncrease < d.MinIncrease {
 		bad("MaxIncrease", d.MaxIncrease, "must be at least MinIncrease")
