@@ -46,6 +46,13 @@ type shapedPath struct {
 	nextReport aqm.Time
 	released   uint64 // bytes released since the last report
 	reflector  map[int32]int
+	// wanRTT times the probes from when they left the shaper (exits, by
+	// the simulator's packet slot), so that the controller sees the queue
+	// beyond the shaper and not the shaper's own; otherwise from when they
+	// were sent, halved if halfRTT (cake-autorate's fping mode).
+	wanRTT  bool
+	halfRTT bool
+	exits   []aqm.Time
 
 	// An oracle instead of a controller: every oracleStep the rate is
 	// oracleShare of the capacity's mean over the oracleStep that ended
@@ -170,6 +177,12 @@ func (p *shapedPath) pump(now aqm.Time) {
 		if !ok {
 			break
 		}
+		if p.wanRTT {
+			for int(pk.Payload) >= len(p.exits) {
+				p.exits = append(p.exits, 0)
+			}
+			p.exits[pk.Payload] = t
+		}
 		p.tokens -= float64(pk.Size)
 		p.released += uint64(pk.Size)
 		if p.fifo.n >= p.fifoLimit {
@@ -187,6 +200,9 @@ func (p *shapedPath) pump(now aqm.Time) {
 // Enqueue offers p to the router.
 func (p *shapedPath) Enqueue(pk aqm.Packet[uint64], now aqm.Time) aqm.Verdict {
 	p.pump(now)
+	if p.wanRTT && int(pk.Payload) < len(p.exits) {
+		p.exits[pk.Payload] = 0 // a new packet in this slot: not yet out
+	}
 	v := p.router.Enqueue(pk, now)
 	p.pump(now)
 	return v
@@ -219,15 +235,26 @@ func (p *shapedPath) NextDeparture(now aqm.Time) aqm.Time {
 
 // observePing feeds a probe's round-trip time to the controller; each ping
 // flow is one reflector.
-func (p *shapedPath) observePing(now aqm.Time, flow int32, rtt time.Duration) {
+func (p *shapedPath) observePing(now aqm.Time, flow, slot int32, rtt time.Duration) {
 	if p.ctl == nil {
 		return
+	}
+	if p.wanRTT {
+		// From when the probe left the shaper: the queue beyond it alone.
+		if int(slot) >= len(p.exits) || p.exits[slot] == 0 {
+			return // dropped in the shaper's queue
+		}
+		rtt = now.Sub(p.exits[slot])
+		p.exits[slot] = 0
 	}
 	p.pump(now)
 	r, ok := p.reflector[flow]
 	if !ok {
 		r = len(p.reflector)
 		p.reflector[flow] = r
+	}
+	if p.halfRTT {
+		rtt /= 2
 	}
 	p.ctl.Sample(now, r, rtt)
 }
@@ -279,6 +306,14 @@ const (
 	// arFast adds those cuts to faster steps and to delay thresholds
 	// half the defaults, for a goal of 30 ms on the round trip.
 	arFast
+	// arRecovery is arFast with Recovery 1: after a cut, an increase at
+	// low delay returns to the rate before the cut.
+	arRecovery
+	// arCakeAutorate is the cake-autorate baseline: every setting at
+	// cake-autorate v3's defaults, written out so that the package's own
+	// defaults may move, fed half of each probe's round trip measured
+	// through the shaper, as its fping mode does.
+	arCakeAutorate
 )
 
 // autorateConfig is the controller's configuration for a trace: what a
@@ -306,8 +341,38 @@ func autorateConfig(t *Trace, v autorateVariant) autorate.Config {
 		c.MaxIncrease, c.IncreaseRefractory, c.MaxCut = 0.1, 100*time.Millisecond, 0.4
 		c.FullIncreaseBelow, c.DelayThreshold, c.FullCutAbove = 5*time.Millisecond, 15*time.Millisecond, 30*time.Millisecond
 		c.DetectionThreshold = 2 // cake-autorate's Starlink example before v3.2
+	case arRecovery:
+		c = autorateConfig(t, arFast)
+		c.Recovery = 1
+	case arCakeAutorate:
+		c = cakeAutorateV3(c.MinRate, c.BaseRate, c.MaxRate)
 	}
 	return c
+}
+
+// cakeAutorateV3 is cake-autorate v3's defaults.sh as a Config, with the
+// user's three rates: one-way delay thresholds of 30, 10 and 60 ms; 3
+// delayed samples of 6; baselines rising at 0.001 and falling at 0.9, the
+// delta EWMA at 0.095; cuts of 0.99 to 0.75 of the rate, increases of up
+// to 1.04 at most once per 200 ms achieved-rate report, 0.99 and 1.01
+// towards the base at low load above 0.75 of the rate; refractory periods
+// of 300 ms after a cut and 1 s for decay; reflectors checked every second
+// for a response within 1 s, 3 offences in 60 checks, compared every
+// minute (20 ms of baseline, 10 ms of delta); a 10 s global timeout. The
+// achieved-rate cut of v3.0 and earlier and Recovery stay off.
+func cakeAutorateV3(minRate, base, maxRate aqm.Rate) autorate.Config {
+	return autorate.Config{
+		MinRate: minRate, BaseRate: base, MaxRate: maxRate,
+		DelayThreshold: 30 * time.Millisecond, FullIncreaseBelow: 10 * time.Millisecond, FullCutAbove: 60 * time.Millisecond,
+		DetectionWindow: 6, DetectionThreshold: 3,
+		BaselineRise: 0.001, BaselineFall: 0.9, DeltaAlpha: 0.095,
+		MinCut: 0.01, MaxCut: 0.25, MinIncrease: 0, MaxIncrease: 0.04, DecayStep: 0.01, HighLoad: 0.75,
+		CutRefractory: 300 * time.Millisecond, IncreaseRefractory: 200 * time.Millisecond, DecayRefractory: time.Second,
+		PacketBytes: 1500, Reflectors: 6,
+		ResponseDeadline: time.Second, HealthInterval: time.Second, OffenceWindow: 60, OffenceThreshold: 3,
+		ComparisonInterval: time.Minute, BaselineSpread: 20 * time.Millisecond, DeltaSpread: 10 * time.Millisecond,
+		RestTime: time.Minute, ProbeTimeout: 10 * time.Second,
+	}
 }
 
 // pathAQMs are the autorate scenario's paths: queues for runs with a
@@ -333,7 +398,13 @@ func init() {
 			if err != nil {
 				return nil, err
 			}
-			return newShapedPath(e, float64(ctl.Rate()), ctl)
+			p, err := newShapedPath(e, float64(ctl.Rate()), ctl)
+			if err != nil {
+				return nil, err
+			}
+			p.wanRTT = v != arCakeAutorate
+			p.halfRTT = v == arCakeAutorate
+			return p, nil
 		}
 	}
 	registerPath(AQM{Name: "fq-codel+autorate", Desc: "FQ-CoDel behind a shaper an autorate controller drives from the pings' RTTs " +
@@ -343,6 +414,11 @@ func init() {
 		"(cake-autorate up to v3.0)", New: autorated(arAchieved)})
 	registerPath(AQM{Name: "fq-codel+autorate-fast", Desc: "as fq-codel+autorate-achieved, with the base at the trace's mean, increases of up to 10% " +
 		"every 100 ms, cuts of up to 40%, delay thresholds of 5, 15 and 30 ms on the RTT, and bufferbloat at 2 delayed samples of 6", New: autorated(arFast)})
+	registerPath(AQM{Name: "fq-codel+autorate-recovery", Desc: "as fq-codel+autorate-fast, with Recovery 1: after a cut, an increase at low delay " +
+		"returns to the rate the cut started from", New: autorated(arRecovery)})
+	registerPath(AQM{Name: "fq-codel+cake-autorate-v3", Desc: "the cake-autorate baseline: the controller at cake-autorate v3's defaults " +
+		"(30/10/60 ms one-way thresholds, 3 delayed of 6, cuts 0.99–0.75, increases up to 1.04 per 200 ms, refractory 300 ms and 1 s) " +
+		"fed half of each ping's RTT measured through the shaper, as its fping mode does; rates as fq-codel+autorate", New: autorated(arCakeAutorate)})
 	oracle := func(lag time.Duration) func(e Env) (aqm.Queue[uint64], error) {
 		return func(e Env) (aqm.Queue[uint64], error) {
 			if err := need(e); err != nil {
@@ -387,7 +463,8 @@ var AutorateTraces = []string{"step-down-up.rate", "cellular-fading.mahi", "star
 var autorateBounds = []string{"fq-codel@oracle-300ms", "fq-codel@mean"}
 
 // AutorateAQMs are the autorate scenario's queues.
-var AutorateAQMs = []string{"fq-codel+autorate", "fq-codel+autorate-achieved", "fq-codel+autorate-fast", "fq-codel@oracle-300ms", "fq-codel@mean", "fq-codel@min"}
+var AutorateAQMs = []string{"fq-codel+autorate", "fq-codel+autorate-achieved", "fq-codel+autorate-fast", "fq-codel+autorate-recovery",
+	"fq-codel+cake-autorate-v3", "fq-codel@oracle-300ms", "fq-codel@mean", "fq-codel@min"}
 
 // tracesDir is where the shipped traces are, found from this source file
 // so that the command works from any directory of the checkout.
@@ -403,9 +480,9 @@ var autorateScenario = Scenario{
 	Name: "autorate",
 	Desc: "a link whose capacity follows a trace (a step down and up; a fading cellular delivery trace; a Starlink-like " +
 		"rate with a reconfiguration every 15 s; or the files -trace names, each with its empty-queue floor) behind a 600-packet drop-tail device buffer; in front of it FQ-CoDel " +
-		"behind a shaper driven by an autorate controller (cake-autorate's defaults; with cuts to the achieved rate; and a " +
-		"faster setting with tighter delay thresholds) from three ping flows' RTTs (30, 35, 40 ms; replies evenly spaced, " +
-		"20 Hz in all), beside a shaper that learns the capacity 300 ms late (a bound for a controller that reacts " +
+		"behind a shaper driven by an autorate controller (cake-autorate's defaults; with cuts to the achieved rate; a " +
+		"faster setting with tighter delay thresholds; that with Recovery) from three ping flows' RTTs (30, 35, 40 ms; replies evenly spaced, " +
+		"20 Hz in all; timed from when they leave the shaper), the cake-autorate v3 baseline (its defaults, half the RTT through the shaper), beside a shaper that learns the capacity 300 ms late (a bound for a controller that reacts " +
 		"as fast as its probes allow), and the shaper fixed at the trace's mean and at its lowest 1 s mean; " +
 		"4 CUBIC flows (RTT 30 ms); one trace period (at least 30 s), first 5 s excluded. The shaper sits before " +
 		"the bottleneck, as on an upload",

@@ -537,7 +537,7 @@ func (s *Sim) ackArrives(f *flow) {
 		if s.measuring() {
 			s.m.ping.Record(s.now.Sub(pk.sent))
 		}
-		s.observePing(f, s.now.Sub(pk.sent))
+		s.observePing(f, le.slot, s.now.Sub(pk.sent))
 		s.release(le.slot)
 		return
 	}

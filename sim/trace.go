@@ -369,7 +369,7 @@ func (l *traceLink) txEnd(now aqm.Time, size uint32) aqm.Time {
 // pingObserver is a queue that wants the probe flows' round-trip times
 // (the autorate scenario's shaped path).
 type pingObserver interface {
-	observePing(now aqm.Time, flow int32, rtt time.Duration)
+	observePing(now aqm.Time, flow, slot int32, rtt time.Duration)
 }
 
 // initHooks sets up the trace-driven link, the wake-ups of a queue that
@@ -411,9 +411,9 @@ func (s *Sim) pacedWake() {
 }
 
 // observePing hands a probe's round-trip time to the queue if it wants it.
-func (s *Sim) observePing(f *flow, rtt time.Duration) {
+func (s *Sim) observePing(f *flow, slot int32, rtt time.Duration) {
 	if s.pingObs != nil {
-		s.pingObs.observePing(s.now, f.id, rtt)
+		s.pingObs.observePing(s.now, f.id, slot, rtt)
 	}
 }
 
