@@ -66,7 +66,9 @@
 // wait grows, and the rate is held at MinRate however fast the link is.
 // Time a probe from when it leaves the shaper (a transmit timestamp taken
 // after the queue, SO_TIMESTAMPING's TX_SCHED or TX_SOFTWARE on Linux) or
-// send it around the shaper.
+// send it around the shaper, or use no probe at all: a [PassiveRTT] times
+// the TCP flows the router forwards where they leave and re-enter its WAN
+// side, which leaves its own queue out by construction.
 //
 // The rate is rounded to whole bits per second and kept in [MinRate,
 // MaxRate]; a decision at a bound may leave it unchanged.
