@@ -116,6 +116,13 @@ type passiveFlow struct {
 // needed. A flow that starts while the link is already bloated takes a
 // bloated minimum and reports rises too small until the queue drains.
 //
+// A busy router closes hundreds of round trips a second, each carrying the
+// link's own jitter (on a cellular link, the wait for the next delivery
+// opportunity). A detection window of six samples fed all of them reads
+// that jitter as bufferbloat; feed the controller instead the smallest rise
+// of each 50 ms, which a queue beyond the shaper raises and the jitter
+// does not, and keep the default thresholds (30, 10 and 60 ms).
+//
 // Memory is fixed at [NewPassiveRTT]: a table of Flows entries of 128
 // bytes, open addressing with a keyed hash, eight probes. An entry is free
 // once its flow has been idle for IdleTimeout or closed with FIN or RST; a

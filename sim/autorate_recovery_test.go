@@ -51,3 +51,25 @@ func TestVerizonRecovery(t *testing.T) {
 	require.LessOrEqual(t, rec.Ping.P99Ms, 1.2*oracle.Ping.P99Ms+10)
 	require.Greater(t, rec.Utilization, cake.Utilization)
 }
+
+// TestAutoratePassive protects the passive feed: with no probe reaching
+// the controller, the TCP flows' own round trips keep the shaper near the
+// capacity of the real T-Mobile LTE uplink, at least 0.85 of the oracle's
+// utilisation with a ping p99 within 1.2 times the oracle's plus 10 ms.
+func TestAutoratePassive(t *testing.T) {
+	file := filepath.Join(realTraces(t), "TMobile-LTE-short.up")
+	got := runAutorate(t, file, "fq-codel+autorate-passive")
+	pas, oracle := got["fq-codel+autorate-passive"], got["fq-codel@oracle-300ms"]
+	require.GreaterOrEqual(t, pas.Utilization, 0.85*oracle.Utilization)
+	require.LessOrEqual(t, pas.Ping.P99Ms, 1.2*oracle.Ping.P99Ms+10)
+}
+
+// TestAutoratePassiveSteps protects the passive feed without the real
+// traces: on the shipped step trace it uses more than the shaper fixed
+// at the minimum and keeps the pings' p95 below half the fixed mean's.
+func TestAutoratePassiveSteps(t *testing.T) {
+	got := runAutorate(t, filepath.Join(tracesDir(), "step-down-up.rate"), "fq-codel+autorate-passive", "fq-codel@min")
+	p95 := func(a string) float64 { return got[a].DelayHistogram("ping").Quantile(0.95).Seconds() }
+	require.Greater(t, got["fq-codel+autorate-passive"].Utilization, got["fq-codel@min"].Utilization+0.2)
+	require.Less(t, p95("fq-codel+autorate-passive"), p95("fq-codel@mean")/2)
+}

@@ -117,6 +117,7 @@ type Sim struct {
 	paced        aqm.Paced
 	pacedPending bool
 	pingObs      pingObserver
+	pktObs       packetObserver // autorate_passive.go
 
 	// time-weighted queue length
 	qLastT       aqm.Time
@@ -542,6 +543,9 @@ func (s *Sim) ackArrives(f *flow) {
 		return
 	}
 	ack, sack, ceN, echo, rexmit := pk.seq, pk.sack, int(pk.ceN), pk.sent, pk.rexmit
+	if s.pktObs != nil {
+		s.pktObs.observeAck(s.now, f.id, echo)
+	}
 	s.release(le.slot)
 	s.onAck(f, ack, sack, ceN, echo, rexmit)
 }

@@ -380,6 +380,9 @@ func (s *Sim) initHooks() {
 	}
 	s.paced, _ = s.q.(aqm.Paced)
 	s.pingObs, _ = s.q.(pingObserver)
+	if s.pktObs, _ = s.q.(packetObserver); s.pktObs != nil {
+		s.pktObs.setPacketInfo(s.packetInfo)
+	}
 }
 
 // txEnd is when a packet of size bytes that starts now has left the link.
