@@ -200,7 +200,8 @@ func ParseDeliveryTrace(name string, r io.Reader) (*Trace, error) {
 // delivery trace if it ends in .mahi, .up or .down, a throughput table if
 // it ends in .csv (see [ParseThroughputCSV]; "file.csv:column" picks one
 // of several throughput columns). Its Name is the base name without the
-// extension, followed by "-column" when a column was named. An error names
+// extension (.up and .down stay, since mahimahi's pairs share a base
+// name), followed by "-column" when a column was named. An error names
 // the file and, for a bad line, the line.
 func LoadTrace(path string) (*Trace, error) {
 	file, column := splitColumn(path)

@@ -153,9 +153,13 @@ func splitColumn(path string) (file, column string) {
 }
 
 // traceName is a trace's report name: the file's base name without its
-// extension, and the column if one was picked.
+// extension (but with mahimahi's .up or .down), and the column if one was
+// picked.
 func traceName(file, column string) string {
 	name := strings.TrimSuffix(filepath.Base(file), filepath.Ext(file))
+	if ext := filepath.Ext(file); ext == ".up" || ext == ".down" {
+		name += ext // mahimahi's pairs share a base name
+	}
 	if column != "" {
 		name += "-" + strings.TrimSuffix(column, "_mbps")
 	}
