@@ -27,6 +27,7 @@ type autorateOptions struct {
 	threshold   time.Duration
 	achievedCut float64
 	maxIncrease float64
+	recovery    float64
 	detection   int
 	logFile     string
 
@@ -55,6 +56,8 @@ func addAutorateFlags(fs *flag.FlagSet, a *autorateOptions) {
 	fs.Float64Var(&a.achievedCut, "autorate-achieved-cut", a.achievedCut, "a cut may go to this `share` of the achieved rate (0: cuts scale the rate alone)")
 	a.maxIncrease = autorate.DefaultMaxIncrease
 	fs.Float64Var(&a.maxIncrease, "autorate-max-increase", a.maxIncrease, "the largest `share` an increase adds, once per 200 ms report")
+	fs.Float64Var(&a.recovery, "autorate-recovery", 0, "after a run of cuts, an increase at low delay closes this `share` of the gap "+
+		"to the rate before the first cut (0: off; 1 returns there in one step)")
 	a.detection = autorate.DefaultDetectionThreshold
 	fs.IntVar(&a.detection, "autorate-detection", a.detection, "how many `samples` of the last 6 must be delayed to call bufferbloat")
 	fs.StringVar(&a.logFile, "autorate-log", "", "write every sample, report and rate change as CSV to `file`")
@@ -101,6 +104,7 @@ func (a *autorateOptions) config(cfg router.Config) (autorate.Config, error) {
 		MinRate: a.min, BaseRate: cfg.Rate, MaxRate: a.max, Reflectors: len(a.refl),
 		DelayThreshold: a.threshold, FullIncreaseBelow: a.threshold / 3, FullCutAbove: 2 * a.threshold,
 		AchievedCut: a.achievedCut, MaxIncrease: a.maxIncrease, DetectionThreshold: a.detection,
+		Recovery: a.recovery,
 	}
 	if err := c.Validate(); err != nil {
 		return autorate.Config{}, err
