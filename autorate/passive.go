@@ -18,9 +18,8 @@ const (
 	maxPassiveFlows     = 1 << 22
 )
 
-// pendingPerFlow is how many timestamps or handshakes a flow waits on at
-// once: enough for one RTT sample per millisecond-tick of timestamps in a
-// short window, few enough to keep a flow in two cache lines.
+// pendingPerFlow is how many timestamps a flow waits on at once: a few
+// round trips' samples in flight per flow, and an entry of 136 bytes.
 const pendingPerFlow = 4
 
 // PassiveConfig configures a [PassiveRTT]. A zero field means its default.
@@ -123,8 +122,8 @@ type passiveFlow struct {
 // of each 50 ms, which a queue beyond the shaper raises and the jitter
 // does not, and keep the default thresholds (30, 10 and 60 ms).
 //
-// Memory is fixed at [NewPassiveRTT]: a table of Flows entries of 128
-// bytes, open addressing with a keyed hash, eight probes. An entry is free
+// Memory is fixed at [NewPassiveRTT]: a table of Flows entries of 136
+// bytes (544 KiB for the default 4096), open addressing with a keyed hash, eight probes. An entry is free
 // once its flow has been idle for IdleTimeout or closed with FIN or RST; a
 // new flow that finds none in its probes takes the least recently seen.
 // Outbound and Inbound allocate nothing. Timestamps compare in serial
