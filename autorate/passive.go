@@ -123,9 +123,10 @@ type passiveFlow struct {
 // does not, and keep the default thresholds (30, 10 and 60 ms).
 //
 // Memory is fixed at [NewPassiveRTT]: a table of Flows entries of 136
-// bytes (544 KiB for the default 4096), open addressing with a keyed hash, eight probes. An entry is free
-// once its flow has been idle for IdleTimeout or closed with FIN or RST; a
-// new flow that finds none in its probes takes the least recently seen.
+// bytes (544 KiB for the default 4096), open addressing with a keyed
+// hash, eight probes. An entry is free once its flow has been idle for
+// IdleTimeout or closed with FIN or RST; a new flow that finds none in its
+// probes takes the least recently seen.
 // Outbound and Inbound allocate nothing. Timestamps compare in serial
 // arithmetic (RFC 1982), so they wrap at 2^32 as TCP's do; an echo older
 // than one already matched, as reordering brings, finds no pending value
