@@ -241,7 +241,11 @@ func (l *autorateLoop) run(ctx context.Context) error {
 			if err := l.ctl.Drive(autorate.SetterFunc(q.SetRate)); err != nil {
 				l.logf("autorate: %v", err)
 			}
-			l.logf("autorate: driving %v from %d reflector(s), rate %v", q.Prefix(), len(probers), l.ctl.Rate())
+			passive := ""
+			if l.tap != nil {
+				passive = " and passive round trips"
+			}
+			l.logf("autorate: driving %v from %d reflector(s)%s, rate %v", q.Prefix(), len(probers), passive, l.ctl.Rate())
 		case <-passiveC:
 			if rise, ok := l.tap.take(); ok {
 				now := l.clk.Now()
