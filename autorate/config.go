@@ -56,16 +56,14 @@ const (
 	DefaultProbeTimeout       = 10 * time.Second
 )
 
-// Limits of [Config].
+// MaxReflectors is the largest Config.Reflectors: 256.
+const MaxReflectors = 256
+
+// Limits of [Config] that Validate enforces; the field docs state them.
 const (
-	// MaxRate is the largest rate a Config accepts: 10 Tbit/s.
-	MaxRate = 10 * aqm.Tbit
-	// MaxWindow is the largest DetectionWindow and OffenceWindow: 64.
-	MaxWindow = 64
-	// MaxReflectors is the largest Reflectors: 256.
-	MaxReflectors = 256
-	// maxSpan bounds every duration of a Config: one hour.
-	maxSpan = time.Hour
+	rateLimit = 10 * aqm.Tbit // the largest rate: 10 Tbit/s
+	maxWindow = 64            // the largest DetectionWindow and OffenceWindow
+	maxSpan   = time.Hour     // the longest duration
 )
 
 // Config configures a [Controller]. A zero field means its default (the
@@ -75,7 +73,7 @@ type Config struct {
 	// MinRate, BaseRate and MaxRate bound the rate: it never leaves
 	// [MinRate, MaxRate], it starts at BaseRate, decays back towards it
 	// when the load is low, and falls back to it when probes stop. They
-	// must satisfy 0 < MinRate ≤ BaseRate ≤ MaxRate ≤ [MaxRate]. Defaults
+	// must satisfy 0 < MinRate ≤ BaseRate ≤ MaxRate ≤ 10 Tbit/s. Defaults
 	// 5, 20 and 80 Mbit/s.
 	MinRate, BaseRate, MaxRate aqm.Rate
 
@@ -124,6 +122,13 @@ type Config struct {
 	// v3.1 does; [DefaultAchievedCut] (0.9) is the factor of its earlier
 	// versions.
 	AchievedCut float64
+	// Recovery, when set, lets an increase after a cut close that share
+	// of the gap to the rate the first cut of the episode started from
+	// (scaled, as the increase is, by how far the delay is below
+	// DelayThreshold), when that is more than the scaled increase. In
+	// [0, 1]; zero (the default) leaves increases to the scale alone, as
+	// cake-autorate does.
+	Recovery float64
 	// MinIncrease and MaxIncrease are the fractions an increase adds at the
 	// two ends of its scale, 0 ≤ MinIncrease ≤ MaxIncrease ≤ 1; defaults 0
 	// and 0.04 (cake-autorate's factors 1.0 and 1.04).
@@ -199,7 +204,7 @@ func (c Config) Validate() error {
 		name string
 		v    aqm.Rate
 	}{{"MinRate", d.MinRate}, {"BaseRate", d.BaseRate}, {"MaxRate", d.MaxRate}} {
-		if r.v > MaxRate {
+		if r.v > rateLimit {
 			bad(r.name, r.v, "must be at most 10tbit")
 			rates = false
 		}
@@ -242,12 +247,12 @@ func (c Config) Validate() error {
 		}
 		return true
 	}
-	if window("DetectionWindow", d.DetectionWindow, MaxWindow, "64") {
+	if window("DetectionWindow", d.DetectionWindow, maxWindow, "64") {
 		window("DetectionThreshold", d.DetectionThreshold, d.DetectionWindow, "DetectionWindow")
 	} else if d.DetectionThreshold < 1 {
 		bad("DetectionThreshold", d.DetectionThreshold, "must be at least 1")
 	}
-	if window("OffenceWindow", d.OffenceWindow, MaxWindow, "64") {
+	if window("OffenceWindow", d.OffenceWindow, maxWindow, "64") {
 		window("OffenceThreshold", d.OffenceThreshold, d.OffenceWindow, "OffenceWindow")
 	} else if d.OffenceThreshold < 1 {
 		bad("OffenceThreshold", d.OffenceThreshold, "must be at least 1")
@@ -278,6 +283,7 @@ func (c Config) Validate() error {
 		bad("MaxCut", d.MaxCut, "must be at least MinCut")
 	}
 	fraction("AchievedCut", d.AchievedCut, true, false)
+	fraction("Recovery", d.Recovery, true, true)
 	minInc := fraction("MinIncrease", d.MinIncrease, true, true)
 	if fraction("MaxIncrease", d.MaxIncrease, false, true) && minInc && d.MaxIncrease < d.MinIncrease {
 		bad("MaxIncrease", d.MaxIncrease, "must be at least MinIncrease")

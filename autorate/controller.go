@@ -140,6 +140,8 @@ type Controller struct {
 	started      bool
 	lastAccepted aqm.Time // the last judged sample, or the first call
 	fellBack     bool     // Fallback happened and no sample has come since
+	recoverTo    aqm.Rate // the rate before the last episode of cuts; 0 once regained
+	cutLast      bool     // the last move of the rate was a cut
 	lastCut      aqm.Time
 	lastIncrease aqm.Time
 	lastChange   aqm.Time // the last cut, increase or decay (for DecayRefractory)
@@ -332,6 +334,12 @@ func (c *Controller) decide(now aqm.Time) Decision {
 				c.stats.AchievedCuts++
 			}
 		}
+		if !c.cutLast {
+			// The first cut of an episode: the rate it cuts from is the
+			// last one known to have held, and recovery aims back at it.
+			c.recoverTo = c.rate
+		}
+		c.cutLast = true
 		c.lastCut, c.lastChange = now, now
 		c.stats.Cuts++
 		return c.apply(Cut, next)
@@ -345,7 +353,18 @@ func (c *Controller) decide(now aqm.Time) Decision {
 		c.fresh = false
 		c.lastIncrease, c.lastChange = now, now
 		c.stats.Increases++
-		return c.apply(Increase, c.scale(1+inc))
+		next := c.scale(1 + inc)
+		if c.recoverTo > c.rate && cfg.Recovery > 0 && f > 0 {
+			// Close a share of the gap to the rate before the cut, at
+			// least the scaled increase.
+			gap := float64(c.recoverTo - c.rate)
+			next = max(next, min(c.recoverTo, c.rate+aqm.Rate(math.Round(f*cfg.Recovery*gap))))
+		}
+		if next >= c.recoverTo {
+			c.recoverTo = 0
+		}
+		c.cutLast = false
+		return c.apply(Increase, next)
 	default:
 		if !cutFree || !since(c.lastChange, now, cfg.DecayRefractory) {
 			return c.hold()
@@ -361,6 +380,7 @@ func (c *Controller) decide(now aqm.Time) Decision {
 		if next == c.rate {
 			return c.hold()
 		}
+		c.cutLast = false
 		c.stats.Decays++
 		return c.apply(Decay, next)
 	}
@@ -409,6 +429,7 @@ func (c *Controller) tick(now aqm.Time) Decision {
 		// The window's samples are stale and so is any load report.
 		clear(c.deltas)
 		c.delayed, c.head, c.fresh, c.achieved = 0, 0, false, 0
+		c.recoverTo, c.cutLast = 0, false
 		c.lastChange = now
 		return c.apply(Fallback, c.cfg.BaseRate)
 	}

@@ -48,11 +48,26 @@
 //     increase, raise rate ← rate·(1 + i), i = MinIncrease +
 //     f·(MaxIncrease − MinIncrease), f = clamp((thr − δ̄)/(thr −
 //     thr_FullIncreaseBelow), 0, 1): the increase vanishes as the delay
-//     approaches the threshold.
+//     approaches the threshold. With Recovery set, an increase after an
+//     episode of cuts goes instead to rate + f·Recovery·(R − rate), R the
+//     rate the episode's first cut started from, when that is more (and
+//     never past R): the rate climbs back to where the link last held in
+//     a step or a few rather than 4 % at a time.
 //   - Otherwise (low load): unless within CutRefractory of the last cut or
 //     DecayRefractory of the last change (a cut, an increase, a fallback,
 //     or a decay check, even one at BaseRate that moved nothing), move one
 //     DecayStep towards BaseRate, never past it.
+//
+// A sample must measure the queue beyond the shaper, not the shaper's own.
+// A probe that waits in the shaper's queue sees, at a low rate, a round of
+// every backlogged flow's packet (n·MTU/rate, 480 ms for four flows at
+// 100 kbit/s): that reads as bufferbloat, the cut lowers the rate, the
+// wait grows, and the rate is held at MinRate however fast the link is.
+// Time a probe from when it leaves the shaper (a transmit timestamp taken
+// after the queue, SO_TIMESTAMPING's TX_SCHED or TX_SOFTWARE on Linux) or
+// send it around the shaper, or use no probe at all: a [PassiveRTT] times
+// the TCP flows the router forwards where they leave and re-enter its WAN
+// side, which leaves its own queue out by construction.
 //
 // The rate is rounded to whole bits per second and kept in [MinRate,
 // MaxRate]; a decision at a bound may leave it unchanged.
@@ -97,6 +112,7 @@
 //	DeltaAlpha           0.095     weight    alpha_delta_ewma
 //	MinCut, MaxCut       0.01, 0.25 fraction shaper_rate_{min,max}_adjust_down_bufferbloat 0.99, 0.75
 //	AchievedCut          0 (off)   fraction  achieved_rate_adjust_down_bufferbloat 0.9 (up to v3.0)
+//	Recovery             0 (off)   fraction  —
 //	MinIncrease          0         fraction  shaper_rate_min_adjust_up_load_high 1.0
 //	MaxIncrease          0.04      fraction  shaper_rate_max_adjust_up_load_high 1.04
 //	DecayStep            0.01      fraction  shaper_rate_adjust_{down,up}_load_low 0.99, 1.01
@@ -133,6 +149,8 @@
 //     back on top of the scaled cut. It is off by default.
 //   - A reflector's first sample sets its baseline; cake-autorate starts
 //     every baseline at 100 ms and lets the fast fall pull it down.
+//   - Recovery (off by default) is not cake-autorate's: there an increase
+//     is at most shaper_rate_max_adjust_up_load_high of the rate.
 //   - Increases have their own refractory period, IncreaseRefractory;
 //     cake-autorate increases at most once per achieved-rate report (every
 //     200 ms), which is kept as the rule that an increase needs a fresh

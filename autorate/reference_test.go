@@ -19,6 +19,10 @@ import (
 type model struct {
 	cfg  Config
 	rate aqm.Rate
+	// Recovery: the rate before the first cut of the current episode, and
+	// whether the rate's last move was a cut.
+	recoverTo  aqm.Rate
+	lastWasCut bool
 
 	refl    map[int]*modelRefl
 	judged  []float64 // every judged sample's delay rise, oldest first
@@ -168,6 +172,7 @@ func (m *model) housekeeping(now aqm.Time) Action {
 	}
 	if !m.fallen && elapsed(m.lastJudged, now) >= float64(m.cfg.ProbeTimeout) {
 		m.fallen = true
+		m.recoverTo, m.lastWasCut = 0, false
 		m.stats.Fallbacks++
 		m.judged, m.delayed = nil, nil
 		m.reportSince, m.lastReport = false, 0
@@ -249,6 +254,10 @@ func (m *model) judge(now aqm.Time, i int, d time.Duration, a Action) Action {
 		}
 		f := (mean - thr) / (m.thr(m.cfg.FullCutAbove) - thr)
 		f = math.Min(1, math.Max(0, f))
+		if !m.lastWasCut {
+			m.recoverTo = m.rate
+		}
+		m.lastWasCut = true
 		scaled := m.bound(float64(m.rate) * (1 - (m.cfg.MinCut + f*(m.cfg.MaxCut-m.cfg.MinCut))))
 		m.rate = scaled
 		// The achieved rate's share, when set, is taken if it is lower
@@ -270,7 +279,23 @@ func (m *model) judge(now aqm.Time, i int, d time.Duration, a Action) Action {
 		}
 		f := (thr - mean) / (thr - m.thr(m.cfg.FullIncreaseBelow))
 		f = math.Min(1, math.Max(0, f))
-		m.rate = m.bound(float64(m.rate) * (1 + (m.cfg.MinIncrease + f*(m.cfg.MaxIncrease-m.cfg.MinIncrease))))
+		next := m.bound(float64(m.rate) * (1 + (m.cfg.MinIncrease + f*(m.cfg.MaxIncrease-m.cfg.MinIncrease))))
+		// Recovery: a share of the way back to the rate before the
+		// episode's first cut, if that is further.
+		if m.cfg.Recovery > 0 && f > 0 && m.recoverTo > m.rate {
+			back := m.rate + aqm.Rate(math.Round(f*m.cfg.Recovery*float64(m.recoverTo-m.rate)))
+			if back > m.recoverTo {
+				back = m.recoverTo
+			}
+			if back > next {
+				next = back
+			}
+		}
+		if next >= m.recoverTo {
+			m.recoverTo = 0
+		}
+		m.lastWasCut = false
+		m.rate = next
 		m.reportSince = false
 		m.increases = append(m.increases, now)
 		m.changes = append(m.changes, now)
@@ -291,6 +316,7 @@ func (m *model) judge(now aqm.Time, i int, d time.Duration, a Action) Action {
 		if m.rate == old {
 			return Hold
 		}
+		m.lastWasCut = false
 		m.stats.Decays++
 		return Decay
 	}
@@ -312,6 +338,9 @@ var referenceConfigs = map[string]Config{
 	"achieved": {MinRate: 2 * aqm.Mbit, BaseRate: 30 * aqm.Mbit, MaxRate: 120 * aqm.Mbit, AchievedCut: DefaultAchievedCut,
 		DelayThreshold: 15 * ms, FullIncreaseBelow: 5 * ms, FullCutAbove: 30 * ms, MaxCut: 0.4, MaxIncrease: 0.1,
 		IncreaseRefractory: 100 * ms},
+	"recovery": {MinRate: aqm.Mbit, BaseRate: 10 * aqm.Mbit, MaxRate: 100 * aqm.Mbit, Recovery: 1, MaxIncrease: 0.1,
+		DelayThreshold: 15 * ms, FullIncreaseBelow: 5 * ms, FullCutAbove: 30 * ms, IncreaseRefractory: 100 * ms},
+	"recovery, half":   {MinRate: 5 * aqm.Mbit, BaseRate: 20 * aqm.Mbit, MaxRate: 80 * aqm.Mbit, Recovery: 0.5, AchievedCut: DefaultAchievedCut},
 	"achieved, narrow": {MinRate: 20 * aqm.Mbit, BaseRate: 25 * aqm.Mbit, MaxRate: 30 * aqm.Mbit, AchievedCut: 0.5},
 	"slow link":        {MinRate: 500 * aqm.Kbit, BaseRate: 2 * aqm.Mbit, MaxRate: 5 * aqm.Mbit, PacketBytes: 9000, DetectionWindow: 64, DetectionThreshold: 20},
 }

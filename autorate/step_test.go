@@ -444,3 +444,38 @@ func TestActionString(t *testing.T) {
 	require.Equal(t, []string{"hold", "cut", "increase", "decay", "fallback", "action(5)"}, got)
 	require.Equal(t, "cut", fmt.Sprint(Cut))
 }
+
+// TestRecoverySteps protects Recovery: after an episode of cuts, an
+// increase with the delay at or below FullIncreaseBelow (f = 1) goes back
+// to the rate the first cut started from when Recovery is 1, where the
+// scaled increase alone adds 4 %; the target is then forgotten, so the
+// next increase is the scaled one. The cut is TestCutSteps' first
+// (41635973); the six low samples from 200 ms clear the window by 450 ms,
+// when CutRefractory is over.
+func TestRecoverySteps(t *testing.T) {
+	ops := func(recovered, after aqm.Rate) []op {
+		return []op{
+			sample(0, 0, 20*ms, Hold, 50*aqm.Mbit),
+			sample(50, 0, 120*ms, Hold, 50*aqm.Mbit),
+			sample(100, 0, 120*ms, Hold, 50*aqm.Mbit),
+			sample(150, 0, 120*ms, Cut, 41635973),
+			load(200, 45*aqm.Mbit, 41635973),
+			sample(200, 0, 20*ms, Hold, 41635973), // bufferbloat still in the window
+			sample(250, 0, 20*ms, Hold, 41635973),
+			sample(300, 0, 20*ms, Hold, 41635973), // CutRefractory
+			sample(350, 0, 20*ms, Hold, 41635973),
+			sample(400, 0, 20*ms, Hold, 41635973),
+			sample(450, 0, 20*ms, Increase, recovered),
+			load(600, 45*aqm.Mbit, recovered),
+			sample(650, 0, 20*ms, Increase, after),
+		}
+	}
+	cfg := stepConfig
+	run(t, newStep(t, cfg), ops(43301412, 45033468)) // 4 % twice
+	cfg.Recovery = 1
+	run(t, newStep(t, cfg), ops(50*aqm.Mbit, 52*aqm.Mbit))
+	// Half the gap, twice: 41635973 + 4182013.5, then + 2091006.5 (above
+	// the 4 % increase, 1832719), each rounded.
+	cfg.Recovery = 0.5
+	run(t, newStep(t, cfg), ops(45817987, 47908994))
+}

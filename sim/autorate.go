@@ -4,6 +4,8 @@ import (
 	"fmt"
 	"path/filepath"
 	"runtime"
+	"slices"
+	"strconv"
 	"time"
 
 	"github.com/aqmkit/aqmkit/aqm"
@@ -44,6 +46,16 @@ type shapedPath struct {
 	nextReport aqm.Time
 	released   uint64 // bytes released since the last report
 	reflector  map[int32]int
+	// wanRTT times the probes from when they left the shaper (exits, by
+	// the simulator's packet slot), so that the controller sees the queue
+	// beyond the shaper and not the shaper's own; otherwise from when they
+	// were sent, halved if halfRTT (cake-autorate's fping mode).
+	wanRTT  bool
+	halfRTT bool
+	exits   []aqm.Time
+	// passive, if set, feeds the controller from the TCP flows instead
+	// of the probes (autorate_passive.go).
+	passive *passiveFeed
 
 	// An oracle instead of a controller: every oracleStep the rate is
 	// oracleShare of the capacity's mean over the oracleStep that ended
@@ -168,6 +180,13 @@ func (p *shapedPath) pump(now aqm.Time) {
 		if !ok {
 			break
 		}
+		p.exited(int32(pk.Payload), t)
+		if p.wanRTT {
+			for int(pk.Payload) >= len(p.exits) {
+				p.exits = append(p.exits, 0)
+			}
+			p.exits[pk.Payload] = t
+		}
 		p.tokens -= float64(pk.Size)
 		p.released += uint64(pk.Size)
 		if p.fifo.n >= p.fifoLimit {
@@ -185,6 +204,9 @@ func (p *shapedPath) pump(now aqm.Time) {
 // Enqueue offers p to the router.
 func (p *shapedPath) Enqueue(pk aqm.Packet[uint64], now aqm.Time) aqm.Verdict {
 	p.pump(now)
+	if p.wanRTT && int(pk.Payload) < len(p.exits) {
+		p.exits[pk.Payload] = 0 // a new packet in this slot: not yet out
+	}
 	v := p.router.Enqueue(pk, now)
 	p.pump(now)
 	return v
@@ -217,15 +239,29 @@ func (p *shapedPath) NextDeparture(now aqm.Time) aqm.Time {
 
 // observePing feeds a probe's round-trip time to the controller; each ping
 // flow is one reflector.
-func (p *shapedPath) observePing(now aqm.Time, flow int32, rtt time.Duration) {
+func (p *shapedPath) observePing(now aqm.Time, flow, slot int32, rtt time.Duration) {
 	if p.ctl == nil {
 		return
+	}
+	if p.passive != nil {
+		return // the controller hears the TCP flows alone
+	}
+	if p.wanRTT {
+		// From when the probe left the shaper: the queue beyond it alone.
+		if int(slot) >= len(p.exits) || p.exits[slot] == 0 {
+			return // dropped in the shaper's queue
+		}
+		rtt = now.Sub(p.exits[slot])
+		p.exits[slot] = 0
 	}
 	p.pump(now)
 	r, ok := p.reflector[flow]
 	if !ok {
 		r = len(p.reflector)
 		p.reflector[flow] = r
+	}
+	if p.halfRTT {
+		rtt /= 2
 	}
 	p.ctl.Sample(now, r, rtt)
 }
@@ -277,6 +313,20 @@ const (
 	// arFast adds those cuts to faster steps and to delay thresholds
 	// half the defaults, for a goal of 30 ms on the round trip.
 	arFast
+	// arRecovery is arFast with Recovery 1: after a cut, an increase at
+	// low delay returns to the rate before the cut.
+	arRecovery
+	// arPassive is arDefaults with Recovery 1, fed by passive RTT from
+	// the bulk flows with no probe. The fast setting's tighter thresholds
+	// cut on the per-packet noise of a delivery trace that the smallest
+	// rise of 50 ms still carries (6.8 % of the capacity on
+	// TMobile-LTE-short.up).
+	arPassive
+	// arCakeAutorate is the cake-autorate baseline: every setting at
+	// cake-autorate v3's defaults, written out so that the package's own
+	// defaults may move, fed half of each probe's round trip measured
+	// through the shaper, as its fping mode does.
+	arCakeAutorate
 )
 
 // autorateConfig is the controller's configuration for a trace: what a
@@ -304,8 +354,41 @@ func autorateConfig(t *Trace, v autorateVariant) autorate.Config {
 		c.MaxIncrease, c.IncreaseRefractory, c.MaxCut = 0.1, 100*time.Millisecond, 0.4
 		c.FullIncreaseBelow, c.DelayThreshold, c.FullCutAbove = 5*time.Millisecond, 15*time.Millisecond, 30*time.Millisecond
 		c.DetectionThreshold = 2 // cake-autorate's Starlink example before v3.2
+	case arRecovery:
+		c = autorateConfig(t, arFast)
+		c.Recovery = 1
+	case arPassive:
+		c.Recovery = 1
+		c.Reflectors = 1
+	case arCakeAutorate:
+		c = cakeAutorateV3(c.MinRate, c.BaseRate, c.MaxRate)
 	}
 	return c
+}
+
+// cakeAutorateV3 is cake-autorate v3's defaults.sh as a Config, with the
+// user's three rates: one-way delay thresholds of 30, 10 and 60 ms; 3
+// delayed samples of 6; baselines rising at 0.001 and falling at 0.9, the
+// delta EWMA at 0.095; cuts of 0.99 to 0.75 of the rate, increases of up
+// to 1.04 at most once per 200 ms achieved-rate report, 0.99 and 1.01
+// towards the base at low load above 0.75 of the rate; refractory periods
+// of 300 ms after a cut and 1 s for decay; reflectors checked every second
+// for a response within 1 s, 3 offences in 60 checks, compared every
+// minute (20 ms of baseline, 10 ms of delta); a 10 s global timeout. The
+// achieved-rate cut of v3.0 and earlier and Recovery stay off.
+func cakeAutorateV3(minRate, base, maxRate aqm.Rate) autorate.Config {
+	return autorate.Config{
+		MinRate: minRate, BaseRate: base, MaxRate: maxRate,
+		DelayThreshold: 30 * time.Millisecond, FullIncreaseBelow: 10 * time.Millisecond, FullCutAbove: 60 * time.Millisecond,
+		DetectionWindow: 6, DetectionThreshold: 3,
+		BaselineRise: 0.001, BaselineFall: 0.9, DeltaAlpha: 0.095,
+		MinCut: 0.01, MaxCut: 0.25, MinIncrease: 0, MaxIncrease: 0.04, DecayStep: 0.01, HighLoad: 0.75,
+		CutRefractory: 300 * time.Millisecond, IncreaseRefractory: 200 * time.Millisecond, DecayRefractory: time.Second,
+		PacketBytes: 1500, Reflectors: 6,
+		ResponseDeadline: time.Second, HealthInterval: time.Second, OffenceWindow: 60, OffenceThreshold: 3,
+		ComparisonInterval: time.Minute, BaselineSpread: 20 * time.Millisecond, DeltaSpread: 10 * time.Millisecond,
+		RestTime: time.Minute, ProbeTimeout: 10 * time.Second,
+	}
 }
 
 // pathAQMs are the autorate scenario's paths: queues for runs with a
@@ -331,7 +414,20 @@ func init() {
 			if err != nil {
 				return nil, err
 			}
-			return newShapedPath(e, float64(ctl.Rate()), ctl)
+			p, err := newShapedPath(e, float64(ctl.Rate()), ctl)
+			if err != nil {
+				return nil, err
+			}
+			p.wanRTT = v != arCakeAutorate
+			p.halfRTT = v == arCakeAutorate
+			if v == arPassive {
+				rtt, err := autorate.NewPassiveRTT(autorate.PassiveConfig{Flows: 64, Seed: e.Seed | 1})
+				if err != nil {
+					return nil, err
+				}
+				p.passive = &passiveFeed{rtt: rtt}
+			}
+			return p, nil
 		}
 	}
 	registerPath(AQM{Name: "fq-codel+autorate", Desc: "FQ-CoDel behind a shaper an autorate controller drives from the pings' RTTs " +
@@ -341,6 +437,13 @@ func init() {
 		"(cake-autorate up to v3.0)", New: autorated(arAchieved)})
 	registerPath(AQM{Name: "fq-codel+autorate-fast", Desc: "as fq-codel+autorate-achieved, with the base at the trace's mean, increases of up to 10% " +
 		"every 100 ms, cuts of up to 40%, delay thresholds of 5, 15 and 30 ms on the RTT, and bufferbloat at 2 delayed samples of 6", New: autorated(arFast)})
+	registerPath(AQM{Name: "fq-codel+autorate-recovery", Desc: "as fq-codel+autorate-fast, with Recovery 1: after a cut, an increase at low delay " +
+		"returns to the rate the cut started from", New: autorated(arRecovery)})
+	registerPath(AQM{Name: "fq-codel+autorate-passive", Desc: "as fq-codel+autorate with Recovery 1, fed by passive RTT from the bulk flows' " +
+		"timestamps (timed where they leave the shaper and their ACKs return; the smallest rise of each 50 ms) instead of the pings", New: autorated(arPassive)})
+	registerPath(AQM{Name: "fq-codel+cake-autorate-v3", Desc: "the cake-autorate baseline: the controller at cake-autorate v3's defaults " +
+		"(30/10/60 ms one-way thresholds, 3 delayed of 6, cuts 0.99–0.75, increases up to 1.04 per 200 ms, refractory 300 ms and 1 s) " +
+		"fed half of each ping's RTT measured through the shaper, as its fping mode does; rates as fq-codel+autorate", New: autorated(arCakeAutorate)})
 	oracle := func(lag time.Duration) func(e Env) (aqm.Queue[uint64], error) {
 		return func(e Env) (aqm.Queue[uint64], error) {
 			if err := need(e); err != nil {
@@ -379,8 +482,14 @@ func init() {
 // runs on, in sim/testdata/traces.
 var AutorateTraces = []string{"step-down-up.rate", "cellular-fading.mahi", "starlink-15s.rate"}
 
+// autorateBounds are the rows a run on given trace files always has: what
+// a controller that learns the capacity 300 ms late, and a rate fixed at
+// the mean, achieve there.
+var autorateBounds = []string{"fq-codel@oracle-300ms", "fq-codel@mean"}
+
 // AutorateAQMs are the autorate scenario's queues.
-var AutorateAQMs = []string{"fq-codel+autorate", "fq-codel+autorate-achieved", "fq-codel+autorate-fast", "fq-codel@oracle-300ms", "fq-codel@mean", "fq-codel@min"}
+var AutorateAQMs = []string{"fq-codel+autorate", "fq-codel+autorate-achieved", "fq-codel+autorate-fast", "fq-codel+autorate-recovery",
+	"fq-codel+autorate-passive", "fq-codel+cake-autorate-v3", "fq-codel@oracle-300ms", "fq-codel@mean", "fq-codel@min"}
 
 // tracesDir is where the shipped traces are, found from this source file
 // so that the command works from any directory of the checkout.
@@ -395,10 +504,10 @@ func tracesDir() string {
 var autorateScenario = Scenario{
 	Name: "autorate",
 	Desc: "a link whose capacity follows a trace (a step down and up; a fading cellular delivery trace; a Starlink-like " +
-		"rate with a reconfiguration every 15 s) behind a 600-packet drop-tail device buffer; in front of it FQ-CoDel " +
-		"behind a shaper driven by an autorate controller (cake-autorate's defaults; with cuts to the achieved rate; and a " +
-		"faster setting with tighter delay thresholds) from three ping flows' RTTs (30, 35, 40 ms; replies evenly spaced, " +
-		"20 Hz in all), beside a shaper that learns the capacity 300 ms late (a bound for a controller that reacts " +
+		"rate with a reconfiguration every 15 s; or the files -trace names, each with its empty-queue floor) behind a 600-packet drop-tail device buffer; in front of it FQ-CoDel " +
+		"behind a shaper driven by an autorate controller (cake-autorate's defaults; with cuts to the achieved rate; a " +
+		"faster setting with tighter delay thresholds; that with Recovery) from three ping flows' RTTs (30, 35, 40 ms; replies evenly spaced, " +
+		"20 Hz in all; timed from when they leave the shaper), the cake-autorate v3 baseline (its defaults, half the RTT through the shaper), beside a shaper that learns the capacity 300 ms late (a bound for a controller that reacts " +
 		"as fast as its probes allow), and the shaper fixed at the trace's mean and at its lowest 1 s mean; " +
 		"4 CUBIC flows (RTT 30 ms); one trace period (at least 30 s), first 5 s excluded. The shaper sits before " +
 		"the bottleneck, as on an upload",
@@ -406,18 +515,31 @@ var autorateScenario = Scenario{
 		"a fixed rate at the mean bloats in the dips, one at the minimum wastes the rest",
 	DefaultReps: 1,
 	Runs: func(o Options) ([]Run, error) {
-		names := AutorateAQMs
+		names := slices.Clone(AutorateAQMs)
 		if len(o.AQMs) > 0 {
-			names = o.AQMs
+			names = slices.Clone(o.AQMs)
 		}
 		for _, n := range names {
 			if _, err := LookupAQM(n); err != nil {
 				return nil, err
 			}
 		}
+		files := o.Traces
+		if len(files) == 0 {
+			for _, f := range AutorateTraces {
+				files = append(files, filepath.Join(tracesDir(), f))
+			}
+		} else {
+			// A trace of one's own is read against the bounds it allows.
+			for _, n := range autorateBounds {
+				if !slices.Contains(names, n) {
+					names = append(names, n)
+				}
+			}
+		}
 		var runs []Run
-		for _, file := range AutorateTraces {
-			tr, err := LoadTrace(filepath.Join(tracesDir(), file))
+		for _, file := range files {
+			tr, err := LoadTrace(file)
 			if err != nil {
 				return nil, err
 			}
@@ -444,7 +566,9 @@ var autorateScenario = Scenario{
 			}
 			for _, a := range names {
 				runs = append(runs, Run{Scenario: "autorate", Group: tr.Name, AQM: a, BufferPackets: 1000, Config: cfg,
-					Params: map[string]string{"trace": tr.Name}})
+					Params: map[string]string{"trace": tr.Name,
+						"floor_p95_ms": strconv.FormatFloat(tr.floorMs(0.95), 'f', 1, 64),
+						"floor_p99_ms": strconv.FormatFloat(tr.floorMs(0.99), 'f', 1, 64)}})
 			}
 		}
 		return runs, nil

@@ -34,6 +34,9 @@ type Options struct {
 	// TCP names the TCP profile ("ns3" or "linux") instead of the
 	// scenario's own.
 	TCP string
+	// Traces replaces the autorate scenario's capacity traces with these
+	// files (see [LoadTrace]).
+	Traces []string
 }
 
 // pickTCP returns the profile o.TCP names, or the scenario's default.
@@ -104,7 +107,7 @@ func pickAQMs(o Options, defaults []string) ([]string, error) {
 func MissingAQMs(want []string) []string {
 	var out []string
 	for _, n := range want {
-		if _, ok := aqms[n]; !ok {
+		if _, err := LookupAQM(n); err != nil {
 			out = append(out, n)
 		}
 	}

@@ -117,6 +117,7 @@ type Sim struct {
 	paced        aqm.Paced
 	pacedPending bool
 	pingObs      pingObserver
+	pktObs       packetObserver // autorate_passive.go
 
 	// time-weighted queue length
 	qLastT       aqm.Time
@@ -537,11 +538,14 @@ func (s *Sim) ackArrives(f *flow) {
 		if s.measuring() {
 			s.m.ping.Record(s.now.Sub(pk.sent))
 		}
-		s.observePing(f, s.now.Sub(pk.sent))
+		s.observePing(f, le.slot, s.now.Sub(pk.sent))
 		s.release(le.slot)
 		return
 	}
 	ack, sack, ceN, echo, rexmit := pk.seq, pk.sack, int(pk.ceN), pk.sent, pk.rexmit
+	if s.pktObs != nil {
+		s.pktObs.observeAck(s.now, f.id, echo)
+	}
 	s.release(le.slot)
 	s.onAck(f, ack, sack, ceN, echo, rexmit)
 }

@@ -197,23 +197,37 @@ func ParseDeliveryTrace(name string, r io.Reader) (*Trace, error) {
 }
 
 // LoadTrace reads a trace file: a rate trace if its name ends in .rate, a
-// delivery trace if it ends in .mahi, .up or .down. Its Name is the base
-// name without the extension.
+// delivery trace if it ends in .mahi, .up or .down, a throughput table if
+// it ends in .csv (see [ParseThroughputCSV]; "file.csv:column" picks one
+// of several throughput columns). Its Name is the base name without the
+// extension (.up and .down stay, since mahimahi's pairs share a base
+// name), followed by "-column" when a column was named. An error names
+// the file and, for a bad line, the line.
 func LoadTrace(path string) (*Trace, error) {
-	f, err := os.Open(path)
+	file, column := splitColumn(path)
+	f, err := os.Open(file)
 	if err != nil {
 		return nil, err
 	}
 	defer f.Close()
-	ext := filepath.Ext(path)
-	name := strings.TrimSuffix(filepath.Base(path), ext)
+	ext := filepath.Ext(file)
+	var t *Trace
+	// Parse under the path, so that an error names the file.
 	switch ext {
 	case ".rate":
-		return ParseRateTrace(name, f)
+		t, err = ParseRateTrace(file, f)
 	case ".mahi", ".up", ".down":
-		return ParseDeliveryTrace(name, f)
+		t, err = ParseDeliveryTrace(file, f)
+	case ".csv":
+		t, err = ParseThroughputCSV(file, column, f)
+	default:
+		return nil, errors.New("sim: " + path + ": a trace file ends in .rate, .mahi, .up, .down or .csv")
 	}
-	return nil, errors.New("sim: " + path + ": a trace file ends in .rate, .mahi, .up or .down")
+	if err != nil {
+		return nil, err
+	}
+	t.Name = traceName(file, column)
+	return t, nil
 }
 
 // Period is how long the trace runs before it repeats; zero for a rate
@@ -269,9 +283,11 @@ func (t *Trace) BitsBetween(from, to time.Duration) float64 {
 func (t *Trace) MeanBps(d time.Duration) float64 { return t.BitsBetween(0, d) / d.Seconds() }
 
 // WindowBps returns the lowest and highest mean capacity over consecutive
-// windows of length w in the first d of the run.
+// windows of length w in the first d of the run (of d itself when it is
+// shorter than w).
 func (t *Trace) WindowBps(w, d time.Duration) (lo, hi float64) {
 	lo, hi = math.Inf(1), 0
+	w = min(w, d)
 	for a := time.Duration(0); a+w <= d; a += w {
 		r := t.BitsBetween(a, a+w) / w.Seconds()
 		lo, hi = min(lo, r), max(hi, r)
@@ -354,7 +370,7 @@ func (l *traceLink) txEnd(now aqm.Time, size uint32) aqm.Time {
 // pingObserver is a queue that wants the probe flows' round-trip times
 // (the autorate scenario's shaped path).
 type pingObserver interface {
-	observePing(now aqm.Time, flow int32, rtt time.Duration)
+	observePing(now aqm.Time, flow, slot int32, rtt time.Duration)
 }
 
 // initHooks sets up the trace-driven link, the wake-ups of a queue that
@@ -365,6 +381,9 @@ func (s *Sim) initHooks() {
 	}
 	s.paced, _ = s.q.(aqm.Paced)
 	s.pingObs, _ = s.q.(pingObserver)
+	if s.pktObs, _ = s.q.(packetObserver); s.pktObs != nil {
+		s.pktObs.setPacketInfo(s.packetInfo)
+	}
 }
 
 // txEnd is when a packet of size bytes that starts now has left the link.
@@ -396,9 +415,9 @@ func (s *Sim) pacedWake() {
 }
 
 // observePing hands a probe's round-trip time to the queue if it wants it.
-func (s *Sim) observePing(f *flow, rtt time.Duration) {
+func (s *Sim) observePing(f *flow, slot int32, rtt time.Duration) {
 	if s.pingObs != nil {
-		s.pingObs.observePing(s.now, f.id, rtt)
+		s.pingObs.observePing(s.now, f.id, slot, rtt)
 	}
 }
 

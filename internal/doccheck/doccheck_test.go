@@ -142,7 +142,8 @@ func source(b block) (src string, soft bool, skip string, err error) {
 		params := strings.TrimSpace(strings.TrimPrefix(b.marker, "compiled as a function body:"))
 		var imports []string
 		seen := map[string]bool{}
-		for _, m := range pkgRef.FindAllStringSubmatch(b.code, -1) {
+		// The parameters' types name packages too (f *front.Front[[]byte]).
+		for _, m := range pkgRef.FindAllStringSubmatch(params+"\n"+b.code, -1) {
 			if p, ok := bodyImports[m[1]]; ok && !seen[p] {
 				seen[p] = true
 				imports = append(imports, strconv.Quote(p))

@@ -158,6 +158,8 @@ type Config struct {
 	Load LoadConfig
 	// Clock is the router's time source; nil means clock.Mono.
 	Clock clock.Clock
+	// Tap, if set, sees every packet read and written (tap.go).
+	Tap Tap
 	// OnQueue, if set, is called once for each direction when it is
 	// created, on the reading goroutine: to publish its metrics, say.
 	OnQueue func(*Queue)
@@ -476,6 +478,7 @@ func (d *Queue) sendDelayed(ps [][]byte) {
 // write writes ps to the device, counting each packet as written or as a
 // write error, and returns every buffer to the pool.
 func (d *Queue) write(ps [][]byte) {
+	d.tapWritten(ps)
 	if len(ps) > 1 && d.r.coalesces() {
 		d.writeCoalesced(ps)
 		return
@@ -687,6 +690,7 @@ func (r *Router) offer(bufs [][]byte, i, size int, noBuffer bool, sp *splitter) 
 		}
 		return nil
 	}
+	r.tapRead(d, ip)
 	segs, wire := 1, len(ip)
 	if vh.IsGSO() {
 		if n, err := iphdr.GSOSegments(ip, vh); err == nil {

@@ -40,6 +40,10 @@ func TestAutorateFlags(t *testing.T) {
 	if err != nil || o.arCfg.AchievedCut != 0 || o.arCfg.DelayThreshold != 30*time.Millisecond || o.ar.interval != defaultProbeInterval {
 		t.Errorf("defaults: %+v %v", o.arCfg, err)
 	}
+	o, err = parseFlags(strings.Fields("-rate 20mbit -autorate 10.201.2.0/24 -autorate-min 5mbit -autorate-max 40mbit -reflectors h:1 -autorate-recovery 1"), nil)
+	if err != nil || o.arCfg.Recovery != 1 {
+		t.Errorf("-autorate-recovery: %+v %v", o.arCfg, err)
+	}
 	ok := "-autorate-min 5mbit -autorate-max 40mbit -reflectors h:1 "
 	for _, bad := range []string{
 		ok + "-autorate 10.201.2.2",                      // no -rate
@@ -53,6 +57,7 @@ func TestAutorateFlags(t *testing.T) {
 		ok + "-rate 20mbit -autorate 10.0.0.1 -autorate-achieved-cut 1",
 		ok + "-rate 20mbit -autorate 10.0.0.1 -autorate-max-increase 2",
 		ok + "-rate 20mbit -autorate 10.0.0.1 -autorate-detection 7",
+		ok + "-rate 20mbit -autorate 10.0.0.1 -autorate-recovery 1.5",
 		"-rate 20mbit -reflectors h:1", // no -autorate
 	} {
 		if _, err := parseFlags(strings.Fields(bad), nil); err == nil {

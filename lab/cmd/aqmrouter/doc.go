@@ -89,6 +89,13 @@
 //	                          at most once per 200 ms report
 //	-autorate-detection N     delayed samples of the last 6 that call
 //	                          bufferbloat (3)
+//	-autorate-recovery F      after a run of cuts, an increase at low delay
+//	                          closes F of the gap to the rate before the
+//	                          first cut (0, off; 1 on cellular links)
+//	-autorate-passive         also time the TCP flows forwarded to and from
+//	                          the prefix (autorate.PassiveRTT), one sample
+//	                          of their smallest delay rise every 50 ms;
+//	                          -reflectors is then optional
 //	-autorate-log FILE        every sample, report and decision as CSV
 //
 // The router sends the probes itself, so they take the host's routes, not

@@ -67,7 +67,7 @@ func parseFlags(args []string, stderr io.Writer) (options, error) {
 	var o options
 	fs := flag.NewFlagSet("aqmsim", flag.ContinueOnError)
 	fs.SetOutput(stderr)
-	var aqms, rate, rtts string
+	var aqms, rate, rtts, traces string
 	var seed uint64
 	fs.StringVar(&o.scenario, "scenario", "compare", "scenario to run: compare, red-family, l4s, speedtest, autorate, flood or lab")
 	fs.StringVar(&aqms, "aqms", "", "comma-separated AQMs to compare instead of the scenario's (see -list)")
@@ -85,6 +85,8 @@ func parseFlags(args []string, stderr io.Writer) (options, error) {
 	fs.StringVar(&o.sim.Variant, "variant", "", "a named variant of the scenario (see -list)")
 	fs.BoolVar(&o.sim.Quick, "quick", false, "a CI-sized version of the scenario (speedtest)")
 	fs.StringVar(&o.sim.TCP, "tcp", "", "TCP profile instead of the scenario's: ns3 (ns-3 3.37's defaults) or linux (Linux 6.x)")
+	fs.StringVar(&traces, "trace", "", "autorate: comma-separated capacity trace files instead of the shipped ones "+
+		"(mahimahi .up/.down/.mahi, .rate, or a throughput .csv; file.csv:column picks a column)")
 	fs.StringVar(&o.from, "from", "", "print the tables (and, with -out, plots) from a JSON file an earlier -out wrote, without simulating")
 	fs.Usage = func() {
 		fmt.Fprintf(stderr, "usage: aqmsim [flags]\n\nRuns the deterministic bottleneck simulator and prints a table per scenario.\n\nflags:\n")
@@ -116,6 +118,14 @@ func parseFlags(args []string, stderr io.Writer) (options, error) {
 				return o, usageError{"-aqms: " + strings.TrimPrefix(err.Error(), "sim: ")}
 			}
 			o.sim.AQMs = append(o.sim.AQMs, n)
+		}
+	}
+	if traces != "" {
+		if sc.Name != "autorate" {
+			return o, usageError{"-trace: only the autorate scenario runs on a trace file"}
+		}
+		for _, f := range strings.Split(traces, ",") {
+			o.sim.Traces = append(o.sim.Traces, strings.TrimSpace(f))
 		}
 	}
 	if rate != "" {

@@ -27,6 +27,7 @@ func TestBadFlags(t *testing.T) {
 		"format":   {"-format", "gif"},
 		"variant":  {"-scenario", "red-family", "-variant", "nope"},
 		"tcp":      {"-tcp", "bsd"},
+		"trace":    {"-scenario", "compare", "-trace", "x.up"},
 		"argument": {"stray"},
 	}
 	for name, args := range cases {
@@ -162,4 +163,44 @@ func TestTCPFlagOverridesProfile(t *testing.T) {
 		require.Equal(t, 0, run(args, &out, &errb), "stderr: %s", errb.String())
 		require.Contains(t, out.String(), "TCP profile: "+tc.want+"\n")
 	}
+}
+
+// TestTraceFlag protects -trace: a run on a trace file of one's own
+// reports it by name with the bounds (oracle, mean) beside the rows asked
+// for and its empty-queue floor; a bad line is named by file and line;
+// nothing says "not built yet" of queues the scenario runs.
+func TestTraceFlag(t *testing.T) {
+	dir := t.TempDir()
+	// Three opportunities every 10 ms, then a 100 ms gap, repeating.
+	var b strings.Builder
+	for ms := 1; ms <= 400; ms++ {
+		if ms%200 < 100 {
+			if ms%10 == 0 {
+				b.WriteString(strconv.Itoa(ms) + "\n" + strconv.Itoa(ms) + "\n" + strconv.Itoa(ms) + "\n")
+			}
+		}
+	}
+	b.WriteString("400\n")
+	good := filepath.Join(dir, "gappy.up")
+	require.NoError(t, os.WriteFile(good, []byte(b.String()), 0o644))
+	var out, errb bytes.Buffer
+	code := run([]string{"-scenario", "autorate", "-trace", good, "-aqms", "fq-codel+autorate", "-duration", "3s", "-q"}, &out, &errb)
+	require.Equal(t, 0, code, "stderr: %s", errb.String())
+	table := out.String()
+	for _, want := range []string{"gappy", "fq-codel+autorate", "fq-codel@oracle-300ms", "fq-codel@mean", "empty-queue floor"} {
+		require.Contains(t, table, want)
+	}
+	require.NotContains(t, table, "not built yet")
+
+	bad := filepath.Join(dir, "bad.down")
+	require.NoError(t, os.WriteFile(bad, []byte("1\n2\nsoon\n"), 0o644))
+	out.Reset()
+	errb.Reset()
+	code = run([]string{"-scenario", "autorate", "-trace", good + "," + bad, "-duration", "3s", "-q"}, &out, &errb)
+	require.Equal(t, 1, code)
+	require.Contains(t, errb.String(), bad+" line 3")
+
+	out.Reset()
+	require.Equal(t, 0, run([]string{"-list"}, &out, &errb))
+	require.NotContains(t, out.String(), "not built yet")
 }

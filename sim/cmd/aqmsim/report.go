@@ -193,6 +193,8 @@ func printReport(w io.Writer, sc sim.Scenario, o options, outs []sim.Outcome, re
 		printSpeedtestFindings(w, outs)
 	case "l4s":
 		printL4SBalance(w, outs)
+	case "autorate":
+		printAutorateFloors(w, outs)
 	}
 	fmt.Fprintf(w, "\n%d simulations, %.3g simulated packets, %.3g events in %.1fs (%.2g events/s per core)\n",
 		len(outs), float64(packets), float64(events), elapsed.Seconds(), float64(events)/wall)
@@ -406,4 +408,23 @@ func steadySD(g sim.GroupResult) float64 {
 		v += (x - m) * (x - m)
 	}
 	return math.Sqrt(v / float64(len(xs)))
+}
+
+// printAutorateFloors gives each trace's empty-queue floor: the delay a
+// lone packet waits for the link's next delivery opportunity, which no
+// queue or controller removes from the pings' percentiles.
+func printAutorateFloors(w io.Writer, outs []sim.Outcome) {
+	fmt.Fprintf(w, "\nempty-queue floor (the wait of a lone packet for the next delivery opportunity, one trace period):\n")
+	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', tabwriter.AlignRight)
+	fmt.Fprintln(tw, "trace\tp95 ms\tp99 ms\t")
+	seen := map[string]bool{}
+	for _, oc := range outs {
+		p := oc.Run.Params
+		if p == nil || p["floor_p95_ms"] == "" || seen[oc.Run.Group] {
+			continue
+		}
+		seen[oc.Run.Group] = true
+		fmt.Fprintf(tw, "%s\t%s\t%s\t\n", oc.Run.Group, p["floor_p95_ms"], p["floor_p99_ms"])
+	}
+	tw.Flush()
 }
