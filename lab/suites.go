@@ -26,6 +26,16 @@ type Options struct {
 	Queues []Queue
 	Kernel []KernelQdisc
 	Probe  time.Duration
+	// Traces, if set, make the autorate test replay each trace in its
+	// moving bottleneck (see traceSuite): TraceOffset into the trace,
+	// for Duration, each rate times TraceScale (zero means 1).
+	Traces      []*Trace
+	TraceOffset time.Duration
+	TraceScale  float64
+	// AutoratePassive adds, in the autorate test, a row whose router
+	// takes its delay samples from the TCP flows it forwards, with no
+	// reflector.
+	AutoratePassive bool
 }
 
 // DefaultOptions are the suites' defaults: 50 Mb/s, 20 ms, 30 s of load
