@@ -91,9 +91,11 @@ func startMoving(ctx context.Context, ns, dev string, m *Moving, epoch time.Time
 	}
 	cctx, cancel := context.WithCancel(ctx)
 	done := make(chan []time.Duration, 1)
+	tc := newTCChanger(cctx, ns, len(m.Steps))
 	go func() {
 		var late []time.Duration
 		defer func() { done <- late }()
+		defer tc.close()
 		for _, s := range m.Steps[1:] {
 			at := epoch.Add(s.At)
 			select {
@@ -101,7 +103,7 @@ func startMoving(ctx context.Context, ns, dev string, m *Moving, epoch time.Time
 				return
 			case <-time.After(time.Until(at)):
 			}
-			if _, err := nsRun(cctx, ns, "tc", htbClass("change", dev, s.Rate)...); err != nil {
+			if err := tc.run(htbClass("change", dev, s.Rate)); err != nil {
 				return
 			}
 			late = append(late, time.Since(at))

@@ -66,7 +66,7 @@ var TestInfo = map[string]string{
 	"speedtest": "one BBR download as NDT7 runs it, one CUBIC upload as iperf3 does; htb with and without burst, FIFO, CoDel, FQ-CoDel, SFQ",
 	"red":       "10 Reno uploads, MSS 536, 2 Mb/s, 40 ms, 50-packet limit: red, gentle-red, ared",
 	"flood":     "UDP flood at twice the rate beside one TCP upload and the probe: one 5-tuple, then a new random port per packet",
-	"autorate":  "4 uploads through the router's FQ-CoDel into a kernel htb on r1 whose rate steps 40, 10, 40 Mb/s: the router under autorate, fixed at the mean, at the minimum",
+	"autorate":  "4 uploads through the router's FQ-CoDel into a kernel htb on r1 whose rate steps 40, 10, 40 Mb/s (or, with -trace, follows a recorded link): the router under autorate, fixed at the mean, at the minimum (the 10th percentile)",
 }
 
 func (o Options) base(test string) Config {
