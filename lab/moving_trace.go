@@ -87,6 +87,6 @@ type movingRow struct {
 // the round trips of the TCP flows it forwards, with no reflector.
 func passiveFlags(lo, hi aqm.Rate) []string {
 	return []string{"-autorate", ServerAddr + "/24", "-autorate-passive",
-		"-autorate-min", lo.String(), "-autorate-max", hi.String(), "-autorate-delay", "15ms",
+		"-autorate-min", lo.String(), "-autorate-max", hi.String(), "-autorate-delay", "15ms", "-probe-interval", "50ms",
 		"-autorate-max-increase", "0.1", "-autorate-detection", "2"}
 }

@@ -29,9 +29,11 @@ type autorateOptions struct {
 	maxIncrease float64
 	detection   int
 	logFile     string
+	passive     bool
 
 	prefix netip.Prefix
 	refl   []reflector
+	tap    *passiveTap
 }
 
 // Defaults of the -autorate flags.
@@ -58,6 +60,8 @@ func addAutorateFlags(fs *flag.FlagSet, a *autorateOptions) {
 	a.detection = autorate.DefaultDetectionThreshold
 	fs.IntVar(&a.detection, "autorate-detection", a.detection, "how many `samples` of the last 6 must be delayed to call bufferbloat")
 	fs.StringVar(&a.logFile, "autorate-log", "", "write every sample, report and rate change as CSV to `file`")
+	fs.BoolVar(&a.passive, "autorate-passive", false, "autorate also (or, without -reflectors, only) times the TCP flows forwarded to the direction "+
+		"by their timestamp echoes and handshakes, and feeds the controller the smallest rise of each -probe-interval")
 }
 
 // config checks the flags against the router's and returns the
@@ -65,8 +69,8 @@ func addAutorateFlags(fs *flag.FlagSet, a *autorateOptions) {
 // error.
 func (a *autorateOptions) config(cfg router.Config) (autorate.Config, error) {
 	if a.target == "" {
-		if a.reflectors != "" || a.min != 0 || a.max != 0 || a.logFile != "" {
-			return autorate.Config{}, fmt.Errorf("-reflectors, -autorate-min, -autorate-max and -autorate-log need -autorate")
+		if a.reflectors != "" || a.min != 0 || a.max != 0 || a.logFile != "" || a.passive {
+			return autorate.Config{}, fmt.Errorf("-reflectors, -autorate-min, -autorate-max, -autorate-log and -autorate-passive need -autorate")
 		}
 		return autorate.Config{}, nil
 	}
@@ -79,8 +83,10 @@ func (a *autorateOptions) config(cfg router.Config) (autorate.Config, error) {
 		pfx = netip.PrefixFrom(addr, addr.BitLen())
 	}
 	a.prefix = pfx.Masked()
-	if a.refl, err = parseReflectors(a.reflectors); err != nil {
-		return autorate.Config{}, fmt.Errorf("-reflectors: %v", err)
+	if a.reflectors != "" || !a.passive {
+		if a.refl, err = parseReflectors(a.reflectors); err != nil {
+			return autorate.Config{}, fmt.Errorf("-reflectors: %v (or -autorate-passive)", err)
+		}
 	}
 	if len(a.refl) > autorate.MaxReflectors {
 		return autorate.Config{}, fmt.Errorf("-reflectors: at most %d", autorate.MaxReflectors)
@@ -98,7 +104,7 @@ func (a *autorateOptions) config(cfg router.Config) (autorate.Config, error) {
 		return autorate.Config{}, fmt.Errorf("-autorate-delay %v: too small", a.threshold)
 	}
 	c := autorate.Config{
-		MinRate: a.min, BaseRate: cfg.Rate, MaxRate: a.max, Reflectors: len(a.refl),
+		MinRate: a.min, BaseRate: cfg.Rate, MaxRate: a.max, Reflectors: len(a.refl) + a.passiveIndex(),
 		DelayThreshold: a.threshold, FullIncreaseBelow: a.threshold / 3, FullCutAbove: 2 * a.threshold,
 		AchievedCut: a.achievedCut, MaxIncrease: a.maxIncrease, DetectionThreshold: a.detection,
 	}
@@ -194,7 +200,9 @@ func (l *autorateLoop) run(ctx context.Context) error {
 		}()
 	}
 
-	send := time.NewTicker(l.opt.interval / time.Duration(len(probers)))
+	// Each reflector's probe in turn; the passive summary, if any, as one
+	// more reflector at the end of the round.
+	send := time.NewTicker(l.opt.interval / time.Duration(len(probers)+l.opt.passiveIndex()))
 	defer send.Stop()
 	report := time.NewTicker(autorateReport)
 	defer report.Stop()
@@ -215,10 +223,12 @@ func (l *autorateLoop) run(ctx context.Context) error {
 			}
 			l.logf("autorate: driving %v from %d reflector(s), rate %v", q.Prefix(), len(probers), l.ctl.Rate())
 		case now := <-send.C:
-			if err := probers[next].send(now); err != nil {
+			if next == len(probers) {
+				l.passiveSample()
+			} else if err := probers[next].send(now); err != nil {
 				l.logf("autorate: probe to %v: %v", probers[next].r, err)
 			}
-			next = (next + 1) % len(probers)
+			next = (next + 1) % (len(probers) + l.opt.passiveIndex())
 		case r := <-replies:
 			now := l.clk.Now()
 			d := l.ctl.Sample(now, r.refl, r.rtt)
@@ -264,6 +274,13 @@ func startAutorate(o *options, logf func(string, ...any)) (*autorateLoop, error)
 	if o.ar.target == "" {
 		return nil, nil
 	}
+	if o.ar.passive {
+		t, err := newPassiveTap(o.ar.prefix)
+		if err != nil {
+			return nil, err
+		}
+		o.ar.tap, o.cfg.Tap = t, t.tap()
+	}
 	l, err := newAutorateLoop(o.ar, o.arCfg, logf)
 	if err != nil {
 		return nil, err
@@ -281,6 +298,10 @@ func startAutorate(o *options, logf func(string, ...any)) (*autorateLoop, error)
 // summary is the controller's counters and final rate, for the exit line.
 func (l *autorateLoop) summary() string {
 	s := l.ctl.Stats()
-	return fmt.Sprintf("rate %v; samples %d, cuts %d (to the achieved rate %d), increases %d, decays %d, fallbacks %d, refused rates %d",
+	out := fmt.Sprintf("rate %v; samples %d, cuts %d (to the achieved rate %d), increases %d, decays %d, fallbacks %d, refused rates %d",
 		l.ctl.Rate(), s.Samples, s.Cuts, s.AchievedCuts, s.Increases, s.Decays, s.Fallbacks, s.SetRateErrors)
+	if l.opt.tap != nil {
+		out += "; " + l.opt.tap.describe()
+	}
+	return out
 }
