@@ -30,6 +30,7 @@ type autorateOptions struct {
 	detection   int
 	logFile     string
 	passive     bool
+	match       string // -autorate-passive-match
 
 	prefix netip.Prefix
 	refl   []reflector
@@ -62,6 +63,8 @@ func addAutorateFlags(fs *flag.FlagSet, a *autorateOptions) {
 	fs.StringVar(&a.logFile, "autorate-log", "", "write every sample, report and rate change as CSV to `file`")
 	fs.BoolVar(&a.passive, "autorate-passive", false, "autorate also (or, without -reflectors, only) times the TCP flows forwarded to the direction "+
 		"by their timestamp echoes and handshakes, and feeds the controller the smallest rise of each -probe-interval")
+	fs.StringVar(&a.match, "autorate-passive-match", "echo", "how -autorate-passive times a segment: echo (the acknowledgement that echoes its timestamp) "+
+		"or ack (the acknowledgement that names its end, free of the receiver's delayed-acknowledgement wait)")
 }
 
 // config checks the flags against the router's and returns the
@@ -83,6 +86,9 @@ func (a *autorateOptions) config(cfg router.Config) (autorate.Config, error) {
 		pfx = netip.PrefixFrom(addr, addr.BitLen())
 	}
 	a.prefix = pfx.Masked()
+	if a.match != "echo" && a.match != "ack" {
+		return autorate.Config{}, fmt.Errorf("-autorate-passive-match %q: want echo or ack", a.match)
+	}
 	if a.reflectors != "" || !a.passive {
 		if a.refl, err = parseReflectors(a.reflectors); err != nil {
 			return autorate.Config{}, fmt.Errorf("-reflectors: %v (or -autorate-passive)", err)
@@ -275,7 +281,7 @@ func startAutorate(o *options, logf func(string, ...any)) (*autorateLoop, error)
 		return nil, nil
 	}
 	if o.ar.passive {
-		t, err := newPassiveTap(o.ar.prefix)
+		t, err := newPassiveTap(o.ar.prefix, o.ar.match)
 		if err != nil {
 			return nil, err
 		}

@@ -68,6 +68,8 @@
 //	-autorate-log FILE        every sample, report and decision as CSV
 //	-autorate-passive         time the TCP flows forwarded to the direction
 //	                          too, or with no -reflectors alone
+//	-autorate-passive-match M echo (timestamp echoes, the default) or ack
+//	                          (acknowledgement numbers)
 //
 // The router sends the probes itself, so they take the host's routes, not
 // the TUN: they see the queues beyond the router (the bottleneck the rate
@@ -84,6 +86,11 @@
 // each flow's own minimum seen in the interval: a queue beyond the router
 // delays every flow, and the smallest rise is free of receivers' delayed
 // acknowledgements. An interval with no round trip gives no sample.
+// A timestamp echo names the first of the segments an acknowledgement
+// covers, so with a receiver that acknowledges every second segment its
+// round trip includes the wait for the second, which grows as the rate
+// falls; -autorate-passive-match ack times instead only the segment whose
+// end the acknowledgement names, the one that triggered it.
 //
 // A CAKE queue shapes to the rate itself (its link preset); its front then
 // runs unshaped. The other queues get their algorithm's preset for the rate

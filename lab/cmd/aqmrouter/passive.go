@@ -29,20 +29,24 @@ import (
 type passiveTap struct {
 	prefix netip.Prefix
 
-	mu  sync.Mutex
-	rtt *autorate.PassiveRTT
+	mu   sync.Mutex
+	echo *autorate.PassiveRTT // -autorate-passive-match echo
+	ack  *ackRTT              // -autorate-passive-match ack
 	// The interval's summary, under mu: samples and the smallest rise.
 	n       int
 	minRise time.Duration
 	total   atomic.Uint64
 }
 
-func newPassiveTap(prefix netip.Prefix) (*passiveTap, error) {
+func newPassiveTap(prefix netip.Prefix, match string) (*passiveTap, error) {
+	if match == "ack" {
+		return &passiveTap{prefix: prefix, ack: newAckRTT()}, nil
+	}
 	rtt, err := autorate.NewPassiveRTT(autorate.PassiveConfig{})
 	if err != nil {
 		return nil, err
 	}
-	return &passiveTap{prefix: prefix, rtt: rtt}, nil
+	return &passiveTap{prefix: prefix, echo: rtt}, nil
 }
 
 // tap is the router's Tap.
@@ -68,7 +72,13 @@ func (p *passiveTap) read(now aqm.Time, ip []byte) {
 		return
 	}
 	p.mu.Lock()
-	if s, ok := p.rtt.Inbound(now, ip); ok {
+	var s autorate.PassiveSample
+	if p.ack != nil {
+		s, ok = p.ack.Inbound(now, ip)
+	} else {
+		s, ok = p.echo.Inbound(now, ip)
+	}
+	if ok {
 		if p.n == 0 || s.Rise < p.minRise {
 			p.minRise = s.Rise
 		}
@@ -85,7 +95,11 @@ func (p *passiveTap) written(now aqm.Time, ip []byte) {
 		return
 	}
 	p.mu.Lock()
-	p.rtt.Outbound(now, ip)
+	if p.ack != nil {
+		p.ack.Outbound(now, ip)
+	} else {
+		p.echo.Outbound(now, ip)
+	}
 	p.mu.Unlock()
 }
 
@@ -100,11 +114,14 @@ func (p *passiveTap) summary() (rise time.Duration, n int) {
 	return rise, n
 }
 
-// stats returns the estimator's counters.
+// stats returns the echo estimator's counters (zero for ack).
 func (p *passiveTap) stats() autorate.PassiveStats {
 	p.mu.Lock()
 	defer p.mu.Unlock()
-	return p.rtt.Stats()
+	if p.echo == nil {
+		return autorate.PassiveStats{}
+	}
+	return p.echo.Stats()
 }
 
 // passiveIndex is 1 with -autorate-passive and 0 without: the passive
@@ -130,6 +147,9 @@ func (l *autorateLoop) passiveSample() {
 
 // describe is the passive counters, for the exit line.
 func (p *passiveTap) describe() string {
+	if p.ack != nil {
+		return fmt.Sprintf("passive round trips by acknowledgement number %d", p.total.Load())
+	}
 	s := p.stats()
 	return fmt.Sprintf("passive round trips %d (%d from handshakes), packets skipped %d, flows evicted %d, timestamps expired %d",
 		s.Samples, s.Handshakes, s.Skipped, s.Evicted, s.Expired)

@@ -52,7 +52,7 @@ func TestPassiveFlags(t *testing.T) {
 // the smallest rise above each flow's minimum and starts afresh; the tap
 // allocates nothing per packet.
 func TestPassiveTap(t *testing.T) {
-	p, err := newPassiveTap(netip.MustParsePrefix("10.201.2.0/24"))
+	p, err := newPassiveTap(netip.MustParsePrefix("10.201.2.0/24"), "echo")
 	if err != nil {
 		t.Fatal(err)
 	}
