@@ -42,7 +42,9 @@ func TestAckRTT(t *testing.T) {
 	data := func(seq uint32, tsval uint32) []byte {
 		return tcpSeg("10.201.1.2", "10.201.2.2", 1000, 5201, seq, 1, 1000, tsval, 0)
 	}
-	ackOf := func(ack, tsecr uint32) []byte { return tcpSeg("10.201.2.2", "10.201.1.2", 5201, 1000, 1, ack, 0, 9, tsecr) }
+	ackOf := func(ack, tsecr uint32) []byte {
+		return tcpSeg("10.201.2.2", "10.201.1.2", 5201, 1000, 1, ack, 0, 9, tsecr)
+	}
 
 	a := newAckRTT()
 	echo, _ := autorate.NewPassiveRTT(autorate.PassiveConfig{Seed: 1})
