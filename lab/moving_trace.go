@@ -15,7 +15,8 @@ import (
 // window's mean before and after it (so that the idle probes see no
 // trace gaps). Rows: the router under autorate from probes; with
 // o.AutoratePassive, under autorate from the forwarded flows' own round
-// trips with no reflector; fixed at the mean of the measured span; and
+// trips with no reflector, timed by timestamp echo and by acknowledgement
+// number; fixed at the mean of the measured span; and
 // fixed at the 10th percentile of its one-second means.
 func traceSuite(o Options) []Config {
 	w := Window{From: o.Idle, To: o.Idle + o.Duration}
@@ -52,7 +53,8 @@ func traceSuite(o Options) []Config {
 
 		rows := []movingRow{{"+autorate", mean, autorateFlags(lo, hi)}}
 		if o.AutoratePassive {
-			rows = append(rows, movingRow{"+autorate-passive", mean, passiveFlags(lo, hi)})
+			rows = append(rows, movingRow{"+autorate-passive", mean, passiveFlags(lo, hi, "echo")},
+				movingRow{"+autorate-passive-ack", mean, passiveFlags(lo, hi, "ack")})
 		}
 		rows = append(rows, movingRow{"@mean", mean, nil}, movingRow{"@p10", p10, nil})
 		test := "autorate-" + strings.ReplaceAll(tr.Name, ":", "-")
@@ -84,9 +86,10 @@ type movingRow struct {
 }
 
 // passiveFlags are the router's flags for autorate between lo and hi from
-// the round trips of the TCP flows it forwards, with no reflector.
-func passiveFlags(lo, hi aqm.Rate) []string {
-	return []string{"-autorate", ServerAddr + "/24", "-autorate-passive",
+// the round trips of the TCP flows it forwards, with no reflector, timed
+// by match (echo or ack, aqmrouter's -autorate-passive-match).
+func passiveFlags(lo, hi aqm.Rate, match string) []string {
+	return []string{"-autorate", ServerAddr + "/24", "-autorate-passive", "-autorate-passive-match", match,
 		"-autorate-min", lo.String(), "-autorate-max", hi.String(), "-autorate-delay", "15ms", "-probe-interval", "50ms",
 		"-autorate-max-increase", "0.1", "-autorate-detection", "2"}
 }

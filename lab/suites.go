@@ -32,9 +32,10 @@ type Options struct {
 	Traces      []*Trace
 	TraceOffset time.Duration
 	TraceScale  float64
-	// AutoratePassive adds, in the autorate test, a row whose router
-	// takes its delay samples from the TCP flows it forwards, with no
-	// reflector.
+	// AutoratePassive adds, in the autorate test on traces, two rows
+	// whose router takes its delay samples from the TCP flows it
+	// forwards, with no reflector: timed by timestamp echo and by
+	// acknowledgement number.
 	AutoratePassive bool
 }
 

@@ -159,8 +159,8 @@ func TestTraceSchedule(t *testing.T) {
 	}
 }
 
-// TestTraceSuite protects the autorate test on a trace: the four rows
-// (probes, passive, mean, 10th percentile) with distinct names, the
+// TestTraceSuite protects the autorate test on a trace: the five rows
+// (probes, passive by echo and by acknowledgement, mean, 10th percentile) with distinct names, the
 // schedule holding the window's mean outside the load, the fixed rates
 // from the measured span, and the passive row without reflectors.
 func TestTraceSuite(t *testing.T) {
@@ -187,7 +187,7 @@ func TestTraceSuite(t *testing.T) {
 		}
 		names[c.Name()] = c
 	}
-	for _, n := range []string{"fq-codel+autorate", "fq-codel+autorate-passive", "fq-codel@mean", "fq-codel@p10"} {
+	for _, n := range []string{"fq-codel+autorate", "fq-codel+autorate-passive", "fq-codel+autorate-passive-ack", "fq-codel@mean", "fq-codel@p10"} {
 		if _, ok := names[n]; !ok {
 			t.Errorf("no row %s in %d rows", n, len(cfgs))
 		}
@@ -203,6 +203,10 @@ func TestTraceSuite(t *testing.T) {
 		t.Errorf("schedule %v", m.Steps)
 	}
 	pass := strings.Join(names["fq-codel+autorate-passive"].RouterExtra, " ")
+	ack := strings.Join(names["fq-codel+autorate-passive-ack"].RouterExtra, " ")
+	if strings.Contains(ack, "-reflectors") || !strings.Contains(ack, "-autorate-passive-match ack") || !strings.Contains(pass, "-autorate-passive-match echo") {
+		t.Errorf("passive rows' flags %q and %q", pass, ack)
+	}
 	if strings.Contains(pass, "-reflectors") || !strings.Contains(pass, "-autorate-passive") {
 		t.Errorf("passive row's flags %q", pass)
 	}

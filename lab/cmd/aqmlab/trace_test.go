@@ -28,8 +28,8 @@ func TestParseTraceFlags(t *testing.T) {
 	if code != -1 {
 		t.Fatalf("exit code %d", code)
 	}
-	if len(inv.cfgs) != 2*4 {
-		t.Fatalf("%d configurations, want 8", len(inv.cfgs))
+	if len(inv.cfgs) != 2*5 {
+		t.Fatalf("%d configurations, want 10", len(inv.cfgs))
 	}
 	tests := map[string]int{}
 	for _, c := range inv.cfgs {
@@ -38,7 +38,7 @@ func TestParseTraceFlags(t *testing.T) {
 			t.Error(err)
 		}
 	}
-	if tests["autorate-a.rate"] != 4 || tests["autorate-b.up"] != 4 {
+	if tests["autorate-a.rate"] != 5 || tests["autorate-b.up"] != 5 {
 		t.Errorf("tests %v", tests)
 	}
 	c := inv.cfgs[0]
