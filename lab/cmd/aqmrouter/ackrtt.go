@@ -21,6 +21,15 @@ import (
 // past the flow's highest) voids the pending samples it overlaps, since
 // its acknowledgement may answer either copy.
 //
+// A segment sent more than ackLonely after the flow's previous one is not
+// timed: a receiver that acknowledges every second segment holds a lone
+// segment's acknowledgement until its delayed-acknowledgement timer
+// (40 ms at least on Linux, more elsewhere), and that acknowledgement then
+// names the lone segment, so its round trip would include the timer. A
+// segment that follows its predecessor closely is either the second of a
+// pair, acknowledged on arrival, or the first, whose acknowledgement comes
+// with the next.
+//
 // The table is fixed at construction: flowSlots entries, one per keyed
 // hash of the flow's addresses and ports, a new flow taking the entry of
 // an old one. Nothing is allocated per packet. Not safe for concurrent
@@ -34,6 +43,7 @@ type ackRTT struct {
 const (
 	ackFlowSlots = 1024
 	ackPending   = 4
+	ackLonely    = 30 * time.Millisecond
 )
 
 type ackKey [36]byte // LAN address, WAN address (16 bytes each, IPv4 mapped), LAN port, WAN port
@@ -41,7 +51,8 @@ type ackKey [36]byte // LAN address, WAN address (16 bytes each, IPv4 mapped), L
 type ackFlow struct {
 	key  ackKey
 	used bool
-	high uint32 // the highest end of a segment sent
+	high uint32   // the highest end of a segment sent
+	last aqm.Time // when the flow last sent a segment
 	min  time.Duration
 	seg  [ackPending]struct {
 		end uint32
@@ -134,6 +145,8 @@ func (r *ackRTT) Outbound(now aqm.Time, ip []byte) {
 	if !f.used || f.key != s.key {
 		*f = ackFlow{key: s.key, used: true, high: s.seq}
 	}
+	lonely := f.last == 0 || f.last.Since(now) > ackLonely
+	f.last = now
 	if !after(end, f.high) { // sent again: its acknowledgement is ambiguous
 		for i := range f.seg {
 			if f.seg[i].at != 0 && after(f.seg[i].end, s.seq) {
@@ -143,6 +156,9 @@ func (r *ackRTT) Outbound(now aqm.Time, ip []byte) {
 		return
 	}
 	f.high = end
+	if lonely {
+		return
+	}
 	for i := range f.seg {
 		p := &f.seg[i]
 		if p.at != 0 && p.at.Since(now) > r.max {

@@ -58,13 +58,14 @@ func TestAckRTT(t *testing.T) {
 		e, eok := echo.Inbound(at(us), p)
 		return s, ok, e, eok
 	}
-	// Two segments 32 ms apart; the receiver acknowledges both 500 µs
+	// Two segments 25 ms apart; the receiver acknowledges both 500 µs
 	// after the second, echoing the first's timestamp.
+	both(true, -1_000, data(0, 99))
 	both(true, 0, data(1000, 100))
-	both(true, 32_000, data(2000, 132))
-	s, ok, e, eok := both(false, 32_500, ackOf(3000, 100))
-	if !ok || s.RTT != 500*time.Microsecond || !eok || e.RTT != 32_500*time.Microsecond {
-		t.Fatalf("delayed ack: by number %v (%v), by echo %v (%v); want 500µs and 32.5ms", s.RTT, ok, e.RTT, eok)
+	both(true, 25_000, data(2000, 125))
+	s, ok, e, eok := both(false, 25_500, ackOf(3000, 100))
+	if !ok || s.RTT != 500*time.Microsecond || !eok || e.RTT != 25_500*time.Microsecond {
+		t.Fatalf("delayed ack: by number %v (%v), by echo %v (%v); want 500µs and 25.5ms", s.RTT, ok, e.RTT, eok)
 	}
 	// The next pair: 2 ms of queue, a rise of 1.5 ms above the smallest.
 	both(true, 40_000, data(3000, 140))
@@ -72,29 +73,37 @@ func TestAckRTT(t *testing.T) {
 	if s, ok, _, _ := both(false, 43_000, ackOf(5000, 140)); !ok || s.RTT != 2*time.Millisecond || s.Rise != 1500*time.Microsecond {
 		t.Errorf("second pair: %+v (%v)", s, ok)
 	}
+	// A lone segment, 60 ms after the last, acknowledged on the receiver's
+	// delayed-acknowledgement timer: not timed.
+	both(true, 101_000, data(5000, 201))
+	if s, ok, _, _ := both(false, 141_500, ackOf(6000, 201)); ok {
+		t.Errorf("a lone segment gave %+v", s)
+	}
 	// Sent again before its acknowledgement: no sample.
-	both(true, 50_000, data(5000, 150))
-	both(true, 250_000, data(5000, 350))
-	if s, ok, _, _ := both(false, 251_000, ackOf(6000, 350)); ok {
+	both(true, 150_000, data(5000, 150))
+	both(true, 170_000, data(6000, 150))
+	both(true, 180_000, data(5000, 350))
+	if s, ok, _, _ := both(false, 181_000, ackOf(7000, 350)); ok {
 		t.Errorf("a retransmitted segment gave %+v", s)
 	}
 	// An acknowledgement past a pending end, naming none: no sample, and
 	// the pending segment is gone.
-	both(true, 300_000, data(6000, 400))
-	both(true, 300_100, data(7000, 400))
-	if s, ok, _, _ := both(false, 301_000, ackOf(7500, 400)); ok {
+	both(true, 190_000, data(7000, 400))
+	both(true, 190_100, data(8000, 400))
+	if s, ok, _, _ := both(false, 191_000, ackOf(8500, 400)); ok {
 		t.Errorf("an acknowledgement inside a segment gave %+v", s)
 	}
-	if s, ok, _, _ := both(false, 302_000, ackOf(7000, 400)); ok {
+	if s, ok, _, _ := both(false, 192_000, ackOf(8000, 400)); ok {
 		t.Errorf("a voided segment gave %+v", s)
 	}
 	// Wrap-around: a segment ending past 2^32.
 	w := newAckRTT()
+	w.Outbound(at(-100), data(0xfffffb00, 1))
 	w.Outbound(at(0), data(0xffffff00, 1))
 	if s, ok := w.Inbound(at(700), ackOf(0xffffff00+1000-1<<32, 1)); !ok || s.RTT != 700*time.Microsecond {
 		t.Errorf("wrapped: %+v (%v)", s, ok)
 	}
-	d, k := data(8000, 500), ackOf(9000, 500)
+	d, k := data(9000, 500), ackOf(10000, 500)
 	if n := testing.AllocsPerRun(100, func() { a.Outbound(at(400_000), d); a.Inbound(at(400_500), k) }); n != 0 {
 		t.Errorf("%v allocations per round trip", n)
 	}
