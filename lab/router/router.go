@@ -145,7 +145,7 @@ type Config struct {
 	GSO front.GSOPolicy
 	// Clock is the router's time source; nil means clock.Mono.
 	Clock clock.Clock
-	// Tap, if set, sees every packet as it is read and as it is written.
+	// Tap, if set, sees every packet read and written (tap.go).
 	Tap Tap
 	// OnQueue, if set, is called once for each direction when it is
 	// created, on the reading goroutine: to publish its metrics, say.
@@ -433,7 +433,7 @@ func (d *Queue) sendDelayed(ps [][]byte) {
 // write writes ps to the device, counting each packet as written or as a
 // write error, and returns every buffer to the pool.
 func (d *Queue) write(ps [][]byte) {
-	d.r.tapWritten(ps)
+	d.tapWritten(ps)
 	for len(ps) > 0 {
 		n, err := d.dev.WriteBatch(ps)
 		for _, p := range ps[:n] {
@@ -624,7 +624,6 @@ func (r *Router) offer(bufs [][]byte, i, size int, noBuffer bool, sp *splitter) 
 		r.unclassified.drop(why)
 		return nil
 	}
-	r.tapRead(ip)
 	pfx, _ := prefixOf(ip, r.cfg.Prefix4, r.cfg.Prefix6)
 	d, err := r.table.lookup(pfx)
 	if err != nil {
@@ -635,6 +634,7 @@ func (r *Router) offer(bufs [][]byte, i, size int, noBuffer bool, sp *splitter) 
 		}
 		return nil
 	}
+	r.tapRead(d, ip)
 	segs, wire := 1, len(ip)
 	if vh.IsGSO() {
 		if n, err := iphdr.GSOSegments(ip, vh); err == nil {

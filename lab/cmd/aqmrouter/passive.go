@@ -50,7 +50,7 @@ func newPassiveTap(prefix netip.Prefix, match string) (*passiveTap, error) {
 }
 
 // tap is the router's Tap.
-func (p *passiveTap) tap() router.Tap { return router.Tap{Read: p.read, Written: p.written} }
+func (p *passiveTap) tap() router.Tap { return p }
 
 // addrs returns ip's source and destination addresses; ok is false for a
 // packet too short to hold them.
@@ -64,9 +64,9 @@ func addrs(ip []byte) (src, dst netip.Addr, ok bool) {
 	return netip.Addr{}, netip.Addr{}, false
 }
 
-// read is Tap.Read: a packet from the direction's prefix closes a round
-// trip.
-func (p *passiveTap) read(now aqm.Time, ip []byte) {
+// Read is router.Tap's: a packet from the direction's prefix closes a
+// round trip.
+func (p *passiveTap) Read(_ *router.Queue, ip []byte, now aqm.Time) {
 	src, _, ok := addrs(ip)
 	if !ok || !p.prefix.Contains(src) {
 		return
@@ -87,9 +87,9 @@ func (p *passiveTap) read(now aqm.Time, ip []byte) {
 	p.mu.Unlock()
 }
 
-// written is Tap.Written: a packet towards the direction's prefix opens
+// Written is router.Tap's: a packet towards the direction's prefix opens
 // one.
-func (p *passiveTap) written(now aqm.Time, ip []byte) {
+func (p *passiveTap) Written(_ *router.Queue, ip []byte, now aqm.Time) {
 	_, dst, ok := addrs(ip)
 	if !ok || !p.prefix.Contains(dst) {
 		return

@@ -63,32 +63,32 @@ func TestPassiveTap(t *testing.T) {
 
 	// Flow 1: 30 ms, then 50 ms (rise 20); flow 2: 80 ms (its minimum),
 	// then 85 ms (rise 5).
-	tap.Written(at(0), up(1000, 100))
-	tap.Read(at(30), ack(1000, 100))
-	tap.Written(at(100), up(1000, 200))
-	tap.Read(at(150), ack(1000, 200))
-	tap.Written(at(0), up(2000, 7))
-	tap.Read(at(80), ack(2000, 7))
+	tap.Written(nil, up(1000, 100), at(0))
+	tap.Read(nil, ack(1000, 100), at(30))
+	tap.Written(nil, up(1000, 200), at(100))
+	tap.Read(nil, ack(1000, 200), at(150))
+	tap.Written(nil, up(2000, 7), at(0))
+	tap.Read(nil, ack(2000, 7), at(80))
 	if rise, n := p.summary(); n != 3 || rise != 0 {
 		t.Errorf("first interval: smallest rise %v of %d samples, want 0 of 3", rise, n)
 	}
-	tap.Written(at(200), up(2000, 8))
-	tap.Read(at(285), ack(2000, 8))
-	tap.Written(at(200), up(1000, 300))
-	tap.Read(at(250), ack(1000, 300))
+	tap.Written(nil, up(2000, 8), at(200))
+	tap.Read(nil, ack(2000, 8), at(285))
+	tap.Written(nil, up(1000, 300), at(200))
+	tap.Read(nil, ack(1000, 300), at(250))
 	if rise, n := p.summary(); n != 2 || rise != 5*time.Millisecond {
 		t.Errorf("second interval: smallest rise %v of %d samples, want 5ms of 2", rise, n)
 	}
 	// The other direction: a download's segment read from the client
 	// side and its echo written towards it are not timed.
-	tap.Read(at(300), tcpTS("10.201.1.2", "10.201.2.2", 3000, 5201, 50, 0))
-	tap.Written(at(300), tcpTS("10.201.1.2", "10.201.2.2", 3000, 5201, 50, 0))
-	tap.Written(at(310), tcpTS("10.201.2.2", "10.201.1.2", 5201, 3000, 60, 50))
+	tap.Read(nil, tcpTS("10.201.1.2", "10.201.2.2", 3000, 5201, 50, 0), at(300))
+	tap.Written(nil, tcpTS("10.201.1.2", "10.201.2.2", 3000, 5201, 50, 0), at(300))
+	tap.Written(nil, tcpTS("10.201.2.2", "10.201.1.2", 5201, 3000, 60, 50), at(310))
 	if _, n := p.summary(); n != 0 {
 		t.Errorf("%d samples from packets the wrong way", n)
 	}
 	w, r := up(4000, 1), ack(4000, 1)
-	if a := testing.AllocsPerRun(100, func() { tap.Written(at(400), w); tap.Read(at(420), r) }); a != 0 {
+	if a := testing.AllocsPerRun(100, func() { tap.Written(nil, w, at(400)); tap.Read(nil, r, at(420)) }); a != 0 {
 		t.Errorf("%v allocations per round trip", a)
 	}
 }
