@@ -18,9 +18,8 @@ const (
 	maxPassiveFlows     = 1 << 22
 )
 
-// pendingPerFlow is how many timestamps or handshakes a flow waits on at
-// once: enough for one RTT sample per millisecond-tick of timestamps in a
-// short window, few enough to keep a flow in two cache lines.
+// pendingPerFlow is how many timestamps a flow waits on at once: a few
+// round trips' samples in flight per flow, and an entry of 136 bytes.
 const pendingPerFlow = 4
 
 // PassiveConfig configures a [PassiveRTT]. A zero field means its default.
@@ -116,10 +115,18 @@ type passiveFlow struct {
 // needed. A flow that starts while the link is already bloated takes a
 // bloated minimum and reports rises too small until the queue drains.
 //
-// Memory is fixed at [NewPassiveRTT]: a table of Flows entries of 128
-// bytes, open addressing with a keyed hash, eight probes. An entry is free
-// once its flow has been idle for IdleTimeout or closed with FIN or RST; a
-// new flow that finds none in its probes takes the least recently seen.
+// A busy router closes hundreds of round trips a second, each carrying the
+// link's own jitter (on a cellular link, the wait for the next delivery
+// opportunity). A detection window of six samples fed all of them reads
+// that jitter as bufferbloat; feed the controller instead the smallest rise
+// of each 50 ms, which a queue beyond the shaper raises and the jitter
+// does not, and keep the default thresholds (30, 10 and 60 ms).
+//
+// Memory is fixed at [NewPassiveRTT]: a table of Flows entries of 136
+// bytes (544 KiB for the default 4096), open addressing with a keyed
+// hash, eight probes. An entry is free once its flow has been idle for
+// IdleTimeout or closed with FIN or RST; a new flow that finds none in its
+// probes takes the least recently seen.
 // Outbound and Inbound allocate nothing. Timestamps compare in serial
 // arithmetic (RFC 1982), so they wrap at 2^32 as TCP's do; an echo older
 // than one already matched, as reordering brings, finds no pending value

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"testing"
 	"time"
+	"unsafe"
 
 	"github.com/aqmkit/aqmkit/aqm"
 	"github.com/stretchr/testify/require"
@@ -201,7 +202,7 @@ func TestPassiveSkips(t *testing.T) {
 }
 
 // TestPassiveNoAllocs protects the per-packet path: Outbound and Inbound
-// allocate nothing.
+// allocate nothing, and an entry is the size the doc states.
 func TestPassiveNoAllocs(t *testing.T) {
 	p := newPassive(t, PassiveConfig{Flows: 64})
 	o, r := build(make([]byte, 128), out(true, 1, 0)), build(make([]byte, 128), in(true, 0, 1))
@@ -215,6 +216,7 @@ func TestPassiveNoAllocs(t *testing.T) {
 	})
 	require.Zero(t, allocs)
 	require.Positive(t, p.Stats().Samples)
+	require.Equal(t, uintptr(136), unsafe.Sizeof(passiveFlow{}), "the entry size the doc states")
 }
 
 // TestPassiveConfigValidate protects the config's errors: each bad field
