@@ -27,6 +27,9 @@ func traceSuite(o Options) []Config {
 	var out []Config
 	for _, tr := range o.Traces {
 		sched := tr.Schedule(o.TraceOffset, o.Duration, scale)
+		if len(sched) == 0 { // an empty trace: nothing to replay
+			continue
+		}
 		m := &Moving{}
 		for _, s := range sched {
 			m.Steps = append(m.Steps, RateStep{At: w.From + s.At, Rate: s.Rate})

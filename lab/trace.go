@@ -372,8 +372,11 @@ func parseStamp(s string) (time.Time, error) {
 	return time.Time{}, errors.New("bad time")
 }
 
-// MeanBps is the trace's mean capacity over its period.
+// MeanBps is the trace's mean capacity over its period (NaN without one).
 func (t *Trace) MeanBps() float64 {
+	if t.Period <= 0 {
+		return math.NaN()
+	}
 	var bits float64
 	for i, b := range t.Bps {
 		bits += b * t.stepSpan(i).Seconds()
@@ -396,8 +399,12 @@ const MinTraceRate = 64 * aqm.Kbit
 // Schedule returns the capacities of dur of the trace from offset from
 // (the trace repeating), each multiplied by scale, as steps from offset
 // 0: one per TraceStep, equal neighbours merged, none below MinTraceRate.
+// A Trace with no steps or no period gives none.
 func (t *Trace) Schedule(from, dur time.Duration, scale float64) []RateStep {
 	var out []RateStep
+	if t.Period <= 0 || len(t.Bps) == 0 {
+		return nil
+	}
 	for off := time.Duration(0); off < dur; off += TraceStep {
 		r := aqm.Rate(max(math.Round(t.at(from+off)*scale/1e3)*1e3, float64(MinTraceRate)))
 		if k := len(out); k == 0 || out[k-1].Rate != r {

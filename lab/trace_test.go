@@ -152,6 +152,9 @@ func TestTraceSchedule(t *testing.T) {
 	if len(got) != len(want) {
 		t.Fatalf("schedule %v, want %v", got, want)
 	}
+	if s := (&Trace{}).Schedule(0, time.Second, 1); s != nil || !math.IsNaN((&Trace{}).MeanBps()) {
+		t.Errorf("an empty trace gave %v", s)
+	}
 	for i := range want {
 		if got[i] != want[i] {
 			t.Errorf("step %d: %v, want %v", i, got[i], want[i])
