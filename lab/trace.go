@@ -43,6 +43,10 @@ import (
 // over this span.
 const TraceStep = 100 * time.Millisecond
 
+// MaxTracePeriod bounds a trace's length, and so the memory its steps
+// take (864000 steps).
+const MaxTracePeriod = 24 * time.Hour
+
 // traceMTU is the bytes one delivery opportunity of a mahimahi trace lets
 // leave.
 const traceMTU = 1500
@@ -150,8 +154,8 @@ func ParseDeliveryTrace(name string, r io.Reader) (*Trace, error) {
 			continue
 		}
 		v, err := strconv.ParseInt(s, 10, 64)
-		if err != nil || v < 0 || v > 1e9 {
-			return nil, traceErr(name, line, "%q is not a millisecond timestamp in [0, 1e9]", s)
+		if err != nil || v < 0 || v > MaxTracePeriod.Milliseconds() {
+			return nil, traceErr(name, line, "%q is not a millisecond timestamp in [0, %d]", s, MaxTracePeriod.Milliseconds())
 		}
 		if k := len(ms); k > 0 && v < ms[k-1] {
 			return nil, traceErr(name, line, "timestamp %d is before the previous one (%d)", v, ms[k-1])
@@ -234,8 +238,8 @@ func ParseRateTrace(name string, r io.Reader) (*Trace, error) {
 			return nil, traceErr(name, line, "want \"<time> <rate>\" or \"<time> end\", have %q", strings.TrimSpace(s))
 		}
 		at, err := time.ParseDuration(f[0])
-		if err != nil || at < 0 {
-			return nil, traceErr(name, line, "time %q is not a non-negative Go duration", f[0])
+		if err != nil || at < 0 || at > MaxTracePeriod {
+			return nil, traceErr(name, line, "time %q is not a Go duration in [0s, %v]", f[0], MaxTracePeriod)
 		}
 		switch k := len(cs); {
 		case k == 0 && at != 0:
@@ -313,10 +317,10 @@ func ParseThroughputCSV(name, column string, r io.Reader) (*Trace, error) {
 		if err == io.EOF {
 			break
 		}
-		line, _ := cr.FieldPos(0)
-		if err != nil {
+		if err != nil { // a csv.ParseError names the line
 			return nil, fmt.Errorf("lab: trace %s: %v", name, err)
 		}
+		line, _ := cr.FieldPos(0)
 		if tcol >= len(rec) || rcol >= len(rec) {
 			return nil, traceErr(name, line, "%d fields, want at least %d", len(rec), max(tcol, rcol)+1)
 		}
@@ -347,6 +351,9 @@ func ParseThroughputCSV(name, column string, r io.Reader) (*Trace, error) {
 		}
 		if k := len(cs); k > 0 && at <= cs[k-1].at {
 			return nil, traceErr(name, line, "time %v from the first row is not after the previous row's %v", at, cs[k-1].at)
+		}
+		if at > MaxTracePeriod/2 {
+			return nil, traceErr(name, line, "time %v from the first row: a trace may last %v", at, MaxTracePeriod)
 		}
 		cs = append(cs, change{at, v * 1e6})
 	}

@@ -253,3 +253,37 @@ func TestSharedTraces(t *testing.T) {
 		}
 	}
 }
+
+// FuzzParseTrace protects the readers against any input: each returns a
+// trace with a positive period and one finite, non-negative rate per step,
+// or an error, and never panics.
+func FuzzParseTrace(f *testing.F) {
+	f.Add(uint8(0), "0\n0\n5\n12\n")
+	f.Add(uint8(1), "0s 10mbit\n150ms 0\n1s end\n")
+	f.Add(uint8(2), "time,x_mbps\n2024-05-27T11:18:46.5,3\n2024-05-27T11:18:47,4\n")
+	f.Add(uint8(2), "seq_num,a_mbps\n3,1\n9,2\n")
+	f.Fuzz(func(t *testing.T, kind uint8, in string) {
+		var tr *Trace
+		var err error
+		switch kind % 3 {
+		case 0:
+			tr, err = ParseDeliveryTrace("f.up", strings.NewReader(in))
+		case 1:
+			tr, err = ParseRateTrace("f.rate", strings.NewReader(in))
+		default:
+			tr, err = ParseThroughputCSV("f.csv", "", strings.NewReader(in))
+		}
+		if err != nil {
+			return
+		}
+		if tr.Period <= 0 || len(tr.Bps) != int((tr.Period+TraceStep-1)/TraceStep) {
+			t.Fatalf("period %v with %d steps", tr.Period, len(tr.Bps))
+		}
+		for i, b := range tr.Bps {
+			if !(b >= 0) || math.IsInf(b, 0) {
+				t.Fatalf("step %d: %v", i, b)
+			}
+		}
+		tr.Schedule(0, 2*time.Second, 1)
+	})
+}
