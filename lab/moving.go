@@ -38,13 +38,8 @@ type RateStep struct {
 
 // rateAt is the capacity at offset t.
 func (m *Moving) rateAt(t time.Duration) aqm.Rate {
-	r := m.Steps[0].Rate
-	for _, s := range m.Steps {
-		if s.At <= t {
-			r = s.Rate
-		}
-	}
-	return r
+	i := sort.Search(len(m.Steps), func(i int) bool { return m.Steps[i].At > t })
+	return m.Steps[max(i-1, 0)].Rate
 }
 
 // MeanBps is the mean capacity from offset from to offset to.
@@ -56,10 +51,8 @@ func (m *Moving) MeanBps(from, to time.Duration) float64 {
 	t := from
 	for t < to {
 		next := to
-		for _, s := range m.Steps {
-			if s.At > t && s.At < next {
-				next = s.At
-			}
+		if i := sort.Search(len(m.Steps), func(i int) bool { return m.Steps[i].At > t }); i < len(m.Steps) {
+			next = min(next, m.Steps[i].At)
 		}
 		bits += float64(m.rateAt(t)) * (next - t).Seconds()
 		t = next
@@ -98,9 +91,11 @@ func startMoving(ctx context.Context, ns, dev string, m *Moving, epoch time.Time
 	}
 	cctx, cancel := context.WithCancel(ctx)
 	done := make(chan []time.Duration, 1)
+	tc := newTCChanger(cctx, ns, len(m.Steps))
 	go func() {
 		var late []time.Duration
 		defer func() { done <- late }()
+		defer tc.close()
 		for _, s := range m.Steps[1:] {
 			at := epoch.Add(s.At)
 			select {
@@ -108,7 +103,7 @@ func startMoving(ctx context.Context, ns, dev string, m *Moving, epoch time.Time
 				return
 			case <-time.After(time.Until(at)):
 			}
-			if _, err := nsRun(cctx, ns, "tc", htbClass("change", dev, s.Rate)...); err != nil {
+			if err := tc.run(htbClass("change", dev, s.Rate)); err != nil {
 				return
 			}
 			late = append(late, time.Since(at))
@@ -134,6 +129,9 @@ func autorateSteps(loadFrom time.Duration) []RateStep {
 // autorate from probes to the server's UDP echo, beside the rate fixed at
 // the schedule's mean over the measured span and at its minimum.
 func autorateSuite(o Options) []Config {
+	if len(o.Traces) > 0 {
+		return traceSuite(o)
+	}
 	w := Window{From: o.Idle, To: o.Idle + o.Duration}
 	steps := autorateSteps(w.From)
 	probe := &Moving{Steps: steps}
@@ -150,9 +148,7 @@ func autorateSuite(o Options) []Config {
 		rate  aqm.Rate
 		extra []string
 	}{
-		{"+autorate", mean, []string{"-autorate", ServerAddr + "/24", "-reflectors", fmt.Sprintf("udp:%s:%d", ServerAddr, udpPort),
-			"-autorate-min", (lo / 2).String(), "-autorate-max", hi.String(), "-autorate-delay", "15ms", "-probe-interval", "50ms",
-			"-autorate-max-increase", "0.1", "-autorate-detection", "2"}},
+		{"+autorate", mean, autorateFlags(lo/2, hi)},
 		{"@mean", mean, nil},
 		{"@min", lo, nil},
 	} {
@@ -170,6 +166,14 @@ func autorateSuite(o Options) []Config {
 		out = append(out, c)
 	}
 	return out
+}
+
+// autorateFlags are the router's flags for autorate between lo and hi
+// from probes to the server's UDP echo at 20 Hz.
+func autorateFlags(lo, hi aqm.Rate) []string {
+	return []string{"-autorate", ServerAddr + "/24", "-reflectors", fmt.Sprintf("udp:%s:%d", ServerAddr, udpPort),
+		"-autorate-min", lo.String(), "-autorate-max", hi.String(), "-autorate-delay", "15ms", "-probe-interval", "50ms",
+		"-autorate-max-increase", "0.1", "-autorate-detection", "2"}
 }
 
 // MovingFigures are a moving-bottleneck run's figures against the

@@ -2,6 +2,7 @@ package lab
 
 import (
 	"math"
+	"strings"
 	"testing"
 	"time"
 
@@ -66,5 +67,33 @@ func TestMovingFigures(t *testing.T) {
 	f := r.MovingFigures()
 	if math.Abs(f.Over30Ms-0.1) > 1e-9 || math.Abs(f.CapacityShare-0.5) > 1e-9 || f.AddedP95Ms < 5 || f.AddedP95Ms > 100 {
 		t.Errorf("figures %+v", f)
+	}
+}
+
+// TestMovingSummary protects the moving-bottleneck table: one line per
+// configuration, figures averaged over its runs, failed runs and runs
+// without a moving bottleneck left out.
+func TestMovingSummary(t *testing.T) {
+	cfgs, _ := Suite("autorate", Options{})
+	from := cfgs[0].Load[0].From + cfgs[0].Warmup
+	run := func(c Config, goodput float64, err string) Result {
+		r := Result{Config: c, IdleMedianMs: 20, GoodputUpBps: goodput, Err: err}
+		for i := range 10 {
+			r.Probe = append(r.Probe, ProbeSample{T: from + time.Duration(i)*time.Second, RTT: 30 * time.Millisecond})
+		}
+		return r
+	}
+	plain := cfgs[1]
+	plain.Moving = nil
+	var b strings.Builder
+	err := WriteMovingSummary(&b, []Result{run(cfgs[0], 14e6, ""), run(cfgs[0], 7e6, ""), run(cfgs[0], 28e6, "failed"), run(plain, 1e6, "")})
+	if err != nil {
+		t.Fatal(err)
+	}
+	lines := strings.Split(strings.TrimSpace(b.String()), "\n")
+	// Mean capacity 28 Mbit/s: 14 and 7 Mbit/s are 50 % and 25 %.
+	if len(lines) != 2 || !strings.Contains(lines[1], "fq-codel+autorate") || !strings.Contains(lines[1], " 2 ") ||
+		!strings.Contains(lines[1], "37.5 %") || !strings.Contains(lines[1], "10.0") {
+		t.Errorf("table:\n%s", b.String())
 	}
 }

@@ -286,6 +286,9 @@ func WriteReports(dir string, rs []Result, skipped []string, topo *Topology, plo
 	}); err != nil {
 		return err
 	}
+	if err := write("moving.txt", func(w io.Writer) error { return WriteMovingSummary(w, rs) }); err != nil {
+		return err
+	}
 	if plots {
 		return WritePlots(filepath.Join(dir, "plots"), rs)
 	}

@@ -26,6 +26,17 @@ type Options struct {
 	Queues []Queue
 	Kernel []KernelQdisc
 	Probe  time.Duration
+	// Traces, if set, make the autorate test replay each trace in its
+	// moving bottleneck (see traceSuite): TraceOffset into the trace,
+	// for Duration, each rate times TraceScale (zero means 1).
+	Traces      []*Trace
+	TraceOffset time.Duration
+	TraceScale  float64
+	// AutoratePassive adds, in the autorate test on traces, two rows
+	// whose router takes its delay samples from the TCP flows it
+	// forwards, with no reflector: timed by timestamp echo and by
+	// acknowledgement number.
+	AutoratePassive bool
 }
 
 // DefaultOptions are the suites' defaults: 50 Mb/s, 20 ms, 30 s of load
@@ -56,7 +67,7 @@ var TestInfo = map[string]string{
 	"speedtest": "one BBR download as NDT7 runs it, one CUBIC upload as iperf3 does; htb with and without burst, FIFO, CoDel, FQ-CoDel, SFQ",
 	"red":       "10 Reno uploads, MSS 536, 2 Mb/s, 40 ms, 50-packet limit: red, gentle-red, ared",
 	"flood":     "UDP flood at twice the rate beside one TCP upload and the probe: one 5-tuple, then a new random port per packet",
-	"autorate":  "4 uploads through the router's FQ-CoDel into a kernel htb on r1 whose rate steps 40, 10, 40 Mb/s: the router under autorate, fixed at the mean, at the minimum",
+	"autorate":  "4 uploads through the router's FQ-CoDel into a kernel htb on r1 whose rate steps 40, 10, 40 Mb/s (or, with -trace, follows a recorded link): the router under autorate, fixed at the mean, at the minimum (the 10th percentile)",
 }
 
 func (o Options) base(test string) Config {

@@ -76,6 +76,8 @@ func parse(args []string) (inv invocation, code int) {
 	fs.BoolVar(&inv.plots, "plots", true, "write PNG plots")
 	fs.IntVar(&lab.Nice, "nice", lab.Nice, "niceness of the router and the agents (negative = ahead of other work on the machine)")
 	fs.BoolVar(&inv.clean, "clean", false, "remove namespaces left by killed aqmlab runs, then exit")
+	var tf traceFlags
+	tf.add(fs)
 	if err := fs.Parse(args); err != nil {
 		if errors.Is(err, flag.ErrHelp) {
 			return inv, 0
@@ -112,6 +114,10 @@ func parse(args []string) (inv invocation, code int) {
 	}
 	if o.Kernel, err = parseKernel(*kernel); err != nil {
 		fmt.Fprintln(os.Stderr, "aqmlab: -kernel:", err)
+		return inv, 2
+	}
+	if err := tf.apply(&o, tests); err != nil {
+		fmt.Fprintln(os.Stderr, "aqmlab:", err)
 		return inv, 2
 	}
 	if *queues != "" && *kernel == "" {

@@ -27,13 +27,15 @@ type autorateOptions struct {
 	threshold   time.Duration
 	achievedCut float64
 	maxIncrease float64
-	recovery    float64
-	passive     bool
 	detection   int
 	logFile     string
+	recovery    float64
+	passive     bool
+	match       string // -autorate-passive-match
 
 	prefix netip.Prefix
 	refl   []reflector
+	tap    *passiveTap
 }
 
 // Defaults of the -autorate flags.
@@ -45,7 +47,7 @@ const (
 
 func addAutorateFlags(fs *flag.FlagSet, a *autorateOptions) {
 	fs.StringVar(&a.target, "autorate", "", "drive the rate of the direction to this `address or prefix` with an autorate controller "+
-		"(needs -rate, the base rate, -autorate-min, -autorate-max, and -reflectors or -autorate-passive)")
+		"(needs -rate, the base rate, -autorate-min, -autorate-max and -reflectors)")
 	fs.StringVar(&a.reflectors, "reflectors", "", "autorate's reflectors, comma-separated: udp:HOST:PORT (UDP echo) or icmp:HOST (root)")
 	fs.Var(&a.min, "autorate-min", "autorate's lowest `rate` (tc syntax)")
 	fs.Var(&a.max, "autorate-max", "autorate's highest `rate` (tc syntax)")
@@ -57,22 +59,15 @@ func addAutorateFlags(fs *flag.FlagSet, a *autorateOptions) {
 	fs.Float64Var(&a.achievedCut, "autorate-achieved-cut", a.achievedCut, "a cut may go to this `share` of the achieved rate (0: cuts scale the rate alone)")
 	a.maxIncrease = autorate.DefaultMaxIncrease
 	fs.Float64Var(&a.maxIncrease, "autorate-max-increase", a.maxIncrease, "the largest `share` an increase adds, once per 200 ms report")
-	fs.Float64Var(&a.recovery, "autorate-recovery", 0, "after a run of cuts, an increase at low delay closes this `share` of the gap "+
-		"to the rate before the first cut (0: off; 1 returns there in one step)")
-	fs.BoolVar(&a.passive, "autorate-passive", false, "also time the TCP flows the router forwards to and from the -autorate prefix "+
-		"(timestamp echoes, handshakes), one sample of their smallest delay rise every 50 ms; -reflectors becomes optional")
 	a.detection = autorate.DefaultDetectionThreshold
 	fs.IntVar(&a.detection, "autorate-detection", a.detection, "how many `samples` of the last 6 must be delayed to call bufferbloat")
 	fs.StringVar(&a.logFile, "autorate-log", "", "write every sample, report and rate change as CSV to `file`")
-}
-
-// reflectorSlots is the controller's reflectors: the probed ones, then
-// the passive round trips as one more.
-func (a *autorateOptions) reflectorSlots() int {
-	if a.passive {
-		return len(a.refl) + 1
-	}
-	return len(a.refl)
+	fs.Float64Var(&a.recovery, "autorate-recovery", 0, "after a run of cuts, an increase at low delay closes this `share` of the gap "+
+		"to the rate before the first cut (0: off; 1 returns there in one step)")
+	fs.BoolVar(&a.passive, "autorate-passive", false, "autorate also (or, without -reflectors, only) times the TCP flows forwarded to the direction "+
+		"by their timestamp echoes and handshakes, and feeds the controller the smallest rise of each -probe-interval")
+	fs.StringVar(&a.match, "autorate-passive-match", "echo", "how -autorate-passive times a segment: echo (the acknowledgement that echoes its timestamp) "+
+		"or ack (the acknowledgement that names its end, free of the receiver's delayed-acknowledgement wait)")
 }
 
 // config checks the flags against the router's and returns the
@@ -94,9 +89,12 @@ func (a *autorateOptions) config(cfg router.Config) (autorate.Config, error) {
 		pfx = netip.PrefixFrom(addr, addr.BitLen())
 	}
 	a.prefix = pfx.Masked()
-	if !a.passive || a.reflectors != "" {
+	if a.match != "echo" && a.match != "ack" {
+		return autorate.Config{}, fmt.Errorf("-autorate-passive-match %q: want echo or ack", a.match)
+	}
+	if a.reflectors != "" || !a.passive {
 		if a.refl, err = parseReflectors(a.reflectors); err != nil {
-			return autorate.Config{}, fmt.Errorf("-reflectors: %v", err)
+			return autorate.Config{}, fmt.Errorf("-reflectors: %v (or -autorate-passive)", err)
 		}
 	}
 	if len(a.refl) > autorate.MaxReflectors {
@@ -115,10 +113,10 @@ func (a *autorateOptions) config(cfg router.Config) (autorate.Config, error) {
 		return autorate.Config{}, fmt.Errorf("-autorate-delay %v: too small", a.threshold)
 	}
 	c := autorate.Config{
-		MinRate: a.min, BaseRate: cfg.Rate, MaxRate: a.max, Reflectors: a.reflectorSlots(),
+		MinRate: a.min, BaseRate: cfg.Rate, MaxRate: a.max, Reflectors: len(a.refl) + a.passiveIndex(),
+		Recovery:       a.recovery,
 		DelayThreshold: a.threshold, FullIncreaseBelow: a.threshold / 3, FullCutAbove: 2 * a.threshold,
 		AchievedCut: a.achievedCut, MaxIncrease: a.maxIncrease, DetectionThreshold: a.detection,
-		Recovery: a.recovery,
 	}
 	if err := c.Validate(); err != nil {
 		return autorate.Config{}, err
@@ -137,7 +135,6 @@ type autorateLoop struct {
 	logf   func(string, ...any)
 	csv    *bufio.Writer
 	start  aqm.Time
-	tap    *passiveTap // -autorate-passive
 }
 
 func newAutorateLoop(o autorateOptions, cfg autorate.Config, logf func(string, ...any)) (*autorateLoop, error) {
@@ -213,17 +210,10 @@ func (l *autorateLoop) run(ctx context.Context) error {
 		}()
 	}
 
-	var sendC, passiveC <-chan time.Time
-	if len(probers) > 0 {
-		send := time.NewTicker(l.opt.interval / time.Duration(len(probers)))
-		defer send.Stop()
-		sendC = send.C
-	}
-	if l.tap != nil {
-		passive := time.NewTicker(passiveEvery)
-		defer passive.Stop()
-		passiveC = passive.C
-	}
+	// Each reflector's probe in turn; the passive summary, if any, as one
+	// more reflector at the end of the round.
+	send := time.NewTicker(l.opt.interval / time.Duration(len(probers)+l.opt.passiveIndex()))
+	defer send.Stop()
 	report := time.NewTicker(autorateReport)
 	defer report.Stop()
 	tick := time.NewTicker(autorateTick)
@@ -241,22 +231,14 @@ func (l *autorateLoop) run(ctx context.Context) error {
 			if err := l.ctl.Drive(autorate.SetterFunc(q.SetRate)); err != nil {
 				l.logf("autorate: %v", err)
 			}
-			passive := ""
-			if l.tap != nil {
-				passive = " and passive round trips"
-			}
-			l.logf("autorate: driving %v from %d reflector(s)%s, rate %v", q.Prefix(), len(probers), passive, l.ctl.Rate())
-		case <-passiveC:
-			if rise, ok := l.tap.take(); ok {
-				now := l.clk.Now()
-				d := l.ctl.Sample(now, len(probers), rise)
-				l.log(now, "passive", len(probers), rise, 0, d)
-			}
-		case now := <-sendC:
-			if err := probers[next].send(now); err != nil {
+			l.logf("autorate: driving %v from %d reflector(s), rate %v", q.Prefix(), len(probers), l.ctl.Rate())
+		case now := <-send.C:
+			if next == len(probers) {
+				l.passiveSample()
+			} else if err := probers[next].send(now); err != nil {
 				l.logf("autorate: probe to %v: %v", probers[next].r, err)
 			}
-			next = (next + 1) % len(probers)
+			next = (next + 1) % (len(probers) + l.opt.passiveIndex())
 		case r := <-replies:
 			now := l.clk.Now()
 			d := l.ctl.Sample(now, r.refl, r.rtt)
@@ -302,6 +284,13 @@ func startAutorate(o *options, logf func(string, ...any)) (*autorateLoop, error)
 	if o.ar.target == "" {
 		return nil, nil
 	}
+	if o.ar.passive {
+		t, err := newPassiveTap(o.ar.prefix, o.ar.match)
+		if err != nil {
+			return nil, err
+		}
+		o.ar.tap, o.cfg.Tap = t, t.tap()
+	}
 	l, err := newAutorateLoop(o.ar, o.arCfg, logf)
 	if err != nil {
 		return nil, err
@@ -313,23 +302,16 @@ func startAutorate(o *options, logf func(string, ...any)) (*autorateLoop, error)
 		}
 		l.offer(q)
 	}
-	if o.ar.passive {
-		if l.tap, err = newPassiveTap(o.ar.prefix); err != nil {
-			return nil, err
-		}
-		o.cfg.Tap = l.tap
-	}
 	return l, nil
 }
 
 // summary is the controller's counters and final rate, for the exit line.
 func (l *autorateLoop) summary() string {
 	s := l.ctl.Stats()
-	line := fmt.Sprintf("rate %v; samples %d, cuts %d (to the achieved rate %d), increases %d, decays %d, fallbacks %d, refused rates %d",
+	out := fmt.Sprintf("rate %v; samples %d, cuts %d (to the achieved rate %d), increases %d, decays %d, fallbacks %d, refused rates %d",
 		l.ctl.Rate(), s.Samples, s.Cuts, s.AchievedCuts, s.Increases, s.Decays, s.Fallbacks, s.SetRateErrors)
-	if l.tap != nil {
-		p := l.tap.stats()
-		line += fmt.Sprintf("; passive round trips %d (handshakes %d)", p.Samples, p.Handshakes)
+	if l.opt.tap != nil {
+		out += "; " + l.opt.tap.describe()
 	}
-	return line
+	return out
 }

@@ -97,12 +97,31 @@
 //	                          of their smallest delay rise every 50 ms;
 //	                          -reflectors is then optional
 //	-autorate-log FILE        every sample, report and decision as CSV
+//	-autorate-passive         time the TCP flows forwarded to the direction
+//	                          too, or with no -reflectors alone
+//	-autorate-passive-match M echo (timestamp echoes, the default) or ack
+//	                          (acknowledgement numbers)
 //
 // The router sends the probes itself, so they take the host's routes, not
 // the TUN: they see the queues beyond the router (the bottleneck the rate
 // should sit just below) and not the router's own. The achieved rate is
 // what the direction wrote in each 200 ms. Without a reply for 10 s the
 // rate falls back to -rate. The exit line gives the controller's counts.
+//
+// With -autorate-passive the router needs no reflector: it times the TCP
+// flows it forwards (autorate.PassiveRTT), from each segment it writes
+// towards the direction to the segment read back that echoes its
+// timestamp (or acknowledges its SYN), so that its own queue is left out
+// and the queue beyond it is in. Once per -probe-interval the controller
+// takes, as the samples of one more reflector, the smallest rise above
+// each flow's own minimum seen in the interval: a queue beyond the router
+// delays every flow, and the smallest rise is free of receivers' delayed
+// acknowledgements. An interval with no round trip gives no sample.
+// A timestamp echo names the first of the segments an acknowledgement
+// covers, so with a receiver that acknowledges every second segment its
+// round trip includes the wait for the second, which grows as the rate
+// falls; -autorate-passive-match ack times instead only the segment whose
+// end the acknowledgement names, the one that triggered it.
 //
 // A CAKE queue shapes to the rate itself (its link preset); its front keeps
 // a token bucket at the rate too, so that what CAKE catches up after a late

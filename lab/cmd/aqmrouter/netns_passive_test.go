@@ -37,7 +37,7 @@ func TestPassiveNamespaces(t *testing.T) {
 	if i < 0 {
 		t.Fatal("no passive round trips on the router's exit line")
 	}
-	if _, err := fmt.Sscanf(log[i:], "passive round trips %d (handshakes %d)", &n, &hs); err != nil || n < 100 || hs < 1 {
+	if _, err := fmt.Sscanf(log[i:], "passive round trips %d (%d from handshakes)", &n, &hs); err != nil || n < 100 || hs < 1 {
 		t.Errorf("passive round trips %d, handshakes %d (%v); want hundreds from a 2 MiB upload and its handshake", n, hs, err)
 	}
 }

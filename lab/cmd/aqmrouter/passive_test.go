@@ -10,78 +10,85 @@ import (
 	"github.com/aqmkit/aqmkit/aqm"
 )
 
-// tcp4 builds an IPv4 TCP ACK from src:sport to dst:dport with the
-// timestamp option.
-func tcp4(src, dst string, sport, dport uint16, tsval, tsecr uint32) []byte {
-	p := make([]byte, 52)
+// tcpTS builds an IPv4 TCP segment from src:sport to dst:dport with the
+// ACK flag and a timestamp option (tsval, tsecr).
+func tcpTS(src, dst string, sport, dport uint16, tsval, tsecr uint32) []byte {
+	p := make([]byte, 20+32)
 	p[0], p[8], p[9] = 0x45, 64, 6
-	binary.BigEndian.PutUint16(p[2:], 52)
+	binary.BigEndian.PutUint16(p[2:], uint16(len(p)))
 	s, d := netip.MustParseAddr(src).As4(), netip.MustParseAddr(dst).As4()
 	copy(p[12:], s[:])
 	copy(p[16:], d[:])
-	binary.BigEndian.PutUint16(p[20:], sport)
-	binary.BigEndian.PutUint16(p[22:], dport)
-	p[32], p[33] = 8<<4, 0x10
-	p[40], p[41], p[42], p[43] = 1, 1, 8, 10
-	binary.BigEndian.PutUint32(p[44:], tsval)
-	binary.BigEndian.PutUint32(p[48:], tsecr)
+	t := p[20:]
+	binary.BigEndian.PutUint16(t[0:], sport)
+	binary.BigEndian.PutUint16(t[2:], dport)
+	t[12], t[13] = 8<<4, 0x10
+	copy(t[20:], []byte{1, 1, 8, 10})
+	binary.BigEndian.PutUint32(t[24:], tsval)
+	binary.BigEndian.PutUint32(t[28:], tsecr)
 	return p
 }
 
-// TestPassiveTap protects -autorate-passive's tap: a packet written
-// towards the driven prefix starts a round trip, the echo read from an
-// address in it ends it, packets of other directions are ignored, and
-// take returns the smallest rise since the last take, once.
-func TestPassiveTap(t *testing.T) {
-	tap, err := newPassiveTap(netip.MustParsePrefix("10.201.2.0/24"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	wan, lan := netip.MustParsePrefix("10.201.2.0/24"), netip.MustParsePrefix("10.201.1.0/24")
-	ms := func(n int) aqm.Time { return aqm.Time(time.Second) + aqm.Time(n)*aqm.Time(time.Millisecond) }
-	// Two flows: one with a 20 ms round trip, then 50 ms (a rise of 30);
-	// one steady at 40 ms.
-	tap.written(wan, tcp4("10.201.1.2", "10.201.2.2", 1000, 443, 1, 0), ms(0))
-	tap.written(wan, tcp4("10.201.1.2", "10.201.2.2", 1001, 443, 7, 0), ms(0))
-	tap.written(lan, tcp4("10.201.2.2", "10.201.1.2", 443, 1000, 99, 0), ms(0)) // the other direction
-	tap.Read(nil, tcp4("10.201.2.2", "10.201.1.2", 443, 1000, 5, 1), ms(20))
-	tap.Read(nil, tcp4("10.201.2.2", "10.201.1.2", 443, 1001, 5, 7), ms(40))
-	if d, ok := tap.take(); !ok || d != 0 {
-		t.Fatalf("take = %v %v, want 0 (both flows at their minimum)", d, ok)
-	}
-	if _, ok := tap.take(); ok {
-		t.Fatal("a second take without a sample")
-	}
-	tap.written(wan, tcp4("10.201.1.2", "10.201.2.2", 1000, 443, 2, 5), ms(100))
-	tap.written(wan, tcp4("10.201.1.2", "10.201.2.2", 1001, 443, 8, 5), ms(100))
-	tap.Read(nil, tcp4("10.201.2.2", "10.201.1.2", 443, 1000, 6, 2), ms(150))
-	tap.Read(nil, tcp4("10.201.2.2", "10.201.1.2", 443, 1001, 6, 8), ms(150))
-	tap.Read(nil, tcp4("10.201.9.9", "10.201.1.2", 443, 1001, 6, 8), ms(150)) // not from the prefix
-	if d, ok := tap.take(); !ok || d != 10*time.Millisecond {
-		t.Fatalf("take = %v %v, want 10ms (the smaller of 30 and 10 ms)", d, ok)
-	}
-	if s := tap.stats(); s.Samples != 4 {
-		t.Errorf("samples %d, want 4", s.Samples)
-	}
-}
-
-// TestPassiveFlags protects -autorate-passive: no reflector is needed,
-// and the passive samples get a reflector slot of their own after the
-// probed ones.
+// TestPassiveFlags protects -autorate-passive's command line: it stands
+// for the reflectors or is one more beside them, and needs -autorate.
 func TestPassiveFlags(t *testing.T) {
 	base := "-rate 20mbit -autorate 10.201.2.0/24 -autorate-min 5mbit -autorate-max 40mbit -autorate-passive"
 	o, err := parseFlags(strings.Fields(base), nil)
 	if err != nil || o.arCfg.Reflectors != 1 || len(o.ar.refl) != 0 {
-		t.Fatalf("passive alone: %+v %v", o.arCfg, err)
+		t.Errorf("passive alone: reflectors %d (%d probed), %v", o.arCfg.Reflectors, len(o.ar.refl), err)
 	}
-	o, err = parseFlags(strings.Fields(base+" -reflectors udp:10.201.2.2:7,icmp:10.201.2.3"), nil)
-	if err != nil || o.arCfg.Reflectors != 3 || len(o.ar.refl) != 2 {
-		t.Fatalf("passive with reflectors: %+v %v", o.arCfg, err)
-	}
-	if _, err := parseFlags(strings.Fields(base+" -reflectors nonsense"), nil); err == nil {
-		t.Fatal("a bad reflector list accepted beside -autorate-passive")
+	o, err = parseFlags(strings.Fields(base+" -reflectors udp:10.201.2.2:7"), nil)
+	if err != nil || o.arCfg.Reflectors != 2 || len(o.ar.refl) != 1 {
+		t.Errorf("passive beside a reflector: reflectors %d, %v", o.arCfg.Reflectors, err)
 	}
 	if _, err := parseFlags(strings.Fields("-rate 20mbit -autorate-passive"), nil); err == nil {
-		t.Fatal("-autorate-passive accepted without -autorate")
+		t.Error("-autorate-passive without -autorate was taken")
+	}
+}
+
+// TestPassiveTap protects the passive feed: a segment written towards
+// the autorate prefix opens a round trip that the echo read from it
+// closes; packets the other way are not timed; the interval's summary is
+// the smallest rise above each flow's minimum and starts afresh; the tap
+// allocates nothing per packet.
+func TestPassiveTap(t *testing.T) {
+	p, err := newPassiveTap(netip.MustParsePrefix("10.201.2.0/24"), "echo")
+	if err != nil {
+		t.Fatal(err)
+	}
+	tap := p.tap()
+	at := func(ms int) aqm.Time { return aqm.Time(1e9 + int64(ms)*int64(time.Millisecond)) }
+	up := func(port uint16, tsval uint32) []byte { return tcpTS("10.201.1.2", "10.201.2.2", port, 5201, tsval, 0) }
+	ack := func(port uint16, tsecr uint32) []byte { return tcpTS("10.201.2.2", "10.201.1.2", 5201, port, 9, tsecr) }
+
+	// Flow 1: 30 ms, then 50 ms (rise 20); flow 2: 80 ms (its minimum),
+	// then 85 ms (rise 5).
+	tap.Written(nil, up(1000, 100), at(0))
+	tap.Read(nil, ack(1000, 100), at(30))
+	tap.Written(nil, up(1000, 200), at(100))
+	tap.Read(nil, ack(1000, 200), at(150))
+	tap.Written(nil, up(2000, 7), at(0))
+	tap.Read(nil, ack(2000, 7), at(80))
+	if rise, n := p.summary(); n != 3 || rise != 0 {
+		t.Errorf("first interval: smallest rise %v of %d samples, want 0 of 3", rise, n)
+	}
+	tap.Written(nil, up(2000, 8), at(200))
+	tap.Read(nil, ack(2000, 8), at(285))
+	tap.Written(nil, up(1000, 300), at(200))
+	tap.Read(nil, ack(1000, 300), at(250))
+	if rise, n := p.summary(); n != 2 || rise != 5*time.Millisecond {
+		t.Errorf("second interval: smallest rise %v of %d samples, want 5ms of 2", rise, n)
+	}
+	// The other direction: a download's segment read from the client
+	// side and its echo written towards it are not timed.
+	tap.Read(nil, tcpTS("10.201.1.2", "10.201.2.2", 3000, 5201, 50, 0), at(300))
+	tap.Written(nil, tcpTS("10.201.1.2", "10.201.2.2", 3000, 5201, 50, 0), at(300))
+	tap.Written(nil, tcpTS("10.201.2.2", "10.201.1.2", 5201, 3000, 60, 50), at(310))
+	if _, n := p.summary(); n != 0 {
+		t.Errorf("%d samples from packets the wrong way", n)
+	}
+	w, r := up(4000, 1), ack(4000, 1)
+	if a := testing.AllocsPerRun(100, func() { tap.Written(nil, w, at(400)); tap.Read(nil, r, at(420)) }); a != 0 {
+		t.Errorf("%v allocations per round trip", a)
 	}
 }
