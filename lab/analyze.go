@@ -100,6 +100,8 @@ type Result struct {
 	// FlowSamples are the receivers' byte counts, per flow in Flows order.
 	FlowSamples [][]ByteSample `json:"flow_samples,omitempty"`
 	Errors      []string       `json:"errors,omitempty"`
+	// FlentFile is where a flent run's data file was kept (Config.Flent).
+	FlentFile string `json:"flent_file,omitempty"`
 }
 
 // MarshalJSON writes NaN figures as null.

@@ -171,6 +171,16 @@ type Config struct {
 	Moving *Moving `json:"moving,omitempty"`
 	// Note says what the test is modelled on.
 	Note string `json:"note,omitempty"`
+	// Flent, if set, names the flent test (rrul, rrul_be, tcp_nup,
+	// rtt_fair) that is the run's load instead of the lab's own agents:
+	// flent runs in the client namespace against netperf's and irtt's
+	// servers in the server namespace, and its ICMP ping is the probe.
+	Flent string `json:"flent,omitempty"`
+	// FlentStreams is tcp_nup's upload_streams.
+	FlentStreams int `json:"flent_streams,omitempty"`
+	// FlentCC is the congestion control flent asks netperf for
+	// (tcp_cong_control); empty keeps the namespace's default.
+	FlentCC string `json:"flent_cc,omitempty"`
 }
 
 // Name is the configuration's label within its test.
@@ -226,7 +236,10 @@ func (c Config) Validate() error {
 	if g := c.Offload.GSO; g != "" && g != "auto" && g != "split" && g != "keep" {
 		return fmt.Errorf("lab: %s: Config.Offload.GSO %q is not auto, split or keep", c.Test, g)
 	}
-	if c.Flows == nil && c.Floods == nil {
+	if c.Flent != "" && len(c.Load) != 1 {
+		return fmt.Errorf("lab: %s: a flent run has one load window, not %d", c.Test, len(c.Load))
+	}
+	if c.Flows == nil && c.Floods == nil && c.Flent == "" {
 		return fmt.Errorf("lab: %s: no load", c.Test)
 	}
 	return nil

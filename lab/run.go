@@ -31,6 +31,9 @@ type Lab struct {
 	Progress io.Writer
 	// Have lists the kernel anchor kinds the kernel has.
 	Have map[string]bool
+	// FlentDir, if set, keeps the data file (.flent.gz) of every flent
+	// run, for flent's own plotting and comparison tools.
+	FlentDir string
 }
 
 // Nice is the niceness the lab runs its router and agents at (through the
@@ -378,6 +381,9 @@ func (l *Lab) RunOne(ctx context.Context, cfg Config) (Result, error) {
 		p := plan(f.Path)
 		p.Flows = append(p.Flows, f)
 	}
+	if cfg.Flent != "" { // flent's load and ping replace the agents'
+		clear(plans)
+	}
 	type out struct {
 		k   int
 		res ClientResult
@@ -413,6 +419,18 @@ func (l *Lab) RunOne(ctx context.Context, cfg Config) (Result, error) {
 	}
 	clients := make([]ClientResult, 1+len(cfg.Paths))
 	var errs []error
+	if cfg.Flent != "" {
+		// flent's load replaces the agents', and its samples count from its
+		// own start.
+		cr, began, file, err := l.runFlent(ctx, cfg)
+		clients[0], res.FlentFile = cr, file
+		if err != nil {
+			errs = append(errs, err)
+		}
+		if !began.IsZero() {
+			epoch = began
+		}
+	}
 	for range plans {
 		o := <-outs
 		clients[o.k] = o.res
@@ -442,6 +460,7 @@ func (l *Lab) RunOne(ctx context.Context, cfg Config) (Result, error) {
 	st, raw, serr := rp.Stop()
 	routerStopped = true
 	offl := res.Offloads
+	flentFile := res.FlentFile
 	res = Analyze(cfg, clients, epoch, procs)
 	res.Offloads = offl
 	res.Start = epoch
@@ -449,6 +468,7 @@ func (l *Lab) RunOne(ctx context.Context, cfg Config) (Result, error) {
 	res.OtherLabs = others.stop()
 	res.TimerLag = timerLag
 	res.SetRouter(st, raw, kstats)
+	res.FlentFile = flentFile
 	if serr != nil {
 		errs = append(errs, serr)
 	}

@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"io"
 	"os"
+	"path/filepath"
 	"sort"
 	"strings"
 	"time"
@@ -81,7 +82,9 @@ func (s *Session) Run(ctx context.Context, cfgs []Config, reps int) error {
 	defer os.RemoveAll(tmp)
 
 	have, missing := DetectKernel(ctx, topo.Router, "r0", KernelKinds)
-	l := &Lab{Router: s.Router, Topo: topo, TmpDir: tmp, Progress: s.Progress, Have: map[string]bool{}}
+	l := &Lab{Router: s.Router, Topo: topo, TmpDir: tmp, Progress: s.Progress, Have: map[string]bool{},
+		FlentDir: filepath.Join(s.OutDir, "flent")}
+	flentMissing := FlentMissing()
 	for _, k := range have {
 		l.Have[k] = true
 	}
@@ -96,6 +99,12 @@ func (s *Session) Run(ctx context.Context, cfgs []Config, reps int) error {
 	}
 	var run []Config
 	for _, c := range cfgs {
+		if c.Flent != "" && len(flentMissing) > 0 {
+			why := fmt.Sprintf("%s %s: flent's load needs %s", c.Test, c.Name(), strings.Join(flentMissing, ", "))
+			logf("aqmlab: skipped %s", why)
+			s.Skipped = append(s.Skipped, why)
+			continue
+		}
 		if k := c.Queue.Kernel; k != nil && !l.Have[k.Kind] {
 			s.Skipped = append(s.Skipped, fmt.Sprintf("%s %s: the kernel has no %s qdisc (%s)", c.Test, c.Name(), k.Kind, missing[k.Kind]))
 			continue

@@ -114,6 +114,9 @@ func SuiteQueues(test string) ([]Queue, []KernelQdisc) {
 	case "flood":
 		return []Queue{{Router: "fifo", Limit: 1000}, {Router: "fq-codel"}, {Router: "cake"}, {Router: "sfq"}}, nil
 	}
+	if strings.HasPrefix(test, "flent-") {
+		return []Queue{{Router: "fifo", Limit: 1000}, {Router: "fq-codel"}, {Router: "cake"}}, []KernelQdisc{}
+	}
 	return d.Queues, d.Kernel
 }
 
@@ -152,6 +155,13 @@ func Suite(test string, o Options) ([]Config, error) {
 		o.Queues, o.Kernel = SuiteQueues(test)
 	}
 	w := Window{From: o.Idle, To: o.Idle + o.Duration}
+	if name, ok := strings.CutPrefix(test, "flent-"); ok {
+		cs, err := flentSuite(name, o)
+		for i := range cs {
+			cs[i].FlentCC = o.CC
+		}
+		return cs, err
+	}
 	switch test {
 	case "autorate":
 		return autorateSuite(o), nil

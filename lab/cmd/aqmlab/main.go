@@ -35,6 +35,10 @@ func usage(fs *flag.FlagSet) func() {
 		}
 		fmt.Fprintf(w, "  %-10s every test above\n", "all")
 		fmt.Fprintf(w, "  %-10s the router for -dur under load and faults (aqmlab soak -h)\n", "soak")
+		fmt.Fprintf(w, "\nflent's own tests, when flent, netperf (built with --enable-demo; not in Debian's main archive),\nnetserver and irtt are on PATH (skipped, saying which is missing, otherwise); flent's data files\nare kept in OUT/flent for flent's plotting tools:\n")
+		for _, t := range lab.FlentTests {
+			fmt.Fprintf(w, "  flent-%-4s flent %s through the router (default queues: fifo:1000, fq-codel, cake)\n", t, t)
+		}
 		fmt.Fprintln(w, "\nFlags:")
 		fs.PrintDefaults()
 	}

@@ -60,3 +60,25 @@ func TestParseOffloadsFlag(t *testing.T) {
 		}
 	}
 }
+
+// TestParseFlent protects the naming of flent's tests on the command
+// line: flent-rrul runs flent's rrul with its default queues, -cc and
+// -duration reach flent's command line, and an unknown flent test is a
+// usage error.
+func TestParseFlent(t *testing.T) {
+	inv, code := parse(strings.Fields("-rate 500mbit -duration 20s -cc bbr flent-rrul"))
+	if code != -1 {
+		t.Fatalf("exit code %d", code)
+	}
+	if len(inv.cfgs) != 3 {
+		t.Fatalf("%d configurations, want 3 (fifo:1000, fq-codel, cake)", len(inv.cfgs))
+	}
+	for _, c := range inv.cfgs {
+		if c.Flent != "rrul" || c.FlentCC != "bbr" || c.Load[0].To-c.Load[0].From != 20e9 || c.Rate != 500e6 {
+			t.Errorf("%s %s: flent %q cc %q load %v rate %v", c.Test, c.Name(), c.Flent, c.FlentCC, c.Load, c.Rate)
+		}
+	}
+	if _, code := parse([]string{"flent-nope"}); code != 2 {
+		t.Errorf("flent-nope: exit code %d, want 2", code)
+	}
+}
