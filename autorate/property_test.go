@@ -21,11 +21,11 @@ func randomConfig(g *rand.Rand) Config {
 	lo := aqm.Rate(100_000 + g.Int64N(1_000_000_000))
 	base := lo + aqm.Rate(g.Int64N(int64(lo)*4+1))
 	hi := base + aqm.Rate(g.Int64N(int64(base)*10+1))
-	w := 1 + g.IntN(MaxWindow)
+	w := 1 + g.IntN(maxWindow)
 	thr := time.Duration(2+g.IntN(100)) * ms
 	cutLo := 0.001 + 0.2*g.Float64()
 	incHi := 0.001 + 0.3*g.Float64()
-	ow := 1 + g.IntN(MaxWindow)
+	ow := 1 + g.IntN(maxWindow)
 	span := func(maxMs int) time.Duration { return time.Duration(1+g.IntN(maxMs)) * ms }
 	return Config{
 		MinRate: lo, BaseRate: base, MaxRate: hi,
@@ -132,7 +132,7 @@ func TestPropertyNoPanic(t *testing.T) {
 			default:
 				c.Tick(now)
 			}
-			if r := c.Rate(); r < DefaultMinRate || r > DefaultMaxRate {
+			if r := c.Rate(); r < defaultMinRate || r > defaultMaxRate {
 				return false
 			}
 		}
