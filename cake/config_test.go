@@ -49,7 +49,7 @@ func TestConfigReportsEffective(t *testing.T) {
 	require.Equal(t, defaultTarget, c.Target)
 	require.Equal(t, defaultInterval, c.Interval)
 	require.Equal(t, defaultLimitPackets, c.LimitPackets)
-	require.Equal(t, defaultLimitPackets*MTU, c.MemoryLimitBytes) // unshaped: 10240·MTU
+	require.Equal(t, defaultLimitPackets*mtuBytes, c.MemoryLimitBytes) // unshaped: 10240·MTU
 	require.NotZero(t, c.Seed)
 	// 100 Mbit/s, 100 ms: 4·12.5 MB/s·0.1 s = 5 000 000 bytes.
 	q, _ = New[int](Config{Rate: 100 * aqm.Mbit}, nil)
