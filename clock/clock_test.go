@@ -61,8 +61,8 @@ func TestWrap(t *testing.T) {
 	require.Equal(t, aqm.Enqueued, b.Enqueue(aqm.Packet[string]{Payload: "a", Meta: aqm.Meta{Size: 10}}))
 	m.Advance(time.Millisecond)
 	require.Equal(t, aqm.Enqueued, b.Queue().Enqueue(aqm.Packet[string]{Payload: "b", Meta: aqm.Meta{Size: 5}}, 99))
-	require.Equal(t, 2, b.Stats().Len)
-	require.Equal(t, 15, b.Stats().Backlog)
+	require.Equal(t, 2, b.Queue().Stats().Len)
+	require.Equal(t, 15, b.Queue().Stats().Backlog)
 	p, ok := b.Dequeue()
 	require.True(t, ok)
 	require.Equal(t, "a", p.Payload)
@@ -70,7 +70,7 @@ func TestWrap(t *testing.T) {
 	p, ok = b.Queue().Dequeue(100)
 	require.True(t, ok)
 	require.Equal(t, aqm.Time(99), p.Enqueued)
-	require.Equal(t, uint64(2), b.Stats().Dequeued.Packets)
+	require.Equal(t, uint64(2), b.Queue().Stats().Dequeued.Packets)
 	require.Same(t, q, b.Queue().(*fifo.Queue[string]))
 }
 

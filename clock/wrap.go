@@ -20,8 +20,6 @@ func (b *Bound[T]) Enqueue(p aqm.Packet[T]) aqm.Verdict { return b.q.Enqueue(p, 
 // Dequeue takes the next packet at the clock's current time.
 func (b *Bound[T]) Dequeue() (aqm.Packet[T], bool) { return b.q.Dequeue(b.c.Now()) }
 
-// Stats returns the queue's counters, its length among them.
-func (b *Bound[T]) Stats() aqm.Stats { return b.q.Stats() }
-
-// Queue returns the underlying queue, for calls at an explicit instant.
+// Queue returns the underlying queue, for its counters and for calls at an
+// explicit instant.
 func (b *Bound[T]) Queue() aqm.Queue[T] { return b.q }
