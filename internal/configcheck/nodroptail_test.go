@@ -356,8 +356,8 @@ var dropTailCases = map[reflect.Type]dropTailCase{
 		},
 		plan: func(eff any) overloadPlan {
 			c := eff.(cake.Config)
-			mean := float64(64+cake.MTU) / 2
-			return overloadPlan{lo: 64, hi: cake.MTU, buffer: bufferOf(c.MemoryLimitBytes, c.LimitPackets, mean),
+			mean := float64(64+cakeMTU) / 2
+			return overloadPlan{lo: 64, hi: cakeMTU, buffer: bufferOf(c.MemoryLimitBytes, c.LimitPackets, mean),
 				constant: c.Target + c.Interval}
 		},
 	},
@@ -426,7 +426,7 @@ func runOverload(t *testing.T, c dropTailCase, cfg any, r *rand.Rand) (dropTailR
 				if err != nil {
 					return dropTailRun{}, false
 				}
-				mtu := time.Duration(min(float64(cake.MTU)*nsPerByte, float64(time.Hour)))
+				mtu := time.Duration(min(float64(cakeMTU)*nsPerByte, float64(time.Hour)))
 				pl = c.plan(effectiveConfig(q))
 				pl.constant += 3*mtu + 4*mtu // the tin's target rise (1.5 MTU times, twice) and the 4-MTU guard
 				pl.shapedRate = v.Rate
@@ -556,3 +556,7 @@ func TestPropNoDropTail(t *testing.T) {
 		})
 	}
 }
+
+// cakeMTU is the packet size CAKE derives its tins' parameters from (an
+// Ethernet MTU plus its header, stated in cake's docs).
+const cakeMTU = 1514
