@@ -136,7 +136,7 @@ func bufferOf(limitBytes, limitPackets int, mean float64) float64 {
 }
 
 func genCoDel(r *rand.Rand) codel.Config {
-	c := codel.Config{LimitPackets: often0(r, 4, func() int { return logInt(r, 1, 3000) }), LimitBytes: often0(r, 2, func() int { return logInt(r, 1, 4<<20) }), Control: codel.Control{Interval: logDur(r, 100*time.Microsecond, 10*time.Second), MTUBytes: often0(r, 3, func() int { return logInt(r, 1, codel.MaxMTUBytes) }), DisableECN: r.IntN(3) == 0, CEThreshold: often0(r, 2, func() time.Duration { return logDur(r, time.Microsecond, time.Second) })}}
+	c := codel.Config{LimitPackets: often0(r, 4, func() int { return logInt(r, 1, 3000) }), LimitBytes: often0(r, 2, func() int { return logInt(r, 1, 4<<20) }), Control: codel.Control{Interval: logDur(r, 100*time.Microsecond, 10*time.Second), MTUBytes: often0(r, 3, func() int { return logInt(r, 1, 1<<20) }), DisableECN: r.IntN(3) == 0, CEThreshold: often0(r, 2, func() time.Duration { return logDur(r, time.Microsecond, time.Second) })}}
 	c.Target = logDur(r, time.Microsecond, c.Interval)
 	c.CEThresholdECT1Only = r.IntN(2) == 0
 	c.StrictDeadline = r.IntN(2) == 0
@@ -297,7 +297,7 @@ var dropTailCases = map[reflect.Type]dropTailCase{
 			// the rules Validate does apply.
 			mtu := c.MTUBytes
 			if mtu == 0 {
-				mtu = codel.DefaultMTUBytes
+				mtu = 1514 // codel's default MTUBytes
 			}
 			if c.DropBatchPackets != 1 && c.MemoryLimitBytes > 0 && c.MemoryLimitBytes < 6*mtu {
 				c.MemoryLimitBytes = 6 * mtu
