@@ -34,9 +34,9 @@ const (
 	// mtuBytes is the packet size the tins' parameters are derived from: an
 	// Ethernet MTU plus its 14-byte header, as Linux's psched_mtu.
 	mtuBytes = 1514
-	// maxInterval is the largest Interval accepted, one hour: COBALT's
-	// bound.
-	maxInterval = cobalt.MaxInterval
+	// maxInterval is the largest Interval accepted, one hour: the bound
+	// cobalt.Control states for its Interval.
+	maxInterval = time.Hour
 	// minOverhead and maxOverhead bound Overhead (tc's limits).
 	minOverhead = -64
 	maxOverhead = 256

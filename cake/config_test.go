@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/aqmkit/aqmkit/aqm"
+	"github.com/aqmkit/aqmkit/cobalt"
 	"github.com/stretchr/testify/require"
 )
 
@@ -160,4 +161,14 @@ func TestZeroSeedStreamsDiffer(t *testing.T) {
 	m3, _, _ := NewClassifier(9, false).Classify(p)
 	m4, _, _ := NewClassifier(9, false).Classify(p)
 	require.Equal(t, m3.Hash, m4.Hash)
+}
+
+// TestMaxIntervalIsCobalts protects the Interval bound CAKE shares with the
+// COBALT controllers it embeds: the longest Interval CAKE accepts, COBALT
+// accepts, and one nanosecond more neither does.
+func TestMaxIntervalIsCobalts(t *testing.T) {
+	require.NoError(t, cobalt.Control{Interval: maxInterval}.Validate())
+	require.Error(t, cobalt.Control{Interval: maxInterval + 1}.Validate())
+	require.NoError(t, Config{Interval: maxInterval}.Validate())
+	require.Error(t, Config{Interval: maxInterval + 1}.Validate())
 }
