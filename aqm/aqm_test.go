@@ -12,7 +12,7 @@ import (
 )
 
 // TestTime protects the instant arithmetic, including clamping of backward
-// time in Since and Sojourn.
+// time in Since, a packet's sojourn among them.
 func TestTime(t *testing.T) {
 	t0 := aqm.Time(1000)
 	require.Equal(t, aqm.Time(1000+int64(time.Millisecond)), t0.Add(time.Millisecond))
@@ -23,7 +23,7 @@ func TestTime(t *testing.T) {
 	require.Equal(t, time.Duration(7), t0.Since(1007))
 	require.Equal(t, time.Duration(math.MaxInt64), aqm.Time(math.MinInt64+5).Since(math.MaxInt64-5), "saturates, never wraps negative")
 	p := aqm.Packet[int]{Enqueued: t0}
-	require.Equal(t, time.Duration(0), aqm.Sojourn(p, 10))
+	require.Equal(t, time.Duration(0), p.Enqueued.Since(10))
 }
 
 // TestECN protects the codepoints' header values and ECN-capability.

@@ -18,9 +18,9 @@
 // Every queue and the front (package front) follow one policy for readings that
 // are wrong, so that one bad reading costs at most a short, bounded upset:
 //
-//   - Time that goes backwards counts as zero elapsed time: sojourn times,
-//     intervals and decays are clamped at zero ([Sojourn], [Time.Since]),
-//     and no average, probability or count moves back.
+//   - Time that goes backwards counts as zero elapsed time: sojourn times
+//     (p.Enqueued.Since(now)), intervals and decays are clamped at zero
+//     ([Time.Since]), and no average, probability or count moves back.
 //   - A stored instant never stays ahead of the clock. An instant a queue
 //     recorded (when it went idle, when its sojourn first rose above
 //     target) or scheduled (the next periodic update, drop or re-key) that

@@ -137,9 +137,6 @@ func (r Rate) MarshalText() ([]byte, error) { return []byte(r.String()), nil }
 // UnmarshalText parses text as ParseRate does.
 func (r *Rate) UnmarshalText(text []byte) error { return r.Set(string(text)) }
 
-// BytesPerSecond returns r in bytes per second.
-func (r Rate) BytesPerSecond() float64 { return float64(r) / 8 }
-
 // TxTime returns how long bytes take to send at rate r, rounded up to the
 // nanosecond, or 0 when r is zero (unlimited). It saturates at the largest
 // Duration instead of overflowing.

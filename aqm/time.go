@@ -37,6 +37,3 @@ func (t Time) Since(now Time) time.Duration {
 	}
 	return time.Duration(d)
 }
-
-// Sojourn returns how long p has been queued at now, never negative.
-func Sojourn[T any](p Packet[T], now Time) time.Duration { return p.Enqueued.Since(now) }

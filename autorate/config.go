@@ -13,47 +13,47 @@ import (
 // multiplier written as the fraction it takes off or adds (0.99 is a cut of
 // 0.01).
 const (
-	DefaultMinRate  = 5 * aqm.Mbit
-	DefaultBaseRate = 20 * aqm.Mbit
-	DefaultMaxRate  = 80 * aqm.Mbit
+	defaultMinRate  = 5 * aqm.Mbit
+	defaultBaseRate = 20 * aqm.Mbit
+	defaultMaxRate  = 80 * aqm.Mbit
 
-	DefaultDelayThreshold    = 30 * time.Millisecond
-	DefaultFullIncreaseBelow = 10 * time.Millisecond
-	DefaultFullCutAbove      = 60 * time.Millisecond
+	defaultDelayThreshold    = 30 * time.Millisecond
+	defaultFullIncreaseBelow = 10 * time.Millisecond
+	defaultFullCutAbove      = 60 * time.Millisecond
 
-	DefaultDetectionWindow    = 6
-	DefaultDetectionThreshold = 3
+	defaultDetectionWindow    = 6
+	defaultDetectionThreshold = 3
 
-	DefaultBaselineRise = 0.001
-	DefaultBaselineFall = 0.9
-	DefaultDeltaAlpha   = 0.095
+	defaultBaselineRise = 0.001
+	defaultBaselineFall = 0.9
+	defaultDeltaAlpha   = 0.095
 
-	DefaultMinCut = 0.01
-	DefaultMaxCut = 0.25
+	defaultMinCut = 0.01
+	defaultMaxCut = 0.25
 	// DefaultAchievedCut is the factor cake-autorate up to v3.0 applied
 	// to the achieved rate on bufferbloat (achieved_rate_adjust_down_bufferbloat);
 	// the zero Config leaves it off, as cake-autorate since v3.1 does.
 	DefaultAchievedCut = 0.9
-	DefaultMaxIncrease = 0.04
-	DefaultDecayStep   = 0.01
-	DefaultHighLoad    = 0.75
+	defaultMaxIncrease = 0.04
+	defaultDecayStep   = 0.01
+	defaultHighLoad    = 0.75
 
-	DefaultCutRefractory      = 300 * time.Millisecond
-	DefaultIncreaseRefractory = 200 * time.Millisecond
-	DefaultDecayRefractory    = time.Second
+	defaultCutRefractory      = 300 * time.Millisecond
+	defaultIncreaseRefractory = 200 * time.Millisecond
+	defaultDecayRefractory    = time.Second
 
-	DefaultPacketBytes = 1500
-	DefaultReflectors  = 8
+	defaultPacketBytes = 1500
+	defaultReflectors  = 8
 
-	DefaultResponseDeadline   = time.Second
-	DefaultHealthInterval     = time.Second
-	DefaultOffenceWindow      = 60
-	DefaultOffenceThreshold   = 3
-	DefaultComparisonInterval = time.Minute
-	DefaultBaselineSpread     = 20 * time.Millisecond
-	DefaultDeltaSpread        = 10 * time.Millisecond
-	DefaultRestTime           = time.Minute
-	DefaultProbeTimeout       = 10 * time.Second
+	defaultResponseDeadline   = time.Second
+	defaultHealthInterval     = time.Second
+	defaultOffenceWindow      = 60
+	defaultOffenceThreshold   = 3
+	defaultComparisonInterval = time.Minute
+	defaultBaselineSpread     = 20 * time.Millisecond
+	defaultDeltaSpread        = 10 * time.Millisecond
+	defaultRestTime           = time.Minute
+	defaultProbeTimeout       = 10 * time.Second
 )
 
 // MaxReflectors is the largest Config.Reflectors: 256.
@@ -61,14 +61,20 @@ const MaxReflectors = 256
 
 // Limits of [Config] that Validate enforces; the field docs state them.
 const (
-	rateLimit = 10 * aqm.Tbit // the largest rate: 10 Tbit/s
-	maxWindow = 64            // the largest DetectionWindow and OffenceWindow
-	maxSpan   = time.Hour     // the longest duration
+	// maxRateLimit is the largest rate a Config accepts: 10 Tbit/s.
+	maxRateLimit = 10 * aqm.Tbit
+	// maxWindow is the largest DetectionWindow and OffenceWindow: 64.
+	maxWindow = 64
+	// maxReflectors is the largest Reflectors: 256.
+	maxReflectors = 256
+	// maxSpan bounds every duration of a Config: one hour.
+	maxSpan = time.Hour
 )
 
-// Config configures a [Controller]. A zero field means its default (the
-// Default constants); set a duration to 1 ns for "none". See the package
-// documentation for what each field does and where its default comes from.
+// Config configures a [Controller]. A zero field means the default its doc
+// states, and [Controller.Config] reports the values in effect; set a
+// duration to 1 ns for "none". See the package documentation for what each
+// field does and where its default comes from.
 type Config struct {
 	// MinRate, BaseRate and MaxRate bound the rate: it never leaves
 	// [MinRate, MaxRate], it starts at BaseRate, decays back towards it
@@ -204,7 +210,7 @@ func (c Config) Validate() error {
 		name string
 		v    aqm.Rate
 	}{{"MinRate", d.MinRate}, {"BaseRate", d.BaseRate}, {"MaxRate", d.MaxRate}} {
-		if r.v > rateLimit {
+		if r.v > maxRateLimit {
 			bad(r.name, r.v, "must be at most 10tbit")
 			rates = false
 		}
@@ -258,7 +264,7 @@ func (c Config) Validate() error {
 		bad("OffenceThreshold", d.OffenceThreshold, "must be at least 1")
 	}
 	window("PacketBytes", d.PacketBytes, 65535, "65535")
-	window("Reflectors", d.Reflectors, MaxReflectors, "256")
+	window("Reflectors", d.Reflectors, maxReflectors, "256")
 	fraction := func(field string, v float64, zeroOK, oneOK bool) bool {
 		ok := !math.IsNaN(v) && v >= 0 && v <= 1 && (zeroOK || v > 0) && (oneOK || v < 1)
 		if !ok {
@@ -314,7 +320,7 @@ func (c Config) withDefaults() Config {
 	// default clamped into the rates that are set, a zero MinRate is at
 	// most the base and a zero MaxRate at least the base.
 	if c.BaseRate == 0 {
-		c.BaseRate = DefaultBaseRate
+		c.BaseRate = defaultBaseRate
 		if c.MinRate != 0 {
 			c.BaseRate = max(c.BaseRate, c.MinRate)
 		}
@@ -323,37 +329,37 @@ func (c Config) withDefaults() Config {
 		}
 	}
 	if c.MinRate == 0 {
-		c.MinRate = min(DefaultMinRate, c.BaseRate)
+		c.MinRate = min(defaultMinRate, c.BaseRate)
 	}
 	if c.MaxRate == 0 {
-		c.MaxRate = max(DefaultMaxRate, c.BaseRate)
+		c.MaxRate = max(defaultMaxRate, c.BaseRate)
 	}
-	dur(&c.DelayThreshold, DefaultDelayThreshold)
-	dur(&c.FullIncreaseBelow, DefaultFullIncreaseBelow)
-	dur(&c.FullCutAbove, DefaultFullCutAbove)
-	num(&c.DetectionWindow, DefaultDetectionWindow)
-	num(&c.DetectionThreshold, DefaultDetectionThreshold)
-	frac(&c.BaselineRise, DefaultBaselineRise)
-	frac(&c.BaselineFall, DefaultBaselineFall)
-	frac(&c.DeltaAlpha, DefaultDeltaAlpha)
-	frac(&c.MinCut, DefaultMinCut)
-	frac(&c.MaxCut, DefaultMaxCut)
-	frac(&c.MaxIncrease, DefaultMaxIncrease)
-	frac(&c.DecayStep, DefaultDecayStep)
-	frac(&c.HighLoad, DefaultHighLoad)
-	dur(&c.CutRefractory, DefaultCutRefractory)
-	dur(&c.IncreaseRefractory, DefaultIncreaseRefractory)
-	dur(&c.DecayRefractory, DefaultDecayRefractory)
-	num(&c.PacketBytes, DefaultPacketBytes)
-	num(&c.Reflectors, DefaultReflectors)
-	dur(&c.ResponseDeadline, DefaultResponseDeadline)
-	dur(&c.HealthInterval, DefaultHealthInterval)
-	num(&c.OffenceWindow, DefaultOffenceWindow)
-	num(&c.OffenceThreshold, DefaultOffenceThreshold)
-	dur(&c.ComparisonInterval, DefaultComparisonInterval)
-	dur(&c.BaselineSpread, DefaultBaselineSpread)
-	dur(&c.DeltaSpread, DefaultDeltaSpread)
-	dur(&c.RestTime, DefaultRestTime)
-	dur(&c.ProbeTimeout, DefaultProbeTimeout)
+	dur(&c.DelayThreshold, defaultDelayThreshold)
+	dur(&c.FullIncreaseBelow, defaultFullIncreaseBelow)
+	dur(&c.FullCutAbove, defaultFullCutAbove)
+	num(&c.DetectionWindow, defaultDetectionWindow)
+	num(&c.DetectionThreshold, defaultDetectionThreshold)
+	frac(&c.BaselineRise, defaultBaselineRise)
+	frac(&c.BaselineFall, defaultBaselineFall)
+	frac(&c.DeltaAlpha, defaultDeltaAlpha)
+	frac(&c.MinCut, defaultMinCut)
+	frac(&c.MaxCut, defaultMaxCut)
+	frac(&c.MaxIncrease, defaultMaxIncrease)
+	frac(&c.DecayStep, defaultDecayStep)
+	frac(&c.HighLoad, defaultHighLoad)
+	dur(&c.CutRefractory, defaultCutRefractory)
+	dur(&c.IncreaseRefractory, defaultIncreaseRefractory)
+	dur(&c.DecayRefractory, defaultDecayRefractory)
+	num(&c.PacketBytes, defaultPacketBytes)
+	num(&c.Reflectors, defaultReflectors)
+	dur(&c.ResponseDeadline, defaultResponseDeadline)
+	dur(&c.HealthInterval, defaultHealthInterval)
+	num(&c.OffenceWindow, defaultOffenceWindow)
+	num(&c.OffenceThreshold, defaultOffenceThreshold)
+	dur(&c.ComparisonInterval, defaultComparisonInterval)
+	dur(&c.BaselineSpread, defaultBaselineSpread)
+	dur(&c.DeltaSpread, defaultDeltaSpread)
+	dur(&c.RestTime, defaultRestTime)
+	dur(&c.ProbeTimeout, defaultProbeTimeout)
 	return c
 }

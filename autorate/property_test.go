@@ -132,7 +132,7 @@ func TestPropertyNoPanic(t *testing.T) {
 			default:
 				c.Tick(now)
 			}
-			if r := c.Rate(); r < DefaultMinRate || r > DefaultMaxRate {
+			if r := c.Rate(); r < defaultMinRate || r > defaultMaxRate {
 				return false
 			}
 		}

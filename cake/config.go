@@ -31,12 +31,12 @@ const (
 	// minMemoryBytes is the smallest byte limit derived from a rate, 4 MiB
 	// (Linux's floor).
 	minMemoryBytes = 4 << 20
-	// MTU is the packet size the tins' parameters are derived from: an
+	// mtuBytes is the packet size the tins' parameters are derived from: an
 	// Ethernet MTU plus its 14-byte header, as Linux's psched_mtu.
-	MTU = 1514
-	// maxInterval is the largest Interval accepted, one hour: COBALT's
-	// bound.
-	maxInterval = cobalt.MaxInterval
+	mtuBytes = 1514
+	// maxInterval is the largest Interval accepted, one hour: the bound
+	// cobalt.Control states for its Interval.
+	maxInterval = time.Hour
 	// minOverhead and maxOverhead bound Overhead (tc's limits).
 	minOverhead = -64
 	maxOverhead = 256
@@ -249,7 +249,7 @@ type Config struct {
 	LimitPackets int
 	// MemoryLimitBytes is the most bytes (sum of Size) queued. Zero means
 	// Linux's rule: with a Rate, four Intervals at the rate, at least
-	// 4 MiB; always at most LimitPackets·[MTU]. A limit that holds
+	// 4 MiB; always at most LimitPackets·1514 bytes. A limit that holds
 	// more than a second of queue at the link rate defeats the AQM under
 	// unresponsive traffic: size it with [ConfigForLink]. At most
 	// 1 GiB.
@@ -375,10 +375,10 @@ func (c Config) Validate() error {
 		// only the limit drops.
 		bad("LimitPackets", c.LimitPackets, "must be 0 or at least 2")
 	}
-	if c.MemoryLimitBytes > 0 && c.MemoryLimitBytes < 2*MTU {
+	if c.MemoryLimitBytes > 0 && c.MemoryLimitBytes < 2*mtuBytes {
 		// CAKE never drops a flow's last packet, and with less room full-size
 		// packets are refused or pruned before COBALT can signal.
-		bad("MemoryLimitBytes", c.MemoryLimitBytes, "must be 0 or at least 2×MTU ("+strconv.Itoa(2*MTU)+")")
+		bad("MemoryLimitBytes", c.MemoryLimitBytes, "must be 0 or at least 2×MTU ("+strconv.Itoa(2*mtuBytes)+")")
 	}
 	return errors.Join(errs...)
 }
@@ -404,7 +404,7 @@ func (c Config) withDefaults() Config {
 // memoryLimit is Linux's rule for the byte limit when none is set: four
 // intervals at the rate, at least 4 MiB, and at most LimitPackets·MTU.
 func memoryLimit(c Config) int {
-	capBytes := min(c.LimitPackets*MTU, maxMemoryLimitBytes)
+	capBytes := min(c.LimitPackets*mtuBytes, maxMemoryLimitBytes)
 	if c.Rate == 0 {
 		return capBytes
 	}

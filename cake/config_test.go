@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/aqmkit/aqmkit/aqm"
+	"github.com/aqmkit/aqmkit/cobalt"
 	"github.com/stretchr/testify/require"
 )
 
@@ -49,7 +50,7 @@ func TestConfigReportsEffective(t *testing.T) {
 	require.Equal(t, defaultTarget, c.Target)
 	require.Equal(t, defaultInterval, c.Interval)
 	require.Equal(t, defaultLimitPackets, c.LimitPackets)
-	require.Equal(t, defaultLimitPackets*MTU, c.MemoryLimitBytes) // unshaped: 10240·MTU
+	require.Equal(t, defaultLimitPackets*mtuBytes, c.MemoryLimitBytes) // unshaped: 10240·MTU
 	require.NotZero(t, c.Seed)
 	// 100 Mbit/s, 100 ms: 4·12.5 MB/s·0.1 s = 5 000 000 bytes.
 	q, _ = New[int](Config{Rate: 100 * aqm.Mbit}, nil)
@@ -160,4 +161,14 @@ func TestZeroSeedStreamsDiffer(t *testing.T) {
 	m3, _, _ := NewClassifier(9, false).Classify(p)
 	m4, _, _ := NewClassifier(9, false).Classify(p)
 	require.Equal(t, m3.Hash, m4.Hash)
+}
+
+// TestMaxIntervalIsCobalts protects the Interval bound CAKE shares with the
+// COBALT controllers it embeds: the longest Interval CAKE accepts, COBALT
+// accepts, and one nanosecond more neither does.
+func TestMaxIntervalIsCobalts(t *testing.T) {
+	require.NoError(t, cobalt.Control{Interval: maxInterval}.Validate())
+	require.Error(t, cobalt.Control{Interval: maxInterval + 1}.Validate())
+	require.NoError(t, Config{Interval: maxInterval}.Validate())
+	require.Error(t, Config{Interval: maxInterval + 1}.Validate())
 }

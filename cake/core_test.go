@@ -84,7 +84,7 @@ func TestTinThresholds(t *testing.T) {
 	want := []uint64{rb, rb / 16, rb / 4}
 	for i, b := range q.tins {
 		require.Equal(t, want[i], b.rateBytes, "tin %d", i)
-		mtuTime := float64(MTU) / float64(want[i]) * 1e9
+		mtuTime := float64(mtuBytes) / float64(want[i]) * 1e9
 		tg := max(1.5*mtuTime, 5e6)
 		require.InDelta(t, tg, float64(b.target), 2, "tin %d target", i)
 		require.InDelta(t, max(100e6+tg-5e6, 2*tg), float64(b.interval), 2, "tin %d interval", i)
@@ -331,7 +331,7 @@ func TestDRRSharesReference(t *testing.T) {
 		inQ[p.Payload]--
 		got[p.Payload] += float64(p.Size)
 	}
-	want := refDRR([]float64{MTU, MTU, MTU}, sizes, 3000)
+	want := refDRR([]float64{mtuBytes, mtuBytes, mtuBytes}, sizes, 3000)
 	tot, wtot := got[0]+got[1]+got[2], want[0]+want[1]+want[2]
 	for i := range sizes {
 		require.InDelta(t, want[i]/wtot, got[i]/tot, 0.02, "flow %d", i)

@@ -228,11 +228,11 @@ func (q *Queue[T]) apply(cfg Config) {
 		tr := tinRate(cfg.TinMode, i, rb)
 		b.rateBytes = tr
 		b.rate = makeRate(tr)
-		b.quantum = MTU
+		b.quantum = mtuBytes
 		var mtuTime time.Duration
 		if tr != 0 {
-			b.quantum = uint32(min(max(tr>>12, 300), MTU))
-			mtuTime = time.Duration(b.rate.dur(MTU))
+			b.quantum = uint32(min(max(tr>>12, 300), mtuBytes))
+			mtuTime = time.Duration(b.rate.dur(mtuBytes))
 		}
 		b.mtu = mtuTime
 		b.target = max(mtuTime*3/2, cfg.Target)

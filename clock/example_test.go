@@ -19,6 +19,6 @@ func ExampleWrap() {
 	b.Enqueue(aqm.Packet[string]{Payload: "hello", Meta: aqm.Meta{Size: 100}})
 	c.Advance(3 * time.Millisecond)
 	p, _ := b.Dequeue()
-	fmt.Println(p.Payload, aqm.Sojourn(p, c.Now()))
+	fmt.Println(p.Payload, p.Enqueued.Since(c.Now()))
 	// Output: hello 3ms
 }

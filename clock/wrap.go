@@ -20,23 +20,6 @@ func (b *Bound[T]) Enqueue(p aqm.Packet[T]) aqm.Verdict { return b.q.Enqueue(p, 
 // Dequeue takes the next packet at the clock's current time.
 func (b *Bound[T]) Dequeue() (aqm.Packet[T], bool) { return b.q.Dequeue(b.c.Now()) }
 
-// EnqueueAt is Enqueue at an explicit instant.
-func (b *Bound[T]) EnqueueAt(p aqm.Packet[T], now aqm.Time) aqm.Verdict { return b.q.Enqueue(p, now) }
-
-// DequeueAt is Dequeue at an explicit instant.
-func (b *Bound[T]) DequeueAt(now aqm.Time) (aqm.Packet[T], bool) { return b.q.Dequeue(now) }
-
-// Len returns the queue's length in packets.
-func (b *Bound[T]) Len() int { return b.q.Len() }
-
-// Backlog returns the queue's length in bytes.
-func (b *Bound[T]) Backlog() int { return b.q.Backlog() }
-
-// Stats returns the queue's counters.
-func (b *Bound[T]) Stats() aqm.Stats { return b.q.Stats() }
-
-// Queue returns the underlying queue.
+// Queue returns the underlying queue, for its counters and for calls at an
+// explicit instant.
 func (b *Bound[T]) Queue() aqm.Queue[T] { return b.q }
-
-// Clock returns the clock.
-func (b *Bound[T]) Clock() Clock { return b.c }

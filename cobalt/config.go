@@ -30,9 +30,9 @@ const (
 	defaultBlueThreshold = 400 * time.Millisecond
 	// defaultLimitPackets is the packet limit of a [Queue], 1000.
 	defaultLimitPackets = 1000
-	// MaxInterval is the largest Interval (and Target) accepted, one hour,
+	// maxInterval is the largest Interval (and Target) accepted, one hour,
 	// as for CoDel.
-	MaxInterval = time.Hour
+	maxInterval = time.Hour
 	// maxLimitPackets is the largest LimitPackets accepted; storage for
 	// this many packets is allocated up front.
 	maxLimitPackets = 1 << 24
@@ -65,7 +65,7 @@ type Control struct {
 	Target time.Duration
 	// Interval is how long the sojourn time must stay above Target before
 	// the first signal, and the base of the spacing Interval/sqrt(count).
-	// Zero means 100 ms; at most [MaxInterval].
+	// Zero means 100 ms; at most one hour.
 	Interval time.Duration
 	// MTUTime, if positive, is the time one full-size packet takes at the
 	// link rate; a sojourn must also exceed 4·MTUTime to count as above
@@ -138,14 +138,14 @@ func (c Control) validate() []error {
 	bad := func(field string, v any, rule string) {
 		errs = append(errs, &aqm.ConfigError{Pkg: "cobalt", Field: field, Value: v, Rule: rule})
 	}
-	if c.Target < 0 || c.Target >= MaxInterval {
-		bad("Target", c.Target, "must be in [0, "+MaxInterval.String()+")")
+	if c.Target < 0 || c.Target >= maxInterval {
+		bad("Target", c.Target, "must be in [0, "+maxInterval.String()+")")
 	}
-	if c.Interval < 0 || c.Interval > MaxInterval {
-		bad("Interval", c.Interval, "must be in [0, "+MaxInterval.String()+"]")
+	if c.Interval < 0 || c.Interval > maxInterval {
+		bad("Interval", c.Interval, "must be in [0, "+maxInterval.String()+"]")
 	}
-	if c.MTUTime < 0 || c.MTUTime > MaxInterval {
-		bad("MTUTime", c.MTUTime, "must be in [0, "+MaxInterval.String()+"]")
+	if c.MTUTime < 0 || c.MTUTime > maxInterval {
+		bad("MTUTime", c.MTUTime, "must be in [0, "+maxInterval.String()+"]")
 	}
 	if !(c.BlueIncrement >= 0 && c.BlueIncrement <= 1) {
 		bad("BlueIncrement", c.BlueIncrement, "must be in [0, 1]")
@@ -163,7 +163,7 @@ func (c Control) validate() []error {
 		bad("BlueIncrement", c.BlueIncrement, "must be 0 or at least 2^-32")
 	}
 	d := c.withDefaults()
-	if c.Target >= 0 && c.Target < MaxInterval && c.Interval >= 0 && c.Interval <= MaxInterval && d.Target >= d.Interval {
+	if c.Target >= 0 && c.Target < maxInterval && c.Interval >= 0 && c.Interval <= maxInterval && d.Target >= d.Interval {
 		bad("Target", d.Target, "must be less than Interval ("+d.Interval.String()+")")
 	}
 	return errs
@@ -253,12 +253,12 @@ func (p *Params) Control() Control { return p.ctl }
 // out-of-range values are clamped here, not reported.
 func (c Control) Params() Params {
 	d := c.withDefaults()
-	iv := int64(min(max(d.Interval, 2), MaxInterval))
+	iv := int64(min(max(d.Interval, 2), maxInterval))
 	tg := min(max(int64(d.Target), 1), iv-1)
 	p := Params{
 		target:   tg,
 		interval: iv,
-		mtuGuard: 4 * int64(min(max(d.MTUTime, 0), MaxInterval)),
+		mtuGuard: 4 * int64(min(max(d.MTUTime, 0), maxInterval)),
 		blueCeil: math.MaxInt64,
 		pInc:     probScale(d.BlueIncrement),
 		pDec:     probScale(d.BlueDecrement),

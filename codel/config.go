@@ -16,10 +16,10 @@ const (
 	// defaultInterval is the sliding window over which the minimum delay is
 	// tracked, 100 ms (RFC 8289 section 4.3).
 	defaultInterval = 100 * time.Millisecond
-	// DefaultMTUBytes is the "less than one MTU queued" guard threshold, 1514
+	// defaultMTUBytes is the "less than one MTU queued" guard threshold, 1514
 	// bytes: an Ethernet MTU plus its 14-byte header, the value Linux takes
 	// from the device (psched_mtu).
-	DefaultMTUBytes = 1514
+	defaultMTUBytes = 1514
 	// defaultLimitPackets is the packet limit, 1000, Linux sch_codel's
 	// default.
 	defaultLimitPackets = 1000
@@ -27,8 +27,8 @@ const (
 	// interval^2*count within 128 bits in the control law and 16*Interval
 	// within int64.
 	maxInterval = time.Hour
-	// MaxMTUBytes is the largest MTUBytes accepted, 2^20 as in Linux.
-	MaxMTUBytes = 1 << 20
+	// maxMTUBytes is the largest MTUBytes accepted, 2^20 as in Linux.
+	maxMTUBytes = 1 << 20
 	// maxLimitPackets is the largest LimitPackets accepted: storage for
 	// this many packets is allocated up front.
 	maxLimitPackets = 1 << 24
@@ -58,8 +58,8 @@ type Control struct {
 	Interval time.Duration
 	// MTUBytes is the guard: CoDel does not drop while at most this many
 	// bytes remain queued after the head packet is removed (RFC 8289's
-	// MAXPACKET, Linux's mtu). Zero means [DefaultMTUBytes]; at most
-	// [MaxMTUBytes].
+	// MAXPACKET, Linux's mtu). Zero means 1514 (an Ethernet MTU plus its
+	// 14-byte header, as Linux takes from the device); at most 2^20.
 	MTUBytes int
 	// DisableECN makes CoDel drop ECN-capable packets too. By default it
 	// sets CE on ECN-capable packets instead of dropping them (RFC 8289
@@ -132,8 +132,8 @@ func (c Control) validate() []error {
 	if d := c.withDefaults(); targetOK && intervalOK && d.Target >= d.Interval {
 		bad("Target", d.Target, "must be less than Interval ("+d.Interval.String()+")")
 	}
-	if c.MTUBytes < 0 || c.MTUBytes > MaxMTUBytes {
-		bad("MTUBytes", c.MTUBytes, "must be in [0, "+strconv.Itoa(MaxMTUBytes)+"]")
+	if c.MTUBytes < 0 || c.MTUBytes > maxMTUBytes {
+		bad("MTUBytes", c.MTUBytes, "must be in [0, "+strconv.Itoa(maxMTUBytes)+"]")
 	}
 	if c.CEThreshold < 0 {
 		bad("CEThreshold", c.CEThreshold, "must not be negative")
@@ -152,7 +152,7 @@ func (c Control) withDefaults() Control {
 		c.Interval = defaultInterval
 	}
 	if c.MTUBytes == 0 {
-		c.MTUBytes = DefaultMTUBytes
+		c.MTUBytes = defaultMTUBytes
 	}
 	return c
 }
@@ -205,7 +205,7 @@ func (c Config) Validate() error {
 		// packet leaving, which takes two more packets of up to MTUBytes.
 		bad("LimitPackets", c.LimitPackets, "must be 0 or at least 3")
 	}
-	if mtu := c.withDefaults().MTUBytes; c.LimitBytes > 0 && c.MTUBytes >= 0 && c.MTUBytes <= MaxMTUBytes && c.LimitBytes < 3*mtu {
+	if mtu := c.withDefaults().MTUBytes; c.LimitBytes > 0 && c.MTUBytes >= 0 && c.MTUBytes <= maxMTUBytes && c.LimitBytes < 3*mtu {
 		// CoDel signals only while more than MTUBytes stay queued behind the
 		// packet leaving, and a full queue of packets of up to MTUBytes may
 		// hold less.
@@ -277,7 +277,7 @@ func (c Control) Params() Params {
 	return Params{
 		target:      int64(tg),
 		interval:    int64(iv),
-		mtu:         int64(min(max(c.MTUBytes, 0), MaxMTUBytes)),
+		mtu:         int64(min(max(c.MTUBytes, 0), maxMTUBytes)),
 		ceThreshold: int64(max(c.CEThreshold, 0)),
 		ecn:         !c.DisableECN,
 		ceECT1:      c.CEThresholdECT1Only,

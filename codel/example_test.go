@@ -15,7 +15,7 @@ func Example() {
 	start := aqm.Time(time.Second)
 	now := start
 	q, err := codel.New(codel.Config{Control: codel.Control{DisableECN: true}}, func(p aqm.Packet[int], why aqm.Verdict) {
-		fmt.Printf("%v: %s packet %d after %v\n", now.Sub(start), why, p.Payload, aqm.Sojourn(p, now))
+		fmt.Printf("%v: %s packet %d after %v\n", now.Sub(start), why, p.Payload, p.Enqueued.Since(now))
 	})
 	if err != nil {
 		panic(err)

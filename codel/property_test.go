@@ -62,7 +62,7 @@ func TestPropertyNoDropBelowTarget(t *testing.T) {
 		ok := true
 		var q *Queue[uint64]
 		q, err := New(cfg, func(p aqm.Packet[uint64], why aqm.Verdict) {
-			if aqm.Sojourn(p, now) < cfg.Target || why != aqm.DroppedEarly {
+			if p.Enqueued.Since(now) < cfg.Target || why != aqm.DroppedEarly {
 				ok = false
 			}
 		})

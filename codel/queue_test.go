@@ -167,7 +167,7 @@ func TestValidate(t *testing.T) {
 	require.Equal(t, Config{}, c)
 	q, err := New[int](c, nil)
 	require.NoError(t, err)
-	require.Equal(t, Config{Control: Control{Target: defaultTarget, Interval: defaultInterval, MTUBytes: DefaultMTUBytes}, LimitPackets: defaultLimitPackets}, q.Config())
+	require.Equal(t, Config{Control: Control{Target: defaultTarget, Interval: defaultInterval, MTUBytes: defaultMTUBytes}, LimitPackets: defaultLimitPackets}, q.Config())
 	_, err = New[int](Config{LimitPackets: maxLimitPackets + 1}, nil)
 	require.ErrorIs(t, err, aqm.ErrInvalidConfig)
 }

@@ -156,7 +156,7 @@ func TestPropL4SSojourn(t *testing.T) {
 						continue
 					}
 					if p.ECN != aqm.NotECT {
-						worst = max(worst, aqm.Sojourn(p, now))
+						worst = max(worst, p.Enqueued.Since(now))
 					}
 					linkFree = now + aqm.Time(float64(p.Size)*nsPerByte)
 				}

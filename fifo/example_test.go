@@ -63,7 +63,7 @@ func ExampleNew() {
 		fmt.Println(name, v)
 	}
 	p, _ := q.Dequeue(now + 2_000_000)
-	fmt.Println("sent", p.Payload, "after", aqm.Sojourn(p, now+2_000_000))
+	fmt.Println("sent", p.Payload, "after", p.Enqueued.Since(now+2_000_000))
 	s := q.Stats()
 	fmt.Println("offered", s.Offered().Packets, "queued", s.Len, "dropped", s.Dropped().Packets)
 	// Output:

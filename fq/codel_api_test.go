@@ -136,7 +136,7 @@ func TestCoDelPresetUnresponsiveFlow(t *testing.T) {
 			continue
 		}
 		linkFree = now + aqm.Time(rate.TxTime(int64(p.Size)))
-		sj := aqm.Sojourn(p, now)
+		sj := p.Enqueued.Since(now)
 		if p.Hash == 1 {
 			acks = append(acks, ack{now + aqm.Time(baseRTT), p.ECN == aqm.CE})
 		}
@@ -297,7 +297,7 @@ func TestCoDelTimeGlitch(t *testing.T) {
 					if !ok {
 						break
 					}
-					require.Less(t, aqm.Sojourn(p, now+aqm.Time(time.Millisecond)), 5*time.Millisecond)
+					require.Less(t, p.Enqueued.Since(now+aqm.Time(time.Millisecond)), 5*time.Millisecond)
 					if now > recovery {
 						delivered++
 					}

@@ -26,7 +26,7 @@ func ExampleNewCoDel() {
 	now := start.Add(time.Millisecond)
 	q.Enqueue(aqm.Packet[string]{Payload: "sparse", Meta: aqm.Meta{Size: 100, Hash: sparse}}, now)
 	p, _ := q.Dequeue(now)
-	fmt.Println(p.Payload, "waited", aqm.Sojourn(p, now))
+	fmt.Println(p.Payload, "waited", p.Enqueued.Since(now))
 	d := q.Detail()
 	fmt.Println("flows seen:", d.NewFlowCount, "queued:", q.Len())
 	// Output:

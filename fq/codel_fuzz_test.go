@@ -29,7 +29,7 @@ func FuzzCoDelConfig(f *testing.F) {
 			Seed:               c | 1,
 		}
 		cfg.Target = time.Duration(1 + c>>48%uint64(cfg.Interval-1))
-		cfg.MTUBytes = min(cfg.MemoryLimitBytes/3, codel.DefaultMTUBytes) // small memory limits stay valid
+		cfg.MTUBytes = min(cfg.MemoryLimitBytes/3, 1514) // small memory limits stay valid
 		live := map[uint64]bool{}
 		q, err := NewCoDel(cfg, func(p aqm.Packet[uint64], why aqm.Verdict) {
 			if !live[p.Payload] {

@@ -248,7 +248,7 @@ func TestCoDelHashFlood(t *testing.T) {
 				p, ok := q.Dequeue(now)
 				if ok && p.Hash == innocent {
 					delivered++
-					worst = max(worst, aqm.Sojourn(p, now))
+					worst = max(worst, p.Enqueued.Since(now))
 				}
 			}
 			require.LessOrEqual(t, q.Len(), 2048)

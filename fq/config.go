@@ -27,11 +27,11 @@ func (c CoDelConfig) signalRules() []error {
 		// packet leaving, which takes two more packets of up to MTUBytes.
 		bad("LimitPackets", c.LimitPackets, "must be 0 or at least 3")
 	}
-	mtu := c.MTUBytes
-	if mtu == 0 {
-		mtu = codel.DefaultMTUBytes
-	}
-	if c.MemoryLimitBytes > 0 && c.MemoryLimitBytes <= maxCoDelMemoryLimit && mtu > 0 && mtu <= codel.MaxMTUBytes && c.MemoryLimitBytes < 3*mtu {
+	// The MTUBytes in effect, when valid (codel.Control reports it if not).
+	mtuOK := codel.Control{MTUBytes: c.MTUBytes}.Validate() == nil
+	p := codel.Control{MTUBytes: c.MTUBytes}.Params()
+	mtu := p.Control().MTUBytes
+	if c.MemoryLimitBytes > 0 && c.MemoryLimitBytes <= maxCoDelMemoryLimit && mtuOK && c.MemoryLimitBytes < 3*mtu {
 		// CoDel signals only while more than MTUBytes stay queued behind the
 		// packet leaving, and a full queue of packets of up to MTUBytes may
 		// hold less.

@@ -2,6 +2,7 @@ package front
 
 import (
 	"context"
+	"iter"
 
 	"github.com/aqmkit/aqmkit/aqm"
 )
@@ -61,3 +62,7 @@ const (
 	MaxPoolFree        = maxPoolFree
 	StageLimit         = stageLimit
 )
+
+// DetailMetrics lists d's own metrics, as Front.Metrics lists them after the
+// queue's.
+func DetailMetrics(d Detail) iter.Seq[aqm.Metric] { return detailMetrics.Of(d) }

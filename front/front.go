@@ -107,13 +107,6 @@ type Detail struct {
 	Staged int `metric:"staged_packets,gauge"`
 }
 
-// Metrics lists the Detail's values, each name prefixed "front_" so that
-// it stays apart from the queue's in [Front.Metrics]: rate_bits_per_second,
-// burst_bytes, credit_bytes (gauges), wakeups (counter), wake_slack_seconds
-// (gauge), closed (gauge, 0 or 1), refused_closed and flushed in packets
-// and bytes (counters), and staged_packets (gauge).
-func (d Detail) Metrics() iter.Seq[aqm.Metric] { return detailMetrics.Of(d) }
-
 var detailMetrics = metrics.Declare[Detail]("front_")
 
 // New returns a front over q that reads time from c and releases packets at
@@ -327,7 +320,11 @@ func (f *Front[T]) detailLocked() Detail {
 // Metrics lists the queue's metrics (its [aqm.Stats], then its Detail's,
 // when it is an [aqm.MetricSource], as every queue of this module is; its
 // Stats' otherwise) followed by the front's [Detail] metrics, whose names
-// all begin "front_" so that they never meet the queue's. It takes one
+// all begin "front_" so that they never meet the queue's:
+// front_rate_bits_per_second, front_burst_bytes, front_credit_bytes
+// (gauges), front_wakeups (counter), front_wake_slack_seconds (gauge),
+// front_closed (gauge, 0 or 1), front_refused_closed and front_flushed in
+// packets and bytes (counters), and front_staged_packets (gauge). It takes one
 // snapshot under the front's lock, so it is safe to call from any
 // goroutine (an exporter's HTTP handler, say) while producers and the
 // consumer run; the queue's Metrics is called under that lock and must
@@ -336,7 +333,7 @@ func (f *Front[T]) Metrics() iter.Seq[aqm.Metric] {
 	f.mu.Lock()
 	qm, d := queueMetrics(f.q), f.detailLocked()
 	f.mu.Unlock()
-	return concat(qm, d.Metrics())
+	return concat(qm, detailMetrics.Of(d))
 }
 
 // queueMetrics returns q's metrics: all of them when q is an

@@ -543,7 +543,7 @@ func TestMetrics(t *testing.T) {
 	require.Equal(t, 5000.0, got["front_burst_bytes"].Value, "8 Mbit/s × 5 ms")
 	require.Equal(t, 64.0, got["memory_bytes"].Value, "the FIFO's Detail, 2 slots of 32 bytes")
 	n := 0
-	for range f.Detail().Metrics() {
+	for range front.DetailMetrics(f.Detail()) {
 		n++
 	}
 	m := 0

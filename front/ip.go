@@ -550,14 +550,6 @@ type IPDetail struct {
 	Pool PoolStats `metric:"pool"`
 }
 
-// Metrics lists the Detail's values, each name prefixed "front_" as the
-// [Front]'s are: the Front's Detail metrics, then unparsed, refused,
-// rewritten_ce and dropped_unmarkable in packets and bytes (counters), and
-// the pool's pool_buffer_bytes and pool_free_buffers (gauges),
-// pool_allocated_buffers, pool_discarded_buffers, pool_dropped_packets and
-// pool_dropped_bytes (counters).
-func (d IPDetail) Metrics() iter.Seq[aqm.Metric] { return ipDetailMetrics.Of(d) }
-
 var ipDetailMetrics = metrics.Declare[IPDetail]("front_")
 
 // Detail returns a snapshot of the front's own state.
@@ -582,10 +574,15 @@ func (x *IP[C]) detailLocked() IPDetail {
 // Metrics lists the queue's metrics followed by the [IPDetail] metrics,
 // from one snapshot under the front's lock, as [Front.Metrics] does (for a
 // queue wrapped by [HashIP], the queue's own); a *IP is an
-// [aqm.MetricSource].
+// [aqm.MetricSource]. The IPDetail's names begin "front_" as the Front's
+// do: the Front's Detail metrics, then unparsed, refused, rewritten_ce and
+// dropped_unmarkable in packets and bytes (counters), and the pool's
+// pool_buffer_bytes and pool_free_buffers (gauges), pool_allocated_buffers,
+// pool_discarded_buffers, pool_dropped_packets and pool_dropped_bytes
+// (counters).
 func (x *IP[C]) Metrics() iter.Seq[aqm.Metric] {
 	x.f.mu.Lock()
 	qm, d := queueMetrics(x.f.q), x.detailLocked()
 	x.f.mu.Unlock()
-	return concat(qm, d.Metrics())
+	return concat(qm, ipDetailMetrics.Of(d))
 }

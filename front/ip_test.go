@@ -182,7 +182,7 @@ func TestIPCakeACKFilter(t *testing.T) {
 // with dual-srchost, a host with one flow and a host with eight share the
 // link half and half, on the single and the batch path alike (without the
 // host hashes each flow would get a ninth). The departing packets' sources
-// are read back with iphdr.Addrs.
+// are read back with iphdr.ParseEndpoints.
 func TestIPCakeHostFairness(t *testing.T) {
 	var pkts [][]byte
 	for i := range 400 {
@@ -201,9 +201,9 @@ func TestIPCakeHostFairness(t *testing.T) {
 		for range 200 {
 			b, err := f.Dequeue(t.Context())
 			require.NoError(t, err)
-			src, _, err := iphdr.Addrs(b.B)
+			e, err := iphdr.ParseEndpoints(b.B)
 			require.NoError(t, err)
-			if src == netip.AddrFrom4(hostA) {
+			if e.Src.Addr() == netip.AddrFrom4(hostA) {
 				fromA++
 			}
 			pool.Put(b)

@@ -578,7 +578,7 @@ func (s *Sharded[T]) Detail() Detail {
 // for i list shard i's.
 func (s *Sharded[T]) Metrics() iter.Seq[aqm.Metric] {
 	st, d := s.Stats(), s.Detail()
-	return concat(st.Metrics(), d.Metrics())
+	return concat(st.Metrics(), detailMetrics.Of(d))
 }
 
 func addStats(a, b aqm.Stats) aqm.Stats {

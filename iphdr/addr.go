@@ -23,27 +23,11 @@ type Endpoints struct {
 	Ports bool
 }
 
-// Addrs returns the source and destination addresses of the IPv4 or IPv6
-// packet that starts at pkt[0]. It checks the header as [Hasher.Meta]
-// does; on an error ([ErrTruncated], [ErrNotIP]) both addresses are the
-// zero [netip.Addr]. It does not allocate.
-func Addrs(pkt []byte) (src, dst netip.Addr, err error) {
-	v6, _, _, err := check(pkt)
-	if err != nil {
-		return netip.Addr{}, netip.Addr{}, err
-	}
-	if v6 {
-		return netip.AddrFrom16([16]byte(pkt[8:24])), netip.AddrFrom16([16]byte(pkt[24:40])), nil
-	}
-	return netip.AddrFrom4([4]byte(pkt[12:16])), netip.AddrFrom4([4]byte(pkt[16:20])), nil
-}
-
 // ParseEndpoints returns the addresses, protocol and ports of the IPv4 or
 // IPv6 packet that starts at pkt[0]. IPv6 extension headers and AH are
-// walked as for the flow key (see the package doc), at most
-// [MaxExtHeaders] of them; a packet whose walk stops early (a truncated
-// header, the bound) has no ports, and its Protocol is the last Next
-// Header value read. On an error ([ErrTruncated], [ErrNotIP]) it returns
+// walked as for the flow key (see the package doc), at most eight of them;
+// a packet whose walk stops early (a truncated header, the bound) has no
+// ports, and its Protocol is the last Next Header value read. On an error ([ErrTruncated], [ErrNotIP]) it returns
 // the zero Endpoints. It reads pkt in place and does not allocate.
 func ParseEndpoints(pkt []byte) (Endpoints, error) {
 	t, err := parse(pkt)

@@ -37,7 +37,7 @@ func refEndpoints(pkt []byte) (Endpoints, error) {
 	return e, nil
 }
 
-// requireEndpointsMatchRef checks ParseEndpoints and Addrs against the
+// requireEndpointsMatchRef checks ParseEndpoints against the
 // reference on one packet, and that neither changes it.
 func requireEndpointsMatchRef(t testing.TB, pkt []byte) Endpoints {
 	t.Helper()
@@ -46,10 +46,6 @@ func requireEndpointsMatchRef(t testing.TB, pkt []byte) Endpoints {
 	got, err := ParseEndpoints(pkt)
 	require.Equal(t, wantErr, err, "packet % x", pkt)
 	require.Equal(t, want, got, "packet % x", pkt)
-	src, dst, err := Addrs(pkt)
-	require.Equal(t, wantErr, err)
-	require.Equal(t, want.Src.Addr(), src)
-	require.Equal(t, want.Dst.Addr(), dst)
 	require.True(t, bytes.Equal(orig, pkt), "the packet is read, never written")
 	return got
 }
@@ -62,42 +58,41 @@ func TestEndpoints(t *testing.T) {
 	pay := data(20)
 	ap := netip.AddrPortFrom
 	cases := []struct {
-		name  string
-		pkt   []byte
-		want  Endpoints
-		err   error
-		addrs bool // Addrs succeeds although ParseEndpoints's ports are absent
+		name string
+		pkt  []byte
+		want Endpoints
+		err  error
 	}{
 		{"v4 tcp", v4(0, 6, srcA4, dstB4, 0x4000, nil, tcp(40000, 443, pay)),
-			Endpoints{ap(srcA4, 40000), ap(dstB4, 443), 6, true}, nil, true},
+			Endpoints{ap(srcA4, 40000), ap(dstB4, 443), 6, true}, nil},
 		{"v4 udp with options", v4(0, 17, srcA4, dstB4, 0, []byte{0x94, 4, 0, 0}, udp(5353, 53, pay)),
-			Endpoints{ap(srcA4, 5353), ap(dstB4, 53), 17, true}, nil, true},
+			Endpoints{ap(srcA4, 5353), ap(dstB4, 53), 17, true}, nil},
 		{"v4 sctp", v4(0, 132, srcA4, dstB4, 0, nil, []byte{0x0b, 0xb8, 0x13, 0x88, 0, 0, 0, 0}),
-			Endpoints{ap(srcA4, 3000), ap(dstB4, 5000), 132, true}, nil, true},
+			Endpoints{ap(srcA4, 3000), ap(dstB4, 5000), 132, true}, nil},
 		{"v4 tcp behind AH", v4(0, 51, srcA4, dstB4, 0, nil, ah(6, 9, tcp(1, 2, nil))),
-			Endpoints{ap(srcA4, 1), ap(dstB4, 2), 6, true}, nil, true},
+			Endpoints{ap(srcA4, 1), ap(dstB4, 2), 6, true}, nil},
 		{"v4 first fragment", v4(0, 17, srcA4, dstB4, 0x2000, nil, udp(1, 2, pay)),
-			Endpoints{ap(srcA4, 0), ap(dstB4, 0), 17, false}, nil, true},
+			Endpoints{ap(srcA4, 0), ap(dstB4, 0), 17, false}, nil},
 		{"v4 icmp echo", v4(0, 1, srcA4, dstB4, 0, nil, icmpEcho(8, 7, 1, pay)),
-			Endpoints{ap(srcA4, 0), ap(dstB4, 0), 1, false}, nil, true},
+			Endpoints{ap(srcA4, 0), ap(dstB4, 0), 1, false}, nil},
 		{"v4 esp", v4(0, 50, srcA4, dstB4, 0, nil, pay),
-			Endpoints{ap(srcA4, 0), ap(dstB4, 0), 50, false}, nil, true},
+			Endpoints{ap(srcA4, 0), ap(dstB4, 0), 50, false}, nil},
 		{"v4 tcp cut to 3 bytes", v4(0, 6, srcA4, dstB4, 0, nil, []byte{1, 2, 3}),
-			Endpoints{ap(srcA4, 0), ap(dstB4, 0), 6, false}, nil, true},
+			Endpoints{ap(srcA4, 0), ap(dstB4, 0), 6, false}, nil},
 		{"v6 tcp", v6(0, 0, 6, srcA6, dstB6, tcp(40000, 443, pay)),
-			Endpoints{ap(srcA6, 40000), ap(dstB6, 443), 6, true}, nil, true},
+			Endpoints{ap(srcA6, 40000), ap(dstB6, 443), 6, true}, nil},
 		{"v6 udp behind three headers", v6(0, 0, 60, srcA6, dstB6, ext(43, 1, ext(0, 2, ext(17, 1, udp(7, 8, pay))))),
-			Endpoints{ap(srcA6, 7), ap(dstB6, 8), 17, true}, nil, true},
+			Endpoints{ap(srcA6, 7), ap(dstB6, 8), 17, true}, nil},
 		{"v6 tcp behind AH", v6(0, 0, 51, srcA6, dstB6, ah(6, 9, tcp(1, 2, nil))),
-			Endpoints{ap(srcA6, 1), ap(dstB6, 2), 6, true}, nil, true},
+			Endpoints{ap(srcA6, 1), ap(dstB6, 2), 6, true}, nil},
 		{"v6 fragment", v6(0, 0, 44, srcA6, dstB6, frag6(17, 0, true, 1, udp(1, 2, pay))),
-			Endpoints{ap(srcA6, 0), ap(dstB6, 0), 17, false}, nil, true},
+			Endpoints{ap(srcA6, 0), ap(dstB6, 0), 17, false}, nil},
 		{"v6 past the bound", v6(0, 0, 60, srcA6, dstB6, chain(9, tcp(1, 2, nil))),
-			Endpoints{ap(srcA6, 0), ap(dstB6, 0), 60, false}, nil, true},
-		{"v4 truncated", v4(0, 6, srcA4, dstB4, 0, nil, tcp(1, 2, nil))[:19], Endpoints{}, ErrTruncated, false},
-		{"v6 truncated", v6(0, 0, 6, srcA6, dstB6, nil)[:39], Endpoints{}, ErrTruncated, false},
-		{"version 5", []byte{0x50, 0, 0, 0}, Endpoints{}, ErrNotIP, false},
-		{"empty", nil, Endpoints{}, ErrTruncated, false},
+			Endpoints{ap(srcA6, 0), ap(dstB6, 0), 60, false}, nil},
+		{"v4 truncated", v4(0, 6, srcA4, dstB4, 0, nil, tcp(1, 2, nil))[:19], Endpoints{}, ErrTruncated},
+		{"v6 truncated", v6(0, 0, 6, srcA6, dstB6, nil)[:39], Endpoints{}, ErrTruncated},
+		{"version 5", []byte{0x50, 0, 0, 0}, Endpoints{}, ErrNotIP},
+		{"empty", nil, Endpoints{}, ErrTruncated},
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
@@ -107,15 +102,6 @@ func TestEndpoints(t *testing.T) {
 				require.NoError(t, err)
 			}
 			require.Equal(t, c.want, got)
-			src, dst, err := Addrs(c.pkt)
-			if c.addrs {
-				require.NoError(t, err)
-				require.Equal(t, c.want.Src.Addr(), src)
-				require.Equal(t, c.want.Dst.Addr(), dst)
-			} else {
-				require.Error(t, err)
-				require.False(t, src.IsValid() || dst.IsValid())
-			}
 			requireEndpointsMatchRef(t, c.pkt)
 		})
 	}
@@ -151,7 +137,7 @@ func TestEndpointsAgreeWithFlow(t *testing.T) {
 	}
 }
 
-// TestRandomEndpointsMatchReference protects ParseEndpoints and Addrs on
+// TestRandomEndpointsMatchReference protects ParseEndpoints on
 // many random structured packets (long extension chains, lying lengths,
 // cuts): they agree with the reference and never allocate.
 func TestRandomEndpointsMatchReference(t *testing.T) {
@@ -173,25 +159,17 @@ func TestRandomEndpointsMatchReference(t *testing.T) {
 	require.Greater(t, ports, n/20, "the generator reaches port headers")
 }
 
-// TestEndpointsZeroAllocs protects the allocation-free contract of Addrs
-// and ParseEndpoints on every seed packet, valid or not.
+// TestEndpointsZeroAllocs protects the allocation-free contract of
+// ParseEndpoints on every seed packet, valid or not.
 func TestEndpointsZeroAllocs(t *testing.T) {
 	for i, p := range append(seedPackets(), []byte{0x60}, []byte{0x4f, 0, 0, 0}) {
 		require.Zero(t, testing.AllocsPerRun(100, func() { sinkEndpoints, sinkErr = ParseEndpoints(p) }), "packet %d", i)
-		require.Zero(t, testing.AllocsPerRun(100, func() {
-			var s netip.Addr
-			s, sinkAddr, sinkErr = Addrs(p)
-			sinkAddr = s
-		}), "packet %d", i)
 	}
 }
 
-var (
-	sinkEndpoints Endpoints
-	sinkAddr      netip.Addr
-)
+var sinkEndpoints Endpoints
 
-// FuzzEndpoints checks, on arbitrary bytes, that ParseEndpoints and Addrs
+// FuzzEndpoints checks, on arbitrary bytes, that ParseEndpoints
 // never panic, never allocate, never write, and agree with the reference.
 func FuzzEndpoints(f *testing.F) {
 	for _, p := range seedPackets() {
@@ -203,21 +181,13 @@ func FuzzEndpoints(f *testing.F) {
 	})
 }
 
-// BenchmarkEndpoints measures ParseEndpoints and Addrs per packet shape.
+// BenchmarkEndpoints measures ParseEndpoints per packet shape.
 func BenchmarkEndpoints(b *testing.B) {
 	for _, c := range benchPackets() {
 		b.Run(c.name+"/ParseEndpoints", func(b *testing.B) {
 			b.ReportAllocs()
 			for b.Loop() {
 				sinkEndpoints, sinkErr = ParseEndpoints(c.pkt)
-			}
-		})
-		b.Run(c.name+"/Addrs", func(b *testing.B) {
-			b.ReportAllocs()
-			for b.Loop() {
-				var s netip.Addr
-				s, sinkAddr, sinkErr = Addrs(c.pkt)
-				sinkAddr = s
 			}
 		})
 	}

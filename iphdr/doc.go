@@ -69,10 +69,11 @@
 // Destination Options (wherever they appear), and AH (RFC 4302, also in
 // IPv4), which is skipped so that AH-protected TCP keys like plain TCP;
 // when what follows AH gives no transport words, AH's SPI is used instead.
-// At most [MaxExtHeaders] (8) headers are walked. A Fragment header, a
-// header cut short, a ninth extension header, and every other Next Header
-// value (ESP, No Next Header, Mobility, and any unknown one) end the walk,
-// and [Flow.Protocol] is the last Next Header value read. IPv6 options
+// At most eight headers are walked (RFC 8200's recommended order, with
+// Destination Options twice). A Fragment header, a header cut short, a
+// ninth extension header, and every other Next Header value (ESP, No Next
+// Header, Mobility, and any unknown one) end the walk, and [Flow.Protocol]
+// is the last Next Header value read. IPv6 options
 // and extension headers, like IPv4 options, are never part of the key, so
 // the same 5-tuple hashes alike with or without them.
 //

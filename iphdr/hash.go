@@ -81,9 +81,6 @@ func NewHasherWithKey(k0, k1 uint64) Hasher { return Hasher{k0: k0, k1: k1} }
 // unknown mode is treated as [HashFlow].
 func (h Hasher) WithMode(m Mode) Hasher { h.mode = m; return h }
 
-// Mode returns the mode [Hasher.Meta] uses.
-func (h Hasher) Mode() Mode { return h.mode }
-
 // start returns the SipHash state initialised from h's key.
 func (h Hasher) start() (v0, v1, v2, v3 uint64) {
 	return h.k0 ^ 0x736f6d6570736575, // "somepseu"

@@ -74,7 +74,7 @@ func TestGoldenHashes(t *testing.T) {
 func TestNewHasherIsKeyed(t *testing.T) {
 	a, b := NewHasher(), NewHasher()
 	require.NotEqual(t, [2]uint64{a.k0, a.k1}, [2]uint64{b.k0, b.k1})
-	require.Equal(t, HashFlow, a.Mode())
+	require.Equal(t, HashFlow, a.mode)
 }
 
 // WithMode selects what Meta hashes without changing the key, and an
@@ -86,7 +86,7 @@ func TestModes(t *testing.T) {
 	require.NoError(t, err)
 	for mode, want := range map[Mode]uint32{HashFlow: f.Hash, HashSrcHost: f.SrcHostHash, HashDstHost: f.DstHostHash, Mode(9): f.Hash} {
 		hm := h.WithMode(mode)
-		require.Equal(t, mode, hm.Mode())
+		require.Equal(t, mode, hm.mode)
 		m, err := hm.Meta(p)
 		require.NoError(t, err)
 		require.Equal(t, want, m.Hash, "mode %v", mode)

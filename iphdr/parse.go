@@ -24,11 +24,11 @@ const (
 	protoUDPLite  = 136
 )
 
-// MaxExtHeaders is the most IPv6 extension headers (and IPv4 AH headers)
+// maxExtHeaders is the most IPv6 extension headers (and IPv4 AH headers)
 // the parser walks before it stops and keys the packet on its addresses and
 // the last Next Header value it read. Eight covers RFC 8200's recommended
 // order, in which Destination Options may appear twice.
-const MaxExtHeaders = 8
+const maxExtHeaders = 8
 
 // Flow is what one parse of a packet yields: its three keyed hashes and
 // the header fields that are free to read on the way.
@@ -46,7 +46,7 @@ type Flow struct {
 	// L4Offset is the offset in the packet of the header whose protocol is
 	// Protocol (the transport header, for TCP and UDP), or 0 if the parser
 	// did not reach it: a fragment, a truncated extension header, or more
-	// than [MaxExtHeaders] of them. The header found there may itself be
+	// than eight of them. The header found there may itself be
 	// truncated; it ends at the IP packet's end (total or payload length),
 	// not at len(pkt).
 	L4Offset uint16
@@ -124,7 +124,7 @@ func check(pkt []byte) (v6 bool, hlen, end int, err error) {
 }
 
 // parse reads the flow key of a packet. It never reads past the packet's
-// end nor walks more than MaxExtHeaders headers.
+// end nor walks more than maxExtHeaders headers.
 func parse(pkt []byte) (t tuple, err error) {
 	if len(pkt) >= 20 && pkt[0] == 0x45 {
 		// The common case, IPv4 without options, inline: the general
@@ -215,12 +215,12 @@ func parseSlow(pkt []byte) (t tuple, err error) {
 			if !v6 {
 				goto transport
 			}
-			if n == MaxExtHeaders || off+2 > end {
+			if n == maxExtHeaders || off+2 > end {
 				goto stop
 			}
 			size = (int(b[off+1]) + 1) * 8
 		case protoAH:
-			if n == MaxExtHeaders || off+8 > end {
+			if n == maxExtHeaders || off+8 > end {
 				goto stop
 			}
 			ah, seenAH = le32(b[off+4:off+8]), true
@@ -229,7 +229,7 @@ func parseSlow(pkt []byte) (t tuple, err error) {
 			if !v6 {
 				goto transport
 			}
-			if n == MaxExtHeaders || off+8 > end {
+			if n == maxExtHeaders || off+8 > end {
 				goto stop
 			}
 			t.flags |= tupleFrag

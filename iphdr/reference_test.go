@@ -9,7 +9,7 @@ import (
 // This file is the slow reference: SipHash-c-d written generically from
 // the paper, and a parser written from RFC 791, 8200, 4302, 2784/2890 and
 // the package documentation, building each key as a byte string. It shares
-// no code with the package beyond the sentinel errors and MaxExtHeaders.
+// no code with the package beyond the sentinel errors and maxExtHeaders.
 
 // refSipHash is SipHash-c-d of msg (any length) under key (k0, k1), as in
 // Aumasson and Bernstein's paper: 64-bit words read little-endian, the last
@@ -153,7 +153,7 @@ func refParse(pkt []byte) refResult {
 				reached = true
 				break
 			}
-			if count == MaxExtHeaders {
+			if count == maxExtHeaders {
 				break
 			}
 			count++

@@ -497,9 +497,6 @@ type Detail struct {
 
 var detailMetrics = metrics.Declare[Detail]("keyed_")
 
-// Metrics lists the Detail's values, each name prefixed "keyed_".
-func (d Detail) Metrics() iter.Seq[aqm.Metric] { return detailMetrics.Of(d) }
-
 // Detail returns a snapshot of the queue's own state.
 func (k *Queue[K, T]) Detail() Detail {
 	var s keySlot[K, T]

@@ -29,7 +29,7 @@ func Example() {
 		}
 		if i%2 == 1 {
 			if p, ok := q.Dequeue(now); ok && i >= 100000 {
-				delay += aqm.Sojourn(p, now)
+				delay += p.Enqueued.Since(now)
 				sent++
 			}
 		}

@@ -156,7 +156,7 @@ func openLoop(q *Queue[int], lambda, capacity float64, warm, total time.Duration
 		} else {
 			if p, ok := q.Dequeue(nextS); ok && nextS >= from {
 				departures++
-				sojourn += aqm.Sojourn(p, nextS)
+				sojourn += p.Enqueued.Since(nextS)
 			}
 			nextS = nextS.Add(is)
 		}

@@ -112,7 +112,7 @@ func (s *Sim) revStartTx() {
 		}
 	}
 	if s.measuring() {
-		r.delay.Record(aqm.Sojourn(p, s.now))
+		r.delay.Record(p.Enqueued.Since(s.now))
 	}
 	r.busy = true
 	r.cur = slot

@@ -351,7 +351,7 @@ func (s *Sim) startTx() {
 	slot := int32(p.Payload)
 	pk := &s.pkts[slot]
 	f := s.flows[pk.flow]
-	soj := aqm.Sojourn(p, s.now)
+	soj := p.Enqueued.Since(s.now)
 	marked := p.ECN == aqm.CE && pk.ecn != aqm.CE
 	if marked {
 		pk.ecn = aqm.CE

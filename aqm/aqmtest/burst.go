@@ -32,7 +32,7 @@ type burstStep struct {
 // arrivals or departures at one instant become one call; a packet of an
 // arrival op with Count > 1 gets a few flows and sizes around the op's, so
 // that a burst is not one flow. Payloads number the packets from 1.
-func burstSteps(ops []Op, budget int) []burstStep {
+func burstSteps(ops []traceOp, budget int) []burstStep {
 	var steps []burstStep
 	now := startTime
 	var seq Payload
@@ -55,8 +55,8 @@ func burstSteps(ops []Op, budget int) []burstStep {
 		}
 		moved := o.Dt != 0 || o.JumpTo != 0
 		last := len(steps) - 1
-		join := last >= 0 && !moved && steps[last].deq == (o.Kind == OpDequeue)
-		if o.Kind == OpDequeue {
+		join := last >= 0 && !moved && steps[last].deq == (o.Kind == opDequeue)
+		if o.Kind == opDequeue {
 			for n > 0 {
 				if join && steps[last].n < maxBurst {
 					k := min(n, maxBurst-steps[last].n)

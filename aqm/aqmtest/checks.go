@@ -75,18 +75,18 @@ func Run(t *testing.T, f Factory) {
 }
 
 // trace is a tiny builder for fixed traces.
-type trace []Op
+type trace []traceOp
 
 func (tr trace) enq(n int, dt time.Duration, size, hash uint32, ecn aqm.ECN) trace {
-	return append(tr, Op{Kind: OpEnqueue, Count: n, Dt: dt, Size: size, Hash: hash, ECN: ecn})
+	return append(tr, traceOp{Kind: opEnqueue, Count: n, Dt: dt, Size: size, Hash: hash, ECN: ecn})
 }
 
 func (tr trace) deq(n int, dt time.Duration) trace {
-	return append(tr, Op{Kind: OpDequeue, Count: n, Dt: dt})
+	return append(tr, traceOp{Kind: opDequeue, Count: n, Dt: dt})
 }
 
 func (tr trace) jump(t aqm.Time) trace {
-	return append(tr, Op{Kind: OpDequeue, Count: 1, JumpTo: t})
+	return append(tr, traceOp{Kind: opDequeue, Count: 1, JumpTo: t})
 }
 
 // burst returns a count that is sure to overrun the declared packet limit.
@@ -107,8 +107,8 @@ func checkFIFO(f Factory) error {
 }
 
 // randomOps makes a reproducible trace of n ops from seed.
-func randomOps(seed uint64, n int) []Op {
-	return Decode(randomBytes(seed, 4*n))
+func randomOps(seed uint64, n int) []traceOp {
+	return decode(randomBytes(seed, 4*n))
 }
 
 func checkRandomTraces(f Factory) error {

@@ -69,13 +69,13 @@
 //     than a day ahead of the clock; and every packet, including those
 //     taken at the wrong readings, must leave exactly once.
 //
-// Random traces are decoded from bytes by [Decode], the same decoder that
-// [Fuzz] uses, so a failing random trace and a fuzz crasher replay the same
-// way. Both play every trace twice: op by op on one queue under all the
-// checks above, and as bursts on two queues, burst path against loop. The seed of the random traces is fixed (so CI
-// is deterministic) unless the
-// environment variable AQMTEST_SEED sets another; every run logs the seed it
-// used.
+// Random traces are decoded from bytes by the same decoder that [Fuzz]
+// uses (four bytes per step: kind, size or count, time step, flow and ECN),
+// so a failing random trace and a fuzz crasher replay the same way. Both
+// play every trace twice: op by op on one queue under all the checks above,
+// and as bursts on two queues, burst path against loop. The seed of the
+// random traces is fixed (so CI is deterministic) unless the environment
+// variable AQMTEST_SEED sets another; every run logs the seed it used.
 //
 // # Differences and decisions
 //

@@ -22,10 +22,10 @@ const gsoMSS = 1448
 // one in four carries 1 to maxGSOSegments segments, and ordinary sizes grow
 // with them (Size = segments × gsoMSS); size 0 and the huge sizes stay as
 // they are, so the odd cases still run.
-func gsoOps(ops []Op) []Op {
-	out := make([]Op, len(ops))
+func gsoOps(ops []traceOp) []traceOp {
+	out := make([]traceOp, len(ops))
 	for i, o := range ops {
-		if o.Kind == OpEnqueue && i%4 != 0 {
+		if o.Kind == opEnqueue && i%4 != 0 {
 			segs := 1 + (i*7+int(o.Hash&0xff))%maxGSOSegments
 			o.Segments = uint16(segs)
 			if o.Size >= 40 && o.Size <= 9000 {
@@ -61,7 +61,7 @@ func checkGSOLimits(f Factory) error {
 	n := f.burst()
 	for i := 0; i < n; i++ {
 		segs := uint16(1 + i%maxGSOSegments)
-		tr = append(tr, Op{Kind: OpEnqueue, Count: 1, Dt: 20 * time.Microsecond, Size: uint32(segs) * gsoMSS,
+		tr = append(tr, traceOp{Kind: opEnqueue, Count: 1, Dt: 20 * time.Microsecond, Size: uint32(segs) * gsoMSS,
 			Hash: uint32(i % 5), ECN: aqm.ECN(i % 4), Segments: segs})
 		if i%3 == 0 {
 			tr = tr.enq(1, 0, 1500, uint32(i%5), aqm.NotECT)
@@ -75,7 +75,7 @@ func checkGSOLimits(f Factory) error {
 		for _, segs := range []int{f.LimitPackets, f.LimitPackets + 1} {
 			if segs <= 0xffff {
 				tr = tr.deq(n, time.Millisecond)
-				tr = append(tr, Op{Kind: OpEnqueue, Count: 2, Dt: time.Millisecond, Size: 1500, Hash: 9, ECN: aqm.ECT0, Segments: uint16(segs)})
+				tr = append(tr, traceOp{Kind: opEnqueue, Count: 2, Dt: time.Millisecond, Size: 1500, Hash: 9, ECN: aqm.ECT0, Segments: uint16(segs)})
 			}
 		}
 	}

@@ -128,7 +128,7 @@ func (h *harness) checkSame(in inflight, out aqm.Packet[Payload], how string) {
 	}
 }
 
-func (h *harness) advance(o Op) {
+func (h *harness) advance(o traceOp) {
 	switch {
 	case o.JumpTo != 0:
 		h.now = o.JumpTo
@@ -142,7 +142,7 @@ func (h *harness) advance(o Op) {
 	}
 }
 
-func (h *harness) apply(o Op) {
+func (h *harness) apply(o traceOp) {
 	h.advance(o)
 	n := max(o.Count, 1)
 	for range n {
@@ -152,7 +152,7 @@ func (h *harness) apply(o Op) {
 			}
 			h.spent++
 		}
-		if o.Kind == OpDequeue {
+		if o.Kind == opDequeue {
 			if !h.dequeue() {
 				break
 			}
@@ -314,7 +314,7 @@ func (h *harness) drain() {
 
 // runTrace plays ops on a fresh queue, then drains it, and returns every
 // violation found.
-func runTrace(f Factory, seed uint64, ops []Op) error {
+func runTrace(f Factory, seed uint64, ops []traceOp) error {
 	return runTraceBudget(f, seed, ops, 0)
 }
 
@@ -325,7 +325,7 @@ const randomTraceBudget = 20000
 
 // runTraceBudget is runTrace with at most budget packet operations before
 // the drain (0: no limit).
-func runTraceBudget(f Factory, seed uint64, ops []Op, budget int) error {
+func runTraceBudget(f Factory, seed uint64, ops []traceOp, budget int) error {
 	h, err := newHarness(f, seed, false)
 	if err != nil {
 		return err
@@ -334,7 +334,7 @@ func runTraceBudget(f Factory, seed uint64, ops []Op, budget int) error {
 	return h.play(ops)
 }
 
-func (h *harness) play(ops []Op) (err error) {
+func (h *harness) play(ops []traceOp) (err error) {
 	defer func() {
 		if r := recover(); r != nil {
 			err = errors.Join(h.err(), fmt.Errorf("op %d: panic: %v", h.op, r))

@@ -260,10 +260,10 @@ func removeAll(s []string, x string) []string {
 // TestDecodeCoversOddCases protects the decoder's reach: random bytes must
 // produce every odd input the kit promises to exercise.
 func TestDecodeCoversOddCases(t *testing.T) {
-	ops := Decode(randomBytes(7, 4*5000))
+	ops := decode(randomBytes(7, 4*5000))
 	var zero, huge, stray, back, jump, burst bool
 	for _, o := range ops {
-		zero = zero || (o.Kind == OpEnqueue && o.Size == 0)
+		zero = zero || (o.Kind == opEnqueue && o.Size == 0)
 		huge = huge || o.Size == 1<<32-1
 		stray = stray || o.ECN&^aqm.ECNMask != 0
 		back = back || o.Dt < 0
@@ -286,7 +286,7 @@ func TestPropertySeedFromEnv(t *testing.T) {
 // TestTraceBudget protects the fuzz driver's bound: a trace of huge bursts
 // stops after the budget and is still drained and checked.
 func TestTraceBudget(t *testing.T) {
-	ops := []Op{{Kind: OpEnqueue, Count: 1 << 20, Size: 100}, {Kind: OpDequeue, Count: 1 << 20}}
+	ops := []traceOp{{Kind: opEnqueue, Count: 1 << 20, Size: 100}, {Kind: opDequeue, Count: 1 << 20}}
 	h, err := newHarness(brokenFactory("none", fifo.Config{LimitPackets: 1 << 16}, 1<<16), 1, false)
 	require.NoError(t, err)
 	h.budget = 1000

@@ -8,42 +8,42 @@ import (
 	"github.com/aqmkit/aqmkit/aqm"
 )
 
-// OpKind says what an [Op] does.
-type OpKind uint8
+// opKind says what a [traceOp] does.
+type opKind uint8
 
 const (
-	// OpEnqueue offers Count packets (at least one) at the same instant.
-	OpEnqueue OpKind = iota
-	// OpDequeue asks for up to Count packets (at least one) at the same
+	// opEnqueue offers Count packets (at least one) at the same instant.
+	opEnqueue opKind = iota
+	// opDequeue asks for up to Count packets (at least one) at the same
 	// instant, stopping early if the queue reports empty.
-	OpDequeue
+	opDequeue
 )
 
-// Op is one step of a trace: move time by Dt (which may be negative), then
+// traceOp is one step of a trace: move time by Dt (which may be negative), then
 // enqueue or dequeue.
-type Op struct {
-	Kind  OpKind
+type traceOp struct {
+	Kind  opKind
 	Count int
 	// Dt moves the clock before the op. JumpTo, if non-zero, sets it instead.
 	Dt     time.Duration
 	JumpTo aqm.Time
-	// Size, Hash and ECN describe the packets of an OpEnqueue. ECN may carry
+	// Size, Hash and ECN describe the packets of an opEnqueue. ECN may carry
 	// stray bits above the ECN field.
 	Size uint32
 	Hash uint32
 	ECN  aqm.ECN
 	// Segments is the packets' [aqm.Meta.Segments]: above one, each is a
-	// GSO super-packet of that many wire packets. [Decode] leaves it zero;
+	// GSO super-packet of that many wire packets. [decode] leaves it zero;
 	// the GSO checks set it.
 	Segments uint16
 }
 
-func (o Op) String() string {
+func (o traceOp) String() string {
 	t := fmt.Sprintf("dt=%v", o.Dt)
 	if o.JumpTo != 0 {
 		t = fmt.Sprintf("jump=%d", int64(o.JumpTo))
 	}
-	if o.Kind == OpDequeue {
+	if o.Kind == opDequeue {
 		return fmt.Sprintf("deq×%d %s", o.Count, t)
 	}
 	if o.Segments > 1 {
@@ -57,27 +57,27 @@ func (o Op) String() string {
 // without overflowing int64.
 const hugeTime = aqm.Time(1 << 62)
 
-// Decode turns arbitrary bytes into a trace, four bytes per op (a trailing
+// decode turns arbitrary bytes into a trace, four bytes per op (a trailing
 // partial group is ignored). The mapping favours ordinary traffic (1500-byte
 // packets, microsecond-to-millisecond steps, a handful of flows) and reaches
 // every odd case: size 0 and huge sizes, stray ECN bits, bursts beyond any
 // limit, backward time, idle gaps of hours and jumps to 2^62 ns.
 //
 //	b0: op kind      b1: size class or count      b2: time step      b3: flow and ECN
-func Decode(data []byte) []Op {
-	ops := make([]Op, 0, len(data)/4)
+func decode(data []byte) []traceOp {
+	ops := make([]traceOp, 0, len(data)/4)
 	for i := 0; i+4 <= len(data); i += 4 {
 		b0, b1, b2, b3 := data[i], data[i+1], data[i+2], data[i+3]
-		var o Op
+		var o traceOp
 		switch b0 % 8 {
 		case 0, 1, 2, 3:
-			o = Op{Kind: OpEnqueue, Count: 1, Size: decodeSize(b1)}
+			o = traceOp{Kind: opEnqueue, Count: 1, Size: decodeSize(b1)}
 		case 4, 5:
-			o = Op{Kind: OpDequeue, Count: 1}
+			o = traceOp{Kind: opDequeue, Count: 1}
 		case 6: // burst of arrivals
-			o = Op{Kind: OpEnqueue, Count: 1 + int(b1)*4, Size: 1000 + uint32(b0>>3)*16}
+			o = traceOp{Kind: opEnqueue, Count: 1 + int(b1)*4, Size: 1000 + uint32(b0>>3)*16}
 		case 7: // run of departures
-			o = Op{Kind: OpDequeue, Count: 1 + int(b1)*2}
+			o = traceOp{Kind: opDequeue, Count: 1 + int(b1)*2}
 		}
 		o.Dt, o.JumpTo = decodeStep(b2)
 		o.Hash, o.ECN = decodeFlow(b3)

@@ -39,7 +39,7 @@ func propertyRuns() int {
 }
 
 // checkProperties runs the conformance checks on random traces: seeded
-// random bytes decoded by Decode, each played as the fuzz target plays it
+// random bytes decoded by decode, each played as the fuzz target plays it
 // (once op by op, and once as bursts on two queues, burst path against
 // loop). A failing trace is shrunk before it is reported: chunks of ops are
 // cut out while the trace still fails, so the report is short.
@@ -54,7 +54,7 @@ func checkProperties(f Factory, seed int64, runs int) error {
 		if err := fuzzOne(f, data, qseed); err != nil {
 			data = shrinkTrace(f, data, qseed)
 			return fmt.Errorf("property falsified after %d passed traces\n  trace (%d ops, shrunk): %v\n  queue seed %d\n  error: %v",
-				i, len(data)/4, Decode(data), qseed, fuzzOne(f, data, qseed))
+				i, len(data)/4, decode(data), qseed, fuzzOne(f, data, qseed))
 		}
 	}
 	return nil
@@ -81,7 +81,7 @@ func shrinkTrace(f Factory, data []byte, qseed uint64) []byte {
 	return data
 }
 
-// Fuzz installs a fuzz target on f that decodes each input with [Decode],
+// Fuzz installs a fuzz target on f that decodes each input into a trace,
 // plays it on a fresh queue from fac and fails on any contract violation,
 // then plays it again as bursts (runs of ops at one instant joined into one
 // call of up to 300 packets) on two queues of the same seed, one through
@@ -107,7 +107,7 @@ func Fuzz(f *testing.F, fac Factory) {
 
 // fuzzOne is the body of the fuzz target.
 func fuzzOne(fac Factory, data []byte, seed uint64) error {
-	ops := Decode(data)
+	ops := decode(data)
 	if err := runTraceBudget(fac, seed, ops, randomTraceBudget); err != nil {
 		return err
 	}

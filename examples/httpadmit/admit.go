@@ -211,7 +211,7 @@ func (a *Admitter) Run(ctx context.Context) {
 			}
 			p := buf[0]
 			id := p.Payload
-			if a.cfg.LIFO && aqm.Sojourn(p, a.clk.Now()) > a.cfg.Target {
+			if a.cfg.LIFO && p.Enqueued.Since(a.clk.Now()) > a.cfg.Target {
 				if newest, ok := a.newest(); ok && newest != id {
 					a.settle(id, false)
 					id = newest

@@ -97,7 +97,7 @@ func run(ctx context.Context, args []string, out io.Writer) ([]FlowResult, error
 	relayDone := make(chan error, 1)
 	go func() { relayDone <- r.Run(ctx) }()
 
-	pps := rate.BytesPerSecond() / packetBytes
+	pps := float64(rate) / 8 / packetBytes
 	flows := []traffic.Flow{
 		{ID: flowL4S, PacketsPerSec: *l4s * pps, SizeBytes: packetBytes, TOS: 0x01}, // ECT(1)
 		{ID: flowClassic, PacketsPerSec: *classic * pps, SizeBytes: packetBytes},    // Not-ECT

@@ -238,7 +238,7 @@ func TestSparseFlowDelay(t *testing.T) {
 					credit := 0.0
 					for tick := 0; time.Since(start) < duration; tick++ {
 						now := time.Since(start)
-						credit += load * rate.BytesPerSecond() / 1000
+						credit += load * (float64(rate) / 8) / 1000
 						for ; credit >= bulkSize+OverheadIPv4; credit -= bulkSize + OverheadIPv4 {
 							fake.in <- pktSpec{sport: 1, ecn: aqm.NotECT, size: bulkSize, id: id, sent: int64(now)}.build()
 							id++

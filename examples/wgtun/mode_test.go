@@ -319,7 +319,7 @@ func TestSetRateSelfShaping(t *testing.T) {
 		}
 		t.Logf("%.2f then %.2f Mbit/s", float64(first*8)/1e6, float64(second*8)/1e6)
 		require.InEpsilon(t, 2.0, float64(second)/float64(first), 0.1, "the rate doubled")
-		require.InEpsilon(t, rate.BytesPerSecond(), float64(first), 0.1, "CAKE shapes at the configured rate")
+		require.InEpsilon(t, (float64(rate) / 8), float64(first), 0.1, "CAKE shapes at the configured rate")
 		require.Zero(t, metricsOf(d)["wgtun_direct_reads"])
 	})
 }

@@ -33,7 +33,7 @@ var configTypes = func() []reflect.Type {
 	for _, c := range registryConfigs() {
 		ts = append(ts, reflect.TypeOf(c))
 	}
-	return append(ts, reflect.TypeFor[front.Config](), reflect.TypeFor[front.ShardedConfig](), reflect.TypeFor[front.PoolConfig](), reflect.TypeFor[front.IPConfig](), reflect.TypeFor[keyed.Config](), reflect.TypeFor[autorate.Config]())
+	return append(ts, reflect.TypeFor[front.Config](), reflect.TypeFor[front.ShardedConfig](), reflect.TypeFor[front.PoolConfig](), reflect.TypeFor[front.IPConfig](), reflect.TypeFor[keyed.Config](), reflect.TypeFor[autorate.Config](), reflect.TypeFor[autorate.PassiveConfig]())
 }()
 
 // randomValue fills v (settable) with a value that is often zero, often

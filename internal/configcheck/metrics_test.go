@@ -194,7 +194,7 @@ func TestEveryQueueIsAMetricSource(t *testing.T) {
 		f, err := front.New(q, clk, front.Config{})
 		require.NoError(t, err, name)
 		fnames := namesOf(f.Metrics())
-		own := namesOf(f.Detail().Metrics())
+		own := namesOf(detailSource{f.Detail()}.Metrics())
 		require.Equal(t, append(slices.Clone(names), own...), fnames, "%s behind a front: the queue's, then the front's", name)
 		require.Len(t, slices.Compact(slices.Sorted(slices.Values(fnames))), len(fnames), "%s behind a front: a name twice", name)
 		for _, n := range own {
@@ -216,7 +216,7 @@ func TestIPFrontListsTheQueue(t *testing.T) {
 	for _, iq := range []front.IPQueue[cake.Info]{c} {
 		x, err := front.NewIP(iq, clock.NewManual(0), front.IPConfig{Pool: pool})
 		require.NoError(t, err)
-		checkIP(t, namesOf(x.Metrics()), namesOf(iq.(aqm.MetricSource).Metrics()), namesOf(x.Detail().Metrics()))
+		checkIP(t, namesOf(x.Metrics()), namesOf(iq.(aqm.MetricSource).Metrics()), namesOf(detailSource{x.Detail()}.Metrics()))
 	}
 	for _, q := range qs {
 		if _, own := q.(*cake.Queue[*front.Buf]); own {
@@ -224,7 +224,7 @@ func TestIPFrontListsTheQueue(t *testing.T) {
 		}
 		x, err := front.NewIP(front.HashIP(q, h), clock.NewManual(0), front.IPConfig{Pool: pool})
 		require.NoError(t, err, "%T", q)
-		checkIP(t, namesOf(x.Metrics()), namesOf(q.(aqm.MetricSource).Metrics()), namesOf(x.Detail().Metrics()))
+		checkIP(t, namesOf(x.Metrics()), namesOf(q.(aqm.MetricSource).Metrics()), namesOf(detailSource{x.Detail()}.Metrics()))
 	}
 }
 
@@ -263,14 +263,14 @@ func metricTypes(t *testing.T) []metricType {
 	qs := registryQueues(t)
 	f, err := front.New(qs[0], clock.NewManual(0), front.Config{Rate: aqm.Mbit})
 	require.NoError(t, err)
-	add(f.Detail())
+	add(detailSource{f.Detail()})
 	x, err := front.NewIP(front.HashIP(qs[1], iphdr.NewHasherWithKey(1, 2)), clock.NewManual(0), front.IPConfig{})
 	require.NoError(t, err)
-	add(x.Detail())
+	add(detailSource{x.Detail()})
 	k, err := keyed.New(func(p aqm.Packet[*front.Buf]) uint32 { return p.Hash },
 		func(uint32) (aqm.Queue[*front.Buf], error) { return qs[0], nil }, keyed.Config{Rate: aqm.Mbit})
 	require.NoError(t, err)
-	add(k.Detail())
+	add(detailSource{k.Detail()})
 	add(qs[2].Stats())
 	return ts
 }

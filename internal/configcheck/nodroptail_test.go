@@ -136,7 +136,7 @@ func bufferOf(limitBytes, limitPackets int, mean float64) float64 {
 }
 
 func genCoDel(r *rand.Rand) codel.Config {
-	c := codel.Config{LimitPackets: often0(r, 4, func() int { return logInt(r, 1, 3000) }), LimitBytes: often0(r, 2, func() int { return logInt(r, 1, 4<<20) }), Control: codel.Control{Interval: logDur(r, 100*time.Microsecond, 10*time.Second), MTUBytes: often0(r, 3, func() int { return logInt(r, 1, codel.MaxMTUBytes) }), DisableECN: r.IntN(3) == 0, CEThreshold: often0(r, 2, func() time.Duration { return logDur(r, time.Microsecond, time.Second) })}}
+	c := codel.Config{LimitPackets: often0(r, 4, func() int { return logInt(r, 1, 3000) }), LimitBytes: often0(r, 2, func() int { return logInt(r, 1, 4<<20) }), Control: codel.Control{Interval: logDur(r, 100*time.Microsecond, 10*time.Second), MTUBytes: often0(r, 3, func() int { return logInt(r, 1, 1<<20) }), DisableECN: r.IntN(3) == 0, CEThreshold: often0(r, 2, func() time.Duration { return logDur(r, time.Microsecond, time.Second) })}}
 	c.Target = logDur(r, time.Microsecond, c.Interval)
 	c.CEThresholdECT1Only = r.IntN(2) == 0
 	c.StrictDeadline = r.IntN(2) == 0
@@ -297,7 +297,7 @@ var dropTailCases = map[reflect.Type]dropTailCase{
 			// the rules Validate does apply.
 			mtu := c.MTUBytes
 			if mtu == 0 {
-				mtu = codel.DefaultMTUBytes
+				mtu = 1514 // codel's default MTUBytes
 			}
 			if c.DropBatchPackets != 1 && c.MemoryLimitBytes > 0 && c.MemoryLimitBytes < 6*mtu {
 				c.MemoryLimitBytes = 6 * mtu
@@ -356,8 +356,8 @@ var dropTailCases = map[reflect.Type]dropTailCase{
 		},
 		plan: func(eff any) overloadPlan {
 			c := eff.(cake.Config)
-			mean := float64(64+cake.MTU) / 2
-			return overloadPlan{lo: 64, hi: cake.MTU, buffer: bufferOf(c.MemoryLimitBytes, c.LimitPackets, mean),
+			mean := float64(64+cakeMTU) / 2
+			return overloadPlan{lo: 64, hi: cakeMTU, buffer: bufferOf(c.MemoryLimitBytes, c.LimitPackets, mean),
 				constant: c.Target + c.Interval}
 		},
 	},
@@ -426,7 +426,7 @@ func runOverload(t *testing.T, c dropTailCase, cfg any, r *rand.Rand) (dropTailR
 				if err != nil {
 					return dropTailRun{}, false
 				}
-				mtu := time.Duration(min(float64(cake.MTU)*nsPerByte, float64(time.Hour)))
+				mtu := time.Duration(min(float64(cakeMTU)*nsPerByte, float64(time.Hour)))
 				pl = c.plan(effectiveConfig(q))
 				pl.constant += 3*mtu + 4*mtu // the tin's target rise (1.5 MTU times, twice) and the 4-MTU guard
 				pl.shapedRate = v.Rate
@@ -556,3 +556,7 @@ func TestPropNoDropTail(t *testing.T) {
 		})
 	}
 }
+
+// cakeMTU is the packet size CAKE derives its tins' parameters from (an
+// Ethernet MTU plus its header, stated in cake's docs).
+const cakeMTU = 1514

@@ -45,6 +45,16 @@ const (
 	autorateTick         = time.Second
 )
 
+// autorateDefaults is the zero autorate.Config with its defaults filled
+// in, as the controller reports them; the flags start from it.
+var autorateDefaults = func() autorate.Config {
+	c, err := autorate.New(autorate.Config{})
+	if err != nil {
+		panic(err) // the zero Config is valid
+	}
+	return c.Config()
+}()
+
 func addAutorateFlags(fs *flag.FlagSet, a *autorateOptions) {
 	fs.StringVar(&a.target, "autorate", "", "drive the rate of the direction to this `address or prefix` with an autorate controller "+
 		"(needs -rate, the base rate, -autorate-min, -autorate-max and -reflectors)")
@@ -53,13 +63,13 @@ func addAutorateFlags(fs *flag.FlagSet, a *autorateOptions) {
 	fs.Var(&a.max, "autorate-max", "autorate's highest `rate` (tc syntax)")
 	a.interval = defaultProbeInterval
 	fs.Var(tcDuration{&a.interval}, "probe-interval", "each reflector's probe `period`; the reflectors' probes are spread evenly over it")
-	a.threshold = autorate.DefaultDelayThreshold
+	a.threshold = autorateDefaults.DelayThreshold
 	fs.Var(tcDuration{&a.threshold}, "autorate-delay", "autorate's delay threshold on the RTT (`time`); increases are full below a third of it, cuts full above twice it")
 	a.achievedCut = autorate.DefaultAchievedCut
 	fs.Float64Var(&a.achievedCut, "autorate-achieved-cut", a.achievedCut, "a cut may go to this `share` of the achieved rate (0: cuts scale the rate alone)")
-	a.maxIncrease = autorate.DefaultMaxIncrease
+	a.maxIncrease = autorateDefaults.MaxIncrease
 	fs.Float64Var(&a.maxIncrease, "autorate-max-increase", a.maxIncrease, "the largest `share` an increase adds, once per 200 ms report")
-	a.detection = autorate.DefaultDetectionThreshold
+	a.detection = autorateDefaults.DetectionThreshold
 	fs.IntVar(&a.detection, "autorate-detection", a.detection, "how many `samples` of the last 6 must be delayed to call bufferbloat")
 	fs.StringVar(&a.logFile, "autorate-log", "", "write every sample, report and rate change as CSV to `file`")
 	fs.Float64Var(&a.recovery, "autorate-recovery", 0, "after a run of cuts, an increase at low delay closes this `share` of the gap "+
@@ -96,9 +106,6 @@ func (a *autorateOptions) config(cfg router.Config) (autorate.Config, error) {
 		if a.refl, err = parseReflectors(a.reflectors); err != nil {
 			return autorate.Config{}, fmt.Errorf("-reflectors: %v (or -autorate-passive)", err)
 		}
-	}
-	if len(a.refl) > autorate.MaxReflectors {
-		return autorate.Config{}, fmt.Errorf("-reflectors: at most %d", autorate.MaxReflectors)
 	}
 	if cfg.Rate == 0 || cfg.AQM == "cake" {
 		return autorate.Config{}, fmt.Errorf("-autorate needs -rate (its base rate) and a queue the front shapes (not cake)")

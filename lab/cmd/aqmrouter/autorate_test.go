@@ -25,7 +25,7 @@ func TestAutorateFlags(t *testing.T) {
 	}
 	want := autorate.Config{MinRate: 5 * aqm.Mbit, BaseRate: 20 * aqm.Mbit, MaxRate: 40 * aqm.Mbit, Reflectors: 3,
 		DelayThreshold: 15 * time.Millisecond, FullIncreaseBelow: 5 * time.Millisecond, FullCutAbove: 30 * time.Millisecond,
-		AchievedCut: autorate.DefaultAchievedCut, MaxIncrease: autorate.DefaultMaxIncrease, DetectionThreshold: 2}
+		AchievedCut: autorate.DefaultAchievedCut, MaxIncrease: autorateDefaults.MaxIncrease, DetectionThreshold: 2}
 	if o.arCfg != want {
 		t.Errorf("config %+v, want %+v", o.arCfg, want)
 	}

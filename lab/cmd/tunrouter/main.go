@@ -33,7 +33,8 @@ func main() {
 			log.Fatal(err)
 		}
 		b.B = b.B[:n]
-		_, dst, err := iphdr.Addrs(b.B)
+		e, err := iphdr.ParseEndpoints(b.B)
+		dst := e.Dst.Addr()
 		if err != nil {
 			pool.Put(b)
 			continue
