@@ -55,10 +55,10 @@ type Offload struct {
 	// super-packets of up to 64 KiB reach the router whole through its
 	// TUN's offloads (aqmrouter -offload, its default).
 	Veth bool `json:"veth"`
-	// GSO, when set, is passed to the router as -gso: auto (split
-	// super-packets below 1 Gb/s, keep them unshaped or faster), split or
-	// keep (queued whole, counted as their segments). "" keeps the
-	// router's default, auto.
+	// GSO, when set, is passed to the router as -gso: auto (keep a
+	// super-packet whole when its segments take at most 2 ms at the rate,
+	// split a longer one), split or keep (queued whole, counted as their
+	// segments). "" keeps the router's default, auto.
 	GSO string `json:"gso,omitempty"`
 }
 
