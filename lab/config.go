@@ -181,7 +181,14 @@ type Config struct {
 	// FlentCC is the congestion control flent asks netperf for
 	// (tcp_cong_control); empty keeps the namespace's default.
 	FlentCC string `json:"flent_cc,omitempty"`
+	// MaxRun, if set, replaces the 10-minute bound on the run with this
+	// one, at most MaxSoakRun, and allows one flood a minute beside the
+	// usual four: the bounds of a soak (aqmlab soak).
+	MaxRun time.Duration `json:"max_run_ns,omitempty"`
 }
+
+// MaxSoakRun is the longest run a configuration may ask for with MaxRun.
+const MaxSoakRun = 3 * time.Hour
 
 // Name is the configuration's label within its test.
 func (c Config) Name() string {
@@ -222,11 +229,16 @@ func (c Config) Validate() error {
 	if c.Rate == 0 {
 		return fmt.Errorf("lab: %s: Config.Rate is 0", c.Test)
 	}
-	if c.End() > 10*time.Minute {
-		return fmt.Errorf("lab: %s: run of %v is over the 10-minute bound", c.Test, c.End())
+	bound, floods := 10*time.Minute, 4
+	if c.MaxRun > 0 {
+		bound = min(c.MaxRun, MaxSoakRun)
+		floods += int(bound / time.Minute)
 	}
-	if len(c.Flows) > 64 || len(c.Floods) > 4 {
-		return fmt.Errorf("lab: %s: %d flows and %d floods: at most 64 and 4", c.Test, len(c.Flows), len(c.Floods))
+	if c.End() > bound {
+		return fmt.Errorf("lab: %s: run of %v is over the %v bound", c.Test, c.End(), bound)
+	}
+	if len(c.Flows) > 64 || len(c.Floods) > floods {
+		return fmt.Errorf("lab: %s: %d flows and %d floods: at most 64 and %d", c.Test, len(c.Flows), len(c.Floods), floods)
 	}
 	for _, f := range c.Flows {
 		if f.Stop <= f.Start || f.Path > len(c.Paths) {

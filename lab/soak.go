@@ -108,6 +108,7 @@ func (l *Lab) Soak(ctx context.Context, o SoakOptions) (SoakResult, error) {
 	}
 	cfg := cfgs[0]
 	cfg.Test = "soak"
+	cfg.MaxRun = cfg.End() + time.Minute // a soak's own bound, at most MaxSoakRun
 	w := cfg.Load[0]
 	for k, at := 0, w.From+o.FloodEvery/2; o.FloodEvery > 0 && at+o.FloodFor < w.To; k, at = k+1, at+o.FloodEvery {
 		cfg.Floods = append(cfg.Floods, FloodSpec{Rate: 2 * o.Rate, Size: 1000, RandomPorts: true, Start: at, Stop: at + o.FloodFor, Seed: uint64(k + 1)})

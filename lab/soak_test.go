@@ -7,6 +7,7 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+	"time"
 )
 
 // TestMalformedKinds protects the soak's bad input: each of the ten kinds
@@ -74,5 +75,34 @@ func TestWriteSoak(t *testing.T) {
 		if st, err := os.Stat(filepath.Join(dir, f)); err != nil || st.Size() == 0 {
 			t.Errorf("%s: %v", f, err)
 		}
+	}
+}
+
+// TestSoakBound protects the soak's own bound: an hour of load with a
+// flood a minute validates with MaxRun, the same run without it is refused
+// by the 10-minute bound, and MaxRun cannot lift the bound past MaxSoakRun.
+func TestSoakBound(t *testing.T) {
+	cfgs, err := Suite("rrul", Options{Duration: time.Hour, Queues: []Queue{{Router: "fq-codel"}}, Kernel: []KernelQdisc{}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	cfg := cfgs[0]
+	for at := cfg.Load[0].From; at < cfg.Load[0].To; at += time.Minute {
+		cfg.Floods = append(cfg.Floods, FloodSpec{Rate: 1e8, Size: 1000, RandomPorts: true, Start: at, Stop: at + 4*time.Second})
+	}
+	if err := cfg.Validate(); err == nil {
+		t.Error("an hour-long run validated without MaxRun")
+	}
+	cfg.MaxRun = cfg.End() + time.Minute
+	if err := cfg.Validate(); err != nil {
+		t.Errorf("with MaxRun: %v", err)
+	}
+	long := cfg
+	long.Load = []Window{{From: cfg.Idle, To: MaxSoakRun + time.Minute}}
+	long.Flows = nil
+	long.Floods = cfg.Floods[:1]
+	long.MaxRun = 10 * MaxSoakRun
+	if err := long.Validate(); err == nil {
+		t.Errorf("a run of %v validated past MaxSoakRun", long.End())
 	}
 }
