@@ -14,6 +14,7 @@ import (
 	"github.com/aqmkit/aqmkit/clock"
 	"github.com/aqmkit/aqmkit/internal/bucket"
 	"github.com/aqmkit/aqmkit/internal/rng"
+	"github.com/aqmkit/aqmkit/internal/tally"
 )
 
 // Sharded spreads packets over N shards by flow hash, each a [Front] with
@@ -537,7 +538,7 @@ func (s *Sharded[T]) Len() int {
 func (s *Sharded[T]) Stats() aqm.Stats {
 	var t aqm.Stats
 	for _, f := range s.shards {
-		t = addStats(t, f.Stats())
+		t = tally.Sum(t, f.Stats())
 	}
 	return t
 }
@@ -579,18 +580,4 @@ func (s *Sharded[T]) Detail() Detail {
 func (s *Sharded[T]) Metrics() iter.Seq[aqm.Metric] {
 	st, d := s.Stats(), s.Detail()
 	return concat(st.Metrics(), detailMetrics.Of(d))
-}
-
-func addStats(a, b aqm.Stats) aqm.Stats {
-	a.Enqueued = a.Enqueued.Plus(b.Enqueued)
-	a.Dequeued = a.Dequeued.Plus(b.Dequeued)
-	a.Marked = a.Marked.Plus(b.Marked)
-	a.DroppedOverlimit = a.DroppedOverlimit.Plus(b.DroppedOverlimit)
-	a.DroppedEarly = a.DroppedEarly.Plus(b.DroppedEarly)
-	a.DroppedOverload = a.DroppedOverload.Plus(b.DroppedOverload)
-	a.DroppedQueued = a.DroppedQueued.Plus(b.DroppedQueued)
-	a.Len += b.Len
-	a.Backlog += b.Backlog
-	a.MaxSize = max(a.MaxSize, b.MaxSize)
-	return a
 }

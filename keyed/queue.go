@@ -262,7 +262,7 @@ func (k *Queue[K, T]) release(i int32) {
 	k.remove(&k.idle, i)
 	st := s.q.Stats()
 	st.Len, st.Backlog = 0, 0
-	k.retired = addStats(k.retired, st)
+	k.retired = tally.Sum(k.retired, st)
 	delete(k.index, s.key)
 	*s = keySlot[K, T]{next: k.free, heap: none}
 	k.free = i
@@ -454,10 +454,10 @@ func (k *Queue[K, T]) KeyStats(key K) (aqm.Stats, bool) {
 // reclaimed included, and the packets refused for want of a key (in
 // DroppedOverlimit). It reads every live key's queue: O(keys).
 func (k *Queue[K, T]) Stats() aqm.Stats {
-	t := addStats(k.retired, k.own)
+	t := tally.Sum(k.retired, k.own)
 	for i := range k.slots {
 		if k.slots[i].state != keyFree {
-			t = addStats(t, k.slots[i].q.Stats())
+			t = tally.Sum(t, k.slots[i].q.Stats())
 		}
 	}
 	return t
@@ -627,20 +627,4 @@ func unusable[T any](q aqm.Queue[T]) (bad bool) {
 	}()
 	q.Len()
 	return false
-}
-
-// addStats returns the sum of a and b: counts add, Len and Backlog add,
-// MaxSize is the larger.
-func addStats(a, b aqm.Stats) aqm.Stats {
-	a.Enqueued = a.Enqueued.Plus(b.Enqueued)
-	a.Dequeued = a.Dequeued.Plus(b.Dequeued)
-	a.Marked = a.Marked.Plus(b.Marked)
-	a.DroppedOverlimit = a.DroppedOverlimit.Plus(b.DroppedOverlimit)
-	a.DroppedEarly = a.DroppedEarly.Plus(b.DroppedEarly)
-	a.DroppedOverload = a.DroppedOverload.Plus(b.DroppedOverload)
-	a.DroppedQueued = a.DroppedQueued.Plus(b.DroppedQueued)
-	a.Len += b.Len
-	a.Backlog += b.Backlog
-	a.MaxSize = max(a.MaxSize, b.MaxSize)
-	return a
 }

@@ -36,3 +36,20 @@ func NoteSize(s *aqm.Stats, size uint32) {
 		s.MaxSize = size
 	}
 }
+
+// Sum returns the counters of two queues taken as one, for a queue built of
+// others (the shards of a front, the keys of a keyed queue): counts, Len and
+// Backlog add, and MaxSize is the larger.
+func Sum(a, b aqm.Stats) aqm.Stats {
+	a.Enqueued = a.Enqueued.Plus(b.Enqueued)
+	a.Dequeued = a.Dequeued.Plus(b.Dequeued)
+	a.Marked = a.Marked.Plus(b.Marked)
+	a.DroppedOverlimit = a.DroppedOverlimit.Plus(b.DroppedOverlimit)
+	a.DroppedEarly = a.DroppedEarly.Plus(b.DroppedEarly)
+	a.DroppedOverload = a.DroppedOverload.Plus(b.DroppedOverload)
+	a.DroppedQueued = a.DroppedQueued.Plus(b.DroppedQueued)
+	a.Len += b.Len
+	a.Backlog += b.Backlog
+	a.MaxSize = max(a.MaxSize, b.MaxSize)
+	return a
+}
