@@ -62,9 +62,17 @@ func DefaultSoakOptions(d time.Duration) SoakOptions {
 		FaultWriteEvery: 20000, DownFor: time.Second, ProgressEvery: 10 * time.Second}
 }
 
-// SoakResult is what a soak found. RSSStartMB and GoroutineStart are
-// the first sample once the load has warmed up (the directions, their
-// goroutines and buffers exist by then), the End values the last sample.
+// settle is how long after the first flood a soak's start sample is
+// taken.
+const settle = 10 * time.Second
+
+// SoakResult is what a soak found. RSSStartMB and GoroutineStart are the
+// first sample once the load has warmed up, the first flood has ended and
+// settle has passed, the End values the last sample. By then the
+// directions, their goroutines and their buffers exist, every queue of the
+// rotation has run (its code is paged in), the packet pools have made the
+// buffers a flood needs, and the garbage collector has reached its pace:
+// the growth from there is what the router would keep adding over hours.
 // Malformed counts the malformed packets the kernel took for the TUN's
 // path; the router forwards the well-formed among them (fragments, IPv6
 // extension-header chains) and drops the rest by reason.
@@ -117,6 +125,12 @@ func (l *Lab) Soak(ctx context.Context, o SoakOptions) (SoakResult, error) {
 	if o.FaultWriteEvery > 0 {
 		cfg.RouterExtra = append(cfg.RouterExtra, "-fault-write-every", strconv.Itoa(o.FaultWriteEvery))
 	}
+	// The start of the soak's comparisons (SoakResult): once the load has
+	// warmed up, the first flood is over and its queues have drained.
+	settled := w.From + cfg.Warmup
+	if len(cfg.Floods) > 0 {
+		settled = max(settled, cfg.Floods[0].Stop+settle)
+	}
 	if o.DownAt == 0 {
 		o.DownAt = w.From + (w.To-w.From)/2
 	}
@@ -165,8 +179,8 @@ func (l *Lab) Soak(ctx context.Context, o SoakOptions) (SoakResult, error) {
 			mu.Unlock()
 			if o.Progress != nil && time.Since(last) >= o.ProgressEvery {
 				last = time.Now()
-				fmt.Fprintf(o.Progress, "soak %4.0fs/%.0fs: %s at %s, rss %.1f MB, goroutines %d, buffers %d, read %d, queued %d, conserved %v, malformed %d, reconfigs %d\n",
-					s.T, cfg.End().Seconds(), s.AQM, s.Rate, s.RSSMB, s.Goroutines, s.Buffers, s.Read, s.Queued, s.Conserved, s.Injected, s.Reconfigs)
+				fmt.Fprintf(o.Progress, "soak %4.0fs/%.0fs: %s at %s, rss %.1f MB (heap %.1f, buffers %.1f), goroutines %d, buffers %d, read %d, queued %d, conserved %v, malformed %d, reconfigs %d\n",
+					s.T, cfg.End().Seconds(), s.AQM, s.Rate, s.RSSMB, s.HeapMB, s.BufferMB, s.Goroutines, s.Buffers, s.Read, s.Queued, s.Conserved, s.Injected, s.Reconfigs)
 			}
 		}
 		cmd.Wait()
@@ -209,11 +223,9 @@ func (l *Lab) Soak(ctx context.Context, o SoakOptions) (SoakResult, error) {
 		res.Conserved = res.Conserved && s.Conserved
 	}
 	if n := len(res.Samples); n > 0 {
-		// The start is the first sample once the load has warmed up: the
-		// directions, their goroutines and buffers exist by then.
 		first, lastS := res.Samples[0], res.Samples[n-1]
 		for _, s := range res.Samples {
-			if s.T >= (w.From + cfg.Warmup).Seconds() {
+			if s.T >= settled.Seconds() {
 				first = s
 				break
 			}
@@ -257,9 +269,9 @@ func writeSoak(dir string, r SoakResult) error {
 		return err
 	}
 	cw := csv.NewWriter(f)
-	cw.Write([]string{"t_s", "rss_mb", "goroutines", "buffers_in_use", "read", "written", "dropped", "malformed_dropped", "queued", "conserved", "aqm", "rate", "injected", "reconfigs", "refused"})
+	cw.Write([]string{"t_s", "rss_mb", "heap_mb", "buffer_mb", "goroutines", "buffers_in_use", "read", "written", "dropped", "malformed_dropped", "queued", "conserved", "aqm", "rate", "injected", "reconfigs", "refused"})
 	for _, s := range r.Samples {
-		cw.Write([]string{fmt.Sprintf("%.1f", s.T), fmt.Sprintf("%.2f", s.RSSMB), strconv.Itoa(s.Goroutines), strconv.Itoa(s.Buffers),
+		cw.Write([]string{fmt.Sprintf("%.1f", s.T), fmt.Sprintf("%.2f", s.RSSMB), fmt.Sprintf("%.2f", s.HeapMB), fmt.Sprintf("%.2f", s.BufferMB), strconv.Itoa(s.Goroutines), strconv.Itoa(s.Buffers),
 			strconv.FormatUint(s.Read, 10), strconv.FormatUint(s.Written, 10), strconv.FormatUint(s.Dropped, 10),
 			strconv.FormatUint(s.Malformed, 10), strconv.FormatUint(s.Queued, 10), strconv.FormatBool(s.Conserved), s.AQM, s.Rate,
 			strconv.FormatUint(s.Injected, 10), strconv.FormatUint(s.Reconfigs, 10), strconv.FormatUint(s.Refused, 10)})
@@ -270,6 +282,9 @@ func writeSoak(dir string, r SoakResult) error {
 		return err
 	}
 	if err := f.Close(); err != nil {
+		return err
+	}
+	if err := writeProbe(filepath.Join(dir, "probe.csv"), r.Run.Probe); err != nil {
 		return err
 	}
 	r.Run.Probe, r.Run.FlowSamples = nil, nil // the raw samples of a long run are large
@@ -283,8 +298,28 @@ func writeSoak(dir string, r SoakResult) error {
 	return plotSoak(filepath.Join(dir, "soak.png"), r.Samples)
 }
 
-// plotSoak plots the router's RSS, goroutines and buffers in use (in
-// hundreds) over the soak.
+// writeProbe writes the probe's round trips as CSV: seconds since the
+// run's start and the round trip in milliseconds.
+func writeProbe(file string, ps []ProbeSample) error {
+	f, err := os.Create(file)
+	if err != nil {
+		return err
+	}
+	cw := csv.NewWriter(f)
+	cw.Write([]string{"t_s", "rtt_ms"})
+	for _, p := range ps {
+		cw.Write([]string{strconv.FormatFloat(p.T.Seconds(), 'f', 3, 64), strconv.FormatFloat(float64(p.RTT)/1e6, 'f', 3, 64)})
+	}
+	cw.Flush()
+	if err := cw.Error(); err != nil {
+		f.Close()
+		return err
+	}
+	return f.Close()
+}
+
+// plotSoak plots the router's RSS, live heap, pool buffers, goroutines and
+// buffers in use (in hundreds) over the soak.
 func plotSoak(file string, ss []SoakSample) error {
 	if len(ss) == 0 {
 		return nil
@@ -293,13 +328,15 @@ func plotSoak(file string, ss []SoakSample) error {
 	p.Title.Text = "soak: the router over time"
 	p.X.Label.Text = "time (s)"
 	p.Legend.Top = true
-	var rss, gor, buf plotter.XYs
+	var rss, heap, bufMB, gor, buf plotter.XYs
 	for _, s := range ss {
 		rss = append(rss, plotter.XY{X: s.T, Y: s.RSSMB})
+		heap = append(heap, plotter.XY{X: s.T, Y: s.HeapMB})
+		bufMB = append(bufMB, plotter.XY{X: s.T, Y: s.BufferMB})
 		gor = append(gor, plotter.XY{X: s.T, Y: float64(s.Goroutines)})
 		buf = append(buf, plotter.XY{X: s.T, Y: float64(s.Buffers) / 100})
 	}
-	if err := plotutil.AddLines(p, "RSS (MB)", rss, "goroutines", gor, "buffers in use (hundreds)", buf); err != nil {
+	if err := plotutil.AddLines(p, "RSS (MB)", rss, "live heap (MB)", heap, "pool buffers (MB)", bufMB, "goroutines", gor, "buffers in use (hundreds)", buf); err != nil {
 		return err
 	}
 	return p.Save(10*vg.Inch, 4*vg.Inch, file)

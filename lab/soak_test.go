@@ -68,7 +68,7 @@ func TestWriteSoak(t *testing.T) {
 		t.Fatal(err)
 	}
 	lines := strings.Split(strings.TrimSpace(string(b)), "\n")
-	if len(lines) != 3 || !strings.HasPrefix(lines[0], "t_s,rss_mb,goroutines") || !strings.Contains(lines[2], ",fifo,") {
+	if len(lines) != 3 || !strings.HasPrefix(lines[0], "t_s,rss_mb,heap_mb,buffer_mb,goroutines") || !strings.Contains(lines[2], ",fifo,") {
 		t.Errorf("soak.csv:\n%s", b)
 	}
 	for _, f := range []string{"soak.json", "soak.png"} {

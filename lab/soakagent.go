@@ -36,8 +36,13 @@ import (
 
 // SoakSample is one sample of the router during a soak.
 type SoakSample struct {
-	T          float64 `json:"t"` // seconds since the soak's start
-	RSSMB      float64 `json:"rss_mb"`
+	T     float64 `json:"t"` // seconds since the soak's start
+	RSSMB float64 `json:"rss_mb"`
+	// HeapMB is the router's live heap at its last garbage collection,
+	// BufferMB the packet buffers its pools made (all kept for reuse, and
+	// part of the live heap).
+	HeapMB     float64 `json:"heap_mb"`
+	BufferMB   float64 `json:"buffer_mb"`
 	Goroutines int     `json:"goroutines"`
 	Buffers    int     `json:"buffers_in_use"`
 	Read       uint64  `json:"read"`
@@ -187,9 +192,11 @@ func sampleRouter(c *http.Client, base string) (SoakSample, error) {
 			} `json:"dropped"`
 			Queued  uint64 `json:"queued"`
 			Buffers int    `json:"buffers_in_use"`
+			BufferB int64  `json:"buffer_bytes"`
 		} `json:"aqmrouter"`
-		Goroutines int `json:"goroutines"`
-		PID        int `json:"pid"`
+		HeapLive   uint64 `json:"heap_live_bytes"`
+		Goroutines int    `json:"goroutines"`
+		PID        int    `json:"pid"`
 	}
 	if err := json.NewDecoder(resp.Body).Decode(&v); err != nil {
 		return smp, err
@@ -200,6 +207,7 @@ func sampleRouter(c *http.Client, base string) (SoakSample, error) {
 	smp.Malformed = r.Dropped.NotIP + r.Dropped.Truncated + r.Dropped.BadHeader
 	smp.Conserved = smp.Read == smp.Written+smp.Dropped+smp.Queued
 	smp.Buffers, smp.Goroutines = r.Buffers, v.Goroutines
+	smp.HeapMB, smp.BufferMB = float64(v.HeapLive)/(1<<20), float64(r.BufferB)/(1<<20)
 	if v.PID > 0 {
 		smp.RSSMB = rssMB(v.PID)
 	}

@@ -121,6 +121,15 @@ func (a *accountant) tryRead(read func()) bool {
 	return a.busy.Load() == 0 && a.seq.Load() == s
 }
 
+// bufferBytes returns the bytes of every buffer the router's pools made.
+func (r *Router) bufferBytes() int64 {
+	n := r.pool.made.Load() * int64(r.pool.size)
+	if r.seg != nil {
+		n += r.seg.made.Load() * int64(r.seg.size)
+	}
+	return n
+}
+
 // buffersInUse returns the packet buffers out of the router's pools.
 func (r *Router) buffersInUse() int {
 	n := r.pool.inUse()

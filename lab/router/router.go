@@ -835,6 +835,7 @@ func (r *Router) Stats() Stats {
 	var s Stats
 	r.acct.sample(func() { s = r.stats() })
 	s.BuffersInUse, s.SamplesPaused = r.buffersInUse(), r.acct.paused.Load()
+	s.BufferBytes = r.bufferBytes()
 	return s
 }
 

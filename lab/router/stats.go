@@ -167,6 +167,10 @@ type Stats struct {
 	// pools (read and segment buffers): those queued, delayed, in flight and
 	// held by the readers for their next read. Zero once Run has returned.
 	BuffersInUse int `json:"buffers_in_use"`
+	// BufferBytes is the memory of every packet buffer the pools have made
+	// (in use or free): the pools keep what they made, so it is the high
+	// mark of the buffers in use, in bytes.
+	BufferBytes int64 `json:"buffer_bytes"`
 	// SamplesPaused counts the Stats calls that found the router too busy
 	// to read its counters at a quiet instant and paused it briefly.
 	SamplesPaused uint64 `json:"samples_paused"`

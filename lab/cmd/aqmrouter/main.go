@@ -10,10 +10,12 @@ import (
 	"io"
 	"net"
 	"net/http"
+	httppprof "net/http/pprof"
 	"os"
 	"os/signal"
 	"path/filepath"
 	"runtime"
+	"runtime/metrics"
 	"runtime/pprof"
 	"strings"
 	"sync"
@@ -118,10 +120,13 @@ func run(args []string, stdout, stderr io.Writer) int {
 		}
 		expvar.Publish("goroutines", expvar.Func(func() any { return runtime.NumGoroutine() }))
 		expvar.Publish("pid", expvar.Func(func() any { return os.Getpid() }))
+		expvar.Publish("heap_live_bytes", expvar.Func(heapLive))
 		logf("metrics on http://%s/debug/vars", o.metrics)
 		if loopback(o.metrics) {
 			mux.Handle("/config", controlHandler(r, nil))
 			logf("control on http://%s/config", o.metrics)
+			mux.HandleFunc("/debug/pprof/", httppprof.Index)
+			mux.HandleFunc("/debug/pprof/profile", httppprof.Profile)
 		}
 	}
 	if o.control != "" {
@@ -271,4 +276,16 @@ func writeStats(path string, s router.Stats) error {
 		os.Remove(tmp.Name())
 	}
 	return err
+}
+
+// heapLive returns the bytes of heap the last garbage collection found
+// live: unlike the process's RSS it does not move with the collector's
+// pacing, so a leak shows in it as a rising floor.
+func heapLive() any {
+	s := []metrics.Sample{{Name: "/gc/heap/live:bytes"}}
+	metrics.Read(s)
+	if s[0].Value.Kind() != metrics.KindUint64 {
+		return uint64(0)
+	}
+	return s[0].Value.Uint64()
 }
