@@ -137,6 +137,10 @@ func TestConservedWhileRunning(t *testing.T) {
 			if s.BuffersInUse != 0 {
 				t.Errorf("%d buffers out of the pools after shutdown", s.BuffersInUse)
 			}
+			// The pools keep what they made: at least the reader's batch.
+			if s.BufferBytes < int64(r.cfg.ReadBatch*r.cfg.BufferSize) || s.BufferBytes%int64(r.cfg.BufferSize) != 0 && r.seg == nil {
+				t.Errorf("buffer bytes %d; want whole buffers of %d, at least %d of them", s.BufferBytes, r.cfg.BufferSize, r.cfg.ReadBatch)
+			}
 			if reconfigs.Load() == 0 {
 				t.Error("no reconfiguration ran while packets flowed")
 			}
