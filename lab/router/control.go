@@ -277,6 +277,7 @@ func (r *Router) Reconfigure(cfg Config) error {
 			r.reconfigureQueue(d, next, algCfg, next.AQM == cur.AQM)
 		}
 		r.cfg.AQM, r.cfg.Rate, r.cfg.LimitPackets, r.cfg.Params = next.AQM, next.Rate, next.LimitPackets, next.Params
+		r.rate.Store(uint64(next.Rate))
 	})
 	return nil
 }

@@ -248,7 +248,10 @@ func (c Config) Validate() error {
 // queue per destination prefix, each at the configured rate and followed by
 // the configured delay.
 type Router struct {
-	cfg   Config
+	cfg Config
+	// rate is cfg.Rate for the goroutines that read it while a
+	// reconfiguration may change it (the load monitor).
+	rate  atomic.Uint64
 	devs  []Device
 	clk   clock.Clock
 	pool  *pool
@@ -284,6 +287,7 @@ func New(cfg Config, devs ...Device) (*Router, error) {
 	}
 	cfg = cfg.withDefaults()
 	r := &Router{cfg: cfg, devs: devs, clk: cfg.Clock, pool: newPool(cfg.BufferSize, cfg.Buffers)}
+	r.rate.Store(uint64(cfg.Rate))
 	if cfg.VnetHdr {
 		r.off = iphdr.VnetHdrLen
 		r.seg = newPool(SegmentBufferSize, cfg.Buffers)

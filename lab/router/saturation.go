@@ -299,9 +299,9 @@ func (m *loadMonitor) why(kernelDrops bool) string {
 
 func (m *loadMonitor) advice() string {
 	switch {
-	case m.cfg.AutoCap && m.r.cfg.Rate > 0:
+	case m.cfg.AutoCap && aqm.Rate(m.r.rate.Load()) > 0:
 		return "; capping the rate below what the router sustains"
-	case m.r.cfg.Rate > 0:
+	case aqm.Rate(m.r.rate.Load()) > 0:
 		return "; lower the rate, or let the router cap it (auto cap)"
 	}
 	return "; set a rate the router sustains"
@@ -334,7 +334,7 @@ func (m *loadMonitor) holdGSO(now aqm.Time, saturated, splitting bool) {
 // shaped direction. A saturated window in which nothing was read (the
 // router did not run) caps from the next window's reads.
 func (m *loadMonitor) capRates(qs []*Queue, wall time.Duration, saturated bool, busy float64) {
-	rate := m.r.cfg.Rate
+	rate := aqm.Rate(m.r.rate.Load())
 	if !m.cfg.AutoCap || rate == 0 {
 		return
 	}
