@@ -43,11 +43,11 @@ type Clock interface {
 	Now() aqm.Time
 }
 
-// Func adapts a function to [Clock].
-type Func func() aqm.Time
+// since is the clock [Since] returns.
+type since struct{ start time.Time }
 
-// Now calls f.
-func (f Func) Now() aqm.Time { return f() }
+// Now returns Epoch plus the time since start.
+func (s since) Now() aqm.Time { return Epoch + aqm.Time(time.Since(s.start)) }
 
 // Epoch is the reading of [Mono] clocks when the process started (when
 // package clock was initialised) and the initial reading of a [Manual]
@@ -80,7 +80,7 @@ func (*Mono) Now() aqm.Time { return Epoch + aqm.Time(time.Since(processStart)) 
 // from it. Unlike [Mono], its readings are relative to start; it suits
 // testing/synctest bubbles (pass time.Now() taken inside the bubble).
 func Since(start time.Time) Clock {
-	return Func(func() aqm.Time { return Epoch + aqm.Time(time.Since(start)) })
+	return since{start}
 }
 
 // Coarse is a clock for many concurrent readers: it holds the last reading
