@@ -9,6 +9,7 @@ import (
 	"github.com/aqmkit/aqmkit/aqm"
 	"github.com/aqmkit/aqmkit/internal/metrics"
 	"github.com/aqmkit/aqmkit/internal/ring"
+	"github.com/aqmkit/aqmkit/internal/taildrop"
 	"github.com/aqmkit/aqmkit/internal/tally"
 )
 
@@ -193,52 +194,8 @@ func (q *Queue[T]) EnqueueBatch(ps []aqm.Packet[T], vs []aqm.Verdict, now aqm.Ti
 		}
 		return 0
 	}
-	ps, vs = ps[:n], vs[:n]
-	room := q.limitPackets - q.segs // wire packets; may be negative after Reconfigure
-	limitBytes := int64(q.limitBytes)
-	if limitBytes == 0 {
-		limitBytes = math.MaxInt64
-	}
-	backlog0 := int64(q.backlog)
-	backlog, room0 := backlog0, room
-	maxSize := q.stats.MaxSize
-	// Accepted packets are written straight into run, the ring's free
-	// slots, and committed together; run is refilled where the storage
-	// wraps. room > 0 means a free slot: the ring's capacity is at least
-	// limitPackets, and every queued packet takes at least one of them.
-	var run []aqm.Packet[T]
-	j, accepted := 0, 0
-	for i := range ps {
-		p := &ps[i]
-		size, segs := p.Size, p.SegmentCount()
-		maxSize = max(maxSize, size)
-		if segs > room || backlog+int64(size) > limitBytes {
-			tally.DropMeta(&q.stats, aqm.DroppedOverlimit, p.Meta, false)
-			vs[i] = aqm.DroppedOverlimit
-			continue
-		}
-		if j == len(run) {
-			q.ring.Commit(j)
-			run, j = q.ring.Spare(n-i), 0
-		}
-		m := p.Meta
-		m.ECN &= aqm.ECNMask
-		run[j] = aqm.Packet[T]{Payload: p.Payload, Meta: m, Enqueued: now}
-		j++
-		accepted++
-		room -= segs
-		backlog += int64(size)
-		vs[i] = aqm.Enqueued
-	}
-	q.ring.Commit(j)
-	q.backlog = int(backlog)
-	q.stats.MaxSize = maxSize
-	// Every accepted packet took its segments of room and its size of
-	// backlog.
-	q.segs += room0 - room
-	q.stats.Enqueued.Packets += uint64(room0 - room)
-	q.stats.Enqueued.Bytes += uint64(backlog - backlog0)
-	return accepted
+	return taildrop.EnqueueBatch(taildrop.Queue[T]{Ring: &q.ring, Stats: &q.stats, Segs: &q.segs, Backlog: &q.backlog,
+		LimitPackets: q.limitPackets, LimitBytes: q.limitBytes}, ps, vs, now, nil)
 }
 
 // DequeueBatch removes up to len(buf) packets at now into buf[:n], as n
