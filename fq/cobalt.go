@@ -275,33 +275,13 @@ func (q *Cobalt[T]) Dequeue(now aqm.Time) (p aqm.Packet[T], ok bool) {
 // that many calls of Enqueue would, writing each verdict to vs[i], and
 // returns the number accepted ([aqm.BatchQueue]).
 func (q *Cobalt[T]) EnqueueBatch(ps []aqm.Packet[T], vs []aqm.Verdict, now aqm.Time) int {
-	n := min(len(ps), len(vs))
-	accepted := 0
-	var idxs [touchAhead]uint32
-	for i := range n {
-		if i%touchAhead == 0 {
-			q.touch(ps[i:min(i+touchAhead, n)], &idxs) // see CoDel.EnqueueBatch
-		}
-		v := q.Enqueue(ps[i], now)
-		vs[i] = v
-		if v.Accepted() {
-			accepted++
-		}
-	}
-	return accepted
+	return enqueueBurst(q, &q.sched, ps, vs, now)
 }
 
 // DequeueBatch removes up to len(buf) packets at now into buf, as that many
 // calls of Dequeue would, and returns how many ([aqm.BatchQueue]).
 func (q *Cobalt[T]) DequeueBatch(buf []aqm.Packet[T], now aqm.Time) int {
-	for i := range buf {
-		p, ok := q.Dequeue(now)
-		if !ok {
-			return i
-		}
-		buf[i] = p
-	}
-	return len(buf)
+	return dequeueBurst(q, buf, now)
 }
 
 // Reconfigure validates cfg and applies it without losing, duplicating or
