@@ -187,12 +187,7 @@ func (q *Queue[T]) dequeueFrom(p aqm.Packet[T], now aqm.Time) (aqm.Packet[T], bo
 func (q *Queue[T]) EnqueueBatch(ps []aqm.Packet[T], vs []aqm.Verdict, now aqm.Time) int {
 	n := min(len(ps), len(vs))
 	if n == 1 { // no run to share the set-up with
-		v := q.Enqueue(ps[0], now)
-		vs[0] = v
-		if v.Accepted() {
-			return 1
-		}
-		return 0
+		return tally.Single(vs, q.Enqueue(ps[0], now))
 	}
 	return taildrop.EnqueueBatch(taildrop.Queue[T]{Ring: &q.ring, Stats: &q.stats, Segs: &q.segs, Backlog: &q.backlog,
 		LimitPackets: q.limitPackets, LimitBytes: q.limitBytes}, ps, vs, now, nil)

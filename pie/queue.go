@@ -172,12 +172,7 @@ func (q *Queue[T]) EnqueueBatch(ps []aqm.Packet[T], vs []aqm.Verdict, now aqm.Ti
 	case 0:
 		return 0 // the loop makes no call
 	case 1: // no run to share the set-up with
-		v := q.Enqueue(ps[0], now)
-		vs[0] = v
-		if v.Accepted() {
-			return 1
-		}
-		return 0
+		return tally.Single(vs, q.Enqueue(ps[0], now))
 	}
 	ps, vs = ps[:n], vs[:n]
 	q.advance(now)
