@@ -184,10 +184,10 @@ func (r Rate) BytesIn(d time.Duration) int64 {
 
 // Sizing of the presets (ConfigForLink in each algorithm package).
 const (
-	// DefaultRTT is the round-trip time the presets assume when given none:
+	// defaultRTT is the round-trip time the presets assume when given none:
 	// 100 ms, CoDel's interval and the usual planning figure for Internet
 	// paths.
-	DefaultRTT = 100 * time.Millisecond
+	defaultRTT = 100 * time.Millisecond
 	// minBufferBytes is the smallest buffer a preset gives, 64 KiB, so that
 	// a slow link still absorbs a burst of a few dozen full-size packets.
 	minBufferBytes = 64 << 10
@@ -203,11 +203,11 @@ const (
 // draining at rate r for flows whose round-trip time is about rtt: four
 // round trips' worth at r (as CAKE sizes its buffer), at least
 // 64 KiB and at most 32 MiB. A zero rtt means
-// [DefaultRTT]; a zero (unlimited) rate gets the maximum. At 8 Mb/s and
+// 100 ms; a zero (unlimited) rate gets the maximum. At 8 Mb/s and
 // 100 ms this is 400 kB, 400 ms of queue at most.
 func (r Rate) BufferBytes(rtt time.Duration) int {
 	if rtt <= 0 {
-		rtt = DefaultRTT
+		rtt = defaultRTT
 	}
 	if r == 0 {
 		return maxBufferBytes

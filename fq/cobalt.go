@@ -68,7 +68,7 @@ type CobaltConfig struct {
 
 // CobaltConfigForLink returns the FQ-COBALT configuration for a link of the
 // given rate carrying flows whose round-trip time is about rtt (zero means
-// [aqm.DefaultRTT]): LimitPackets and MemoryLimitBytes hold
+// 100 ms): LimitPackets and MemoryLimitBytes hold
 // [aqm.Rate.BufferBytes] (four round trips at the rate), MTUTime is one
 // full-size packet's time at the rate (COBALT's slow-link guard), and every
 // other field keeps its default. A zero rate (unknown or unlimited) gives

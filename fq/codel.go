@@ -114,7 +114,7 @@ type CoDelConfig struct {
 
 // CoDelConfigForLink returns the FQ-CoDel configuration for a link of the
 // given rate carrying flows whose round-trip time is about rtt (zero means
-// [aqm.DefaultRTT]): LimitPackets and MemoryLimitBytes hold
+// 100 ms): LimitPackets and MemoryLimitBytes hold
 // [aqm.Rate.BufferBytes] (four round trips at the rate, between 64 KiB and
 // 32 MiB), and every other field keeps its default. At 8 Mb/s and 100 ms
 // that is 400 kB and 265 full-size packets. A zero rate (unknown or

@@ -73,7 +73,7 @@ type PIEConfig struct {
 
 // PIEConfigForLink returns the FQ-PIE configuration for a link of the given
 // rate carrying flows whose round-trip time is about rtt (zero means
-// [aqm.DefaultRTT]): LimitPackets and MemoryLimitBytes hold
+// 100 ms): LimitPackets and MemoryLimitBytes hold
 // [aqm.Rate.BufferBytes] (four round trips at the rate), and every other
 // field keeps its default. A zero rate (unknown or unlimited) gives the
 // zero PIEConfig: the defaults.

@@ -66,7 +66,7 @@ type Options struct {
 	// makes CAKE shape at it. Zero keeps the algorithm's defaults.
 	Rate aqm.Rate
 	// RTT is the round-trip time the limits are sized for, with Rate.
-	// Zero means [aqm.DefaultRTT].
+	// Zero means 100 ms.
 	RTT time.Duration
 	// LimitPackets overrides the preset's packet limit. Zero keeps it.
 	LimitPackets int

@@ -424,7 +424,7 @@ func (c Config) derive() (Config, params, error) {
 
 // ConfigForLink returns the configuration of a RED queue in packet mode
 // for a link of the given rate and flows whose round-trip time is about
-// rtt (zero means [aqm.DefaultRTT]): LinkRate is rate, the thresholds and
+// rtt (zero means 100 ms): LinkRate is rate, the thresholds and
 // weight are the automatic ones for that rate, and LimitPackets is
 // rate.BufferPackets(rtt), four round trips of full-size packets (raised to
 // MaxThreshold if the automatic threshold is larger). Everything else is
