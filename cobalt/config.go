@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/aqmkit/aqmkit/aqm"
+	"github.com/aqmkit/aqmkit/internal/dropcap"
 	"github.com/aqmkit/aqmkit/internal/rng"
 )
 
@@ -36,9 +37,9 @@ const (
 	// maxLimitPackets is the largest LimitPackets accepted; storage for
 	// this many packets is allocated up front.
 	maxLimitPackets = 1 << 24
-	// MaxDropsPerDequeue bounds the packets one Dequeue call drops, as
-	// codel.MaxDropsPerDequeue does.
-	MaxDropsPerDequeue = 256
+	// maxDropsPerDequeue bounds the packets one Dequeue call drops: 256,
+	// as in CoDel (see package dropcap).
+	maxDropsPerDequeue = dropcap.PerDequeue
 	// minLimitPackets is the smallest non-zero LimitPackets accepted, 2:
 	// COBALT signals on a packet that leaves while another waits.
 	minLimitPackets = 2

@@ -76,7 +76,7 @@
 //     packet above target that arrives while decay is still owed (a link
 //     that stalls twice in a row with packets standing) sees a higher
 //     count than Linux would, and so signals sooner.
-//   - One Dequeue drops at most [MaxDropsPerDequeue] packets.
+//   - One Dequeue drops at most 256 packets.
 //   - Validate refuses limits with which COBALT could never signal, a
 //     LimitPackets of 1 or a LimitBytes below two full-size packets
 //     (2×aqm.FullPacketBytes), and a BlueIncrement below 2^-32, which rounds

@@ -97,7 +97,7 @@ func (q *Queue[T]) Enqueue(p aqm.Packet[T], now aqm.Time) aqm.Verdict {
 }
 
 // Dequeue returns the next packet to send, after dropping (through the
-// DropFunc) the packets COBALT drops, at most [MaxDropsPerDequeue] per
+// DropFunc) the packets COBALT drops, at most 256 per
 // call. CoDel-half drops count as [aqm.DroppedEarly]; BLUE's drops count as
 // DroppedEarly for packets that are not ECN-capable and as
 // [aqm.DroppedOverload] for those that are (they were dropped although they
@@ -112,7 +112,7 @@ func (q *Queue[T]) Dequeue(now aqm.Time) (p aqm.Packet[T], ok bool) {
 		q.backlog -= int(p.Size)
 		q.segs -= p.SegmentCount()
 		act := Deliver
-		if drops < MaxDropsPerDequeue {
+		if drops < maxDropsPerDequeue {
 			act = q.c.Decide(&q.p, now, p.Enqueued.Since(now), p.ECN)
 		} else {
 			q.capHits++
@@ -188,7 +188,7 @@ type Detail struct {
 	// in DroppedBlue only.
 	DroppedCoDel uint64 `metric:"dropped_codel_packets,counter"`
 	DroppedBlue  uint64 `metric:"dropped_blue_packets,counter"`
-	// CappedDequeues counts Dequeue calls that reached [MaxDropsPerDequeue].
+	// CappedDequeues counts Dequeue calls that reached their bound of 256 drops.
 	CappedDequeues uint64 `metric:"capped_dequeues,counter"`
 	// MemoryBytes is the memory the queue preallocated for its packet
 	// storage: LimitPackets slots (rounded up to a power of two) of one

@@ -126,7 +126,7 @@ func (q *Queue[T]) EnqueueDSCP(p aqm.Packet[T], dscp uint8, now aqm.Time) aqm.Ve
 
 // Dequeue returns the next packet to send, after dropping (through the
 // DropFunc, as [aqm.DroppedEarly]) the packets CoDel's control law drops,
-// at most [MaxDropsPerDequeue] per call. A returned packet whose ECN is CE was
+// at most 256 per call. A returned packet whose ECN is CE was
 // marked by CoDel or by the CE threshold (or arrived CE).
 func (q *Queue[T]) Dequeue(now aqm.Time) (p aqm.Packet[T], ok bool) {
 	if p, ok = q.ring.PopFront(); !ok {
@@ -146,7 +146,7 @@ func (q *Queue[T]) dequeueFrom(p aqm.Packet[T], now aqm.Time) (aqm.Packet[T], bo
 		// A packet SelectDSCP flagged never takes the fast path (it needs no
 		// CE threshold, the flag needs one): both other ways clear the
 		// flag, so that it reaches neither the caller nor the DropFunc.
-		if drops >= MaxDropsPerDequeue {
+		if drops >= maxDropsPerDequeue {
 			q.c.Resync(&q.p, now)
 			q.capHits++
 			p.ECN &= aqm.ECNMask
@@ -351,7 +351,7 @@ type Detail struct {
 	MarkedCoDel uint64 `metric:"marked_codel_packets,counter"`
 	// MarkedCEThreshold counts packets marked CE by the CE threshold, in wire packets.
 	MarkedCEThreshold uint64 `metric:"marked_ce_threshold_packets,counter"`
-	// CappedDequeues counts Dequeue calls that reached [MaxDropsPerDequeue].
+	// CappedDequeues counts Dequeue calls that reached their bound of 256 drops.
 	CappedDequeues uint64 `metric:"capped_dequeues,counter"`
 	// MemoryBytes is the memory the queue preallocated for packets: room
 	// for LimitPackets packets, rounded up to a power of two, times the

@@ -7,6 +7,7 @@ import (
 	"github.com/aqmkit/aqmkit/aqm"
 	"github.com/aqmkit/aqmkit/cobalt"
 	"github.com/aqmkit/aqmkit/internal/cfgerr"
+	"github.com/aqmkit/aqmkit/internal/dropcap"
 	"github.com/aqmkit/aqmkit/internal/rng"
 	"github.com/aqmkit/aqmkit/internal/tally"
 )
@@ -207,7 +208,7 @@ func (q *Cobalt[T]) Enqueue(p aqm.Packet[T], now aqm.Time) aqm.Verdict {
 
 // Dequeue returns the next packet by DRR++ over the new then the old flows,
 // after the COBALT of the flow it comes from has dropped (through the
-// DropFunc) the packets it drops, at most [cobalt.MaxDropsPerDequeue] in
+// DropFunc) the packets it drops, at most 256 in
 // one call. When a flow's last packet leaves, its COBALT is told that its
 // queue is empty (BLUE's probability decays, at most once per Target).
 func (q *Cobalt[T]) Dequeue(now aqm.Time) (p aqm.Packet[T], ok bool) {
@@ -231,7 +232,7 @@ func (q *Cobalt[T]) Dequeue(now aqm.Time) (p aqm.Packet[T], ok bool) {
 				q.reclass(f, idx)
 			}
 			act := cobalt.Deliver
-			if drops < cobalt.MaxDropsPerDequeue {
+			if drops < dropcap.PerDequeue {
 				act = f.cv.Decide(&q.cp, now, p.Enqueued.Since(now), p.ECN)
 			} else {
 				q.d.CappedDequeues++

@@ -7,6 +7,7 @@ import (
 	"github.com/aqmkit/aqmkit/aqm"
 	"github.com/aqmkit/aqmkit/codel"
 	"github.com/aqmkit/aqmkit/internal/cfgerr"
+	"github.com/aqmkit/aqmkit/internal/dropcap"
 	"github.com/aqmkit/aqmkit/internal/rng"
 	"github.com/aqmkit/aqmkit/internal/tally"
 )
@@ -388,7 +389,7 @@ func (q *CoDel[T]) bumpCount(f *cqFlow, dropped uint32, memory bool) {
 // Dequeue returns the next packet by DRR++ over the new then the old flows,
 // after the CoDel of the flow it comes from has dropped (through the
 // DropFunc, as [aqm.DroppedEarly]) the packets its control law drops, at
-// most [codel.MaxDropsPerDequeue] in one call.
+// most 256 in one call.
 //
 // It runs DRR++ as sched.head, refill and retire do, written out: FQ-CoDel's
 // per-packet cost is the one the package is measured by, and the calls
@@ -440,7 +441,7 @@ func (q *CoDel[T]) Dequeue(now aqm.Time) (p aqm.Packet[T], ok bool) {
 			// threshold goes): the other two ways clear it, so that it
 			// reaches neither the caller nor the DropFunc.
 			act := codel.Deliver
-			if sj := p.Enqueued.Since(now); drops < codel.MaxDropsPerDequeue {
+			if sj := p.Enqueued.Since(now); drops < dropcap.PerDequeue {
 				if !f.cv.DeliverIfBelowTarget(&q.cp, sj) {
 					act = f.cv.Decide(&q.cp, now, sj, guard, p.ECN)
 					p.ECN &= aqm.ECNMask
