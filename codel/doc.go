@@ -97,7 +97,7 @@
 //     Linux); older Linux and ns-3 keep it.
 //   - The re-entry rule needs a previous episode (Linux's drop_next starts at
 //     0 and can make a never-dropping queue look "recently dropping").
-//   - At most [maxDropsPerDequeue] (256) drops per Dequeue, then the next drop
+//   - At most 256 drops per Dequeue, then the next drop
 //     is rescheduled from now, and the spacing is at least 1 ns: Linux's 2026
 //     fix for an unbounded drop loop under a tiny interval. The RFC has no
 //     bound. count saturates at 2^30 instead of wrapping.
