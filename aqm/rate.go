@@ -194,9 +194,11 @@ const (
 	// maxBufferBytes is the largest buffer a preset gives, 32 MiB, the
 	// memory FQ-CoDel takes by default.
 	maxBufferBytes = 32 << 20
-	// FullPacketBytes is the packet size the presets use to turn bytes into
-	// packets: an Ethernet MTU plus its 14-byte header.
-	FullPacketBytes = 1514
+	// fullPacketBytes is the packet size the presets use to turn bytes
+	// into packets: an Ethernet MTU plus its 14-byte header. The queues'
+	// own checks use the same number from internal/frame, which the
+	// contract does not import; a test there holds the two equal.
+	fullPacketBytes = 1514
 )
 
 // BufferBytes returns the buffer, in bytes, that the presets give a queue
@@ -220,8 +222,8 @@ func (r Rate) BufferBytes(rtt time.Duration) int {
 }
 
 // BufferPackets returns [Rate.BufferBytes] in full-size packets
-// ([FullPacketBytes]), rounded up.
+// (1514 bytes, an Ethernet MTU plus its header), rounded up.
 func (r Rate) BufferPackets(rtt time.Duration) int {
 	b := r.BufferBytes(rtt)
-	return (b + FullPacketBytes - 1) / FullPacketBytes
+	return (b + fullPacketBytes - 1) / fullPacketBytes
 }

@@ -8,6 +8,7 @@ import (
 	"github.com/aqmkit/aqmkit/cobalt"
 	"github.com/aqmkit/aqmkit/internal/cfgerr"
 	"github.com/aqmkit/aqmkit/internal/dropcap"
+	"github.com/aqmkit/aqmkit/internal/frame"
 	"github.com/aqmkit/aqmkit/internal/rng"
 	"github.com/aqmkit/aqmkit/internal/tally"
 )
@@ -81,7 +82,7 @@ func CobaltConfigForLink(rate aqm.Rate, rtt time.Duration) CobaltConfig {
 	return CobaltConfig{
 		LimitPackets:     rate.BufferPackets(rtt),
 		MemoryLimitBytes: rate.BufferBytes(rtt),
-		Control:          cobalt.Control{MTUTime: rate.TxTime(aqm.FullPacketBytes)},
+		Control:          cobalt.Control{MTUTime: rate.TxTime(frame.FullBytes)},
 	}
 }
 
