@@ -2,12 +2,11 @@ package fq
 
 import "github.com/aqmkit/aqmkit/aqm"
 
-// burster is what the burst loops of FQ-COBALT and FQ-PIE call per packet:
-// their single-packet methods. FQ-CoDel writes its burst out
-// (CoDel.EnqueueBatch, CoDel.DequeueBatch).
+// burster is what the burst enqueue of FQ-COBALT and FQ-PIE calls per
+// packet. FQ-CoDel writes its burst out (CoDel.EnqueueBatch); the burst
+// dequeue of FQ-COBALT and FQ-PIE is aqm.DequeueLoop.
 type burster[T any] interface {
 	Enqueue(p aqm.Packet[T], now aqm.Time) aqm.Verdict
-	Dequeue(now aqm.Time) (aqm.Packet[T], bool)
 }
 
 // enqueueBurst is the EnqueueBatch of [Cobalt] and [PIE]: ps[i] for i in
@@ -31,17 +30,4 @@ func enqueueBurst[T, A any, Q burster[T]](q Q, s *sched[T, A], ps []aqm.Packet[T
 		}
 	}
 	return accepted
-}
-
-// dequeueBurst is the DequeueBatch of [Cobalt] and [PIE]: up to len(buf)
-// packets taken at now through q.Dequeue into buf; it returns how many.
-func dequeueBurst[T any, Q burster[T]](q Q, buf []aqm.Packet[T], now aqm.Time) int {
-	for i := range buf {
-		p, ok := q.Dequeue(now)
-		if !ok {
-			return i
-		}
-		buf[i] = p
-	}
-	return len(buf)
 }

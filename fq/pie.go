@@ -282,7 +282,7 @@ func (q *PIE[T]) EnqueueBatch(ps []aqm.Packet[T], vs []aqm.Verdict, now aqm.Time
 // DequeueBatch removes up to len(buf) packets at now into buf, as that many
 // calls of Dequeue would, and returns how many ([aqm.BatchQueue]).
 func (q *PIE[T]) DequeueBatch(buf []aqm.Packet[T], now aqm.Time) int {
-	return dequeueBurst(q, buf, now)
+	return aqm.DequeueLoop[T](q, buf, now)
 }
 
 // Reconfigure validates cfg and applies it without losing, duplicating or
