@@ -184,30 +184,32 @@ func (r Rate) BytesIn(d time.Duration) int64 {
 
 // Sizing of the presets (ConfigForLink in each algorithm package).
 const (
-	// DefaultRTT is the round-trip time the presets assume when given none:
+	// defaultRTT is the round-trip time the presets assume when given none:
 	// 100 ms, CoDel's interval and the usual planning figure for Internet
 	// paths.
-	DefaultRTT = 100 * time.Millisecond
+	defaultRTT = 100 * time.Millisecond
 	// minBufferBytes is the smallest buffer a preset gives, 64 KiB, so that
 	// a slow link still absorbs a burst of a few dozen full-size packets.
 	minBufferBytes = 64 << 10
 	// maxBufferBytes is the largest buffer a preset gives, 32 MiB, the
 	// memory FQ-CoDel takes by default.
 	maxBufferBytes = 32 << 20
-	// FullPacketBytes is the packet size the presets use to turn bytes into
-	// packets: an Ethernet MTU plus its 14-byte header.
-	FullPacketBytes = 1514
+	// fullPacketBytes is the packet size the presets use to turn bytes
+	// into packets: an Ethernet MTU plus its 14-byte header. The queues'
+	// own checks use the same number from internal/frame, which the
+	// contract does not import; a test there holds the two equal.
+	fullPacketBytes = 1514
 )
 
 // BufferBytes returns the buffer, in bytes, that the presets give a queue
 // draining at rate r for flows whose round-trip time is about rtt: four
 // round trips' worth at r (as CAKE sizes its buffer), at least
 // 64 KiB and at most 32 MiB. A zero rtt means
-// [DefaultRTT]; a zero (unlimited) rate gets the maximum. At 8 Mb/s and
+// 100 ms; a zero (unlimited) rate gets the maximum. At 8 Mb/s and
 // 100 ms this is 400 kB, 400 ms of queue at most.
 func (r Rate) BufferBytes(rtt time.Duration) int {
 	if rtt <= 0 {
-		rtt = DefaultRTT
+		rtt = defaultRTT
 	}
 	if r == 0 {
 		return maxBufferBytes
@@ -220,8 +222,8 @@ func (r Rate) BufferBytes(rtt time.Duration) int {
 }
 
 // BufferPackets returns [Rate.BufferBytes] in full-size packets
-// ([FullPacketBytes]), rounded up.
+// (1514 bytes, an Ethernet MTU plus its header), rounded up.
 func (r Rate) BufferPackets(rtt time.Duration) int {
 	b := r.BufferBytes(rtt)
-	return (b + FullPacketBytes - 1) / FullPacketBytes
+	return (b + fullPacketBytes - 1) / fullPacketBytes
 }

@@ -26,11 +26,9 @@ const (
 	DroppedOverload
 )
 
-// Accepted reports whether the packet now belongs to the queue.
+// Accepted reports whether the packet now belongs to the queue; any other
+// verdict is a drop.
 func (v Verdict) Accepted() bool { return v <= Marked }
-
-// Dropped reports whether the verdict is a drop.
-func (v Verdict) Dropped() bool { return v > Marked }
 
 // String returns a short lower-case name.
 func (v Verdict) String() string {

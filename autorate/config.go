@@ -56,9 +56,6 @@ const (
 	defaultProbeTimeout       = 10 * time.Second
 )
 
-// MaxReflectors is the largest Config.Reflectors: 256.
-const MaxReflectors = 256
-
 // Limits of [Config] that Validate enforces; the field docs state them.
 const (
 	// maxRateLimit is the largest rate a Config accepts: 10 Tbit/s.

@@ -12,9 +12,9 @@ import (
 
 // Defaults and limits of [PassiveConfig].
 const (
-	DefaultPassiveFlows = 4096
-	DefaultIdleTimeout  = 10 * time.Second
-	DefaultMaxRTT       = 2 * time.Second
+	defaultPassiveFlows = 4096
+	defaultIdleTimeout  = 10 * time.Second
+	defaultMaxRTT       = 2 * time.Second
 	maxPassiveFlows     = 1 << 22
 )
 
@@ -148,13 +148,13 @@ func NewPassiveRTT(cfg PassiveConfig) (*PassiveRTT, error) {
 		return nil, err
 	}
 	if cfg.Flows == 0 {
-		cfg.Flows = DefaultPassiveFlows
+		cfg.Flows = defaultPassiveFlows
 	}
 	if cfg.IdleTimeout == 0 {
-		cfg.IdleTimeout = DefaultIdleTimeout
+		cfg.IdleTimeout = defaultIdleTimeout
 	}
 	if cfg.MaxRTT == 0 {
-		cfg.MaxRTT = DefaultMaxRTT
+		cfg.MaxRTT = defaultMaxRTT
 	}
 	if cfg.Seed == 0 {
 		var b [8]byte

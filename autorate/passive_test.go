@@ -262,7 +262,7 @@ func FuzzPassiveRTT(f *testing.F) {
 				continue
 			}
 			if s, ok := p.Inbound(now, pkt); ok {
-				require.LessOrEqual(t, s.RTT, DefaultMaxRTT)
+				require.LessOrEqual(t, s.RTT, defaultMaxRTT)
 				require.GreaterOrEqual(t, s.Rise, time.Duration(0))
 				require.LessOrEqual(t, s.Rise, s.RTT)
 			}

@@ -8,8 +8,7 @@ import (
 
 // This file holds the burst twins of the single-packet methods:
 //
-//   - EnqueueBatch and EnqueueInfoBatch mirror Enqueue and EnqueueInfo
-//     (enqueue, enqueueFlow);
+//   - EnqueueBatch mirrors Enqueue (enqueue, enqueueFlow);
 //   - DequeueBatch and dequeueTo mirror Dequeue (dequeue, in drr.go).
 //
 // A fix to one side belongs on the other.
@@ -106,21 +105,6 @@ func (q *Queue[T]) EnqueueBatch(ps []aqm.Packet[T], vs []aqm.Verdict, now aqm.Ti
 		q.stats.Enqueued.AddMeta(p.Meta)
 		vs[i] = aqm.Enqueued
 		acc++
-	}
-	return acc
-}
-
-// EnqueueInfoBatch is [Queue.EnqueueBatch] with an [Info] per packet:
-// ps[i] goes with infos[i], for i below the shortest of the three slices.
-func (q *Queue[T]) EnqueueInfoBatch(ps []aqm.Packet[T], infos []Info, vs []aqm.Verdict, now aqm.Time) int {
-	n := min(len(ps), len(vs), len(infos))
-	acc := 0
-	for i := range n {
-		v := q.EnqueueInfo(ps[i], infos[i], now)
-		vs[i] = v
-		if v <= aqm.Marked {
-			acc++
-		}
 	}
 	return acc
 }

@@ -1,8 +1,9 @@
 // Package clock supplies the time that aqmkit's queues take as an argument.
 //
 // The algorithms never read a clock: every per-packet method takes now. This
-// package holds the clocks a caller reads instead, and [Wrap], which binds a
-// queue to a clock for callers who would rather not pass time around.
+// package holds the clocks a caller reads instead: read one once per packet
+// or per batch and pass the reading to every call (package front does this
+// for a queue on a packet path).
 //
 //   - [Mono] reads the runtime's monotonic clock; it never returns zero, and
 //     every Mono in the process reads the same instant at the same moment.
@@ -10,8 +11,6 @@
 //     that many goroutines read the time for about a nanosecond, at the
 //     resolution of its refreshes.
 //   - [Manual] is set and advanced by hand, for tests and simulation.
-//   - [Cached] remembers one reading until refreshed, for a single goroutine
-//     that handles a batch of packets at one instant.
 //
 // # Differences and decisions
 //
@@ -21,12 +20,13 @@
 // time.Time, so that one reading costs a subtraction after the runtime's
 // own clock read. A time.Now call costs tens of nanoseconds on a virtual
 // machine, as much as a whole AQM decision, so hot loops should read a clock
-// once per batch ([Cached]), and many concurrent producers should share one
-// [Coarse] clock refreshed by the consumer or a ticker.
+// once per batch (now := c.Now(), passed to every call of the batch), and
+// many concurrent producers should share one [Coarse] clock refreshed by the
+// consumer or a ticker.
 //
 // # Concurrency
 //
-// Mono and Coarse are safe for concurrent use. Manual and Cached are not.
+// Mono and Coarse are safe for concurrent use. Manual is not.
 package clock
 
 import (
@@ -43,11 +43,11 @@ type Clock interface {
 	Now() aqm.Time
 }
 
-// Func adapts a function to [Clock].
-type Func func() aqm.Time
+// since is the clock [Since] returns.
+type since struct{ start time.Time }
 
-// Now calls f.
-func (f Func) Now() aqm.Time { return f() }
+// Now returns Epoch plus the time since start.
+func (s since) Now() aqm.Time { return Epoch + aqm.Time(time.Since(s.start)) }
 
 // Epoch is the reading of [Mono] clocks when the process started (when
 // package clock was initialised) and the initial reading of a [Manual]
@@ -61,9 +61,8 @@ var processStart = time.Now()
 // Mono reads the runtime's monotonic clock. Its readings are nanoseconds
 // since the process started, plus [Epoch], so every Mono (and every
 // goroutine) reads the same instant at the same moment, and readings taken
-// by different components can be compared and subtracted. [ToTime] and
-// [FromTime] convert them to and from time.Time. The zero Mono is ready to
-// use.
+// by different components can be compared and subtracted. The zero Mono is
+// ready to use.
 //
 // Inside a testing/synctest bubble, whose fake time starts in the year 2000,
 // Mono readings are meaningless (the bubble's clock is behind the process
@@ -77,23 +76,11 @@ func NewMono() *Mono { return &Mono{} }
 // Now returns the time since the process started, plus Epoch.
 func (*Mono) Now() aqm.Time { return Epoch + aqm.Time(time.Since(processStart)) }
 
-// ToTime returns the time.Time of a [Mono] reading. The result carries a
-// monotonic reading, so subtracting it from time.Now() is exact.
-func ToTime(t aqm.Time) time.Time { return processStart.Add(time.Duration(t - Epoch)) }
-
-// FromTime returns the [Mono] reading of a time.Time: the instant it
-// denotes, measured on the monotonic clock when tt carries a monotonic
-// reading (as time.Now's results do) and on the wall clock otherwise. An
-// instant before the process started gives a reading below Epoch, possibly
-// zero or negative; queues treat such readings as any time that goes
-// backwards.
-func FromTime(tt time.Time) aqm.Time { return Epoch + aqm.Time(tt.Sub(processStart)) }
-
 // Since returns a clock that reads Epoch at start and counts time.Since
 // from it. Unlike [Mono], its readings are relative to start; it suits
 // testing/synctest bubbles (pass time.Now() taken inside the bubble).
 func Since(start time.Time) Clock {
-	return Func(func() aqm.Time { return Epoch + aqm.Time(time.Since(start)) })
+	return since{start}
 }
 
 // Coarse is a clock for many concurrent readers: it holds the last reading
@@ -194,30 +181,3 @@ func (m *Manual) Advance(d time.Duration) aqm.Time {
 	m.t = m.Now().Add(d)
 	return m.t
 }
-
-// Cached holds one reading of another clock until [Cached.Refresh]: a caller
-// handling a batch of packets reads the real clock once and hands the same
-// instant to every Enqueue and Dequeue of the batch. It belongs to one
-// goroutine: it is not safe for concurrent use (a plain field, no atomics),
-// and several goroutines that want to share a cached reading should use
-// [Coarse] instead.
-type Cached struct {
-	src Clock
-	t   aqm.Time
-}
-
-// NewCached returns a cached clock over src, already refreshed once.
-func NewCached(src Clock) *Cached {
-	c := &Cached{src: src}
-	c.Refresh()
-	return c
-}
-
-// Refresh reads the source clock and returns the new reading.
-func (c *Cached) Refresh() aqm.Time {
-	c.t = c.src.Now()
-	return c.t
-}
-
-// Now returns the reading taken by the last Refresh.
-func (c *Cached) Now() aqm.Time { return c.t }

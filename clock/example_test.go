@@ -11,14 +11,13 @@ import (
 
 // A manual clock drives a queue in tests and simulations; the sojourn time
 // is exactly the time the clock was advanced.
-func ExampleWrap() {
+func ExampleManual() {
 	q, _ := fifo.New[string](fifo.Config{}, nil)
-	c := clock.NewManual(0)
-	b := clock.Wrap[string](q, c)
+	c := clock.NewManual(clock.Epoch)
 
-	b.Enqueue(aqm.Packet[string]{Payload: "hello", Meta: aqm.Meta{Size: 100}})
+	q.Enqueue(aqm.Packet[string]{Payload: "hello", Meta: aqm.Meta{Size: 100}}, c.Now())
 	c.Advance(3 * time.Millisecond)
-	p, _ := b.Dequeue()
+	p, _ := q.Dequeue(c.Now())
 	fmt.Println(p.Payload, p.Enqueued.Since(c.Now()))
 	// Output: hello 3ms
 }

@@ -9,6 +9,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/aqmkit/aqmkit/aqm"
+	"github.com/aqmkit/aqmkit/internal/frame"
 )
 
 // TestBurstMatchesLoop protects the burst path: on random traces (bursts
@@ -26,7 +27,7 @@ func TestBurstMatchesLoop(t *testing.T) {
 	for run := range runs {
 		c := Config{Seed: uint64(run + 1), LimitPackets: 2 + r.IntN(400)}
 		if r.IntN(2) == 0 {
-			c.LimitBytes = 2*aqm.FullPacketBytes + r.IntN(200000)
+			c.LimitBytes = 2*frame.FullBytes + r.IntN(200000)
 		}
 		c.DisableECN = r.IntN(3) == 0
 		var dropsA, dropsB []aqm.Packet[uint64]

@@ -7,6 +7,8 @@ import (
 	"time"
 
 	"github.com/aqmkit/aqmkit/aqm"
+	"github.com/aqmkit/aqmkit/internal/dropcap"
+	"github.com/aqmkit/aqmkit/internal/frame"
 	"github.com/aqmkit/aqmkit/internal/rng"
 )
 
@@ -36,15 +38,15 @@ const (
 	// maxLimitPackets is the largest LimitPackets accepted; storage for
 	// this many packets is allocated up front.
 	maxLimitPackets = 1 << 24
-	// MaxDropsPerDequeue bounds the packets one Dequeue call drops, as
-	// codel.MaxDropsPerDequeue does.
-	MaxDropsPerDequeue = 256
+	// maxDropsPerDequeue bounds the packets one Dequeue call drops: 256,
+	// as in CoDel (see package dropcap).
+	maxDropsPerDequeue = dropcap.PerDequeue
 	// minLimitPackets is the smallest non-zero LimitPackets accepted, 2:
 	// COBALT signals on a packet that leaves while another waits.
 	minLimitPackets = 2
 	// minLimitBytes is the smallest non-zero LimitBytes accepted: two
-	// full-size packets of [aqm.FullPacketBytes].
-	minLimitBytes = 2 * aqm.FullPacketBytes
+	// full-size packets of 1514 bytes.
+	minLimitBytes = 2 * frame.FullBytes
 	// minBlueStep is the smallest BLUE step the 2^32 scale represents.
 	minBlueStep = 1.0 / (1 << 32)
 	// maxDecaySteps bounds the count decrements one evaluation makes while
@@ -120,7 +122,7 @@ func ConfigForLink(rate aqm.Rate, rtt time.Duration) Config {
 	return Config{
 		LimitPackets: rate.BufferPackets(rtt),
 		LimitBytes:   rate.BufferBytes(rtt),
-		Control:      Control{MTUTime: rate.TxTime(aqm.FullPacketBytes)},
+		Control:      Control{MTUTime: rate.TxTime(frame.FullBytes)},
 	}
 }
 

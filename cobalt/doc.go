@@ -76,10 +76,10 @@
 //     packet above target that arrives while decay is still owed (a link
 //     that stalls twice in a row with packets standing) sees a higher
 //     count than Linux would, and so signals sooner.
-//   - One Dequeue drops at most [MaxDropsPerDequeue] packets.
+//   - One Dequeue drops at most 256 packets.
 //   - Validate refuses limits with which COBALT could never signal, a
 //     LimitPackets of 1 or a LimitBytes below two full-size packets
-//     (2×aqm.FullPacketBytes), and a BlueIncrement below 2^-32, which rounds
+//     (2×1514 bytes), and a BlueIncrement below 2^-32, which rounds
 //     to zero on BLUE's 2^32 scale so that BLUE would never rise. Linux CAKE
 //     has no such parameters to set; ns-3 accepts them.
 //   - Each [Controller] draws from its own stream, seeded by

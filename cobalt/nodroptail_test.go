@@ -5,8 +5,8 @@ import (
 
 	"github.com/aqmkit/aqmkit/internal/refusal"
 
-	"github.com/aqmkit/aqmkit/aqm"
 	"github.com/aqmkit/aqmkit/cobalt"
+	"github.com/aqmkit/aqmkit/internal/frame"
 )
 
 // TestValidateNoDropTail protects the rules that refuse limits with which
@@ -17,8 +17,8 @@ func TestValidateNoDropTail(t *testing.T) {
 	refusal.Check(t, []refusal.Case{
 		refusal.Refuses(cobalt.Config{LimitPackets: 1}, "LimitPackets"),
 		refusal.Accepts(cobalt.Config{LimitPackets: 2}),
-		refusal.Refuses(cobalt.Config{LimitBytes: 2*aqm.FullPacketBytes - 1}, "LimitBytes"),
-		refusal.Accepts(cobalt.Config{LimitBytes: 2 * aqm.FullPacketBytes}),
+		refusal.Refuses(cobalt.Config{LimitBytes: 2*frame.FullBytes - 1}, "LimitBytes"),
+		refusal.Accepts(cobalt.Config{LimitBytes: 2 * frame.FullBytes}),
 		refusal.Refuses(cobalt.Config{Control: cobalt.Control{BlueIncrement: 0x1p-33}}, "BlueIncrement"),
 		refusal.Accepts(cobalt.Config{Control: cobalt.Control{BlueIncrement: 0x1p-32}}),
 	})

@@ -6,6 +6,7 @@ import (
 	"github.com/aqmkit/aqmkit/aqm"
 	"github.com/aqmkit/aqmkit/internal/metrics"
 	"github.com/aqmkit/aqmkit/internal/ring"
+	"github.com/aqmkit/aqmkit/internal/taildrop"
 	"github.com/aqmkit/aqmkit/internal/tally"
 )
 
@@ -96,7 +97,7 @@ func (q *Queue[T]) Enqueue(p aqm.Packet[T], now aqm.Time) aqm.Verdict {
 }
 
 // Dequeue returns the next packet to send, after dropping (through the
-// DropFunc) the packets COBALT drops, at most [MaxDropsPerDequeue] per
+// DropFunc) the packets COBALT drops, at most 256 per
 // call. CoDel-half drops count as [aqm.DroppedEarly]; BLUE's drops count as
 // DroppedEarly for packets that are not ECN-capable and as
 // [aqm.DroppedOverload] for those that are (they were dropped although they
@@ -111,7 +112,7 @@ func (q *Queue[T]) Dequeue(now aqm.Time) (p aqm.Packet[T], ok bool) {
 		q.backlog -= int(p.Size)
 		q.segs -= p.SegmentCount()
 		act := Deliver
-		if drops < MaxDropsPerDequeue {
+		if drops < maxDropsPerDequeue {
 			act = q.c.Decide(&q.p, now, p.Enqueued.Since(now), p.ECN)
 		} else {
 			q.capHits++
@@ -146,59 +147,10 @@ func (q *Queue[T]) Dequeue(now aqm.Time) (p aqm.Packet[T], ok bool) {
 // exactly as a loop of Enqueue calls would, writes each verdict into vs[i]
 // and returns the number accepted (see [aqm.BatchQueue]). Packets that fit
 // are written straight into their ring slots; a packet that meets a full
-// limit is handed to Enqueue, which also tells the controller.
+// limit is refused and the controller told, as Enqueue does.
 func (q *Queue[T]) EnqueueBatch(ps []aqm.Packet[T], vs []aqm.Verdict, now aqm.Time) int {
-	n := min(len(ps), len(vs))
-	ps, vs = ps[:n], vs[:n]
-	limitBytes := int64(q.cfg.LimitBytes)
-	if limitBytes == 0 {
-		limitBytes = 1<<63 - 1
-	}
-	room := q.cfg.LimitPackets - q.segs // wire packets; may be negative after Reconfigure
-	backlog0 := int64(q.backlog)
-	backlog := backlog0
-	segs0 := q.segs
-	maxSize := q.stats.MaxSize
-	// Accepted packets are written into run, the ring's free slots, and
-	// committed together; run is refilled where the storage wraps. room > 0
-	// means a free slot: the ring's capacity is at least LimitPackets, and
-	// every queued packet takes at least one wire packet of room.
-	var run []aqm.Packet[T]
-	j := 0
-	accepted := 0
-	for i := range ps {
-		p := &ps[i]
-		size, segs := p.Size, p.SegmentCount()
-		if segs > room || backlog+int64(size) > limitBytes {
-			// Rare: Enqueue refuses it and tells the controller.
-			q.ring.Commit(j)
-			run, j = run[j:], 0
-			q.backlog, q.stats.MaxSize = int(backlog), maxSize
-			q.segs = q.cfg.LimitPackets - room
-			vs[i] = q.Enqueue(*p, now) // refused: the state above is unchanged
-			maxSize = q.stats.MaxSize
-			continue
-		}
-		maxSize = max(maxSize, size)
-		if j == len(run) {
-			q.ring.Commit(j)
-			run, j = q.ring.Spare(n-i), 0
-		}
-		m := p.Meta
-		m.ECN &= aqm.ECNMask
-		run[j] = aqm.Packet[T]{Payload: p.Payload, Meta: m, Enqueued: now}
-		j++
-		room -= segs
-		accepted++
-		backlog += int64(size)
-		vs[i] = aqm.Enqueued
-	}
-	q.ring.Commit(j)
-	q.backlog, q.stats.MaxSize = int(backlog), maxSize
-	q.stats.Enqueued.Packets += uint64(q.cfg.LimitPackets - room - segs0)
-	q.segs = q.cfg.LimitPackets - room
-	q.stats.Enqueued.Bytes += uint64(backlog - backlog0) // refusals leave the backlog alone
-	return accepted
+	return taildrop.EnqueueBatch(taildrop.Queue[T]{Ring: &q.ring, Stats: &q.stats, Segs: &q.segs, Backlog: &q.backlog,
+		LimitPackets: q.cfg.LimitPackets, LimitBytes: q.cfg.LimitBytes}, ps, vs, now, func() { q.c.Overflow(&q.p, now) })
 }
 
 // DequeueBatch fills buf at now, exactly as a loop of Dequeue calls would.
@@ -236,7 +188,7 @@ type Detail struct {
 	// in DroppedBlue only.
 	DroppedCoDel uint64 `metric:"dropped_codel_packets,counter"`
 	DroppedBlue  uint64 `metric:"dropped_blue_packets,counter"`
-	// CappedDequeues counts Dequeue calls that reached [MaxDropsPerDequeue].
+	// CappedDequeues counts Dequeue calls that reached their bound of 256 drops.
 	CappedDequeues uint64 `metric:"capped_dequeues,counter"`
 	// MemoryBytes is the memory the queue preallocated for its packet
 	// storage: LimitPackets slots (rounded up to a power of two) of one

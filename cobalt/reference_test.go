@@ -249,7 +249,7 @@ func (m *cobaltModel) dequeue(now int64) (aqm.Packet[uint64], bool) {
 		m.fifo = m.fifo[1:]
 		m.bytes -= int(p.Size)
 		v := pass
-		if drops < MaxDropsPerDequeue {
+		if drops < maxDropsPerDequeue {
 			v = m.decide(p, now)
 		}
 		switch v {

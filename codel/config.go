@@ -6,6 +6,7 @@ import (
 	"time"
 
 	"github.com/aqmkit/aqmkit/aqm"
+	"github.com/aqmkit/aqmkit/internal/dropcap"
 )
 
 // Defaults for the zero fields of [Config].
@@ -32,12 +33,9 @@ const (
 	// maxLimitPackets is the largest LimitPackets accepted: storage for
 	// this many packets is allocated up front.
 	maxLimitPackets = 1 << 24
-	// MaxDropsPerDequeue bounds the packets one Dequeue call drops, 256 as
-	// in Linux since 2026. When it is reached the call returns the next
-	// packet and reschedules the next drop from now, so a pathological
-	// configuration or a long stall cannot turn one call into a drain of the
-	// whole queue.
-	MaxDropsPerDequeue = 256
+	// maxDropsPerDequeue bounds the packets one Dequeue call drops: 256
+	// (see package dropcap).
+	maxDropsPerDequeue = dropcap.PerDequeue
 )
 
 // Control holds the settings of one CoDel controller: everything but the
@@ -229,7 +227,7 @@ func (c Config) withDefaults() Config {
 }
 
 // ConfigForLink returns a Config for a link that drains at rate, for flows
-// whose round-trip time is about rtt (zero means [aqm.DefaultRTT]): the
+// whose round-trip time is about rtt (zero means 100 ms): the
 // byte limit is rate.BufferBytes(rtt), four round trips at the rate between
 // 64 KiB and 32 MiB (see [aqm.Rate.BufferBytes]), and the packet limit is
 // that many full-size packets, but at least 1000 so that

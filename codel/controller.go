@@ -175,7 +175,7 @@ func (c *Controller) okToDrop(p *Params, now aqm.Time, sj int64, backlog int) bo
 // if that set one; no other bit may be set). It returns
 // what to do with it. After Drop, the owner removes the next packet and calls
 // Decide again in the same Dequeue, or calls [Controller.Empty] if there is
-// none; it stops after [MaxDropsPerDequeue] drops with [Controller.Resync].
+// none; it stops after 256 drops with [Controller.Resync].
 func (c *Controller) Decide(p *Params, now aqm.Time, sojourn time.Duration, backlog int, ecn aqm.ECN) Action {
 	sj := int64(max(sojourn, 0))
 	if c.deliverBelowTarget(p, sj) {
@@ -305,7 +305,7 @@ func (c *Controller) Empty(p *Params, now aqm.Time) {
 func (c *Controller) Overflow(p *Params, now aqm.Time) {}
 
 // Resync is called instead of Decide when the owner has dropped
-// [MaxDropsPerDequeue] packets in one Dequeue: the next packet is sent and, if
+// 256 packets in one Dequeue: the next packet is sent and, if
 // still dropping, the next drop is scheduled one control-law step from now
 // rather than from the stale schedule.
 func (c *Controller) Resync(p *Params, now aqm.Time) {

@@ -97,7 +97,7 @@
 //     Linux); older Linux and ns-3 keep it.
 //   - The re-entry rule needs a previous episode (Linux's drop_next starts at
 //     0 and can make a never-dropping queue look "recently dropping").
-//   - At most [MaxDropsPerDequeue] (256) drops per Dequeue, then the next drop
+//   - At most 256 drops per Dequeue, then the next drop
 //     is rescheduled from now, and the spacing is at least 1 ns: Linux's 2026
 //     fix for an unbounded drop loop under a tiny interval. The RFC has no
 //     bound. count saturates at 2^30 instead of wrapping.
@@ -125,7 +125,7 @@
 // monotonic clock; the queue never reads a clock and has no timers. All state
 // changes happen in Dequeue, so after an idle period the state is as it was
 // left: a late dequeue catches up in closed form (bounded by
-// MaxDropsPerDequeue).
+// 256 drops per Dequeue).
 //
 // Time that goes backwards counts as no time: a packet dequeued before its
 // arrival time has a sojourn time of zero. The two stored instants follow

@@ -9,6 +9,7 @@ import (
 	"github.com/aqmkit/aqmkit/aqm"
 	"github.com/aqmkit/aqmkit/internal/metrics"
 	"github.com/aqmkit/aqmkit/internal/ring"
+	"github.com/aqmkit/aqmkit/internal/taildrop"
 	"github.com/aqmkit/aqmkit/internal/tally"
 )
 
@@ -125,7 +126,7 @@ func (q *Queue[T]) EnqueueDSCP(p aqm.Packet[T], dscp uint8, now aqm.Time) aqm.Ve
 
 // Dequeue returns the next packet to send, after dropping (through the
 // DropFunc, as [aqm.DroppedEarly]) the packets CoDel's control law drops,
-// at most [MaxDropsPerDequeue] per call. A returned packet whose ECN is CE was
+// at most 256 per call. A returned packet whose ECN is CE was
 // marked by CoDel or by the CE threshold (or arrived CE).
 func (q *Queue[T]) Dequeue(now aqm.Time) (p aqm.Packet[T], ok bool) {
 	if p, ok = q.ring.PopFront(); !ok {
@@ -145,7 +146,7 @@ func (q *Queue[T]) dequeueFrom(p aqm.Packet[T], now aqm.Time) (aqm.Packet[T], bo
 		// A packet SelectDSCP flagged never takes the fast path (it needs no
 		// CE threshold, the flag needs one): both other ways clear the
 		// flag, so that it reaches neither the caller nor the DropFunc.
-		if drops >= MaxDropsPerDequeue {
+		if drops >= maxDropsPerDequeue {
 			q.c.Resync(&q.p, now)
 			q.capHits++
 			p.ECN &= aqm.ECNMask
@@ -186,59 +187,10 @@ func (q *Queue[T]) dequeueFrom(p aqm.Packet[T], now aqm.Time) (aqm.Packet[T], bo
 func (q *Queue[T]) EnqueueBatch(ps []aqm.Packet[T], vs []aqm.Verdict, now aqm.Time) int {
 	n := min(len(ps), len(vs))
 	if n == 1 { // no run to share the set-up with
-		v := q.Enqueue(ps[0], now)
-		vs[0] = v
-		if v.Accepted() {
-			return 1
-		}
-		return 0
+		return tally.Single(vs, q.Enqueue(ps[0], now))
 	}
-	ps, vs = ps[:n], vs[:n]
-	room := q.limitPackets - q.segs // wire packets; may be negative after Reconfigure
-	limitBytes := int64(q.limitBytes)
-	if limitBytes == 0 {
-		limitBytes = math.MaxInt64
-	}
-	backlog0 := int64(q.backlog)
-	backlog, room0 := backlog0, room
-	maxSize := q.stats.MaxSize
-	// Accepted packets are written straight into run, the ring's free
-	// slots, and committed together; run is refilled where the storage
-	// wraps. room > 0 means a free slot: the ring's capacity is at least
-	// limitPackets, and every queued packet takes at least one of them.
-	var run []aqm.Packet[T]
-	j, accepted := 0, 0
-	for i := range ps {
-		p := &ps[i]
-		size, segs := p.Size, p.SegmentCount()
-		maxSize = max(maxSize, size)
-		if segs > room || backlog+int64(size) > limitBytes {
-			tally.DropMeta(&q.stats, aqm.DroppedOverlimit, p.Meta, false)
-			vs[i] = aqm.DroppedOverlimit
-			continue
-		}
-		if j == len(run) {
-			q.ring.Commit(j)
-			run, j = q.ring.Spare(n-i), 0
-		}
-		m := p.Meta
-		m.ECN &= aqm.ECNMask
-		run[j] = aqm.Packet[T]{Payload: p.Payload, Meta: m, Enqueued: now}
-		j++
-		accepted++
-		room -= segs
-		backlog += int64(size)
-		vs[i] = aqm.Enqueued
-	}
-	q.ring.Commit(j)
-	q.backlog = int(backlog)
-	q.stats.MaxSize = maxSize
-	// Every accepted packet took its segments of room and its size of
-	// backlog.
-	q.segs += room0 - room
-	q.stats.Enqueued.Packets += uint64(room0 - room)
-	q.stats.Enqueued.Bytes += uint64(backlog - backlog0)
-	return accepted
+	return taildrop.EnqueueBatch(taildrop.Queue[T]{Ring: &q.ring, Stats: &q.stats, Segs: &q.segs, Backlog: &q.backlog,
+		LimitPackets: q.limitPackets, LimitBytes: q.limitBytes}, ps, vs, now, nil)
 }
 
 // DequeueBatch removes up to len(buf) packets at now into buf[:n], as n
@@ -399,7 +351,7 @@ type Detail struct {
 	MarkedCoDel uint64 `metric:"marked_codel_packets,counter"`
 	// MarkedCEThreshold counts packets marked CE by the CE threshold, in wire packets.
 	MarkedCEThreshold uint64 `metric:"marked_ce_threshold_packets,counter"`
-	// CappedDequeues counts Dequeue calls that reached [MaxDropsPerDequeue].
+	// CappedDequeues counts Dequeue calls that reached their bound of 256 drops.
 	CappedDequeues uint64 `metric:"capped_dequeues,counter"`
 	// MemoryBytes is the memory the queue preallocated for packets: room
 	// for LimitPackets packets, rounded up to a power of two, times the

@@ -97,7 +97,7 @@ func TestQueueLimits(t *testing.T) {
 }
 
 // TestQueueDropCap protects the bound on drops per Dequeue: after a long
-// stall in the dropping state one call drops at most MaxDropsPerDequeue
+// stall in the dropping state one call drops at most maxDropsPerDequeue
 // packets, returns the next one and reschedules from now.
 func TestQueueDropCap(t *testing.T) {
 	drops := 0
@@ -114,7 +114,7 @@ func TestQueueDropCap(t *testing.T) {
 	now := t0 + aqm.Time(1000*time.Second) // a stall: about 2*sqrt(n) catch-up drops due
 	_, ok := q.Dequeue(now)
 	require.True(t, ok)
-	require.Equal(t, MaxDropsPerDequeue, drops)
+	require.Equal(t, maxDropsPerDequeue, drops)
 	require.Equal(t, uint64(1), q.Detail().CappedDequeues)
 	require.Greater(t, q.Detail().DropNext, now)
 }

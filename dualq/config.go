@@ -186,7 +186,7 @@ type Config struct {
 
 // ConfigForLink returns the configuration of a queue draining a link of
 // the given rate for flows whose round-trip time is about rtt (zero means
-// [aqm.DefaultRTT]): the byte limit is [aqm.Rate.BufferBytes] (four round
+// 100 ms): the byte limit is [aqm.Rate.BufferBytes] (four round
 // trips at the rate, between 64 KiB and 32 MiB) and the packet limit
 // [aqm.Rate.BufferPackets] (the same in full-size packets); every other
 // field keeps its default. A zero rate (unknown or unlimited) gives the

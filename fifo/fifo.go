@@ -67,7 +67,7 @@ func (c Config) withDefaults() Config {
 
 // ConfigForLink returns a FIFO configuration for a link of the given
 // rate carrying flows of about the given round-trip time (zero means
-// [aqm.DefaultRTT]): a byte limit of rate.BufferBytes(rtt) and a packet limit
+// 100 ms): a byte limit of rate.BufferBytes(rtt) and a packet limit
 // of rate.BufferPackets(rtt), so that full-size packets fill both at once
 // (smaller packets meet the packet limit first). Tail drop. A zero rate
 // (unknown or unlimited) gives the zero Config: the defaults.

@@ -7,6 +7,8 @@ import (
 	"github.com/aqmkit/aqmkit/aqm"
 	"github.com/aqmkit/aqmkit/cobalt"
 	"github.com/aqmkit/aqmkit/internal/cfgerr"
+	"github.com/aqmkit/aqmkit/internal/dropcap"
+	"github.com/aqmkit/aqmkit/internal/frame"
 	"github.com/aqmkit/aqmkit/internal/rng"
 	"github.com/aqmkit/aqmkit/internal/tally"
 )
@@ -68,7 +70,7 @@ type CobaltConfig struct {
 
 // CobaltConfigForLink returns the FQ-COBALT configuration for a link of the
 // given rate carrying flows whose round-trip time is about rtt (zero means
-// [aqm.DefaultRTT]): LimitPackets and MemoryLimitBytes hold
+// 100 ms): LimitPackets and MemoryLimitBytes hold
 // [aqm.Rate.BufferBytes] (four round trips at the rate), MTUTime is one
 // full-size packet's time at the rate (COBALT's slow-link guard), and every
 // other field keeps its default. A zero rate (unknown or unlimited) gives
@@ -80,7 +82,7 @@ func CobaltConfigForLink(rate aqm.Rate, rtt time.Duration) CobaltConfig {
 	return CobaltConfig{
 		LimitPackets:     rate.BufferPackets(rtt),
 		MemoryLimitBytes: rate.BufferBytes(rtt),
-		Control:          cobalt.Control{MTUTime: rate.TxTime(aqm.FullPacketBytes)},
+		Control:          cobalt.Control{MTUTime: rate.TxTime(frame.FullBytes)},
 	}
 }
 
@@ -207,7 +209,7 @@ func (q *Cobalt[T]) Enqueue(p aqm.Packet[T], now aqm.Time) aqm.Verdict {
 
 // Dequeue returns the next packet by DRR++ over the new then the old flows,
 // after the COBALT of the flow it comes from has dropped (through the
-// DropFunc) the packets it drops, at most [cobalt.MaxDropsPerDequeue] in
+// DropFunc) the packets it drops, at most 256 in
 // one call. When a flow's last packet leaves, its COBALT is told that its
 // queue is empty (BLUE's probability decays, at most once per Target).
 func (q *Cobalt[T]) Dequeue(now aqm.Time) (p aqm.Packet[T], ok bool) {
@@ -231,7 +233,7 @@ func (q *Cobalt[T]) Dequeue(now aqm.Time) (p aqm.Packet[T], ok bool) {
 				q.reclass(f, idx)
 			}
 			act := cobalt.Deliver
-			if drops < cobalt.MaxDropsPerDequeue {
+			if drops < dropcap.PerDequeue {
 				act = f.cv.Decide(&q.cp, now, p.Enqueued.Since(now), p.ECN)
 			} else {
 				q.d.CappedDequeues++
@@ -275,33 +277,13 @@ func (q *Cobalt[T]) Dequeue(now aqm.Time) (p aqm.Packet[T], ok bool) {
 // that many calls of Enqueue would, writing each verdict to vs[i], and
 // returns the number accepted ([aqm.BatchQueue]).
 func (q *Cobalt[T]) EnqueueBatch(ps []aqm.Packet[T], vs []aqm.Verdict, now aqm.Time) int {
-	n := min(len(ps), len(vs))
-	accepted := 0
-	var idxs [touchAhead]uint32
-	for i := range n {
-		if i%touchAhead == 0 {
-			q.touch(ps[i:min(i+touchAhead, n)], &idxs) // see CoDel.EnqueueBatch
-		}
-		v := q.Enqueue(ps[i], now)
-		vs[i] = v
-		if v.Accepted() {
-			accepted++
-		}
-	}
-	return accepted
+	return enqueueBurst(q, &q.sched, ps, vs, now)
 }
 
 // DequeueBatch removes up to len(buf) packets at now into buf, as that many
 // calls of Dequeue would, and returns how many ([aqm.BatchQueue]).
 func (q *Cobalt[T]) DequeueBatch(buf []aqm.Packet[T], now aqm.Time) int {
-	for i := range buf {
-		p, ok := q.Dequeue(now)
-		if !ok {
-			return i
-		}
-		buf[i] = p
-	}
-	return len(buf)
+	return aqm.DequeueLoop[T](q, buf, now)
 }
 
 // Reconfigure validates cfg and applies it without losing, duplicating or

@@ -7,6 +7,7 @@ import (
 	"github.com/aqmkit/aqmkit/aqm"
 	"github.com/aqmkit/aqmkit/codel"
 	"github.com/aqmkit/aqmkit/internal/cfgerr"
+	"github.com/aqmkit/aqmkit/internal/dropcap"
 	"github.com/aqmkit/aqmkit/internal/rng"
 	"github.com/aqmkit/aqmkit/internal/tally"
 )
@@ -114,7 +115,7 @@ type CoDelConfig struct {
 
 // CoDelConfigForLink returns the FQ-CoDel configuration for a link of the
 // given rate carrying flows whose round-trip time is about rtt (zero means
-// [aqm.DefaultRTT]): LimitPackets and MemoryLimitBytes hold
+// 100 ms): LimitPackets and MemoryLimitBytes hold
 // [aqm.Rate.BufferBytes] (four round trips at the rate, between 64 KiB and
 // 32 MiB), and every other field keeps its default. At 8 Mb/s and 100 ms
 // that is 400 kB and 265 full-size packets. A zero rate (unknown or
@@ -388,7 +389,7 @@ func (q *CoDel[T]) bumpCount(f *cqFlow, dropped uint32, memory bool) {
 // Dequeue returns the next packet by DRR++ over the new then the old flows,
 // after the CoDel of the flow it comes from has dropped (through the
 // DropFunc, as [aqm.DroppedEarly]) the packets its control law drops, at
-// most [codel.MaxDropsPerDequeue] in one call.
+// most 256 in one call.
 //
 // It runs DRR++ as sched.head, refill and retire do, written out: FQ-CoDel's
 // per-packet cost is the one the package is measured by, and the calls
@@ -440,7 +441,7 @@ func (q *CoDel[T]) Dequeue(now aqm.Time) (p aqm.Packet[T], ok bool) {
 			// threshold goes): the other two ways clear it, so that it
 			// reaches neither the caller nor the DropFunc.
 			act := codel.Deliver
-			if sj := p.Enqueued.Since(now); drops < codel.MaxDropsPerDequeue {
+			if sj := p.Enqueued.Since(now); drops < dropcap.PerDequeue {
 				if !f.cv.DeliverIfBelowTarget(&q.cp, sj) {
 					act = f.cv.Decide(&q.cp, now, sj, guard, p.ECN)
 					p.ECN &= aqm.ECNMask

@@ -49,7 +49,7 @@ func TestCoDelConfigForLink(t *testing.T) {
 	cfg := CoDelConfigForLink(8*aqm.Mbit, 100*time.Millisecond)
 	require.Equal(t, CoDelConfig{LimitPackets: 265, MemoryLimitBytes: 400000}, cfg)
 	require.NoError(t, cfg.Validate())
-	require.Equal(t, cfg, CoDelConfigForLink(8*aqm.Mbit, 0), "zero RTT is aqm.DefaultRTT")
+	require.Equal(t, cfg, CoDelConfigForLink(8*aqm.Mbit, 0), "zero RTT is 100 ms")
 	fast := CoDelConfigForLink(10*aqm.Gbit, 100*time.Millisecond)
 	require.Equal(t, 32<<20, fast.MemoryLimitBytes)
 	slow := CoDelConfigForLink(100*aqm.Kbit, 20*time.Millisecond)

@@ -233,13 +233,13 @@ func TestCoDelHashFlood(t *testing.T) {
 		for ms := range 2000 {
 			for range rate {
 				flood = flood*2654435761 + 12345
-				if q.Enqueue(cpkt(uint64(flood), 1000, flood), now).Dropped() {
+				if !q.Enqueue(cpkt(uint64(flood), 1000, flood), now).Accepted() {
 					floodDrops++
 				}
 				floodSent++
 			}
 			if ms%20 == 0 {
-				if q.Enqueue(cpkt(1, 200, innocent), now).Dropped() {
+				if !q.Enqueue(cpkt(1, 200, innocent), now).Accepted() {
 					innocentDrops++
 				}
 				sent++

@@ -9,6 +9,7 @@ import (
 
 	"github.com/aqmkit/aqmkit/aqm"
 	"github.com/aqmkit/aqmkit/codel"
+	"github.com/aqmkit/aqmkit/internal/dropcap"
 	"github.com/aqmkit/aqmkit/internal/rng"
 	"github.com/aqmkit/aqmkit/internal/tally"
 	"github.com/stretchr/testify/require"
@@ -22,7 +23,7 @@ import (
 // first element is the head, the fattest flow is found by a plain scan, and
 // the control law is interval/sqrt(count) in float64, truncated to whole
 // nanoseconds. Times are int64 ns; a sojourn is max(now-enqueued, 0). It
-// uses only the contract's aqm.Stats helpers and codel.MaxDropsPerDequeue.
+// uses only the contract's aqm.Stats helpers and the 256-drop bound of package dropcap.
 //
 // Where the RFCs leave room it makes the choices doc.go documents:
 //   - a flow is served while its credit is not negative; an empty new flow
@@ -451,7 +452,7 @@ func (m *fqcRef) deliver(p aqm.Packet[uint64], now int64) aqm.Packet[uint64] {
 	return p
 }
 
-func (m *fqcRef) capped() bool { return m.callDrops >= codel.MaxDropsPerDequeue }
+func (m *fqcRef) capped() bool { return m.callDrops >= dropcap.PerDequeue }
 
 // resync is the documented drop cap: once a Dequeue call has dropped 256
 // packets, the next packet is sent without CoDel looking at it, and a flow

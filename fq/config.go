@@ -5,6 +5,7 @@ import (
 
 	"github.com/aqmkit/aqmkit/aqm"
 	"github.com/aqmkit/aqmkit/codel"
+	"github.com/aqmkit/aqmkit/internal/frame"
 )
 
 // The limits with which a flow's AQM could never signal. One flow may hold
@@ -53,7 +54,7 @@ func (c CobaltConfig) signalRules() []error {
 		// limit refuses the next.
 		bad("LimitPackets", c.LimitPackets, "must be 0 or at least 2")
 	}
-	if need := 2 * aqm.FullPacketBytes; c.MemoryLimitBytes > 0 && c.MemoryLimitBytes < need {
+	if need := 2 * frame.FullBytes; c.MemoryLimitBytes > 0 && c.MemoryLimitBytes < need {
 		bad("MemoryLimitBytes", c.MemoryLimitBytes, "must be 0 or at least 2 full-size packets ("+strconv.Itoa(need)+" bytes): with less, full-size packets are refused at the limit before COBALT can signal")
 	}
 	return errs

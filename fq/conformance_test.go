@@ -8,6 +8,7 @@ import (
 	"github.com/aqmkit/aqmkit/aqm/aqmtest"
 	"github.com/aqmkit/aqmkit/cobalt"
 	"github.com/aqmkit/aqmkit/codel"
+	"github.com/aqmkit/aqmkit/internal/frame"
 	"github.com/aqmkit/aqmkit/pie"
 )
 
@@ -141,7 +142,7 @@ func conformanceCobalt(t *testing.T) {
 		"linux":   {Control: cobalt.Control{DisableBlueThreshold: true, DisableECN: true, MTUTime: time.Microsecond}},
 		"small": {Flows: 4, LimitPackets: 8, MemoryLimitBytes: 6000, QuantumBytes: 256, DropBatchPackets: 3,
 			Control: cobalt.Control{Target: time.Microsecond, Interval: 20 * time.Microsecond, BlueThreshold: 50 * time.Microsecond, BlueIncrement: 0.25}},
-		"one": {Flows: 1, LimitPackets: 2, MemoryLimitBytes: 2 * aqm.FullPacketBytes, Control: cobalt.Control{BlueIncrement: 1}},
+		"one": {Flows: 1, LimitPackets: 2, MemoryLimitBytes: 2 * frame.FullBytes, Control: cobalt.Control{BlueIncrement: 1}},
 	} {
 		if testing.Short() && name != "default" && name != "small" {
 			continue // -short: the defaults and the aggressive settings

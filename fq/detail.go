@@ -105,7 +105,7 @@ type CoDelDetail struct {
 	MarkedCoDel       uint64 `metric:"marked_codel_packets,counter"`
 	MarkedCEThreshold uint64 `metric:"marked_ce_threshold_packets,counter"`
 	// CappedDequeues counts Dequeue calls that reached
-	// [codel.MaxDropsPerDequeue].
+	// 256 drops.
 	CappedDequeues uint64 `metric:"capped_dequeues,counter"`
 	// SchedulerDetail comes last, its counters first, so that every counter
 	// the hot path bumps lies in the first bytes of the struct, ahead of
@@ -158,7 +158,7 @@ type CobaltDetail struct {
 	DroppedCoDel uint64 `metric:"dropped_codel_packets,counter"`
 	DroppedBlue  uint64 `metric:"dropped_blue_packets,counter"`
 	// CappedDequeues counts Dequeue calls that reached
-	// [cobalt.MaxDropsPerDequeue].
+	// 256 drops.
 	CappedDequeues uint64 `metric:"capped_dequeues,counter"`
 	// SchedulerDetail comes last, its counters first, so that every counter
 	// the hot path bumps lies in the first bytes of the struct, ahead of

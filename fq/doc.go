@@ -194,7 +194,7 @@
 //     iteration's basin: in a model (not yet on a kernel) the spacing then
 //     collapses to microseconds and the flow loses almost every packet.
 //     TestCoDelCountBumpKeepsInvSqrt guards this.
-//   - Dequeue drops at most codel.MaxDropsPerDequeue packets in one call,
+//   - Dequeue drops at most 256 packets in one call,
 //     over all flows.
 //   - EnqueueBatch and DequeueBatch take and give bursts with one time for
 //     the burst, with exactly the outcome of the loop of single calls.
@@ -305,7 +305,7 @@
 //     departures).
 //   - No CE threshold or L4S mode (ns-3's CeThreshold and UseL4s), no tc
 //     filters or priority overrides (Linux), and one Dequeue drops at most
-//     [cobalt.MaxDropsPerDequeue] packets in FQ-COBALT.
+//     256 packets in FQ-COBALT.
 //   - The differences of the per-flow controllers themselves (exact
 //     control law, full 64-bit BLUE stamps, fixed-point PIE, its time
 //     policy) are those of packages cobalt and pie.

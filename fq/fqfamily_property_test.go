@@ -38,7 +38,7 @@ func mixRun(q fqQueue, sparse int, over float64, gap time.Duration, dur time.Dur
 			if now >= next[h] {
 				next[h] = now + aqm.Time(20*time.Millisecond)
 				seq++
-				if v := q.Enqueue(aqm.Packet[uint64]{Payload: seq, Meta: aqm.Meta{Size: 200, Hash: uint32(h)}}, now); v.Dropped() {
+				if v := q.Enqueue(aqm.Packet[uint64]{Payload: seq, Meta: aqm.Meta{Size: 200, Hash: uint32(h)}}, now); !v.Accepted() {
 					sparseLost++
 				}
 			}

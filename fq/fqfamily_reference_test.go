@@ -69,7 +69,7 @@ func (m *refFQ) enqueue(bucket int, p aqm.Packet[uint64], now int64) aqm.Verdict
 	p.Enqueued = aqm.Time(now)
 	f := m.flow(bucket)
 	v := m.aqm.arrive(f, &p, now)
-	if v.Dropped() {
+	if !v.Accepted() {
 		return v
 	}
 	f.pkts = append(f.pkts, p)
@@ -117,7 +117,7 @@ func (m *refFQ) dequeue(now int64) (aqm.Packet[uint64], bool) {
 		f.pkts = f.pkts[1:]
 		f.bytes -= int(p.Size)
 		v := m.aqm.leave(f, &p, now, drops)
-		if v.Dropped() {
+		if !v.Accepted() {
 			drops++
 			m.dropped = append(m.dropped, p)
 			m.why = append(m.why, v)

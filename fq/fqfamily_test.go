@@ -83,7 +83,7 @@ func TestFQFamilyConfigForLink(t *testing.T) {
 	p := PIEConfigForLink(8*aqm.Mbit, 100*time.Millisecond)
 	require.Equal(t, PIEConfig{LimitPackets: 265, MemoryLimitBytes: 400000}, p)
 	require.NoError(t, p.Validate())
-	require.Equal(t, p, PIEConfigForLink(8*aqm.Mbit, 0), "zero RTT is aqm.DefaultRTT")
+	require.Equal(t, p, PIEConfigForLink(8*aqm.Mbit, 0), "zero RTT is 100 ms")
 }
 
 // TestFQFamilySeed protects keying: zero-seed queues draw different keys

@@ -5,10 +5,10 @@ import (
 
 	"github.com/aqmkit/aqmkit/internal/refusal"
 
-	"github.com/aqmkit/aqmkit/aqm"
 	"github.com/aqmkit/aqmkit/cobalt"
 	"github.com/aqmkit/aqmkit/codel"
 	"github.com/aqmkit/aqmkit/fq"
+	"github.com/aqmkit/aqmkit/internal/frame"
 	"github.com/aqmkit/aqmkit/pie"
 )
 
@@ -28,8 +28,8 @@ func TestValidateNoDropTail(t *testing.T) {
 		refusal.Refuses(fq.CoDelConfig{MemoryLimitBytes: 3<<20 - 1, Control: codel.Control{MTUBytes: 1 << 20}}, "MemoryLimitBytes"),
 		refusal.Refuses(fq.CobaltConfig{LimitPackets: 1}, "LimitPackets"),
 		refusal.Accepts(fq.CobaltConfig{LimitPackets: 2}),
-		refusal.Refuses(fq.CobaltConfig{MemoryLimitBytes: 2*aqm.FullPacketBytes - 1}, "MemoryLimitBytes"),
-		refusal.Accepts(fq.CobaltConfig{MemoryLimitBytes: 2 * aqm.FullPacketBytes}),
+		refusal.Refuses(fq.CobaltConfig{MemoryLimitBytes: 2*frame.FullBytes - 1}, "MemoryLimitBytes"),
+		refusal.Accepts(fq.CobaltConfig{MemoryLimitBytes: 2 * frame.FullBytes}),
 		refusal.Refuses(fq.CobaltConfig{Control: cobalt.Control{BlueIncrement: 0x1p-33}}, "BlueIncrement"),
 		refusal.Refuses(fq.PIEConfig{LimitPackets: 3}, "LimitPackets"),
 		refusal.Accepts(fq.PIEConfig{LimitPackets: 4}),

@@ -73,7 +73,7 @@ type PIEConfig struct {
 
 // PIEConfigForLink returns the FQ-PIE configuration for a link of the given
 // rate carrying flows whose round-trip time is about rtt (zero means
-// [aqm.DefaultRTT]): LimitPackets and MemoryLimitBytes hold
+// 100 ms): LimitPackets and MemoryLimitBytes hold
 // [aqm.Rate.BufferBytes] (four round trips at the rate), and every other
 // field keeps its default. A zero rate (unknown or unlimited) gives the
 // zero PIEConfig: the defaults.
@@ -276,33 +276,13 @@ func (q *PIE[T]) Dequeue(now aqm.Time) (p aqm.Packet[T], ok bool) {
 // that many calls of Enqueue would, writing each verdict to vs[i], and
 // returns the number accepted ([aqm.BatchQueue]).
 func (q *PIE[T]) EnqueueBatch(ps []aqm.Packet[T], vs []aqm.Verdict, now aqm.Time) int {
-	n := min(len(ps), len(vs))
-	accepted := 0
-	var idxs [touchAhead]uint32
-	for i := range n {
-		if i%touchAhead == 0 {
-			q.touch(ps[i:min(i+touchAhead, n)], &idxs) // see CoDel.EnqueueBatch
-		}
-		v := q.Enqueue(ps[i], now)
-		vs[i] = v
-		if v.Accepted() {
-			accepted++
-		}
-	}
-	return accepted
+	return enqueueBurst(q, &q.sched, ps, vs, now)
 }
 
 // DequeueBatch removes up to len(buf) packets at now into buf, as that many
 // calls of Dequeue would, and returns how many ([aqm.BatchQueue]).
 func (q *PIE[T]) DequeueBatch(buf []aqm.Packet[T], now aqm.Time) int {
-	for i := range buf {
-		p, ok := q.Dequeue(now)
-		if !ok {
-			return i
-		}
-		buf[i] = p
-	}
-	return len(buf)
+	return aqm.DequeueLoop[T](q, buf, now)
 }
 
 // Reconfigure validates cfg and applies it without losing, duplicating or

@@ -8,19 +8,6 @@ import (
 	"github.com/aqmkit/aqmkit/internal/bucket"
 )
 
-// DefaultBurstTime is how much sending time the default burst covers: 5 ms of
-// the configured rate. The burst is also what lets a consumer catch up when
-// it wakes late, and credit beyond the burst is lost, so a burst shorter
-// than the typical oversleep makes the front send below its rate. Go's
-// runtime on Linux sleeps in whole milliseconds: a blocking consumer that
-// waits for a departure plus its 1 ms wake slack often wakes 2 ms after
-// the bucket emptied, and later on a busy machine, which a 2 ms bucket
-// cannot absorb (it delivered 97 % of 200 Mbit/s in a model of those
-// timers, and cost a TUN router 11 points of goodput on a loaded host).
-// The price of the larger bucket: after an idle period up to 5 ms of the
-// rate may leave back to back.
-const DefaultBurstTime = bucket.DefaultTime
-
 // DefaultMinBurstBytes is the smallest default burst: 3028 bytes, two
 // full-size Ethernet frames (2 × 1514), so that at low rates a full frame can
 // still leave right after another one.
@@ -60,7 +47,7 @@ type Config struct {
 	// BurstBytes is the token bucket's depth: how many bytes may leave back
 	// to back after an idle period, on top of the one packet that may always
 	// start when the bucket is not in debt. Zero means the bytes the rate
-	// sends in [DefaultBurstTime], at least [DefaultMinBurstBytes]; that
+	// sends in 5 ms, at least [DefaultMinBurstBytes]; that
 	// default follows the rate when it changes. It must be at most
 	// [MaxBurstBytes] (1 GiB).
 	BurstBytes int

@@ -8,14 +8,14 @@ import (
 	"github.com/aqmkit/aqmkit/aqm"
 )
 
-// DefaultKeepTime is the longest a super-packet kept whole under [GSOAuto]
+// keepTime is the longest a super-packet kept whole under [GSOAuto]
 // may occupy the link at the path's rate: 2 ms, under half of CoDel's 5 ms
 // target. A 64 KiB TCP super-packet, about 67 kB on the wire, takes 1.1 ms
 // at 500 Mbit/s and 0.54 ms at 1 Gbit/s, so it is kept; at 50 Mbit/s it
 // takes 10.8 ms and is split, while a super-packet of two or three
 // segments (what TCP sends a flow paced at a few Mbit/s) is kept there
 // too.
-const DefaultKeepTime = 2 * time.Millisecond
+const keepTime = 2 * time.Millisecond
 
 // GSOPolicy says what a packet path does with a GSO super-packet, a TCP or
 // UDP packet of up to 64 KiB that a segmentation offload stands for
@@ -39,7 +39,7 @@ type GSOPolicy uint8
 
 const (
 	// GSOAuto keeps a super-packet whole when the path is unshaped (rate
-	// 0) or when its wire bytes take at most [DefaultKeepTime] at the
+	// 0) or when its wire bytes take at most 2 ms at the
 	// rate, and splits it otherwise. It is the zero value.
 	GSOAuto GSOPolicy = iota
 	// GSOSplit always splits.
@@ -65,12 +65,12 @@ func (p GSOPolicy) Split(rate aqm.Rate, wireBytes int) bool {
 }
 
 // keepBytes returns the most wire bytes a super-packet may put on the wire
-// for [GSOAuto] to keep it whole at rate: the bytes [DefaultKeepTime]
+// for [GSOAuto] to keep it whole at rate: the bytes keepTime
 // carries at the rate (250 000 at 1 Gbit/s).
 func keepBytes(rate aqm.Rate) uint64 {
-	// rate · DefaultKeepTime / (8 · 1e9) in 128 bits: the high word stays
-	// below the divisor for any rate, since DefaultKeepTime < 8e9 ns.
-	hi, lo := bits.Mul64(uint64(rate), uint64(DefaultKeepTime))
+	// rate · keepTime / (8 · 1e9) in 128 bits: the high word stays
+	// below the divisor for any rate, since keepTime < 8e9 ns.
+	hi, lo := bits.Mul64(uint64(rate), uint64(keepTime))
 	q, _ := bits.Div64(hi, lo, 8*uint64(time.Second))
 	return q
 }

@@ -14,7 +14,7 @@ import (
 )
 
 // TestGSOPolicySplit protects the split rule: auto keeps a super-packet
-// whose wire bytes take at most DefaultKeepTime (2 ms) at the rate and
+// whose wire bytes take at most keepTime (2 ms) at the rate and
 // splits a longer one, keeps everything unshaped, and split and keep
 // ignore rate and size.
 func TestGSOPolicySplit(t *testing.T) {
@@ -57,7 +57,7 @@ func TestGSOPolicySplit(t *testing.T) {
 }
 
 // TestGSOKeepBytes protects the size bound behind GSOAuto: the bytes
-// DefaultKeepTime carries at the rate, exact at the rates a link has and
+// keepTime carries at the rate, exact at the rates a link has and
 // without overflow at the largest.
 func TestGSOKeepBytes(t *testing.T) {
 	for _, c := range []struct {

@@ -28,6 +28,11 @@ func (q *stampQueue) EnqueueBatch(ps []aqm.Packet[uint64], vs []aqm.Verdict, now
 	return aqm.EnqueueLoop[uint64](q, ps, vs, now)
 }
 
+// readFunc adapts a function to clock.Clock.
+type readFunc func() aqm.Time
+
+func (f readFunc) Now() aqm.Time { return f() }
+
 func newStampFront(t *testing.T, src clock.Clock) (*Front[uint64], *stampQueue) {
 	t.Helper()
 	fifo, err := fifo.New[uint64](fifo.Config{LimitPackets: 100}, nil)
@@ -77,7 +82,7 @@ func TestArrivalWakesOnlyParkedConsumer(t *testing.T) {
 // call, whether it enqueues one packet or a batch.
 func TestProducerRefreshesClockOnlyWithoutAwakeConsumer(t *testing.T) {
 	now := aqm.Time(1000)
-	f, q := newStampFront(t, clock.Func(func() aqm.Time { return now }))
+	f, q := newStampFront(t, readFunc(func() aqm.Time { return now }))
 	p := aqm.Packet[uint64]{Meta: aqm.Meta{Size: 10}}
 	now = 2000
 	_, _ = f.Enqueue(p) // empty, no consumer: refreshed

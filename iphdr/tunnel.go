@@ -11,7 +11,7 @@ import (
 // Encapsulate copies the inner packet's ECN field into the outer header, CE
 // included (section 4.1), so that routers inside the tunnel can mark the
 // outer header; at the egress, Decapsulate folds the outer header's ECN
-// field into the inner packet by the table of section 4.2 (DecapECN). Both
+// field into the inner packet by the table of section 4.2 (decapECN). Both
 // change only the two ECN bits of the one header they write and, in IPv4,
 // its header checksum, updated incrementally (RFC 1624), so that an error
 // in a corrupted header is carried through rather than repaired. Neither
@@ -22,46 +22,46 @@ import (
 // The inner packet is left unchanged.
 var ErrDecapDrop = errors.New("iphdr: Not-ECT packet arrived under a CE outer header and must be dropped")
 
-// Decap classifies an arriving pair of inner and outer ECN codepoints by
-// RFC 6040's decapsulation table (see [DecapECN]). The values are ordered:
-// every value from [DecapSuspect] on deserves a log line.
-type Decap uint8
+// decap classifies an arriving pair of inner and outer ECN codepoints by
+// RFC 6040's decapsulation table (see [decapECN]). The values are ordered:
+// every value from [decapSuspect] on deserves a log line.
+type decap uint8
 
 const (
-	// DecapNormal is a combination a compliant tunnel produces.
-	DecapNormal Decap = iota
-	// DecapUnusual is the table's (!) cell: an ECT(1) inner packet under
+	// decapNormal is a combination a compliant tunnel produces.
+	decapNormal decap = iota
+	// decapUnusual is the table's (!) cell: an ECT(1) inner packet under
 	// an ECT(0) outer header, forwarded as ECT(1). RFC 6040 lets the
 	// egress log it.
-	DecapUnusual
-	// DecapSuspect is a (!!!) cell that is forwarded: a Not-ECT inner
+	decapUnusual
+	// decapSuspect is a (!!!) cell that is forwarded: a Not-ECT inner
 	// packet under an ECT(0) or ECT(1) outer header (forwarded Not-ECT),
 	// or a CE inner packet under an ECT(1) outer header (forwarded CE).
 	// RFC 6040 asks the egress to log it.
-	DecapSuspect
-	// DecapDrop is the (!!!) cell that must be dropped: a Not-ECT inner
+	decapSuspect
+	// decapDrop is the (!!!) cell that must be dropped: a Not-ECT inner
 	// packet under a CE outer header.
-	DecapDrop
+	decapDrop
 )
 
 // String names the classification.
-func (d Decap) String() string {
+func (d decap) String() string {
 	switch d {
-	case DecapNormal:
+	case decapNormal:
 		return "normal"
-	case DecapUnusual:
+	case decapUnusual:
 		return "unusual (!)"
-	case DecapSuspect:
+	case decapSuspect:
 		return "suspect (!!!)"
-	case DecapDrop:
+	case decapDrop:
 		return "drop (!!!)"
 	}
 	return "decap(?)"
 }
 
-// DecapECN returns the ECN codepoint RFC 6040 section 4.2 gives the inner
+// decapECN returns the ECN codepoint RFC 6040 section 4.2 gives the inner
 // packet leaving a tunnel, from the codepoints of the arriving outer and
-// inner headers, and how the pair is classified ([Decap]):
+// inner headers, and how the pair is classified ([decap]):
 //
 //	inner \ outer   Not-ECT   ECT(0)          ECT(1)          CE
 //	Not-ECT         Not-ECT   Not-ECT (!!!)   Not-ECT (!!!)   drop (!!!)
@@ -75,40 +75,40 @@ func (d Decap) String() string {
 // (!!!) are combinations no compliant tunnel produces, which RFC 6040 asks
 // the egress to log (it may also raise an alarm); the (!) cell may be
 // logged. A Not-ECT packet under a CE outer header must be dropped, since
-// its congestion signal cannot be passed on: for [DecapDrop] the returned
+// its congestion signal cannot be passed on: for [decapDrop] the returned
 // codepoint is inner's, unchanged. Bits above the two ECN bits of either
 // argument are ignored.
-func DecapECN(outer, inner aqm.ECN) (aqm.ECN, Decap) {
+func decapECN(outer, inner aqm.ECN) (aqm.ECN, decap) {
 	outer &= aqm.ECNMask
 	inner &= aqm.ECNMask
 	switch inner {
 	case aqm.NotECT:
 		switch outer {
 		case aqm.NotECT:
-			return aqm.NotECT, DecapNormal
+			return aqm.NotECT, decapNormal
 		case aqm.CE:
-			return aqm.NotECT, DecapDrop
+			return aqm.NotECT, decapDrop
 		}
-		return aqm.NotECT, DecapSuspect
+		return aqm.NotECT, decapSuspect
 	case aqm.ECT0:
 		if outer == aqm.NotECT {
-			return aqm.ECT0, DecapNormal
+			return aqm.ECT0, decapNormal
 		}
-		return outer, DecapNormal // ECT(0), ECT(1) or CE: the outer's
+		return outer, decapNormal // ECT(0), ECT(1) or CE: the outer's
 	case aqm.ECT1:
 		switch outer {
 		case aqm.CE:
-			return aqm.CE, DecapNormal
+			return aqm.CE, decapNormal
 		case aqm.ECT0:
-			return aqm.ECT1, DecapUnusual
+			return aqm.ECT1, decapUnusual
 		}
-		return aqm.ECT1, DecapNormal
+		return aqm.ECT1, decapNormal
 	}
 	// inner CE
 	if outer == aqm.ECT1 {
-		return aqm.CE, DecapSuspect
+		return aqm.CE, decapSuspect
 	}
-	return aqm.CE, DecapNormal
+	return aqm.CE, decapNormal
 }
 
 // Encapsulate sets the ECN field of outer, a tunnel packet from its outer
@@ -135,30 +135,43 @@ func Encapsulate(outer, inner []byte) error {
 	return nil
 }
 
-// Decapsulate applies RFC 6040's decapsulation (section 4.2, see
-// [DecapECN]) at a tunnel egress: it reads the ECN codepoint of outer, the
-// arriving tunnel packet from its outer IP header on, and rewrites, in
-// place, the ECN field of inner, the packet it carried from its IP header
-// on. Only inner's two ECN bits and, for IPv4, its header checksum
-// (updated incrementally) change, and only when the codepoint changes;
-// outer is only read. It returns the classification of the pair, so that
-// the caller can log the suspect ones.
+// Decapsulate applies RFC 6040's decapsulation (section 4.2) at a tunnel
+// egress: it reads the ECN codepoint of outer, the arriving tunnel packet
+// from its outer IP header on, and rewrites, in place, the ECN field of
+// inner, the packet it carried from its IP header on, by the RFC's table:
 //
-// A Not-ECT inner packet under a CE outer header gets [DecapDrop] and
+//	inner \ outer   Not-ECT   ECT(0)          ECT(1)          CE
+//	Not-ECT         Not-ECT   Not-ECT (!!!)   Not-ECT (!!!)   drop (!!!)
+//	ECT(0)          ECT(0)    ECT(0)          ECT(1)          CE
+//	ECT(1)          ECT(1)    ECT(1) (!)      ECT(1)          CE
+//	CE              CE        CE              CE (!!!)        CE
+//
+// Only inner's two ECN bits and, for IPv4, its header checksum (updated
+// incrementally) change, and only when the codepoint changes; outer is
+// only read. suspect reports a marked cell, (!) or (!!!): combinations no
+// compliant tunnel produces, which RFC 6040 asks the egress to log.
+//
+// A Not-ECT inner packet under a CE outer header is suspect and gets
 // [ErrDecapDrop], and is left unchanged: drop it. An invalid header,
 // either one ([ErrTruncated], [ErrNotIP]), leaves both unchanged and
-// returns [DecapNormal] with the error.
-func Decapsulate(outer, inner []byte) (Decap, error) {
+// returns false with the error.
+func Decapsulate(outer, inner []byte) (suspect bool, err error) {
+	d, err := decapsulate(outer, inner)
+	return d != decapNormal, err
+}
+
+// decapsulate is Decapsulate with the pair's classification.
+func decapsulate(outer, inner []byte) (decap, error) {
 	ov6, _, _, err := check(outer)
 	if err != nil {
-		return DecapNormal, err
+		return decapNormal, err
 	}
 	iv6, _, _, err := check(inner)
 	if err != nil {
-		return DecapNormal, err
+		return decapNormal, err
 	}
-	e, d := DecapECN(tunnelECN(outer, ov6), tunnelECN(inner, iv6))
-	if d == DecapDrop {
+	e, d := decapECN(tunnelECN(outer, ov6), tunnelECN(inner, iv6))
+	if d == decapDrop {
 		return d, ErrDecapDrop
 	}
 	tunnelSetECN(inner, iv6, e)

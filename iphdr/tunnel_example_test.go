@@ -3,7 +3,6 @@ package iphdr_test
 import (
 	"fmt"
 
-	"github.com/aqmkit/aqmkit/aqm"
 	"github.com/aqmkit/aqmkit/iphdr"
 )
 
@@ -26,13 +25,10 @@ func ExampleDecapsulate() {
 
 	_ = iphdr.SetCE(outer) // congestion inside the tunnel
 
-	d, err := iphdr.Decapsulate(outer, inner)
+	suspect, err := iphdr.Decapsulate(outer, inner)
 	e, _ = iphdr.ECN(inner)
-	fmt.Printf("inner %v (%v, %v), checksum %#x\n", e, d, err, inner[10:12])
-
-	fmt.Println(iphdr.DecapECN(aqm.CE, aqm.NotECT))
+	fmt.Printf("inner %v (suspect %v, %v), checksum %#x\n", e, suspect, err, inner[10:12])
 	// Output:
 	// outer ECT(0) <nil>, checksum 0xc2bb
-	// inner CE (normal, <nil>), checksum 0x4e8a
-	// Not-ECT drop (!!!)
+	// inner CE (suspect false, <nil>), checksum 0x4e8a
 }

@@ -73,17 +73,17 @@ func tunnelModel(outer, inner aqm.ECN) (out aqm.ECN, drop bool, mark string) {
 	return tunnelCodepoint(cell), false, mark
 }
 
-// tunnelClass is the Decap the package should give a model cell.
-func tunnelClass(drop bool, mark string) Decap {
+// tunnelClass is the decap the package should give a model cell.
+func tunnelClass(drop bool, mark string) decap {
 	switch {
 	case drop:
-		return DecapDrop
+		return decapDrop
 	case mark == "(!!!)":
-		return DecapSuspect
+		return decapSuspect
 	case mark == "(!)":
-		return DecapUnusual
+		return decapUnusual
 	}
-	return DecapNormal
+	return decapNormal
 }
 
 var allECN = []aqm.ECN{aqm.NotECT, aqm.ECT1, aqm.ECT0, aqm.CE}
@@ -95,16 +95,16 @@ func TestDecapECNTable(t *testing.T) {
 	for _, o := range allECN {
 		for _, i := range allECN {
 			want, drop, mark := tunnelModel(o, i)
-			got, d := DecapECN(o, i)
+			got, d := decapECN(o, i)
 			require.Equal(t, tunnelClass(drop, mark), d, "outer %v inner %v", o, i)
 			require.Equal(t, want, got, "outer %v inner %v", o, i)
-			got2, d2 := DecapECN(o|0xfc, i|0xa8)
+			got2, d2 := decapECN(o|0xfc, i|0xa8)
 			require.Equal(t, got, got2)
 			require.Equal(t, d, d2)
 		}
 	}
-	require.Equal(t, "drop (!!!)", DecapDrop.String())
-	require.Equal(t, "decap(?)", Decap(9).String())
+	require.Equal(t, "drop (!!!)", decapDrop.String())
+	require.Equal(t, "decap(?)", decap(9).String())
 }
 
 // tunnelHeader builds a packet of the given family with DSCP dscp and
@@ -205,7 +205,8 @@ func requireECNWritten(t testing.TB, before, after []byte, want aqm.ECN) {
 // TestDecapsulateHeaders protects Decapsulate on real headers: IPv4 and
 // IPv6 in all four inner/outer combinations, with and without IPv4
 // options, inner inside outer's buffer or apart, and every codepoint
-// pair: the inner packet leaves with the table's codepoint and class, its
+// pair: the inner packet leaves with the table's codepoint and class (a
+// marked cell is suspect), its
 // DSCP and every other byte kept, its IPv4 checksum equal to a full
 // recomputation; a drop leaves it unchanged; outer is only read.
 func TestDecapsulateHeaders(t *testing.T) {
@@ -218,7 +219,7 @@ func TestDecapsulateHeaders(t *testing.T) {
 						outer, inner := tunnelPacket(fam[0], fam[1], nested, opts, oe, ie, 46, 10)
 						ob, ib := bytes.Clone(outer), bytes.Clone(inner)
 						want, drop, mark := tunnelModel(oe, ie)
-						d, err := Decapsulate(outer, inner)
+						d, err := decapsulate(outer, inner)
 						name := fmt.Sprintf("v6 %v/%v nested %v opts %v outer %v inner %v", fam[0], fam[1], nested, opts, oe, ie)
 						require.Equal(t, tunnelClass(drop, mark), d, name)
 						if drop {
@@ -233,6 +234,11 @@ func TestDecapsulateHeaders(t *testing.T) {
 						if !nested {
 							require.Equal(t, ob, outer, name)
 						}
+						o2, i2 := tunnelPacket(fam[0], fam[1], nested, opts, oe, ie, 46, 10)
+						suspect, err2 := Decapsulate(o2, i2)
+						require.Equal(t, drop || mark != "", suspect, name)
+						require.Equal(t, err, err2, name)
+						require.Equal(t, inner, i2, name)
 						cases++
 					}
 				}
@@ -388,9 +394,9 @@ func TestTunnelInvalid(t *testing.T) {
 					o, i = bytes.Clone(b), bytes.Clone(good)
 				}
 				ob, ib := bytes.Clone(o), bytes.Clone(i)
-				d, err := Decapsulate(o, i)
+				d, err := decapsulate(o, i)
 				require.ErrorIs(t, err, want, name)
-				require.Equal(t, DecapNormal, d)
+				require.Equal(t, decapNormal, d)
 				require.ErrorIs(t, Encapsulate(o, i), want, name)
 				require.Equal(t, ob, o, name)
 				require.Equal(t, ib, i, name)
@@ -418,8 +424,8 @@ func TestTunnelZeroAllocs(t *testing.T) {
 	for k, p := range pairs {
 		require.Zero(t, testing.AllocsPerRun(100, func() { sinkErr = Encapsulate(p.o, p.i) }), "pair %d", k)
 		require.Zero(t, testing.AllocsPerRun(100, func() {
-			var d Decap
-			d, sinkErr = Decapsulate(p.o, p.i)
+			var d decap
+			d, sinkErr = decapsulate(p.o, p.i)
 			sinkU32 = uint32(d)
 		}), "pair %d", k)
 	}
@@ -462,7 +468,7 @@ func FuzzTunnel(f *testing.F) {
 		if wantErr == nil {
 			wantErr = ierr
 		}
-		for _, decap := range []bool{true, false} {
+		for _, isDecap := range []bool{true, false} {
 			// Work on a copy of the buffer(s), keeping inner inside
 			// outer when it was.
 			o := bytes.Clone(outer)
@@ -471,10 +477,10 @@ func FuzzTunnel(f *testing.F) {
 				i = o[len(o)-len(inner):]
 			}
 			ob, ib := bytes.Clone(o), bytes.Clone(i)
-			var d Decap
+			var d decap
 			var err error
-			if decap {
-				d, err = Decapsulate(o, i)
+			if isDecap {
+				d, err = decapsulate(o, i)
 			} else {
 				err = Encapsulate(o, i)
 			}
@@ -485,7 +491,7 @@ func FuzzTunnel(f *testing.F) {
 				continue
 			}
 			oe, ie := refECNOf(ob), refECNOf(ib)
-			if decap {
+			if isDecap {
 				want, drop, mark := tunnelModel(oe, ie)
 				require.Equal(t, tunnelClass(drop, mark), d)
 				if drop {

@@ -319,7 +319,7 @@ func (c Config) withDefaults() Config {
 }
 
 // ConfigForLink returns a Config for a link that drains at rate, for flows
-// whose round-trip time is about rtt (zero means [aqm.DefaultRTT]): the
+// whose round-trip time is about rtt (zero means 100 ms): the
 // byte limit is rate.BufferBytes(rtt), four round trips at the rate between
 // 64 KiB and 32 MiB (see [aqm.Rate.BufferBytes]), and the packet limit is
 // that many full-size packets, but at least 1000 so that

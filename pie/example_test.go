@@ -21,7 +21,7 @@ func Example() {
 	var delay time.Duration
 	for i := range 200000 { // 20 s: a packet every 100 µs, one sent every 200 µs
 		now = now.Add(100 * time.Microsecond)
-		if q.Enqueue(aqm.Packet[int]{Payload: i, Meta: aqm.Meta{Size: 1500}}, now).Dropped() && i >= 100000 {
+		if !q.Enqueue(aqm.Packet[int]{Payload: i, Meta: aqm.Meta{Size: 1500}}, now).Accepted() && i >= 100000 {
 			dropped++
 		}
 		if i >= 100000 {

@@ -145,7 +145,7 @@ func openLoop(q *Queue[int], lambda, capacity float64, warm, total time.Duration
 			v := q.Enqueue(aqm.Packet[int]{Meta: aqm.Meta{Size: 1500}}, nextA)
 			if nextA >= from {
 				arrivals++
-				if v.Dropped() {
+				if !v.Accepted() {
 					drops++
 				}
 				if v == aqm.DroppedOverlimit {

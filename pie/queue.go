@@ -10,6 +10,7 @@ import (
 	"github.com/aqmkit/aqmkit/internal/metrics"
 	"github.com/aqmkit/aqmkit/internal/ring"
 	"github.com/aqmkit/aqmkit/internal/rng"
+	"github.com/aqmkit/aqmkit/internal/taildrop"
 	"github.com/aqmkit/aqmkit/internal/tally"
 )
 
@@ -171,12 +172,7 @@ func (q *Queue[T]) EnqueueBatch(ps []aqm.Packet[T], vs []aqm.Verdict, now aqm.Ti
 	case 0:
 		return 0 // the loop makes no call
 	case 1: // no run to share the set-up with
-		v := q.Enqueue(ps[0], now)
-		vs[0] = v
-		if v.Accepted() {
-			return 1
-		}
-		return 0
+		return tally.Single(vs, q.Enqueue(ps[0], now))
 	}
 	ps, vs = ps[:n], vs[:n]
 	q.advance(now)
@@ -212,7 +208,10 @@ func (q *Queue[T]) EnqueueBatch(ps []aqm.Packet[T], vs []aqm.Verdict, now aqm.Ti
 		limitBytes = 1<<63 - 1
 	}
 	if quiet {
-		return q.enqueueQuiet(ps, vs, now, room, limitBytes)
+		// Only the limits refuse packets, and a refusal resets accu as
+		// Enqueue's does.
+		return taildrop.EnqueueBatch(taildrop.Queue[T]{Ring: &q.ring, Stats: &q.stats, Segs: &q.segs, Backlog: &q.backlog,
+			LimitPackets: pp.limitPackets, LimitBytes: pp.limitBytes}, ps, vs, now, func() { c.accu = 0 })
 	}
 	safe, prob := int64(pp.safeBytes), c.p
 	backlog := int64(q.backlog)
@@ -257,54 +256,6 @@ func (q *Queue[T]) EnqueueBatch(ps []aqm.Packet[T], vs []aqm.Verdict, now aqm.Ti
 	q.stats.Enqueued.Packets += sg
 	q.stats.Enqueued.Bytes += by
 	return acc + int(pk)
-}
-
-// enqueueQuiet is EnqueueBatch's loop while PIE cannot drop early: only
-// the limits refuse packets, room packets and limitBytes bytes in all.
-// Accepted packets are written straight into run, the ring's free slots,
-// and committed together; run is refilled where the storage wraps. room >
-// 0 means a free slot: the ring's capacity is at least limitPackets. The
-// loop makes no call on its common path, so its state stays in registers.
-func (q *Queue[T]) enqueueQuiet(ps []aqm.Packet[T], vs []aqm.Verdict, now aqm.Time, room int, limitBytes int64) int {
-	vs = vs[:len(ps)]
-	backlog0 := int64(q.backlog)
-	backlog, room0 := backlog0, room
-	maxSize := q.stats.MaxSize
-	var run []aqm.Packet[T]
-	j, acc := 0, 0
-	for i := range ps {
-		p := &ps[i]
-		size, segs := p.Size, p.SegmentCount()
-		maxSize = max(maxSize, size)
-		if segs > room || backlog+int64(size) > limitBytes {
-			q.ctl.accu = 0
-			tally.DropMeta(&q.stats, aqm.DroppedOverlimit, p.Meta, false)
-			vs[i] = aqm.DroppedOverlimit
-			continue
-		}
-		if j == len(run) {
-			q.ring.Commit(j)
-			run, j = q.ring.Spare(len(ps)-i), 0
-		}
-		slot := &run[j]
-		*slot = *p
-		slot.ECN &= aqm.ECNMask
-		slot.Enqueued = now
-		j++
-		acc++
-		room -= segs
-		backlog += int64(size)
-		vs[i] = aqm.Enqueued
-	}
-	q.ring.Commit(j)
-	q.backlog = int(backlog)
-	q.stats.MaxSize = maxSize
-	// Every accepted packet took its segments of room and its size of
-	// backlog.
-	q.segs += room0 - room
-	q.stats.Enqueued.Packets += uint64(room0 - room)
-	q.stats.Enqueued.Bytes += uint64(backlog - backlog0)
-	return acc
 }
 
 // DequeueBatch removes up to len(buf) packets at now into buf[:n], as n

@@ -329,7 +329,7 @@ func TestReferenceModel(t *testing.T) {
 				got := q.Enqueue(aqm.Packet[uint64]{Payload: id, Meta: aqm.Meta{Size: uint32(size), ECN: ecn}}, aqm.Time(now))
 				want := ref.enque(id, size, ecn, now)
 				decided++
-				if got.Dropped() && got != aqm.DroppedOverlimit || got == aqm.Marked {
+				if !got.Accepted() && got != aqm.DroppedOverlimit || got == aqm.Marked {
 					signals++
 				}
 				if got != want {

@@ -66,7 +66,7 @@ type Options struct {
 	// makes CAKE shape at it. Zero keeps the algorithm's defaults.
 	Rate aqm.Rate
 	// RTT is the round-trip time the limits are sized for, with Rate.
-	// Zero means [aqm.DefaultRTT].
+	// Zero means 100 ms.
 	RTT time.Duration
 	// LimitPackets overrides the preset's packet limit. Zero keeps it.
 	LimitPackets int
@@ -155,7 +155,7 @@ func noECNSwitch(name string, o Options) error {
 func redPreset(o Options) red.Config {
 	c := red.Config{}
 	if o.Rate > 0 {
-		c = red.ConfigForLink(min(o.Rate, red.MaxLinkRate), o.RTT)
+		c = red.ConfigForLink(o.Rate, o.RTT) // a rate past RED's bound is taken as the bound
 	}
 	c.LimitPackets = size(o.LimitPackets, c.LimitPackets)
 	c.Seed, c.DisableECN = o.Seed, o.DisableECN

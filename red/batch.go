@@ -31,12 +31,7 @@ import (
 func (q *Queue[T]) EnqueueBatch(ps []aqm.Packet[T], vs []aqm.Verdict, now aqm.Time) int {
 	n := min(len(ps), len(vs))
 	if n == 1 { // no run to share the set-up with
-		v := q.Enqueue(ps[0], now)
-		vs[0] = v
-		if v.Accepted() {
-			return 1
-		}
-		return 0
+		return tally.Single(vs, q.Enqueue(ps[0], now))
 	}
 	ps, vs = ps[:n], vs[:n]
 	// The average and count (held from the controller), the backlog, the

@@ -21,9 +21,9 @@ const (
 	// defaultLinkRate is the rate at which the queue is drained, used for
 	// the idle decay and the automatic weight and thresholds: 100 Mbit/s.
 	defaultLinkRate = 100 * aqm.Mbit
-	// MaxLinkRate is the largest LinkRate Validate accepts: 1000 Tbit/s. A
+	// maxLinkRate is the largest LinkRate Validate accepts: 1000 Tbit/s. A
 	// larger rate is a unit mistake.
-	MaxLinkRate = 1000 * aqm.Tbit
+	maxLinkRate = 1000 * aqm.Tbit
 	// defaultTargetDelay is the queueing delay the automatic thresholds aim
 	// at: 5 ms, the target delay of Floyd, Gummadi and Shenker (2001).
 	defaultTargetDelay = 5 * time.Millisecond
@@ -89,7 +89,7 @@ type Config struct {
 	Weight float64
 
 	// LinkRate is the rate at which the queue is drained. Zero means
-	// 100 mbit; at most [MaxLinkRate]. With MeanPacketBytes it sets
+	// 100 mbit; at most 1000 Tbit/s. With MeanPacketBytes it sets
 	// the packet time s = 8·MeanPacketBytes/LinkRate that an idle period is
 	// measured in, and C = 1/s for the automatic weight and thresholds.
 	LinkRate aqm.Rate
@@ -352,8 +352,8 @@ func (c Config) derive() (Config, params, error) {
 	}
 
 	// Every field on its own.
-	if c.LinkRate > MaxLinkRate {
-		report("LinkRate", c.LinkRate, "must be at most "+MaxLinkRate.String())
+	if c.LinkRate > maxLinkRate {
+		report("LinkRate", c.LinkRate, "must be at most "+maxLinkRate.String())
 	}
 	if c.MeanPacketBytes < 0 || c.MeanPacketBytes > maxMeanBytes {
 		report("MeanPacketBytes", c.MeanPacketBytes, "must be in [0, "+strconv.FormatUint(uint64(maxMeanBytes), 10)+"]")
@@ -424,18 +424,19 @@ func (c Config) derive() (Config, params, error) {
 
 // ConfigForLink returns the configuration of a RED queue in packet mode
 // for a link of the given rate and flows whose round-trip time is about
-// rtt (zero means [aqm.DefaultRTT]): LinkRate is rate, the thresholds and
+// rtt (zero means 100 ms): LinkRate is rate, the thresholds and
 // weight are the automatic ones for that rate, and LimitPackets is
 // rate.BufferPackets(rtt), four round trips of full-size packets (raised to
 // MaxThreshold if the automatic threshold is larger). Everything else is
 // at its default; set Gentle, Adaptive or ECN options on the result. A
 // zero rate (unknown or unlimited) gives the zero Config: the defaults,
-// whose thresholds are those of 100 mbit.
+// whose thresholds are those of 100 mbit. A rate above 1000 Tbit/s is
+// taken as 1000 Tbit/s.
 func ConfigForLink(rate aqm.Rate, rtt time.Duration) Config {
 	if rate == 0 {
 		return Config{}
 	}
-	rate = min(rate, MaxLinkRate)
+	rate = min(rate, maxLinkRate)
 	c := Config{LinkRate: rate}
 	eff, _ := c.withDefaults(nil)
 	c.LimitPackets = min(maxLimitPackets, max(rate.BufferPackets(rtt), eff.MaxThreshold))

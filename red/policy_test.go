@@ -207,11 +207,11 @@ func TestSeeds(t *testing.T) {
 // max_th), and keeps the rest at the defaults (a zero rate is
 // internal/configcheck's TestConfigForLinkZeroRate).
 func TestConfigForLink(t *testing.T) {
-	for _, rate := range []aqm.Rate{aqm.Mbit, 8 * aqm.Mbit, 100 * aqm.Mbit, 10 * aqm.Gbit, 100 * aqm.Gbit, aqm.Tbit, MaxLinkRate * 2} {
+	for _, rate := range []aqm.Rate{aqm.Mbit, 8 * aqm.Mbit, 100 * aqm.Mbit, 10 * aqm.Gbit, 100 * aqm.Gbit, aqm.Tbit, maxLinkRate * 2} {
 		for _, rtt := range []time.Duration{0, 10 * time.Millisecond, 300 * time.Millisecond} {
 			c := ConfigForLink(rate, rtt)
 			require.NoError(t, c.Validate(), "rate %v rtt %v", rate, rtt)
-			want := min(rate, MaxLinkRate)
+			want := min(rate, maxLinkRate)
 			require.Equal(t, want, c.LinkRate)
 			eff := filled(c)
 			require.GreaterOrEqual(t, c.LimitPackets, want.BufferPackets(rtt))

@@ -62,7 +62,7 @@ func filled(c Config) Config {
 // is named in one joined error that wraps aqm.ErrInvalidConfig.
 func TestValidateNamesEveryField(t *testing.T) {
 	c := Config{MinThreshold: -1, MaxThreshold: -2, MaxP: 2, Weight: -0.1, LimitPackets: -5, LimitBytes: -1,
-		LinkRate: MaxLinkRate + 1, MeanPacketBytes: -1, TargetDelay: -1, AdaptInterval: -1}
+		LinkRate: maxLinkRate + 1, MeanPacketBytes: -1, TargetDelay: -1, AdaptInterval: -1}
 	before := c
 	err := c.Validate()
 	require.Equal(t, before, c, "Validate must not change its receiver")
@@ -104,7 +104,7 @@ func TestValidateNamesEveryField(t *testing.T) {
 		{"weight above 1", Config{Weight: 1.5}, "Weight"},
 		{"limit too large", Config{LimitPackets: 1<<24 + 1}, "LimitPackets"},
 		{"interval below 1ms", Config{AdaptInterval: time.Microsecond}, "AdaptInterval"},
-		{"rate above the maximum", Config{LinkRate: MaxLinkRate + 1}, "LinkRate"},
+		{"rate above the maximum", Config{LinkRate: maxLinkRate + 1}, "LinkRate"},
 		{"derived limit too large", Config{MinThreshold: 100_000, MaxThreshold: 200_000}, "LimitPackets"},
 		{"derived limit from the rate", Config{LinkRate: 10 * aqm.Tbit}, "LimitPackets"},
 	}

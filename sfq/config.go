@@ -92,7 +92,7 @@ type Config struct {
 
 // ConfigForLink returns the configuration of an SFQ draining a link of
 // the given rate for flows whose round-trip time is about rtt (zero means
-// [aqm.DefaultRTT]): the packet and byte limits hold [aqm.Rate.BufferBytes]
+// 100 ms): the packet and byte limits hold [aqm.Rate.BufferBytes]
 // (four round trips at the rate, between 64 KiB and 32 MiB), and every other
 // field keeps its default. SFQ has no AQM, so this buffer is the most delay
 // an unresponsive flow can build. A zero rate (unknown or unlimited) gives

@@ -87,7 +87,7 @@ func (h *harness) onDrop(p aqm.Packet[Payload], why aqm.Verdict) {
 	if !h.inCall {
 		h.failf("DropFunc called outside Enqueue/Dequeue for packet %d", p.Payload)
 	}
-	if !why.Dropped() {
+	if why.Accepted() {
 		h.failf("DropFunc called for packet %d with non-drop verdict %v", p.Payload, why)
 	}
 	in, ok := h.live[p.Payload]
@@ -196,7 +196,7 @@ func (h *harness) enqueue(size, hash uint32, ecn aqm.ECN, segs uint16) aqm.Verdi
 		h.liveBytes += int(size)
 		h.liveSegs += p.SegmentCount()
 		h.accepted.AddMeta(p.Meta)
-	case v.Dropped() && v <= aqm.DroppedOverload:
+	case !v.Accepted() && v <= aqm.DroppedOverload:
 		h.refused[v].AddMeta(p.Meta)
 	default:
 		h.failf("Enqueue returned unknown verdict %d", uint8(v))

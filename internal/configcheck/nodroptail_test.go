@@ -19,6 +19,7 @@ import (
 	"github.com/aqmkit/aqmkit/dualq"
 	"github.com/aqmkit/aqmkit/fifo"
 	"github.com/aqmkit/aqmkit/fq"
+	"github.com/aqmkit/aqmkit/internal/frame"
 	"github.com/aqmkit/aqmkit/internal/proptest"
 	"github.com/aqmkit/aqmkit/pie"
 	"github.com/aqmkit/aqmkit/queues"
@@ -174,7 +175,7 @@ func cobaltMTUTime(set bool, nsPerByte float64) time.Duration {
 	if !set {
 		return 0
 	}
-	return time.Duration(float64(aqm.FullPacketBytes) * nsPerByte)
+	return time.Duration(float64(frame.FullBytes) * nsPerByte)
 }
 
 // dropTailCases holds a generator and a plan for every configuration type
@@ -245,7 +246,7 @@ var dropTailCases = map[reflect.Type]dropTailCase{
 		gen: func(r *rand.Rand) any { return genCobalt(r) },
 		plan: func(eff any) overloadPlan {
 			c := eff.(cobalt.Config)
-			return overloadPlan{lo: 64, hi: aqm.FullPacketBytes, buffer: bufferOf(c.LimitBytes, c.LimitPackets, float64(64+aqm.FullPacketBytes)/2),
+			return overloadPlan{lo: 64, hi: frame.FullBytes, buffer: bufferOf(c.LimitBytes, c.LimitPackets, float64(64+frame.FullBytes)/2),
 				constant: c.Target + c.Interval}
 		},
 	},
@@ -319,7 +320,7 @@ var dropTailCases = map[reflect.Type]dropTailCase{
 		},
 		plan: func(eff any) overloadPlan {
 			c := eff.(fq.CobaltConfig)
-			return overloadPlan{lo: 64, hi: aqm.FullPacketBytes, buffer: bufferOf(c.MemoryLimitBytes, c.LimitPackets, float64(64+aqm.FullPacketBytes)/2),
+			return overloadPlan{lo: 64, hi: frame.FullBytes, buffer: bufferOf(c.MemoryLimitBytes, c.LimitPackets, float64(64+frame.FullBytes)/2),
 				constant: c.Target + c.Interval}
 		},
 	},

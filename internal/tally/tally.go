@@ -53,3 +53,14 @@ func Sum(a, b aqm.Stats) aqm.Stats {
 	a.MaxSize = max(a.MaxSize, b.MaxSize)
 	return a
 }
+
+// Single is the outcome of a burst of one packet, whose verdict v came from
+// Enqueue: it writes v into vs[0] and returns the number accepted, 0 or 1,
+// as EnqueueBatch returns it.
+func Single(vs []aqm.Verdict, v aqm.Verdict) int {
+	vs[0] = v
+	if v.Accepted() {
+		return 1
+	}
+	return 0
+}

@@ -88,7 +88,7 @@
 // of at most the MTU. With Config.VnetHdr (a TUN opened with offloads) the
 // kernel hands the router TSO and UDP GSO super-packets of up to 64 KiB;
 // Config.GSO then keeps each whole when it takes at most 2 ms at the
-// direction's rate (front.DefaultKeepTime), where one read and one write
+// direction's rate (front.GSOAuto), where one read and one write
 // per super-packet instead of per segment is what makes the router
 // several times faster, and splits a longer one into its segments, so
 // that no queue serves a flow's burst of more than 2 ms in one piece. On

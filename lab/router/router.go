@@ -84,7 +84,7 @@ type Config struct {
 	// rate kept. A blocking consumer sleeps its wake slack (1 ms) past each
 	// departure and Go's runtime on Linux rounds sleeps to whole
 	// milliseconds, so a 2 ms bucket would be filled by an on-time
-	// wake-up; the 5 ms default (the library's front.DefaultBurstTime too)
+	// wake-up; the 5 ms default (the library front's default too)
 	// leaves 3 ms for a busy machine. Zero
 	// means DefaultBurst; at most MaxBurst. It has no effect unshaped. A
 	// queue that shapes itself (CAKE) keeps its own lag, but the front's
@@ -142,7 +142,7 @@ type Config struct {
 	// applying to all of them, written back with its header for the
 	// kernel to segment). The zero value, front.GSOAuto, decides per
 	// super-packet: kept when the direction is unshaped or its wire bytes
-	// take at most front.DefaultKeepTime (2 ms) at the direction's rate,
+	// take at most 2 ms at the direction's rate (front.GSOAuto),
 	// split otherwise, and kept whatever its size while the router is
 	// saturated (LoadConfig). A super-packet whose segments do not fit SegmentBufferSize, or that
 	// stands for more than MaxSplitSegments, is kept whole.

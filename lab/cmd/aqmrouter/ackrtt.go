@@ -44,6 +44,9 @@ const (
 	ackFlowSlots = 1024
 	ackPending   = 4
 	ackLonely    = 30 * time.Millisecond
+	// ackMaxRTT is how long a segment waits for its ACK before it is
+	// forgotten, as autorate.PassiveConfig's default MaxRTT.
+	ackMaxRTT = 2 * time.Second
 )
 
 type ackKey [36]byte // LAN address, WAN address (16 bytes each, IPv4 mapped), LAN port, WAN port
@@ -61,7 +64,7 @@ type ackFlow struct {
 }
 
 func newAckRTT() *ackRTT {
-	return &ackRTT{seed: maphash.MakeSeed(), flows: make([]ackFlow, ackFlowSlots), max: autorate.DefaultMaxRTT}
+	return &ackRTT{seed: maphash.MakeSeed(), flows: make([]ackFlow, ackFlowSlots), max: ackMaxRTT}
 }
 
 // segment is what ackRTT reads from a TCP packet.
