@@ -449,7 +449,7 @@ func init() {
 	registerPath(AQM{Name: "fq-codel+autorate-cellular", Desc: "the setting for cellular links (LTE uplinks, 5G): as fq-codel+autorate-fast " +
 		"with bufferbloat at 3 delayed samples of 6 and Recovery 0.5", New: autorated(arCellular)})
 	registerPath(AQM{Name: "fq-codel+autorate-starlink", Desc: "the setting for Starlink: as fq-codel+autorate-passive (passive RTT, " +
-		"the default thresholds, Recovery 1) with increases of up to 8% per 200 ms", New: autorated(arStarlink)})
+		"Recovery 1) with thresholds of 8, 25 and 50 ms on the RTT rise and increases of up to 15% per 200 ms", New: autorated(arStarlink)})
 	oracle := func(lag time.Duration) func(e Env) (aqm.Queue[uint64], error) {
 		return func(e Env) (aqm.Queue[uint64], error) {
 			if err := need(e); err != nil {

@@ -1,6 +1,10 @@
 package sim
 
-import "github.com/aqmkit/aqmkit/autorate"
+import (
+	"time"
+
+	"github.com/aqmkit/aqmkit/autorate"
+)
 
 // The settings the guide recommends per kind of link. A downlink with long
 // gaps in delivery (T-Mobile's LTE downlink) keeps arPassive.
@@ -9,12 +13,14 @@ const (
 	// uplinks, 5G while driving): arFast with bufferbloat at 3 delayed
 	// samples of 6 (cake-autorate's default) and Recovery 0.5. Two
 	// delayed samples cut on single late replies of a fading radio, and
-	// Recovery 1 returns all the way into a fade that has not ended: the
-	// Verizon LTE uplink's p99 is then 987 ms against 892 ms.
+	// Recovery 1 returns into a fade that has not ended: on the Verizon
+	// LTE uplink arRecovery's ping p99 is 987 ms, this one's 892 ms.
 	arCellular autorateVariant = iota + arCakeAutorate + 1
-	// arStarlink is for Starlink: arPassive with increases of up to 8 %
-	// per achieved-rate report, so that the rate climbs back within the
-	// 15 s between the satellite hand-overs.
+	// arStarlink is for Starlink: arPassive with thresholds of 8, 25 and
+	// 50 ms on the flows' RTT rise and increases of up to 15 % per
+	// achieved-rate report, so that the rate climbs back within the 15 s
+	// between reconfigurations and cuts a little earlier than the
+	// defaults.
 	arStarlink
 )
 
@@ -29,7 +35,8 @@ func linkPreset(t *Trace, v autorateVariant) autorate.Config {
 		c.Recovery = 0.5
 	case arStarlink:
 		c = autorateConfig(t, arPassive)
-		c.MaxIncrease = 0.08
+		c.FullIncreaseBelow, c.DelayThreshold, c.FullCutAbove = 8*time.Millisecond, 25*time.Millisecond, 50*time.Millisecond
+		c.MaxIncrease = 0.15
 	}
 	return c
 }

@@ -3,6 +3,7 @@ package sim
 import (
 	"path/filepath"
 	"testing"
+	"time"
 
 	"github.com/aqmkit/aqmkit/aqm"
 	"github.com/stretchr/testify/require"
@@ -10,8 +11,8 @@ import (
 
 // TestAutorateLinkPresets protects the recommended settings: the cellular
 // one is the fast setting with 3 delayed samples of 6 and Recovery 0.5,
-// fed by probes; the Starlink one is the passive setting with increases of
-// up to 8 %, fed by passive RTT alone.
+// fed by probes; the Starlink one is the passive setting with thresholds
+// of 8/25/50 ms and increases of up to 15 %, fed by passive RTT alone.
 func TestAutorateLinkPresets(t *testing.T) {
 	tr, err := LoadTrace(filepath.Join(tracesDir(), "cellular-fading.mahi"))
 	require.NoError(t, err)
@@ -22,8 +23,10 @@ func TestAutorateLinkPresets(t *testing.T) {
 	require.Equal(t, fast, cell, "otherwise the fast setting")
 
 	pas, star := autorateConfig(tr, arPassive), autorateConfig(tr, arStarlink)
-	require.Equal(t, 0.08, star.MaxIncrease)
-	pas.MaxIncrease = star.MaxIncrease
+	require.Equal(t, 0.15, star.MaxIncrease)
+	require.Equal(t, [3]time.Duration{8 * time.Millisecond, 25 * time.Millisecond, 50 * time.Millisecond},
+		[3]time.Duration{star.FullIncreaseBelow, star.DelayThreshold, star.FullCutAbove})
+	pas.MaxIncrease, pas.FullIncreaseBelow, pas.DelayThreshold, pas.FullCutAbove = star.MaxIncrease, star.FullIncreaseBelow, star.DelayThreshold, star.FullCutAbove
 	require.Equal(t, pas, star, "otherwise the passive setting")
 	require.NoError(t, star.Validate())
 	require.NoError(t, cell.Validate())
