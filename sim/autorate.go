@@ -362,6 +362,8 @@ func autorateConfig(t *Trace, v autorateVariant) autorate.Config {
 		c.Reflectors = 1
 	case arCakeAutorate:
 		c = cakeAutorateV3(c.MinRate, c.BaseRate, c.MaxRate)
+	case arCellular, arStarlink:
+		c = linkPreset(t, v)
 	}
 	return c
 }
@@ -420,7 +422,7 @@ func init() {
 			}
 			p.wanRTT = v != arCakeAutorate
 			p.halfRTT = v == arCakeAutorate
-			if v == arPassive {
+			if v == arPassive || v == arStarlink {
 				rtt, err := autorate.NewPassiveRTT(autorate.PassiveConfig{Flows: 64, Seed: e.Seed | 1})
 				if err != nil {
 					return nil, err
@@ -444,6 +446,10 @@ func init() {
 	registerPath(AQM{Name: "fq-codel+cake-autorate-v3", Desc: "the cake-autorate baseline: the controller at cake-autorate v3's defaults " +
 		"(30/10/60 ms one-way thresholds, 3 delayed of 6, cuts 0.99–0.75, increases up to 1.04 per 200 ms, refractory 300 ms and 1 s) " +
 		"fed half of each ping's RTT measured through the shaper, as its fping mode does; rates as fq-codel+autorate", New: autorated(arCakeAutorate)})
+	registerPath(AQM{Name: "fq-codel+autorate-cellular", Desc: "the setting for cellular links (LTE uplinks, 5G): as fq-codel+autorate-fast " +
+		"with bufferbloat at 3 delayed samples of 6 and Recovery 0.5", New: autorated(arCellular)})
+	registerPath(AQM{Name: "fq-codel+autorate-starlink", Desc: "the setting for Starlink: as fq-codel+autorate-passive (passive RTT, " +
+		"Recovery 1) with thresholds of 8, 25 and 50 ms on the RTT rise and increases of up to 15% per 200 ms", New: autorated(arStarlink)})
 	oracle := func(lag time.Duration) func(e Env) (aqm.Queue[uint64], error) {
 		return func(e Env) (aqm.Queue[uint64], error) {
 			if err := need(e); err != nil {
