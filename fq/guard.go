@@ -446,22 +446,7 @@ func (q *sched[T, A]) setGuard(on bool, span time.Duration) {
 // only.
 func (q *sched[T, A]) resetGuard() {
 	g := &q.g
-	sh := &q.flows[g.shared]
-	for sh.head != cqNone {
-		p := q.pop(sh)
-		idx := q.bucket(p.Hash)
-		f := &q.flows[idx]
-		q.push(f, p)
-		if f.tag&cqListMask == cqInactive<<cqListShift {
-			q.activate(f, idx)
-		}
-		if q.tracking {
-			q.reclass(f, idx)
-		}
-	}
-	if q.tracking {
-		q.reclass(sh, g.shared)
-	}
+	q.unshare()
 	g.divSeq, g.leftSeq = 0, 0
 	for i := range g.ids {
 		e := guardID{lastDiv: ^uint32(0), candLast: ^uint32(0)}
