@@ -209,9 +209,15 @@ func (q *Queue[T]) EnqueueBatch(ps []aqm.Packet[T], vs []aqm.Verdict, now aqm.Ti
 	}
 	if quiet {
 		// Only the limits refuse packets, and a refusal resets accu as
-		// Enqueue's does.
-		return taildrop.EnqueueBatch(taildrop.Queue[T]{Ring: &q.ring, Stats: &q.stats, Segs: &q.segs, Backlog: &q.backlog,
-			LimitPackets: pp.limitPackets, LimitBytes: pp.limitBytes}, ps, vs, now, func() { c.accu = 0 })
+		// Enqueue's does. Nothing in the loop reads accu, so one reset
+		// after it, when any packet was refused, is the same; the loop
+		// then makes no call on its common path.
+		acc := taildrop.EnqueueBatch(taildrop.Queue[T]{Ring: &q.ring, Stats: &q.stats, Segs: &q.segs, Backlog: &q.backlog,
+			LimitPackets: pp.limitPackets, LimitBytes: pp.limitBytes}, ps, vs, now, nil)
+		if acc < n {
+			c.accu = 0
+		}
+		return acc
 	}
 	safe, prob := int64(pp.safeBytes), c.p
 	backlog := int64(q.backlog)

@@ -67,9 +67,10 @@ func EnqueueBatch[T any](q Queue[T], ps []aqm.Packet[T], vs []aqm.Verdict, now a
 			q.Ring.Commit(j)
 			run, j = q.Ring.Spare(n-i), 0
 		}
-		m := p.Meta
-		m.ECN &= aqm.ECNMask
-		run[j] = aqm.Packet[T]{Payload: p.Payload, Meta: m, Enqueued: now}
+		slot := &run[j]
+		*slot = *p
+		slot.ECN &= aqm.ECNMask
+		slot.Enqueued = now
 		j++
 		accepted++
 		room -= segs
