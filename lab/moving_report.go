@@ -4,20 +4,21 @@ import (
 	"fmt"
 	"io"
 	"math"
+	"slices"
 	"text/tabwriter"
 )
 
 // WriteMovingSummary writes, for each configuration of rs with a moving
-// bottleneck, its MovingFigures averaged over the repetitions that have
-// them: added p95 latency, the share of probes more than 30 ms above
-// idle, and the goodput's share of the mean capacity. It writes nothing
-// when no run had a moving bottleneck.
+// bottleneck, its MovingFigures over the repetitions that have them, each
+// as the median and [lowest, highest]: added p95 latency, the share of
+// probes more than 30 ms above idle, and the goodput's share of the mean
+// capacity; the mean capacity and load average are means. It writes
+// nothing when no run had a moving bottleneck.
 func WriteMovingSummary(w io.Writer, rs []Result) error {
 	type acc struct {
-		test, name           string
-		n                    int
-		p95, over, share, mc float64
-		load                 float64
+		test, name       string
+		p95, over, share []float64
+		mc, load         float64
 	}
 	var order []*acc
 	by := map[string]*acc{}
@@ -36,10 +37,9 @@ func WriteMovingSummary(w io.Writer, rs []Result) error {
 			by[k] = a
 			order = append(order, a)
 		}
-		a.n++
-		a.p95 += f.AddedP95Ms
-		a.over += f.Over30Ms
-		a.share += f.CapacityShare
+		a.p95 = append(a.p95, f.AddedP95Ms)
+		a.over = append(a.over, 100*f.Over30Ms)
+		a.share = append(a.share, 100*f.CapacityShare)
 		a.mc += f.MeanCapacity
 		a.load += r.Load1
 	}
@@ -47,10 +47,23 @@ func WriteMovingSummary(w io.Writer, rs []Result) error {
 		return nil
 	}
 	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
-	fmt.Fprintln(tw, "test\tconfig\truns\tadded p95 ms\tover 30 ms\tutilisation\tmean capacity Mbit/s\tload1")
+	fmt.Fprintln(tw, "test\tconfig\truns\tadded p95 ms\tover 30 ms %\tutilisation %\tmean capacity Mbit/s\tload1")
 	for _, a := range order {
-		n := float64(a.n)
-		fmt.Fprintf(tw, "%s\t%s\t%d\t%.1f\t%.1f %%\t%.1f %%\t%.2f\t%.2f\n", a.test, a.name, a.n, a.p95/n, 100*a.over/n, 100*a.share/n, a.mc/n/1e6, a.load/n)
+		n := float64(len(a.p95))
+		fmt.Fprintf(tw, "%s\t%s\t%d\t%s\t%s\t%s\t%.2f\t%.2f\n", a.test, a.name, len(a.p95),
+			medianRange(a.p95), medianRange(a.over), medianRange(a.share), a.mc/n/1e6, a.load/n)
 	}
 	return tw.Flush()
+}
+
+// medianRange formats xs, which it sorts, as "median [lowest, highest]";
+// the median of an even count is the mean of the middle two.
+func medianRange(xs []float64) string {
+	slices.Sort(xs)
+	n := len(xs)
+	med := xs[n/2]
+	if n%2 == 0 {
+		med = (xs[n/2-1] + xs[n/2]) / 2
+	}
+	return fmt.Sprintf("%.1f [%.1f, %.1f]", med, xs[0], xs[n-1])
 }

@@ -71,8 +71,8 @@ func TestMovingFigures(t *testing.T) {
 }
 
 // TestMovingSummary protects the moving-bottleneck table: one line per
-// configuration, figures averaged over its runs, failed runs and runs
-// without a moving bottleneck left out.
+// configuration, each figure's median and range over its runs, failed
+// runs and runs without a moving bottleneck left out.
 func TestMovingSummary(t *testing.T) {
 	cfgs, _ := Suite("autorate", Options{})
 	from := cfgs[0].Load[0].From + cfgs[0].Warmup
@@ -86,14 +86,15 @@ func TestMovingSummary(t *testing.T) {
 	plain := cfgs[1]
 	plain.Moving = nil
 	var b strings.Builder
-	err := WriteMovingSummary(&b, []Result{run(cfgs[0], 14e6, ""), run(cfgs[0], 7e6, ""), run(cfgs[0], 28e6, "failed"), run(plain, 1e6, "")})
+	err := WriteMovingSummary(&b, []Result{run(cfgs[0], 14e6, ""), run(cfgs[0], 7e6, ""), run(cfgs[0], 28e6, "failed"), run(cfgs[0], 2.8e6, ""), run(plain, 1e6, "")})
 	if err != nil {
 		t.Fatal(err)
 	}
 	lines := strings.Split(strings.TrimSpace(b.String()), "\n")
-	// Mean capacity 28 Mbit/s: 14 and 7 Mbit/s are 50 % and 25 %.
-	if len(lines) != 2 || !strings.Contains(lines[1], "fq-codel+autorate") || !strings.Contains(lines[1], " 2 ") ||
-		!strings.Contains(lines[1], "37.5 %") || !strings.Contains(lines[1], "10.0") {
+	// Mean capacity 28 Mbit/s: 14, 7 and 2.8 Mbit/s are 50, 25 and 10 %,
+	// median 25 (the mean would be 28.3).
+	if len(lines) != 2 || !strings.Contains(lines[1], "fq-codel+autorate") || !strings.Contains(lines[1], " 3 ") ||
+		!strings.Contains(lines[1], "25.0 [10.0, 50.0]") || !strings.Contains(lines[1], "10.0") {
 		t.Errorf("table:\n%s", b.String())
 	}
 }
