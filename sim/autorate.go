@@ -362,7 +362,7 @@ func autorateConfig(t *Trace, v autorateVariant) autorate.Config {
 		c.Reflectors = 1
 	case arCakeAutorate:
 		c = cakeAutorateV3(c.MinRate, c.BaseRate, c.MaxRate)
-	case arCellular, arStarlink:
+	case arCellular, arStarlink, arMmwave:
 		c = linkPreset(t, v)
 	}
 	return c
@@ -448,6 +448,8 @@ func init() {
 		"fed half of each ping's RTT measured through the shaper, as its fping mode does; rates as fq-codel+autorate", New: autorated(arCakeAutorate)})
 	registerPath(AQM{Name: "fq-codel+autorate-cellular", Desc: "the setting for cellular links (LTE uplinks, 5G): as fq-codel+autorate-fast " +
 		"with bufferbloat at 3 delayed samples of 6 and Recovery 0.5", New: autorated(arCellular)})
+	registerPath(AQM{Name: "fq-codel+autorate-mmwave", Desc: "the setting for links that stop delivering for whole seconds (5G mmWave): " +
+		"as fq-codel+autorate-fast with bufferbloat at 3 delayed samples of 6 and without cuts to the achieved rate", New: autorated(arMmwave)})
 	registerPath(AQM{Name: "fq-codel+autorate-starlink", Desc: "the setting for Starlink: as fq-codel+autorate-passive (passive RTT, " +
 		"Recovery 1) with thresholds of 8, 25 and 50 ms on the RTT rise and increases of up to 15% per 200 ms", New: autorated(arStarlink)})
 	oracle := func(lag time.Duration) func(e Env) (aqm.Queue[uint64], error) {

@@ -12,9 +12,15 @@ import (
 // seed 1, and returns the results by row.
 func runAutorate(t *testing.T, file string, aqms ...string) map[string]*Result {
 	t.Helper()
+	return runAutorateSeed(t, file, 1, aqms...)
+}
+
+// runAutorateSeed is runAutorate with the given seed.
+func runAutorateSeed(t *testing.T, file string, seed uint64, aqms ...string) map[string]*Result {
+	t.Helper()
 	sc, err := LookupScenario("autorate")
 	require.NoError(t, err)
-	runs, err := sc.Runs(Options{Seed: 1, AQMs: aqms, Traces: []string{file}})
+	runs, err := sc.Runs(Options{Seed: seed, AQMs: aqms, Traces: []string{file}})
 	require.NoError(t, err)
 	got := map[string]*Result{}
 	for _, r := range runs {
