@@ -74,10 +74,10 @@ func ParseThroughputCSV(name, column string, r io.Reader) (*Trace, error) {
 		if err == io.EOF {
 			break
 		}
-		line, _ := cr.FieldPos(0)
-		if err != nil {
+		if err != nil { // a csv.ParseError names the line
 			return nil, fmt.Errorf("sim: trace %s: %w", name, err)
 		}
+		line, _ := cr.FieldPos(0)
 		if tcol >= len(rec) || rcol >= len(rec) {
 			return nil, bad(line, "has %d fields, want at least %d", len(rec), max(tcol, rcol)+1)
 		}
@@ -122,7 +122,10 @@ func ParseThroughputCSV(name, column string, r io.Reader) (*Trace, error) {
 	default:
 		t.period = 2*t.steps[k-1].at - t.steps[k-2].at
 	}
-	return t, t.check()
+	if err := t.check(); err != nil {
+		return nil, err
+	}
+	return t, nil
 }
 
 // parseStamp reads a timestamp, with or without a zone, or seconds.

@@ -143,3 +143,28 @@ func TestRealTraceFloors(t *testing.T) {
 		require.NoError(t, err, f)
 	}
 }
+
+// FuzzParseThroughputCSV protects the CSV reader against malformed input:
+// it returns a trace that passes its own checks or an error, and never
+// panics (a quoting error once did, in the line number of its message).
+func FuzzParseThroughputCSV(f *testing.F) {
+	for _, s := range []string{
+		"time,a_mbps\n0,1\n1,2\n",
+		"seq_num,a_mbps\n0,1\n1,\"\n",
+		"time,a_mbps\n1,\"x\n",
+		"time,a_mbps\n\"a\"b,1\n",
+		"time,a_mbps,b_mbps\n0,1\n",
+		"time,a_mbps\n2026-01-01T00:00:00Z,5\n2026-01-01T00:00:01Z,NaN\n",
+	} {
+		f.Add(s)
+	}
+	f.Fuzz(func(t *testing.T, in string) {
+		tr, err := ParseThroughputCSV("f.csv", "", strings.NewReader(in))
+		if err == nil {
+			require.NoError(t, tr.check())
+			require.Positive(t, tr.Period())
+		} else {
+			require.Nil(t, tr)
+		}
+	})
+}
