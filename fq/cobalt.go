@@ -1,12 +1,10 @@
 package fq
 
 import (
-	"errors"
 	"time"
 
 	"github.com/aqmkit/aqmkit/aqm"
 	"github.com/aqmkit/aqmkit/cobalt"
-	"github.com/aqmkit/aqmkit/internal/cfgerr"
 	"github.com/aqmkit/aqmkit/internal/dropcap"
 	"github.com/aqmkit/aqmkit/internal/frame"
 	"github.com/aqmkit/aqmkit/internal/rng"
@@ -53,13 +51,8 @@ type CobaltConfig struct {
 	// BlueIncrement, BlueDecrement, BlueThreshold, DisableBlueThreshold and
 	// DisableECN, with the defaults and ranges of [cobalt.Control].
 	cobalt.Control
-	// DisableFloodGuard turns the flood guard off (see the package doc's
-	// Flood guard section): every packet then joins its own flow queue and
-	// a flow queue that was empty gets sparse-flow priority, as in RFC 8290
-	// and Linux, so a sender that uses a new flow hash for every packet can
-	// starve the other flows. With the guard on, the default, packets of
-	// flows that have not recurred wait in one shared queue once they
-	// arrive faster than the guard admits new flows.
+	// DisableFloodGuard turns the flood guard off, with the cost
+	// [CoDelConfig.DisableFloodGuard] describes; it is on by default.
 	DisableFloodGuard bool
 	// Seed keys the flow hash and seeds BLUE's random draws. Zero, the
 	// default and the right choice in production, draws a secret from
@@ -76,24 +69,19 @@ type CobaltConfig struct {
 // other field keeps its default. A zero rate (unknown or unlimited) gives
 // the zero CobaltConfig: the defaults.
 func CobaltConfigForLink(rate aqm.Rate, rtt time.Duration) CobaltConfig {
-	if rate == 0 {
-		return CobaltConfig{}
+	var c CobaltConfig
+	c.LimitPackets, c.MemoryLimitBytes = linkLimits(rate, rtt)
+	if rate != 0 {
+		c.MTUTime = rate.TxTime(frame.FullBytes)
 	}
-	return CobaltConfig{
-		LimitPackets:     rate.BufferPackets(rtt),
-		MemoryLimitBytes: rate.BufferBytes(rtt),
-		Control:          cobalt.Control{MTUTime: rate.TxTime(frame.FullBytes)},
-	}
+	return c
 }
 
-// Validate reports every field that is out of range, one [aqm.ConfigError]
-// each, joined; the error wraps [aqm.ErrInvalidConfig]. It does not change
-// c: zero fields are valid and mean their defaults.
+// Validate reports every field of c that is out of range, joined, as
+// [CoDelConfig.Validate] does.
 func (c CobaltConfig) Validate() error {
-	errs := validateSched(c.Flows, c.LimitPackets, c.MemoryLimitBytes, c.QuantumBytes, c.DropBatchPackets)
-	errs = append(errs, cfgerr.Relabel("fq", c.Control.Validate())...)
-	errs = append(errs, c.signalRules()...)
-	return errors.Join(errs...)
+	return joinChecks(validateSched(c.Flows, c.LimitPackets, c.MemoryLimitBytes, c.QuantumBytes, c.DropBatchPackets),
+		c.Control.Validate(), c.signalRules())
 }
 
 // withDefaults returns c with every zero field that has a default set to it

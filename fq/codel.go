@@ -1,12 +1,10 @@
 package fq
 
 import (
-	"errors"
 	"time"
 
 	"github.com/aqmkit/aqmkit/aqm"
 	"github.com/aqmkit/aqmkit/codel"
-	"github.com/aqmkit/aqmkit/internal/cfgerr"
 	"github.com/aqmkit/aqmkit/internal/dropcap"
 	"github.com/aqmkit/aqmkit/internal/rng"
 	"github.com/aqmkit/aqmkit/internal/tally"
@@ -121,23 +119,17 @@ type CoDelConfig struct {
 // that is 400 kB and 265 full-size packets. A zero rate (unknown or
 // unlimited) gives the zero CoDelConfig: the defaults.
 func CoDelConfigForLink(rate aqm.Rate, rtt time.Duration) CoDelConfig {
-	if rate == 0 {
-		return CoDelConfig{}
-	}
-	return CoDelConfig{
-		LimitPackets:     rate.BufferPackets(rtt),
-		MemoryLimitBytes: rate.BufferBytes(rtt),
-	}
+	var c CoDelConfig
+	c.LimitPackets, c.MemoryLimitBytes = linkLimits(rate, rtt)
+	return c
 }
 
 // Validate reports every field that is out of range, one [aqm.ConfigError]
 // each, joined; the error wraps [aqm.ErrInvalidConfig]. It does not change
 // c: zero fields are valid and mean their defaults.
 func (c CoDelConfig) Validate() error {
-	errs := validateSched(c.Flows, c.LimitPackets, c.MemoryLimitBytes, c.QuantumBytes, c.DropBatchPackets)
-	errs = append(errs, cfgerr.Relabel("fq", c.Control.Validate())...)
-	errs = append(errs, c.signalRules()...)
-	return errors.Join(errs...)
+	return joinChecks(validateSched(c.Flows, c.LimitPackets, c.MemoryLimitBytes, c.QuantumBytes, c.DropBatchPackets),
+		c.Control.Validate(), c.signalRules())
 }
 
 // withDefaults returns c with every zero field that has a default set to it

@@ -1,11 +1,14 @@
 package fq
 
 import (
+	"errors"
 	"math/bits"
 	"strconv"
+	"time"
 	"unsafe"
 
 	"github.com/aqmkit/aqmkit/aqm"
+	"github.com/aqmkit/aqmkit/internal/cfgerr"
 	"github.com/aqmkit/aqmkit/internal/rng"
 	"github.com/aqmkit/aqmkit/internal/tally"
 )
@@ -622,6 +625,23 @@ func (q *sched[T, A]) flowPackets(i uint32) (n int, isNew, isOld bool) {
 	}
 	l := f.tag & cqListMask >> cqListShift
 	return n, l == cqNew, l == cqOld
+}
+
+// linkLimits is the LimitPackets and MemoryLimitBytes of every
+// ConfigForLink: [aqm.Rate.BufferPackets] and [aqm.Rate.BufferBytes] of
+// rate and rtt, or zeros (the defaults) for a zero rate.
+func linkLimits(rate aqm.Rate, rtt time.Duration) (packets, bytes int) {
+	if rate == 0 {
+		return 0, 0
+	}
+	return rate.BufferPackets(rtt), rate.BufferBytes(rtt)
+}
+
+// joinChecks joins a configuration's errors: the scheduler's fields', its
+// controller's (as fq's fields) and its signal rules'.
+func joinChecks(sched []error, ctl error, rules []error) error {
+	errs := append(sched, cfgerr.Relabel("fq", ctl)...)
+	return errors.Join(append(errs, rules...)...)
 }
 
 // validateSched checks the scheduler's fields, shared by the FQ configs.

@@ -1,11 +1,9 @@
 package fq
 
 import (
-	"errors"
 	"time"
 
 	"github.com/aqmkit/aqmkit/aqm"
-	"github.com/aqmkit/aqmkit/internal/cfgerr"
 	"github.com/aqmkit/aqmkit/internal/rng"
 	"github.com/aqmkit/aqmkit/internal/tally"
 	"github.com/aqmkit/aqmkit/pie"
@@ -56,13 +54,8 @@ type PIEConfig struct {
 	// packets are queued" looks at the flow's own backlog, as in Linux
 	// fq_pie.
 	pie.Control
-	// DisableFloodGuard turns the flood guard off (see the package doc's
-	// Flood guard section): every packet then joins its own flow queue and
-	// a flow queue that was empty gets sparse-flow priority, as in RFC 8290
-	// and Linux, so a sender that uses a new flow hash for every packet can
-	// starve the other flows. With the guard on, the default, packets of
-	// flows that have not recurred wait in one shared queue once they
-	// arrive faster than the guard admits new flows.
+	// DisableFloodGuard turns the flood guard off, with the cost
+	// [CoDelConfig.DisableFloodGuard] describes; it is on by default.
 	DisableFloodGuard bool
 	// Seed keys the flow hash and seeds every flow's random draws. Zero,
 	// the default and the right choice in production, draws a secret from
@@ -78,23 +71,16 @@ type PIEConfig struct {
 // field keeps its default. A zero rate (unknown or unlimited) gives the
 // zero PIEConfig: the defaults.
 func PIEConfigForLink(rate aqm.Rate, rtt time.Duration) PIEConfig {
-	if rate == 0 {
-		return PIEConfig{}
-	}
-	return PIEConfig{
-		LimitPackets:     rate.BufferPackets(rtt),
-		MemoryLimitBytes: rate.BufferBytes(rtt),
-	}
+	var c PIEConfig
+	c.LimitPackets, c.MemoryLimitBytes = linkLimits(rate, rtt)
+	return c
 }
 
-// Validate reports every field that is out of range, one [aqm.ConfigError]
-// each, joined; the error wraps [aqm.ErrInvalidConfig]. It does not change
-// c: zero fields are valid and mean their defaults.
+// Validate reports every field of c that is out of range, joined, as
+// [CoDelConfig.Validate] does.
 func (c PIEConfig) Validate() error {
-	errs := validateSched(c.Flows, c.LimitPackets, c.MemoryLimitBytes, c.QuantumBytes, c.DropBatchPackets)
-	errs = append(errs, cfgerr.Relabel("fq", c.Control.Validate())...)
-	errs = append(errs, c.signalRules()...)
-	return errors.Join(errs...)
+	return joinChecks(validateSched(c.Flows, c.LimitPackets, c.MemoryLimitBytes, c.QuantumBytes, c.DropBatchPackets),
+		c.Control.Validate(), c.signalRules())
 }
 
 // withDefaults returns c with every zero field that has a default set to it
