@@ -72,7 +72,7 @@ func ipEnd(pkt []byte, version uint8) int {
 func (c *Classifier) Classify(pkt []byte) (aqm.Meta, Info, error) {
 	var m aqm.Meta
 	var info Info
-	m.Size = uint32(min(len(pkt), 1<<31))
+	m.Size = uint32(min(uint64(len(pkt)), 1<<31))
 	f, err := c.h.Flow(pkt)
 	if err != nil {
 		return m, info, err

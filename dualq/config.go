@@ -297,7 +297,7 @@ func (c Config) Validate() error {
 	// LimitBytes is judged as given: its default derives from LimitPackets
 	// and MTUBytes, which are reported on their own if they are bad.
 	switch {
-	case c.LimitBytes < 0 || c.LimitBytes > 1<<52:
+	case c.LimitBytes < 0 || int64(c.LimitBytes) > 1<<52:
 		bad("LimitBytes", c.LimitBytes, "must be in [0, 2^52]")
 	case d.MTUBytes >= 1 && d.MTUBytes <= 1<<20 && d.LimitBytes > 0 && d.LimitBytes < 4*d.MTUBytes:
 		// With less than 4 MTUs of buffer, a full queue minus the packet

@@ -1,6 +1,7 @@
 package fq
 
 import (
+	"math"
 	"time"
 
 	"github.com/aqmkit/aqmkit/aqm"
@@ -34,7 +35,7 @@ const (
 	minCoDelQuantum     = 256     // Linux raises smaller quanta to 256
 	maxCoDelQuantum     = 1 << 20 // Linux rejects larger ones (a huge quantum spins the credit loop)
 	maxCoDelLimit       = 1 << 24
-	maxCoDelMemoryLimit = 1 << 31 // Linux's cap; keeps per-flow byte counts in uint32
+	maxCoDelMemoryLimit = min(1<<31, math.MaxInt) // Linux's cap; keeps per-flow byte counts in uint32
 	maxCoDelBatch       = 1 << 16
 	// cqChargeQuanta caps what one packet costs its flow's deficit at 64
 	// quanta (97 KB at the default quantum, above any GSO packet), so a

@@ -297,7 +297,7 @@ func (x *IP[C]) classify(b []byte) (aqm.Meta, C, error) {
 		w, werr := iphdr.GSOWireSize(ip, h)
 		if gerr == nil && werr == nil {
 			m.Segments = uint16(min(n, 0xffff))
-			m.Size = uint32(min(w, 1<<31))
+			m.Size = uint32(min(uint64(w), 1<<31))
 		}
 	}
 	return m, info, err

@@ -54,10 +54,10 @@ const (
 // Bounds checked by Validate. They keep every derived quantity finite and
 // every product in the hot path inside 64 bits (see controller.go).
 const (
-	maxLimitPackets = 1 << 24 // storage for the ring is allocated up front
-	maxBytes        = 1 << 40 // thresholds and byte limits: 1 TiB
-	maxMeanBytes    = 1 << 24 // a mean packet size larger than 16 MiB is a mistake
-	minFrameBytes   = 64      // the smallest Ethernet frame, for default packet limits in byte mode
+	maxLimitPackets = 1 << 24                 // storage for the ring is allocated up front
+	maxBytes        = min(1<<40, math.MaxInt) // thresholds and byte limits: 1 TiB (less on 32-bit platforms)
+	maxMeanBytes    = 1 << 24                 // a mean packet size larger than 16 MiB is a mistake
+	minFrameBytes   = 64                      // the smallest Ethernet frame, for default packet limits in byte mode
 )
 
 // Config configures a RED queue. The zero Config is plain RED in packet

@@ -169,7 +169,7 @@ func makeParams(c Config) params {
 	return params{
 		limit:      c.LimitPackets,
 		limitBytes: c.LimitBytes,
-		depth:      uint32(min(c.DepthPackets, math.MaxUint32)),
+		depth:      uint32(min(uint64(c.DepthPackets), math.MaxUint32)),
 		divisor:    uint32(c.Divisor),
 		quantum:    int64(c.QuantumBytes),
 		period:     c.PerturbPeriod,

@@ -52,7 +52,7 @@ var flowQueues = map[string]bool{"fq-codel": true, "fq-cobalt": true, "fq-pie": 
 // what was copied: the length is no part of the flow key, and the packet
 // itself is not changed.
 func meta(h *iphdr.Hasher, pkt *stack.PacketBuffer, n need) aqm.Meta {
-	size := uint32(min(pkt.Size(), 1<<32-1))
+	size := uint32(min(uint64(pkt.Size()), 1<<32-1))
 	n, nolink := n&^linkless, n&linkless != 0
 	if n == 0 {
 		return aqm.Meta{Size: size}
