@@ -25,7 +25,8 @@ const DeliveryMTU = 1500
 // delivery opportunities, each letting [DeliveryMTU] bytes leave, as in
 // the cellular traces of mahimahi and Pantheon. Set it as
 // [Config.Capacity]; the link then sends each packet as the trace allows,
-// from the start of the run, and repeats the trace when it ends.
+// from the start of the run, and repeats the trace when it ends. Runs only
+// read a Trace, so runs in parallel may share one.
 //
 // Two text formats load into a Trace:
 //
@@ -76,9 +77,10 @@ func StepTrace(name string, period time.Duration, steps ...RateChange) (*Trace, 
 	for _, s := range steps {
 		t.steps = append(t.steps, traceStep{s.At, s.RateBps})
 	}
-	return t, t.check()
+	return t, t.build()
 }
 
+// check reports whether the trace is well formed; it only reads t.
 func (t *Trace) check() error {
 	bad := func(format string, a ...any) error {
 		return fmt.Errorf("sim: trace %s: %s", t.Name, fmt.Sprintf(format, a...))
@@ -110,6 +112,20 @@ func (t *Trace) check() error {
 	}
 	if !pos {
 		return bad("has no capacity at all")
+	}
+	return nil
+}
+
+// build checks a new trace and fills in its cumulative capacity, once:
+// after it the trace is only read, since the runs that share it (every
+// repetition and AQM of a scenario) read it concurrently, and New checks
+// it again.
+func (t *Trace) build() error {
+	if err := t.check(); err != nil {
+		return err
+	}
+	if t.opps != nil {
+		return nil
 	}
 	t.cum = make([]float64, len(t.steps)+1)
 	for i, s := range t.steps {
@@ -160,7 +176,7 @@ func ParseRateTrace(name string, r io.Reader) (*Trace, error) {
 	if err := sc.Err(); err != nil {
 		return nil, err
 	}
-	return t, t.check()
+	return t, t.build()
 }
 
 // ParseDeliveryTrace reads a mahimahi-style delivery trace (see [Trace]).
@@ -193,7 +209,7 @@ func ParseDeliveryTrace(name string, r io.Reader) (*Trace, error) {
 		return nil, fmt.Errorf("sim: trace %s: no delivery opportunities", name)
 	}
 	t.period = t.opps[len(t.opps)-1]
-	return t, t.check()
+	return t, t.build()
 }
 
 // LoadTrace reads a trace file: a rate trace if its name ends in .rate, a

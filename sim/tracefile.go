@@ -122,7 +122,7 @@ func ParseThroughputCSV(name, column string, r io.Reader) (*Trace, error) {
 	default:
 		t.period = 2*t.steps[k-1].at - t.steps[k-2].at
 	}
-	if err := t.check(); err != nil {
+	if err := t.build(); err != nil {
 		return nil, err
 	}
 	return t, nil
