@@ -77,7 +77,7 @@ func StepTrace(name string, period time.Duration, steps ...RateChange) (*Trace, 
 	for _, s := range steps {
 		t.steps = append(t.steps, traceStep{s.At, s.RateBps})
 	}
-	return t, t.build()
+	return t.build()
 }
 
 // check reports whether the trace is well formed; it only reads t.
@@ -119,13 +119,14 @@ func (t *Trace) check() error {
 // build checks a new trace and fills in its cumulative capacity, once:
 // after it the trace is only read, since the runs that share it (every
 // repetition and AQM of a scenario) read it concurrently, and New checks
-// it again.
-func (t *Trace) build() error {
+// it again. It returns t, or nil and the error for a trace that fails
+// its checks, for the constructors to return.
+func (t *Trace) build() (*Trace, error) {
 	if err := t.check(); err != nil {
-		return err
+		return nil, err
 	}
 	if t.opps != nil {
-		return nil
+		return t, nil
 	}
 	t.cum = make([]float64, len(t.steps)+1)
 	for i, s := range t.steps {
@@ -135,7 +136,7 @@ func (t *Trace) build() error {
 		}
 		t.cum[i+1] = t.cum[i] + s.bps*end.Seconds() - s.bps*s.at.Seconds()
 	}
-	return nil
+	return t, nil
 }
 
 // ParseRateTrace reads a rate trace (see [Trace]).
@@ -176,7 +177,7 @@ func ParseRateTrace(name string, r io.Reader) (*Trace, error) {
 	if err := sc.Err(); err != nil {
 		return nil, err
 	}
-	return t, t.build()
+	return t.build()
 }
 
 // ParseDeliveryTrace reads a mahimahi-style delivery trace (see [Trace]).
@@ -209,7 +210,7 @@ func ParseDeliveryTrace(name string, r io.Reader) (*Trace, error) {
 		return nil, fmt.Errorf("sim: trace %s: no delivery opportunities", name)
 	}
 	t.period = t.opps[len(t.opps)-1]
-	return t, t.build()
+	return t.build()
 }
 
 // LoadTrace reads a trace file: a rate trace if its name ends in .rate, a

@@ -35,11 +35,13 @@ func TestParseRateTrace(t *testing.T) {
 		"", "1s 10mbit\n", "0s 10mbit\n0s 20mbit\n", "0s fast\n", "0s\n", "x 1mbit\n",
 		"0s 1mbit\n1s end\n2s 1mbit\n", "0s 1mbit\n1s 0\n", "0s 0\n1s end\n", "0s 1mbit\n0s end\n", "0s 1mbit 2\n",
 	} {
-		_, err := ParseRateTrace("bad", strings.NewReader(bad))
+		bt, err := ParseRateTrace("bad", strings.NewReader(bad))
 		require.Error(t, err, "%q", bad)
+		require.Nil(t, bt, "%q: no trace beside the error", bad)
 	}
-	_, err = StepTrace("s", 0, RateChange{At: 0, RateBps: -1})
+	bt, err := StepTrace("s", 0, RateChange{At: 0, RateBps: -1})
 	require.Error(t, err)
+	require.Nil(t, bt, "no trace beside the error")
 }
 
 // TestParseDeliveryTrace protects the mahimahi format: one 1500-byte

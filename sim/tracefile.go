@@ -122,10 +122,7 @@ func ParseThroughputCSV(name, column string, r io.Reader) (*Trace, error) {
 	default:
 		t.period = 2*t.steps[k-1].at - t.steps[k-2].at
 	}
-	if err := t.build(); err != nil {
-		return nil, err
-	}
-	return t, nil
+	return t.build()
 }
 
 // parseStamp reads a timestamp, with or without a zone, or seconds.
